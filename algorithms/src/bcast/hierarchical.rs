@@ -1,0 +1,69 @@
+//! Hierarchical (node-aware) broadcast: an inter-node broadcast among node
+//! leaders, composed with an intra-node broadcast inside every node, each
+//! chosen from this same library.
+//!
+//! ```text
+//!   node 0: [0* 1 2]    node 1: [3* 4]    node 2: [5* 6 7]     (* leader)
+//!   inter:  0 ==> 3, 0 ==> 5            (e.g. binomial over 3 leaders)
+//!   intra:  0 -> 1,2    3 -> 4    5 -> 6,7  (e.g. linear inside each node)
+//! ```
+//! The root leads its own node; elsewhere the lowest rank leads. Nodes may
+//! hold different numbers of ranks. Cost: T_inter(N nodes, n) over the
+//! network plus T_intra(ranks per node, n) in shared memory; with segmented
+//! phases the dataflow execution overlaps them (a leader forwards a segment
+//! inside its node as soon as it arrives from outside).
+//!
+//! Parameters: `inter`, `intra` (broadcast algorithms, not hierarchical).
+
+use crate::builder::Builder;
+use crate::error::SpecError;
+use crate::registry::{build_into, Shape};
+use crate::spec::{AlgoSpec, Collective};
+use crate::topo::NodeMap;
+
+pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {
+    let nodes = sh.nodes;
+    let root_node = nodes.node_of(sh.root);
+    let my_node = nodes.node_of(sh.rank);
+    let leaders: Vec<usize> = (0..nodes.num_nodes())
+        .map(|n| {
+            if n == root_node {
+                sh.root
+            } else {
+                nodes.ranks_on(n)[0] as usize
+            }
+        })
+        .collect();
+    let leader = leaders[my_node];
+
+    if sh.rank == leader && leaders.len() > 1 {
+        let inter_nodes = NodeMap::single(leaders.len());
+        let inter = Shape {
+            rank: my_node,
+            size: leaders.len(),
+            root: root_node,
+            bytes: sh.bytes,
+            nodes: &inter_nodes,
+        };
+        b.with_map(&leaders, |b| {
+            build_into(Collective::Bcast, spec.algo("inter")?, &inter, b)
+        })?;
+    }
+
+    let members: Vec<usize> = nodes.ranks_on(my_node).iter().map(|&r| r as usize).collect();
+    if members.len() > 1 {
+        let idx = |r: usize| members.iter().position(|&m| m == r).expect("member");
+        let intra_nodes = NodeMap::single(members.len());
+        let intra = Shape {
+            rank: idx(sh.rank),
+            size: members.len(),
+            root: idx(leader),
+            bytes: sh.bytes,
+            nodes: &intra_nodes,
+        };
+        b.with_map(&members, |b| {
+            build_into(Collective::Bcast, spec.algo("intra")?, &intra, b)
+        })?;
+    }
+    Ok(())
+}

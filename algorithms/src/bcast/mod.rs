@@ -1,0 +1,12 @@
+//! Broadcast algorithms, one file each.
+
+pub mod binary;
+pub mod binomial;
+pub mod chain;
+pub mod hierarchical;
+pub mod knomial;
+pub mod linear;
+pub mod pipeline;
+pub mod scatter_allgather;
+pub mod split_binary;
+pub mod tree;

@@ -1,0 +1,102 @@
+//! Split-binary-tree broadcast (Open MPI's `bcast_intra_split_bintree`).
+//!
+//! ```text
+//!              0                 first half A goes down the left subtree,
+//!          A /   \ B             second half B down the right one,
+//!           1     2              then left and right ranks pair up and
+//!          / \   / \             swap halves: 1<->2, 3<->5, 4<->6.
+//!         3   4 5   6
+//! ```
+//! Each half travels log2(p) levels, so the tree phase costs about
+//! log2(p)(alpha + (n/2) beta) and the swap alpha + (n/2) beta: half the
+//! bandwidth term of a binary tree. Heap-ordered subtrees are unequal for
+//! most p; a rank left without a partner gets its missing half from a rank of
+//! the other subtree after that rank's own swap.
+//!
+//! Parameters: `segment` (bytes, 0 = whole half), for the tree phase.
+
+use crate::builder::Builder;
+use crate::error::SpecError;
+use crate::registry::Shape;
+use crate::schedule::{Post, Region};
+use crate::spec::AlgoSpec;
+use crate::topo::binary_tree;
+
+use super::tree::{segments, tree_bcast};
+
+/// Relative ranks of the heap subtree rooted at `top`, ascending.
+fn subtree(top: usize, size: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut level = vec![top];
+    while !level.is_empty() {
+        out.extend(&level);
+        level = level
+            .iter()
+            .flat_map(|&v| [2 * v + 1, 2 * v + 2])
+            .filter(|&c| c < size)
+            .collect();
+    }
+    out.sort_unstable();
+    out
+}
+
+pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {
+    let segment = spec.int("segment")?;
+    let (p, n, vr) = (sh.size, sh.bytes, sh.vrank());
+    if p == 2 {
+        tree_bcast(b, sh, &binary_tree(vr, p), 0, n, segment);
+        return Ok(());
+    }
+    let h = n.div_ceil(2);
+    let halves = [(0, h), (h, n - h)]; // (offset, len) of A and B
+    let sides = [subtree(1, p), subtree(2, p)];
+
+    if vr == 0 {
+        // Interleave the two halves' segments so both subtrees start at once.
+        let mut segs: Vec<_> = halves
+            .iter()
+            .map(|&(o, l)| segments(o, l, segment).collect::<Vec<_>>())
+            .collect();
+        let rounds = segs[0].len().max(segs[1].len());
+        for k in 0..rounds {
+            let mut sent = false;
+            for (child, s) in segs.iter_mut().enumerate() {
+                if let Some(&(o, l)) = s.get(k) {
+                    b.send(sh.real(child + 1), Region::data(o, l), Post::Immediate);
+                    sent = true;
+                }
+            }
+            if sent {
+                b.wait_all();
+            }
+        }
+        return Ok(());
+    }
+
+    let side = usize::from(!sides[0].contains(&vr));
+    let other = 1 - side;
+    let (mo, ml) = halves[side];
+    let (to, tl) = halves[other];
+    tree_bcast(b, sh, &binary_tree(vr, p), mo, ml, segment);
+
+    let me = sides[side].binary_search(&vr).expect("rank in its subtree");
+    let (mine, theirs) = (&sides[side], &sides[other]);
+    let pairs = mine.len().min(theirs.len());
+    if me < pairs {
+        let partner = sh.real(theirs[me]);
+        b.exchange(partner, Region::data(mo, ml), partner, Region::data(to, tl));
+        // Ranks of the other side left without a partner get our half from us.
+        if theirs.len() > pairs {
+            for (j, &v) in theirs.iter().enumerate().skip(pairs) {
+                if (j - pairs) % pairs == me {
+                    b.send(sh.real(v), Region::data(mo, ml), Post::Blocking);
+                }
+            }
+        }
+    } else {
+        let giver = theirs[(me - pairs) % pairs];
+        b.recv(sh.real(giver), Region::data(to, tl), Post::Blocking);
+    }
+    // Zero-length halves (n = 1) send nothing: both sides skip the same ops.
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! # colltune-algorithms
+//!
+//! MPI collective algorithms as pure schedule generators, with no MPI in
+//! sight. Given (rank, communicator size, root, message bytes, parameters,
+//! rank-to-node map), an algorithm returns this rank's [`Schedule`]: typed
+//! send / receive / copy / put steps over byte ranges, with their
+//! dependencies. The `colltune` crate executes schedules on MPI (blocking and
+//! nonblocking executions) and on a network model; [`check`] executes them
+//! on an exact symbolic model to prove each algorithm correct and free of
+//! deadlock for any rank count.
+//!
+//! The [`registry`] lists every algorithm by name with its parameters and
+//! restrictions; everything else finds algorithms there.
+
+pub mod bcast;
+pub mod builder;
+pub mod check;
+pub mod error;
+pub mod registry;
+pub mod schedule;
+pub mod spec;
+pub mod swap;
+pub mod topo;
+
+pub use builder::Builder;
+pub use error::{BuildError, ShapeError, SpecError};
+pub use registry::{
+    algorithms, build, build_all, lookup, resolve, AlgorithmInfo, ParamInfo, ParamKind,
+    Restriction, Shape, REGISTRY,
+};
+pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
+pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};
+pub use topo::NodeMap;

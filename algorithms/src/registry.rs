@@ -1,0 +1,522 @@
+//! Every algorithm, by name, with its parameters and restrictions, as data.
+//!
+//! Nothing outside this file knows the list: the CLI, the benchmark, the
+//! tuner, the checker and the exporters all iterate [`REGISTRY`].
+
+use crate::builder::Builder;
+use crate::error::{BuildError, ShapeError, SpecError};
+use crate::schedule::Schedule;
+use crate::spec::{AlgoSpec, Collective, ParamValue};
+use crate::topo::NodeMap;
+use crate::{bcast, swap};
+
+/// The communicator and call an algorithm builds a schedule for.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape<'a> {
+    /// This rank.
+    pub rank: usize,
+    /// Ranks in the communicator.
+    pub size: usize,
+    /// Root of a broadcast (ignored by swaps).
+    pub root: usize,
+    /// Bytes of the message (for a swap: of each partner's buffer).
+    pub bytes: u64,
+    pub nodes: &'a NodeMap,
+}
+
+impl Shape<'_> {
+    /// This rank relative to the root.
+    pub fn vrank(&self) -> usize {
+        (self.rank + self.size - self.root) % self.size
+    }
+    /// The communicator rank of relative rank `vr`.
+    pub fn real(&self, vr: usize) -> usize {
+        (vr + self.root) % self.size
+    }
+}
+
+/// Builds one rank's schedule: `(shape, resolved spec, builder)`.
+pub type BuildFn = fn(&Shape, &AlgoSpec, &mut Builder) -> Result<(), SpecError>;
+
+/// What kind of value a parameter takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// Segment size in bytes: 0 (not segmented) or `min..=max`.
+    Segment { min: u64, max: u64 },
+    /// A count in `min..=max`.
+    Count { min: u64, max: u64 },
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// An algorithm of this collective, itself resolved against the registry.
+    Algorithm(Collective),
+}
+
+/// A parameter's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultValue {
+    Int(u64),
+    Word(&'static str),
+    Algo(&'static str),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    pub default: DefaultValue,
+    pub help: &'static str,
+}
+
+/// A restriction on where an algorithm may be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restriction {
+    /// Cannot be a phase of another (hierarchical) algorithm.
+    NotNested,
+    /// Uses one-sided communication (an MPI window per communicator).
+    OneSided,
+    /// Meaningful only when ranks span several nodes; on one node it runs
+    /// its intra-node phase alone.
+    NodeAware,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct AlgorithmInfo {
+    pub name: &'static str,
+    pub collective: Collective,
+    pub summary: &'static str,
+    pub params: &'static [ParamInfo],
+    pub restrictions: &'static [Restriction],
+    pub build: BuildFn,
+}
+
+impl AlgorithmInfo {
+    pub fn param(&self, name: &str) -> Option<&ParamInfo> {
+        self.params.iter().find(|p| p.name == name)
+    }
+    pub fn has(&self, r: Restriction) -> bool {
+        self.restrictions.contains(&r)
+    }
+}
+
+const SEGMENT_MIN: u64 = 64;
+const SEGMENT_MAX: u64 = 1 << 30;
+
+const fn segment(default: u64) -> ParamInfo {
+    ParamInfo {
+        name: "segment",
+        kind: ParamKind::Segment {
+            min: SEGMENT_MIN,
+            max: SEGMENT_MAX,
+        },
+        default: DefaultValue::Int(default),
+        help: "segment size in bytes (0: send the message whole)",
+    }
+}
+
+const PAIRING: ParamInfo = ParamInfo {
+    name: "pairing",
+    kind: ParamKind::Choice(&["neighbors", "halves"]),
+    default: DefaultValue::Word("neighbors"),
+    help: "partners: neighbors (0-1, 2-3, ...) or halves (i with i+p/2); an odd rank out idles",
+};
+
+const fn swap_algo(name: &'static str, summary: &'static str, build: BuildFn) -> AlgorithmInfo {
+    AlgorithmInfo {
+        name,
+        collective: Collective::Swap,
+        summary,
+        params: &[PAIRING],
+        restrictions: &[],
+        build,
+    }
+}
+
+/// Every algorithm colltune knows.
+pub static REGISTRY: &[AlgorithmInfo] = &[
+    AlgorithmInfo {
+        name: "linear",
+        collective: Collective::Bcast,
+        summary: "root sends the whole message to every other rank",
+        params: &[],
+        restrictions: &[],
+        build: bcast::linear::build,
+    },
+    AlgorithmInfo {
+        name: "binomial",
+        collective: Collective::Bcast,
+        summary: "binomial tree, ceil(log2 p) rounds",
+        params: &[segment(0)],
+        restrictions: &[],
+        build: bcast::binomial::build,
+    },
+    AlgorithmInfo {
+        name: "knomial",
+        collective: Collective::Bcast,
+        summary: "k-nomial tree: each rank feeds radix-1 children per round",
+        params: &[
+            ParamInfo {
+                name: "radix",
+                kind: ParamKind::Count { min: 2, max: 64 },
+                default: DefaultValue::Int(4),
+                help: "tree radix k (2: binomial)",
+            },
+            segment(0),
+        ],
+        restrictions: &[],
+        build: bcast::knomial::build,
+    },
+    AlgorithmInfo {
+        name: "binary",
+        collective: Collective::Bcast,
+        summary: "complete binary tree",
+        params: &[segment(0)],
+        restrictions: &[],
+        build: bcast::binary::build,
+    },
+    AlgorithmInfo {
+        name: "split_binary",
+        collective: Collective::Bcast,
+        summary: "binary tree, each half of the message down one subtree, then halves swapped",
+        params: &[segment(0)],
+        restrictions: &[],
+        build: bcast::split_binary::build,
+    },
+    AlgorithmInfo {
+        name: "chain",
+        collective: Collective::Bcast,
+        summary: "root feeds `fanout` chains, segments forwarded along each",
+        params: &[
+            ParamInfo {
+                name: "fanout",
+                kind: ParamKind::Count { min: 1, max: 64 },
+                default: DefaultValue::Int(4),
+                help: "number of chains the root feeds",
+            },
+            segment(65536),
+        ],
+        restrictions: &[],
+        build: bcast::chain::build,
+    },
+    AlgorithmInfo {
+        name: "pipeline",
+        collective: Collective::Bcast,
+        summary: "one chain through all ranks, segments forwarded as they arrive",
+        params: &[segment(65536)],
+        restrictions: &[],
+        build: bcast::pipeline::build,
+    },
+    AlgorithmInfo {
+        name: "scatter_allgather",
+        collective: Collective::Bcast,
+        summary: "binomial scatter of p chunks, then recursive-doubling allgather",
+        params: &[],
+        restrictions: &[],
+        build: bcast::scatter_allgather::build_doubling,
+    },
+    AlgorithmInfo {
+        name: "scatter_allgather_ring",
+        collective: Collective::Bcast,
+        summary: "binomial scatter of p chunks, then ring allgather",
+        params: &[],
+        restrictions: &[],
+        build: bcast::scatter_allgather::build_ring,
+    },
+    AlgorithmInfo {
+        name: "hierarchical",
+        collective: Collective::Bcast,
+        summary: "inter-node algorithm over node leaders, then intra-node algorithm in each node",
+        params: &[
+            ParamInfo {
+                name: "inter",
+                kind: ParamKind::Algorithm(Collective::Bcast),
+                default: DefaultValue::Algo("binomial"),
+                help: "broadcast among node leaders",
+            },
+            ParamInfo {
+                name: "intra",
+                kind: ParamKind::Algorithm(Collective::Bcast),
+                default: DefaultValue::Algo("binomial"),
+                help: "broadcast inside each node from its leader",
+            },
+        ],
+        restrictions: &[Restriction::NotNested, Restriction::NodeAware],
+        build: bcast::hierarchical::build,
+    },
+    swap_algo(
+        "ordered",
+        "blocking send and receive, the lower rank sending first",
+        swap::ordered::build,
+    ),
+    swap_algo(
+        "sendrecv",
+        "one MPI_Sendrecv",
+        swap::sendrecv::build,
+    ),
+    swap_algo(
+        "isend_recv",
+        "nonblocking send, blocking receive, wait",
+        swap::nonblocking::build_isend_recv,
+    ),
+    swap_algo(
+        "irecv_send",
+        "nonblocking receive, blocking send, wait",
+        swap::nonblocking::build_irecv_send,
+    ),
+    swap_algo(
+        "isend_irecv",
+        "nonblocking receive and send, wait for both",
+        swap::nonblocking::build_isend_irecv,
+    ),
+    swap_algo(
+        "rsend",
+        "pre-posted receive, zero-byte go-ahead, ready-mode send",
+        swap::rsend::build,
+    ),
+    AlgorithmInfo {
+        name: "put_fence",
+        collective: Collective::Swap,
+        summary: "one-sided put into the partner's window between two fences",
+        params: &[PAIRING],
+        restrictions: &[Restriction::OneSided],
+        build: swap::put::build_fence,
+    },
+    AlgorithmInfo {
+        name: "put_pscw",
+        collective: Collective::Swap,
+        summary: "one-sided put with post-start-complete-wait synchronisation",
+        params: &[PAIRING],
+        restrictions: &[Restriction::OneSided],
+        build: swap::put::build_pscw,
+    },
+];
+
+/// Algorithms of one collective, in registry order.
+pub fn algorithms(collective: Collective) -> impl Iterator<Item = &'static AlgorithmInfo> {
+    REGISTRY.iter().filter(move |a| a.collective == collective)
+}
+
+/// Looks an algorithm up by name.
+pub fn lookup(collective: Collective, name: &str) -> Result<&'static AlgorithmInfo, SpecError> {
+    algorithms(collective)
+        .find(|a| a.name == name)
+        .ok_or_else(|| SpecError::UnknownAlgorithm {
+            collective: collective.to_string(),
+            name: name.to_string(),
+            known: algorithms(collective)
+                .map(|a| a.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Checks names and values, fills every default, and returns the canonical
+/// spec (the one tables store and schedules are cached under).
+pub fn resolve(collective: Collective, spec: &AlgoSpec) -> Result<AlgoSpec, SpecError> {
+    resolve_in(collective, spec, None)
+}
+
+fn resolve_in(
+    collective: Collective,
+    spec: &AlgoSpec,
+    outer: Option<(&str, &str)>,
+) -> Result<AlgoSpec, SpecError> {
+    let info = lookup(collective, &spec.name)?;
+    if let Some((outer, role)) = outer {
+        if info.has(Restriction::NotNested) {
+            return Err(SpecError::NotComposable {
+                algorithm: info.name.into(),
+                outer: outer.into(),
+                role: role.into(),
+                why: "it cannot be nested".into(),
+            });
+        }
+    }
+    for key in spec.params.keys() {
+        if info.param(key).is_none() {
+            return Err(SpecError::UnknownParam {
+                algorithm: info.name.into(),
+                param: key.clone(),
+                known: if info.params.is_empty() {
+                    "no parameters".into()
+                } else {
+                    info.params
+                        .iter()
+                        .map(|p| p.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+            });
+        }
+    }
+    let mut out = AlgoSpec::new(info.name);
+    for p in info.params {
+        let bad = |why: String| SpecError::BadValue {
+            algorithm: info.name.into(),
+            param: p.name.into(),
+            why,
+        };
+        let given = spec.params.get(p.name).cloned();
+        let value = match (p.kind, given) {
+            (ParamKind::Segment { min, max }, Some(ParamValue::Int(v))) => {
+                if v != 0 && !(min..=max).contains(&v) {
+                    return Err(bad(format!(
+                        "{v} is out of range: use 0 (whole message) or {min}..={max} bytes"
+                    )));
+                }
+                ParamValue::Int(v)
+            }
+            (ParamKind::Count { min, max }, Some(ParamValue::Int(v))) => {
+                if !(min..=max).contains(&v) {
+                    return Err(bad(format!("{v} is out of range {min}..={max}")));
+                }
+                ParamValue::Int(v)
+            }
+            (ParamKind::Choice(words), Some(ParamValue::Word(w))) => {
+                if !words.contains(&w.as_str()) {
+                    return Err(bad(format!("`{w}`: use one of {}", words.join(", "))));
+                }
+                ParamValue::Word(w)
+            }
+            (ParamKind::Algorithm(c), Some(ParamValue::Algo(a))) => {
+                ParamValue::Algo(resolve_in(c, &a, Some((info.name, p.name)))?)
+            }
+            (ParamKind::Algorithm(c), Some(ParamValue::Word(w))) => ParamValue::Algo(resolve_in(
+                c,
+                &AlgoSpec::new(w),
+                Some((info.name, p.name)),
+            )?),
+            (_, Some(v)) => {
+                return Err(bad(format!(
+                    "`{v}` is not {}",
+                    match p.kind {
+                        ParamKind::Segment { .. } => "a size in bytes",
+                        ParamKind::Count { .. } => "a number",
+                        ParamKind::Choice(_) => "a word",
+                        ParamKind::Algorithm(_) => "an algorithm",
+                    }
+                )))
+            }
+            (_, None) => match p.default {
+                DefaultValue::Int(i) => ParamValue::Int(i),
+                DefaultValue::Word(w) => ParamValue::Word(w.into()),
+                DefaultValue::Algo(a) => ParamValue::Algo(resolve_in(
+                    match p.kind {
+                        ParamKind::Algorithm(c) => c,
+                        _ => collective,
+                    },
+                    &AlgoSpec::new(a),
+                    Some((info.name, p.name)),
+                )?),
+            },
+        };
+        out.params.insert(p.name.into(), value);
+    }
+    Ok(out)
+}
+
+/// Builds one rank's schedule for `spec` (resolved here if it is not yet).
+pub fn build(collective: Collective, spec: &AlgoSpec, shape: &Shape) -> Result<Schedule, BuildError> {
+    if shape.rank >= shape.size || shape.root >= shape.size {
+        return Err(ShapeError::RankOutOfRange {
+            rank: shape.rank,
+            root: shape.root,
+            size: shape.size,
+        }
+        .into());
+    }
+    if shape.nodes.size() != shape.size {
+        return Err(ShapeError::NodeMapSize {
+            map: shape.nodes.size(),
+            size: shape.size,
+        }
+        .into());
+    }
+    let spec = resolve(collective, spec)?;
+    let mut b = Builder::new();
+    build_into(collective, &spec, shape, &mut b)?;
+    Ok(b.finish())
+}
+
+/// Appends the ops of a resolved spec to `b` (used for composition).
+pub fn build_into(
+    collective: Collective,
+    spec: &AlgoSpec,
+    shape: &Shape,
+    b: &mut Builder,
+) -> Result<(), SpecError> {
+    let info = lookup(collective, &spec.name)?;
+    if shape.size <= 1 || shape.bytes == 0 {
+        return Ok(());
+    }
+    (info.build)(shape, spec, b)
+}
+
+/// The schedules of every rank of a communicator.
+pub fn build_all(
+    collective: Collective,
+    spec: &AlgoSpec,
+    root: usize,
+    bytes: u64,
+    nodes: &NodeMap,
+) -> Result<Vec<Schedule>, BuildError> {
+    let spec = resolve(collective, spec)?;
+    (0..nodes.size())
+        .map(|rank| {
+            build(
+                collective,
+                &spec,
+                &Shape {
+                    rank,
+                    size: nodes.size(),
+                    root,
+                    bytes,
+                    nodes,
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_resolve_with_defaults() {
+        for (i, a) in REGISTRY.iter().enumerate() {
+            assert!(
+                REGISTRY[..i]
+                    .iter()
+                    .all(|b| b.name != a.name || b.collective != a.collective),
+                "{} twice",
+                a.name
+            );
+            let r = resolve(a.collective, &AlgoSpec::new(a.name)).unwrap();
+            assert_eq!(r.params.len(), a.params.len());
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_reasons() {
+        let e = |t: &str| resolve(Collective::Bcast, &AlgoSpec::parse(t).unwrap()).unwrap_err();
+        assert!(matches!(e("bogus"), SpecError::UnknownAlgorithm { .. }));
+        assert!(matches!(e("binomial:radix=3"), SpecError::UnknownParam { .. }));
+        assert!(matches!(e("knomial:radix=1"), SpecError::BadValue { .. }));
+        assert!(matches!(e("pipeline:segment=10"), SpecError::BadValue { .. }));
+        assert!(matches!(e("pipeline:segment=fast"), SpecError::BadValue { .. }));
+        assert!(matches!(
+            e("hierarchical:inter=hierarchical"),
+            SpecError::NotComposable { .. }
+        ));
+        assert!(matches!(e("hierarchical:inter=ordered"), SpecError::UnknownAlgorithm { .. }));
+        let ok = resolve(
+            Collective::Bcast,
+            &AlgoSpec::parse("hierarchical:intra=knomial(radix=3)").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            ok.to_string(),
+            "hierarchical:inter=binomial(segment=0),intra=knomial(radix=3,segment=0)"
+        );
+    }
+}
