@@ -1,0 +1,159 @@
+//! The MPI-free proof of every algorithm: for every rank count 1..=64, every
+//! root, sizes 0, 1, 7, segment - 1, segment + 1 and 1 MiB + 3, and both
+//! executions, every rank ends with every byte it should and nothing
+//! deadlocks even if every send were synchronous.
+//!
+//! `COLLTUNE_CHECK_MAX_RANKS` lowers the largest rank count (for quick runs).
+
+use colltune_algorithms::check::{check_bcast, check_swap};
+use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
+
+const SEGMENT: u64 = 65536;
+
+fn max_ranks() -> usize {
+    std::env::var("COLLTUNE_CHECK_MAX_RANKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+fn sizes(segment: u64) -> [u64; 6] {
+    [0, 1, 7, segment - 1, segment + 1, (1 << 20) + 3]
+}
+
+/// The configurations of one algorithm worth proving: its defaults, and
+/// variants for every parameter that changes the schedule's shape.
+fn variants(name: &str) -> Vec<String> {
+    let v: Vec<String> = match name {
+        "binomial" | "binary" | "split_binary" => {
+            vec![name.into(), format!("{name}:segment={SEGMENT}")]
+        }
+        "knomial" => vec![
+            "knomial".into(),
+            "knomial:radix=3".into(),
+            format!("knomial:radix=5,segment={SEGMENT}"),
+        ],
+        "chain" => vec![
+            "chain".into(),
+            "chain:fanout=1,segment=0".into(),
+            format!("chain:fanout=3,segment={SEGMENT}"),
+        ],
+        "pipeline" => vec!["pipeline".into(), "pipeline:segment=0".into()],
+        _ => vec![name.into()],
+    };
+    v
+}
+
+/// Node layouts for `p` ranks: one node, and for node-aware algorithms also
+/// equal, unequal and round-robin (non-contiguous) layouts.
+fn layouts(p: usize, node_aware: bool) -> Vec<NodeMap> {
+    let mut out = vec![NodeMap::single(p)];
+    if node_aware && p > 1 {
+        for ppn in [2, 3] {
+            let mut sizes = vec![ppn; p / ppn];
+            if p % ppn != 0 {
+                sizes.push(p % ppn);
+            }
+            out.push(NodeMap::blocks(&sizes).unwrap());
+        }
+        out.push(NodeMap::round_robin(p, 3.min(p)));
+        // unequal, larger first node: 3 + 2 style
+        if p >= 3 {
+            out.push(NodeMap::blocks(&[p - p / 2, p / 2]).unwrap());
+        }
+    }
+    out
+}
+
+fn prove_bcast(spec_text: &str, node_aware: bool) {
+    let spec = AlgoSpec::parse(spec_text).unwrap();
+    for p in 1..=max_ranks() {
+        for nodes in layouts(p, node_aware) {
+            for root in 0..p {
+                for bytes in sizes(SEGMENT) {
+                    for exec in Execution::ALL {
+                        if let Err(e) = check_bcast(&spec, &nodes, root, bytes, exec) {
+                            panic!(
+                                "bcast {spec_text}, {p} ranks (nodes {nodes}), root {root}, {bytes} bytes, {exec}: {e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+macro_rules! bcast_tests {
+    ($($test:ident: $name:literal,)*) => {$(
+        #[test]
+        fn $test() {
+            for v in variants($name) {
+                prove_bcast(&v, false);
+            }
+        }
+    )*};
+}
+
+bcast_tests! {
+    bcast_linear: "linear",
+    bcast_binomial: "binomial",
+    bcast_knomial: "knomial",
+    bcast_binary: "binary",
+    bcast_split_binary: "split_binary",
+    bcast_chain: "chain",
+    bcast_pipeline: "pipeline",
+    bcast_scatter_allgather: "scatter_allgather",
+    bcast_scatter_allgather_ring: "scatter_allgather_ring",
+}
+
+#[test]
+fn bcast_hierarchical() {
+    for spec in [
+        "hierarchical".to_string(),
+        "hierarchical:inter=linear,intra=chain(fanout=2,segment=0)".to_string(),
+        format!("hierarchical:inter=pipeline(segment={SEGMENT}),intra=knomial(radix=3,segment={SEGMENT})"),
+        "hierarchical:inter=scatter_allgather,intra=split_binary".to_string(),
+        "hierarchical:inter=scatter_allgather_ring,intra=linear".to_string(),
+    ] {
+        prove_bcast(&spec, true);
+    }
+}
+
+#[test]
+fn every_registered_bcast_algorithm_is_proven_here() {
+    let proven = [
+        "linear",
+        "binomial",
+        "knomial",
+        "binary",
+        "split_binary",
+        "chain",
+        "pipeline",
+        "scatter_allgather",
+        "scatter_allgather_ring",
+        "hierarchical",
+    ];
+    for a in algorithms(Collective::Bcast) {
+        assert!(proven.contains(&a.name), "add {} to the checker", a.name);
+    }
+}
+
+#[test]
+fn swaps() {
+    for a in algorithms(Collective::Swap) {
+        for pairing in ["neighbors", "halves"] {
+            let text = format!("{}:pairing={pairing}", a.name);
+            let spec = AlgoSpec::parse(&text).unwrap();
+            for p in 1..=max_ranks() {
+                for bytes in sizes(SEGMENT) {
+                    for exec in Execution::ALL {
+                        if let Err(e) = check_swap(&spec, &NodeMap::single(p), bytes, exec) {
+                            panic!("swap {text}, {p} ranks, {bytes} bytes, {exec}: {e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
