@@ -1,2 +1,12 @@
-//! colltune: tune and select MPI collective algorithms.
+//! # colltune
+//!
+//! Tune and select MPI collective algorithms. Algorithms are pure schedules
+//! ([`algorithms`], an MPI-free crate); [`transport`] executes them on MPI;
+//! [`verify`] checks every byte of every algorithm on a live communicator.
+
 pub use colltune_algorithms as algorithms;
+
+pub mod cli;
+pub mod pattern;
+pub mod transport;
+pub mod verify;

@@ -25,7 +25,7 @@ pub mod topo;
 pub use builder::Builder;
 pub use error::{BuildError, ShapeError, SpecError};
 pub use registry::{
-    algorithms, build, build_all, lookup, resolve, AlgorithmInfo, ParamInfo, ParamKind,
+    algorithms, build, build_all, lookup, resolve, variants, AlgorithmInfo, ParamInfo, ParamKind,
     Restriction, Shape, REGISTRY,
 };
 pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};

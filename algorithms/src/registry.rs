@@ -290,6 +290,50 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
     },
 ];
 
+/// Algorithms that a hierarchical algorithm's phases are varied over when
+/// exercising it (see [`variants`]).
+const PHASE_VARIANTS: &[&str] = &["linear", "pipeline", "scatter_allgather_ring", "split_binary"];
+
+/// The configurations of an algorithm worth exercising: its defaults, then
+/// one parameter at a time changed to each value that changes the schedule's
+/// shape (segment size `segment` or none, the smallest counts, every choice,
+/// other phase algorithms). Used by the checker, `colltune verify` and the
+/// benchmark's `--variants`.
+pub fn variants(info: &AlgorithmInfo, segment: u64) -> Vec<AlgoSpec> {
+    let base = resolve(info.collective, &AlgoSpec::new(info.name)).expect("defaults resolve");
+    let mut out = vec![base.clone()];
+    for p in info.params {
+        let alts: Vec<ParamValue> = match p.kind {
+            ParamKind::Segment { .. } => vec![ParamValue::Int(match p.default {
+                DefaultValue::Int(0) => segment,
+                _ => 0,
+            })],
+            ParamKind::Count { min, .. } => vec![ParamValue::Int(min), ParamValue::Int(min + 1)],
+            ParamKind::Choice(words) => words.iter().map(|w| ParamValue::Word((*w).into())).collect(),
+            ParamKind::Algorithm(c) => PHASE_VARIANTS
+                .iter()
+                .map(|a| {
+                    let mut spec = AlgoSpec::new(*a);
+                    if lookup(c, a).is_ok_and(|i| i.param("segment").is_some()) {
+                        spec = spec.with_int("segment", segment);
+                    }
+                    ParamValue::Algo(spec)
+                })
+                .collect(),
+        };
+        for v in alts {
+            let mut spec = base.clone();
+            spec.params.insert(p.name.into(), v);
+            if let Ok(r) = resolve(info.collective, &spec) {
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Algorithms of one collective, in registry order.
 pub fn algorithms(collective: Collective) -> impl Iterator<Item = &'static AlgorithmInfo> {
     REGISTRY.iter().filter(move |a| a.collective == collective)

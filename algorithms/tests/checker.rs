@@ -6,7 +6,7 @@
 //! `COLLTUNE_CHECK_MAX_RANKS` lowers the largest rank count (for quick runs).
 
 use colltune_algorithms::check::{check_bcast, check_swap};
-use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
+use colltune_algorithms::{algorithms, lookup, variants, AlgoSpec, Collective, Execution, NodeMap, Restriction};
 
 const SEGMENT: u64 = 65536;
 
@@ -19,29 +19,6 @@ fn max_ranks() -> usize {
 
 fn sizes(segment: u64) -> [u64; 6] {
     [0, 1, 7, segment - 1, segment + 1, (1 << 20) + 3]
-}
-
-/// The configurations of one algorithm worth proving: its defaults, and
-/// variants for every parameter that changes the schedule's shape.
-fn variants(name: &str) -> Vec<String> {
-    let v: Vec<String> = match name {
-        "binomial" | "binary" | "split_binary" => {
-            vec![name.into(), format!("{name}:segment={SEGMENT}")]
-        }
-        "knomial" => vec![
-            "knomial".into(),
-            "knomial:radix=3".into(),
-            format!("knomial:radix=5,segment={SEGMENT}"),
-        ],
-        "chain" => vec![
-            "chain".into(),
-            "chain:fanout=1,segment=0".into(),
-            format!("chain:fanout=3,segment={SEGMENT}"),
-        ],
-        "pipeline" => vec!["pipeline".into(), "pipeline:segment=0".into()],
-        _ => vec![name.into()],
-    };
-    v
 }
 
 /// Node layouts for `p` ranks: one node, and for node-aware algorithms also
@@ -84,15 +61,31 @@ fn prove_bcast(spec_text: &str, node_aware: bool) {
     }
 }
 
+fn prove_all(name: &str) {
+    let info = lookup(Collective::Bcast, name).unwrap();
+    let node_aware = info.has(Restriction::NodeAware);
+    for v in variants(info, SEGMENT) {
+        prove_bcast(&v.to_string(), node_aware);
+    }
+}
+
 macro_rules! bcast_tests {
-    ($($test:ident: $name:literal,)*) => {$(
+    ($($test:ident: $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                prove_all($name);
+            }
+        )*
+
         #[test]
-        fn $test() {
-            for v in variants($name) {
-                prove_bcast(&v, false);
+        fn every_registered_bcast_algorithm_is_proven_here() {
+            let proven = [$($name),*];
+            for a in algorithms(Collective::Bcast) {
+                assert!(proven.contains(&a.name), "add {} to the checker", a.name);
             }
         }
-    )*};
+    };
 }
 
 bcast_tests! {
@@ -105,46 +98,14 @@ bcast_tests! {
     bcast_pipeline: "pipeline",
     bcast_scatter_allgather: "scatter_allgather",
     bcast_scatter_allgather_ring: "scatter_allgather_ring",
-}
-
-#[test]
-fn bcast_hierarchical() {
-    for spec in [
-        "hierarchical".to_string(),
-        "hierarchical:inter=linear,intra=chain(fanout=2,segment=0)".to_string(),
-        format!("hierarchical:inter=pipeline(segment={SEGMENT}),intra=knomial(radix=3,segment={SEGMENT})"),
-        "hierarchical:inter=scatter_allgather,intra=split_binary".to_string(),
-        "hierarchical:inter=scatter_allgather_ring,intra=linear".to_string(),
-    ] {
-        prove_bcast(&spec, true);
-    }
-}
-
-#[test]
-fn every_registered_bcast_algorithm_is_proven_here() {
-    let proven = [
-        "linear",
-        "binomial",
-        "knomial",
-        "binary",
-        "split_binary",
-        "chain",
-        "pipeline",
-        "scatter_allgather",
-        "scatter_allgather_ring",
-        "hierarchical",
-    ];
-    for a in algorithms(Collective::Bcast) {
-        assert!(proven.contains(&a.name), "add {} to the checker", a.name);
-    }
+    bcast_hierarchical: "hierarchical",
 }
 
 #[test]
 fn swaps() {
     for a in algorithms(Collective::Swap) {
-        for pairing in ["neighbors", "halves"] {
-            let text = format!("{}:pairing={pairing}", a.name);
-            let spec = AlgoSpec::parse(&text).unwrap();
+        for spec in variants(a, SEGMENT) {
+            let text = spec.to_string();
             for p in 1..=max_ranks() {
                 for bytes in sizes(SEGMENT) {
                     for exec in Execution::ALL {

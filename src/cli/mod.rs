@@ -1,0 +1,129 @@
+//! Command-line interface: one module per subcommand, each with
+//! `run(args) -> anyhow::Result<Code>`.
+
+mod list;
+mod verify;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes shared by every subcommand.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// Everything worked and every check passed.
+    Ok = 0,
+    /// A check failed (wrong data, a failed verification).
+    Failed = 1,
+    /// Bad usage or bad input (arguments, files): nothing was run.
+    Usage = 2,
+    /// The run itself broke (MPI error, I/O error).
+    Error = 3,
+    /// A watchdog fired: a case did not finish in time.
+    Timeout = 4,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "colltune",
+    version,
+    about = "Autotuner for MPI collective algorithms",
+    long_about = "colltune measures broadcast and pairwise-swap algorithms on this cluster, \
+                  builds a decision table, and selects the best algorithm per call at run time.\n\
+                  Commands that talk to MPI run under mpirun (or srun)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every algorithm with its parameters and restrictions.
+    List(list::Args),
+    /// Run every algorithm x execution x root x size on this communicator
+    /// and check every byte (under mpirun).
+    Verify(verify::Args),
+}
+
+/// Parses the command line, runs the command, prints errors, returns the
+/// exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Code::Usage as i32 } else { 0 };
+        }
+    };
+    let result = match cli.command {
+        Command::List(a) => list::run(a),
+        Command::Verify(a) => verify::run(a),
+    };
+    match result {
+        Ok(code) => code as i32,
+        Err(e) => {
+            eprintln!("colltune: error: {e:#}");
+            match e.downcast_ref::<UsageError>() {
+                Some(_) => Code::Usage as i32,
+                None => Code::Error as i32,
+            }
+        }
+    }
+}
+
+/// An error in what the user asked for (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Initialises MPI (once per process) through rsmpi.
+pub fn init_mpi() -> anyhow::Result<mpi::environment::Universe> {
+    mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))
+}
+
+/// Parses a list of sizes: `1,7,64K` or a range `1..4M` (powers of two).
+pub fn parse_sizes(text: &str) -> Result<Vec<u64>, UsageError> {
+    let size = |t: &str| {
+        colltune_algorithms::parse_size(t).map_err(|e| UsageError(format!("--sizes: {e}")))
+    };
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once("..") {
+            let (a, b) = (size(a)?, size(b)?);
+            if a == 0 || a > b {
+                return Err(UsageError(format!(
+                    "--sizes: range `{part}` must go from a positive size up to a larger one"
+                )));
+            }
+            let mut s = a;
+            while s <= b {
+                out.push(s);
+                s = s.saturating_mul(2);
+                if s == u64::MAX {
+                    break;
+                }
+            }
+        } else {
+            out.push(size(part)?);
+        }
+    }
+    if out.is_empty() {
+        return Err(UsageError("--sizes: no sizes given".into()));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_sizes("1..8").unwrap(), vec![1, 2, 4, 8]);
+        assert_eq!(parse_sizes("7,1,64K").unwrap(), vec![1, 7, 65536]);
+        assert!(parse_sizes("8..1").is_err());
+        assert!(parse_sizes("x").is_err());
+        assert!(parse_sizes("").is_err());
+    }
+}

@@ -1,0 +1,565 @@
+//! Checked raw MPI calls: every return code becomes a `Result`.
+//!
+//! rsmpi has no dynamic request sets over borrowed sub-ranges of one buffer,
+//! no `MPI_Rsend`, no one-sided windows, and it ignores return codes; the
+//! executors need all four, so they call MPI here. Communicators used through
+//! this module carry `MPI_ERRORS_RETURN`, so failures come back as codes.
+
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+use mpi::ffi;
+pub use mpi::ffi::{MPI_Comm, MPI_Group, MPI_Request, MPI_Win};
+
+use super::MpiError;
+
+/// Turns an MPI return code into a `Result` naming the call.
+pub fn check(code: c_int, call: &'static str) -> Result<(), MpiError> {
+    if code == ffi::MPI_SUCCESS as c_int {
+        return Ok(());
+    }
+    let mut buf = vec![0u8; ffi::MPI_MAX_ERROR_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: buf holds MPI_MAX_ERROR_STRING bytes as MPI_Error_string requires.
+    let rc = unsafe { ffi::MPI_Error_string(code, buf.as_mut_ptr().cast(), &mut len) };
+    let message = if rc == ffi::MPI_SUCCESS as c_int {
+        String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
+    } else {
+        format!("error code {code}")
+    };
+    Err(MpiError {
+        call,
+        code,
+        message,
+    })
+}
+
+fn byte() -> ffi::MPI_Datatype {
+    // SAFETY: reading an immutable MPI handle exported by the MPI library.
+    unsafe { ffi::RSMPI_UINT8_T }
+}
+
+fn count(len: u64) -> Result<c_int, MpiError> {
+    c_int::try_from(len).map_err(|_| MpiError {
+        call: "count",
+        code: -1,
+        message: format!("{len} bytes exceed one MPI message (2^31 - 1 bytes)"),
+    })
+}
+
+pub fn comm_world() -> MPI_Comm {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_COMM_WORLD }
+}
+
+pub fn comm_null() -> MPI_Comm {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_COMM_NULL }
+}
+
+pub fn request_null() -> MPI_Request {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+pub fn win_null() -> MPI_Win {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_WIN_NULL }
+}
+
+pub fn initialized() -> bool {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time.
+    unsafe { ffi::MPI_Initialized(&mut flag) };
+    flag != 0
+}
+
+pub fn finalized() -> bool {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Finalized may be called at any time.
+    unsafe { ffi::MPI_Finalized(&mut flag) };
+    flag != 0
+}
+
+pub fn wtime() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { ffi::RSMPI_Wtime() }
+}
+
+pub fn comm_rank(comm: MPI_Comm) -> Result<usize, MpiError> {
+    let mut r: c_int = 0;
+    // SAFETY: valid out pointer.
+    check(unsafe { ffi::MPI_Comm_rank(comm, &mut r) }, "MPI_Comm_rank")?;
+    Ok(r as usize)
+}
+
+pub fn comm_size(comm: MPI_Comm) -> Result<usize, MpiError> {
+    let mut s: c_int = 0;
+    // SAFETY: valid out pointer.
+    check(unsafe { ffi::MPI_Comm_size(comm, &mut s) }, "MPI_Comm_size")?;
+    Ok(s as usize)
+}
+
+/// Whether `comm` is an intercommunicator (colltune handles only intra).
+pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
+    let mut flag: c_int = 0;
+    // SAFETY: valid out pointer.
+    check(
+        unsafe { ffi::MPI_Comm_test_inter(comm, &mut flag) },
+        "MPI_Comm_test_inter",
+    )?;
+    Ok(flag != 0)
+}
+
+/// A private duplicate of `comm` whose errors return codes instead of aborting.
+pub fn comm_dup_private(comm: MPI_Comm) -> Result<MPI_Comm, MpiError> {
+    let mut dup = comm_null();
+    // SAFETY: valid out pointer; comm is a valid communicator by contract.
+    check(unsafe { ffi::MPI_Comm_dup(comm, &mut dup) }, "MPI_Comm_dup")?;
+    // SAFETY: dup is the communicator just created.
+    check(
+        unsafe { ffi::MPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN) },
+        "MPI_Comm_set_errhandler",
+    )?;
+    Ok(dup)
+}
+
+pub fn comm_free(comm: &mut MPI_Comm) -> Result<(), MpiError> {
+    // SAFETY: comm is a communicator this module created.
+    check(unsafe { ffi::MPI_Comm_free(comm) }, "MPI_Comm_free")
+}
+
+/// For every rank of `comm`, the lowest rank of `comm` on the same
+/// shared-memory node: a node label computed with one split and two small
+/// collectives.
+pub fn node_labels(comm: MPI_Comm) -> Result<Vec<u32>, MpiError> {
+    let rank = comm_rank(comm)? as c_int;
+    let size = comm_size(comm)?;
+    let mut shared = comm_null();
+    // SAFETY: valid handles and out pointer.
+    check(
+        unsafe {
+            ffi::MPI_Comm_split_type(
+                comm,
+                ffi::RSMPI_COMM_TYPE_SHARED,
+                rank,
+                ffi::RSMPI_INFO_NULL,
+                &mut shared,
+            )
+        },
+        "MPI_Comm_split_type",
+    )?;
+    let mut leader: c_int = 0;
+    // SAFETY: one int in, one int out, on the communicator just created.
+    let rc = unsafe {
+        ffi::MPI_Allreduce(
+            (&rank as *const c_int).cast(),
+            (&mut leader as *mut c_int).cast(),
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MIN,
+            shared,
+        )
+    };
+    comm_free(&mut shared)?;
+    check(rc, "MPI_Allreduce")?;
+    let mut labels = vec![0i32; size];
+    // SAFETY: labels holds `size` ints, one from each rank.
+    check(
+        unsafe {
+            ffi::MPI_Allgather(
+                (&leader as *const c_int).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                labels.as_mut_ptr().cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                comm,
+            )
+        },
+        "MPI_Allgather",
+    )?;
+    Ok(labels.into_iter().map(|l| l as u32).collect())
+}
+
+/// # Safety
+/// `buf` must be valid for reads of `len` bytes until the send completes.
+pub unsafe fn send(
+    buf: *const u8,
+    len: u64,
+    to: usize,
+    tag: c_int,
+    ready: bool,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    let n = count(len)?;
+    if ready {
+        check(
+            ffi::MPI_Rsend(buf.cast(), n, byte(), to as c_int, tag, comm),
+            "MPI_Rsend",
+        )
+    } else {
+        check(
+            ffi::MPI_Send(buf.cast(), n, byte(), to as c_int, tag, comm),
+            "MPI_Send",
+        )
+    }
+}
+
+/// # Safety
+/// `buf` must stay valid for reads of `len` bytes until the request completes.
+pub unsafe fn isend(
+    buf: *const u8,
+    len: u64,
+    to: usize,
+    tag: c_int,
+    ready: bool,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, MpiError> {
+    let n = count(len)?;
+    let mut req = request_null();
+    if ready {
+        check(
+            ffi::MPI_Irsend(buf.cast(), n, byte(), to as c_int, tag, comm, &mut req),
+            "MPI_Irsend",
+        )?;
+    } else {
+        check(
+            ffi::MPI_Isend(buf.cast(), n, byte(), to as c_int, tag, comm, &mut req),
+            "MPI_Isend",
+        )?;
+    }
+    Ok(req)
+}
+
+/// # Safety
+/// `buf` must be valid for writes of `len` bytes.
+pub unsafe fn recv(
+    buf: *mut u8,
+    len: u64,
+    from: usize,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::MPI_Recv(
+            buf.cast(),
+            count(len)?,
+            byte(),
+            from as c_int,
+            tag,
+            comm,
+            ffi::RSMPI_STATUS_IGNORE,
+        ),
+        "MPI_Recv",
+    )
+}
+
+/// # Safety
+/// `buf` must stay valid for writes of `len` bytes until the request completes.
+pub unsafe fn irecv(
+    buf: *mut u8,
+    len: u64,
+    from: usize,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, MpiError> {
+    let mut req = request_null();
+    check(
+        ffi::MPI_Irecv(
+            buf.cast(),
+            count(len)?,
+            byte(),
+            from as c_int,
+            tag,
+            comm,
+            &mut req,
+        ),
+        "MPI_Irecv",
+    )?;
+    Ok(req)
+}
+
+/// # Safety
+/// As for [`send`] and [`recv`]; the two ranges must not overlap.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sendrecv(
+    sbuf: *const u8,
+    slen: u64,
+    to: usize,
+    stag: c_int,
+    rbuf: *mut u8,
+    rlen: u64,
+    from: usize,
+    rtag: c_int,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::MPI_Sendrecv(
+            sbuf.cast(),
+            count(slen)?,
+            byte(),
+            to as c_int,
+            stag,
+            rbuf.cast(),
+            count(rlen)?,
+            byte(),
+            from as c_int,
+            rtag,
+            comm,
+            ffi::RSMPI_STATUS_IGNORE,
+        ),
+        "MPI_Sendrecv",
+    )
+}
+
+/// Waits for any of `reqs`; returns its index (the request becomes null).
+pub fn waitany(reqs: &mut [MPI_Request]) -> Result<usize, MpiError> {
+    let mut idx: c_int = -1;
+    // SAFETY: reqs is a valid array of requests owned by the caller.
+    check(
+        unsafe {
+            ffi::MPI_Waitany(
+                reqs.len() as c_int,
+                reqs.as_mut_ptr(),
+                &mut idx,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        },
+        "MPI_Waitany",
+    )?;
+    usize::try_from(idx).map_err(|_| MpiError {
+        call: "MPI_Waitany",
+        code: -1,
+        message: "no active request".into(),
+    })
+}
+
+pub fn waitall(reqs: &mut [MPI_Request]) -> Result<(), MpiError> {
+    if reqs.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: reqs is a valid array of requests owned by the caller.
+    check(
+        unsafe {
+            ffi::MPI_Waitall(
+                reqs.len() as c_int,
+                reqs.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            )
+        },
+        "MPI_Waitall",
+    )
+}
+
+/// Allocates a window of `len` bytes on every rank of `comm` (collective).
+pub fn win_allocate(len: u64, comm: MPI_Comm) -> Result<(MPI_Win, *mut u8), MpiError> {
+    let mut base: *mut u8 = ptr::null_mut();
+    let mut win = win_null();
+    let size = ffi::MPI_Aint::try_from(len).map_err(|_| MpiError {
+        call: "MPI_Win_allocate",
+        code: -1,
+        message: format!("{len} bytes is too large a window"),
+    })?;
+    // SAFETY: base receives a pointer to `len` bytes owned by the window.
+    check(
+        unsafe {
+            ffi::MPI_Win_allocate(
+                size,
+                1,
+                ffi::RSMPI_INFO_NULL,
+                comm,
+                (&mut base as *mut *mut u8).cast::<c_void>(),
+                &mut win,
+            )
+        },
+        "MPI_Win_allocate",
+    )?;
+    Ok((win, base))
+}
+
+pub fn win_free(win: &mut MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: win was created by win_allocate.
+    check(unsafe { ffi::MPI_Win_free(win) }, "MPI_Win_free")
+}
+
+/// # Safety
+/// `buf` must stay valid for reads of `len` bytes until the epoch closes.
+pub unsafe fn put(
+    buf: *const u8,
+    len: u64,
+    to: usize,
+    disp: u64,
+    win: MPI_Win,
+) -> Result<(), MpiError> {
+    let n = count(len)?;
+    check(
+        ffi::MPI_Put(
+            buf.cast(),
+            n,
+            byte(),
+            to as c_int,
+            disp as ffi::MPI_Aint,
+            n,
+            byte(),
+            win,
+        ),
+        "MPI_Put",
+    )
+}
+
+pub fn win_fence(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(unsafe { ffi::MPI_Win_fence(0, win) }, "MPI_Win_fence")
+}
+
+fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
+    // SAFETY: reading an immutable handle.
+    let mut all = unsafe { ffi::RSMPI_GROUP_NULL };
+    // SAFETY: valid out pointer.
+    check(unsafe { ffi::MPI_Comm_group(comm, &mut all) }, "MPI_Comm_group")?;
+    let r: Vec<c_int> = ranks.iter().map(|&r| r as c_int).collect();
+    // SAFETY: reading an immutable handle.
+    let mut g = unsafe { ffi::RSMPI_GROUP_NULL };
+    // SAFETY: r holds ranks.len() ints.
+    let rc = unsafe { ffi::MPI_Group_incl(all, r.len() as c_int, r.as_ptr(), &mut g) };
+    // SAFETY: all was created above.
+    unsafe { ffi::MPI_Group_free(&mut all) };
+    check(rc, "MPI_Group_incl")?;
+    Ok(g)
+}
+
+/// `MPI_Win_post` (`start == false`) or `MPI_Win_start` to these ranks.
+pub fn win_open_epoch(
+    ranks: &[usize],
+    start: bool,
+    comm: MPI_Comm,
+    win: MPI_Win,
+) -> Result<(), MpiError> {
+    let mut g = group_of(ranks, comm)?;
+    // SAFETY: g and win are valid handles.
+    let rc = unsafe {
+        if start {
+            ffi::MPI_Win_start(g, 0, win)
+        } else {
+            ffi::MPI_Win_post(g, 0, win)
+        }
+    };
+    // SAFETY: g was created by group_of.
+    unsafe { ffi::MPI_Group_free(&mut g) };
+    check(rc, if start { "MPI_Win_start" } else { "MPI_Win_post" })
+}
+
+pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(unsafe { ffi::MPI_Win_complete(win) }, "MPI_Win_complete")
+}
+
+pub fn win_wait(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(unsafe { ffi::MPI_Win_wait(win) }, "MPI_Win_wait")
+}
+
+pub fn barrier(comm: MPI_Comm) -> Result<(), MpiError> {
+    // SAFETY: valid communicator.
+    check(unsafe { ffi::MPI_Barrier(comm) }, "MPI_Barrier")
+}
+
+/// The MPI library's own `MPI_Bcast` (through the profiling interface, so
+/// an interposition library never calls itself).
+///
+/// # Safety
+/// `buf` must be valid for reads and writes of `len` bytes.
+pub unsafe fn library_bcast(buf: *mut u8, len: u64, root: usize, comm: MPI_Comm) -> Result<(), MpiError> {
+    check(
+        ffi::PMPI_Bcast(buf.cast(), count(len)?, byte(), root as c_int, comm),
+        "MPI_Bcast",
+    )
+}
+
+/// The MPI library's name and version, one line.
+pub fn library_version() -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: buf is larger than MPI_MAX_LIBRARY_VERSION_STRING.
+    let rc = unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return "unknown".into();
+    }
+    let s = String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned();
+    s.lines()
+        .next()
+        .unwrap_or("unknown")
+        .trim()
+        .trim_end_matches(',')
+        .to_string()
+}
+
+/// Reduces one f64 per rank with max (min if `min`), on every rank.
+pub fn allreduce_f64(v: f64, min: bool, comm: MPI_Comm) -> Result<f64, MpiError> {
+    let mut out = 0f64;
+    // SAFETY: one double in, one out.
+    check(
+        unsafe {
+            ffi::MPI_Allreduce(
+                (&v as *const f64).cast(),
+                (&mut out as *mut f64).cast(),
+                1,
+                ffi::RSMPI_DOUBLE,
+                if min { ffi::RSMPI_MIN } else { ffi::RSMPI_MAX },
+                comm,
+            )
+        },
+        "MPI_Allreduce",
+    )?;
+    Ok(out)
+}
+
+/// Sums one u64 per rank, on every rank.
+pub fn allreduce_sum_u64(v: u64, comm: MPI_Comm) -> Result<u64, MpiError> {
+    let mut out = 0u64;
+    // SAFETY: one u64 in, one out.
+    check(
+        unsafe {
+            ffi::MPI_Allreduce(
+                (&v as *const u64).cast(),
+                (&mut out as *mut u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_SUM,
+                comm,
+            )
+        },
+        "MPI_Allreduce",
+    )?;
+    Ok(out)
+}
+
+/// Gathers `bytes` from every rank to `root` (equal lengths).
+pub fn gather_bytes(bytes: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>, MpiError> {
+    let size = comm_size(comm)?;
+    let me = comm_rank(comm)?;
+    let n = count(bytes.len() as u64)?;
+    let mut out = if me == root {
+        vec![0u8; bytes.len() * size]
+    } else {
+        Vec::new()
+    };
+    // SAFETY: out holds size * len bytes at the root; unused elsewhere.
+    check(
+        unsafe {
+            ffi::MPI_Gather(
+                bytes.as_ptr().cast(),
+                n,
+                byte(),
+                out.as_mut_ptr().cast(),
+                n,
+                byte(),
+                root as c_int,
+                comm,
+            )
+        },
+        "MPI_Gather",
+    )?;
+    Ok(out)
+}

@@ -1,0 +1,178 @@
+//! The MPI transport: executes schedules on a communicator.
+//!
+//! Everything unsafe in colltune lives in this module: [`ffi`] wraps the raw
+//! calls (every return code checked), [`exec`] runs schedules with raw
+//! pointers into the caller's buffers, [`Comm`] owns the private duplicate
+//! communicator, its node map (computed once) and its one-sided window.
+
+pub mod exec;
+pub mod ffi;
+
+use std::cell::RefCell;
+use std::fmt;
+
+use colltune_algorithms::{BuildError, NodeMap, ShapeError};
+use thiserror::Error;
+
+pub use exec::{execute, start, Buffers, Pending, Prepared};
+
+/// A failed MPI call.
+#[derive(Debug, Clone, Error)]
+#[error("{call} failed: {message}")]
+pub struct MpiError {
+    pub call: &'static str,
+    pub code: i32,
+    pub message: String,
+}
+
+/// Anything that stops a schedule from running.
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error("the {buffer} buffer holds {have} bytes but this call needs {need}")]
+    BufferTooSmall {
+        buffer: &'static str,
+        have: usize,
+        need: u64,
+    },
+    #[error("COLLTUNE_NODES={text}: {why}")]
+    NodeOverride { text: String, why: String },
+    #[error("intercommunicators are not supported: colltune tunes intra-communicator collectives")]
+    InterCommunicator,
+}
+
+impl From<ShapeError> for TransportError {
+    fn from(e: ShapeError) -> Self {
+        TransportError::Build(e.into())
+    }
+}
+
+struct Window {
+    win: ffi::MPI_Win,
+    base: *mut u8,
+    len: u64,
+}
+
+/// A communicator as colltune uses it: a private duplicate (so colltune's
+/// messages never meet the application's), errors returned rather than
+/// fatal, the rank-to-node map computed once, and a one-sided window grown
+/// on demand. Create one per communicator and keep it: nothing here is
+/// rebuilt per call.
+pub struct Comm {
+    raw: ffi::MPI_Comm,
+    rank: usize,
+    size: usize,
+    nodes: NodeMap,
+    window: RefCell<Option<Window>>,
+}
+
+impl fmt::Debug for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Comm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("nodes", &self.nodes.to_string())
+            .finish()
+    }
+}
+
+impl Comm {
+    /// Duplicates `comm` (collective over it) and finds which ranks share a
+    /// node (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`). `COLLTUNE_NODES`
+    /// (`2x3`, `3+2`) overrides the layout, for testing node-aware
+    /// algorithms on one machine.
+    ///
+    /// # Safety
+    /// `comm` must be a valid intra-communicator of an initialised MPI.
+    pub unsafe fn from_raw(comm: ffi::MPI_Comm) -> Result<Comm, TransportError> {
+        if ffi::comm_is_inter(comm)? {
+            return Err(TransportError::InterCommunicator);
+        }
+        let raw = ffi::comm_dup_private(comm)?;
+        let rank = ffi::comm_rank(raw)?;
+        let size = ffi::comm_size(raw)?;
+        let labels = ffi::node_labels(raw)?;
+        let nodes = match std::env::var("COLLTUNE_NODES") {
+            Ok(text) if !text.trim().is_empty() => {
+                let m = NodeMap::parse(&text).map_err(|e| TransportError::NodeOverride {
+                    text: text.clone(),
+                    why: e.to_string(),
+                })?;
+                if m.size() != size {
+                    return Err(TransportError::NodeOverride {
+                        text,
+                        why: format!("it lays out {} ranks, the communicator has {size}", m.size()),
+                    });
+                }
+                m
+            }
+            _ => NodeMap::from_labels(&labels),
+        };
+        Ok(Comm {
+            raw,
+            rank,
+            size,
+            nodes,
+            window: RefCell::new(None),
+        })
+    }
+
+    /// `MPI_COMM_WORLD`.
+    pub fn world() -> Result<Comm, TransportError> {
+        // SAFETY: the world communicator is valid once MPI is initialised;
+        // callers hold an rsmpi Universe (or the C ABI checked MPI_Initialized).
+        unsafe { Comm::from_raw(ffi::comm_world()) }
+    }
+
+    /// Any rsmpi communicator.
+    pub fn of<C: mpi::raw::AsRaw<Raw = ffi::MPI_Comm>>(c: &C) -> Result<Comm, TransportError> {
+        // SAFETY: rsmpi communicators are valid handles.
+        unsafe { Comm::from_raw(c.as_raw()) }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn nodes(&self) -> &NodeMap {
+        &self.nodes
+    }
+    /// The private duplicate (for barriers and reductions around calls).
+    pub fn raw(&self) -> ffi::MPI_Comm {
+        self.raw
+    }
+
+    /// The communicator's window, at least `len` bytes (collective when it
+    /// must grow; every rank asks for the same length in the same call).
+    fn window(&self, len: u64) -> Result<(ffi::MPI_Win, *mut u8), MpiError> {
+        let mut w = self.window.borrow_mut();
+        if let Some(cur) = w.as_ref() {
+            if cur.len >= len {
+                return Ok((cur.win, cur.base));
+            }
+        }
+        if let Some(mut old) = w.take() {
+            ffi::win_free(&mut old.win)?;
+        }
+        let (win, base) = ffi::win_allocate(len.max(1), self.raw)?;
+        *w = Some(Window { win, base, len });
+        Ok((win, base))
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        if ffi::finalized() {
+            return;
+        }
+        if let Some(mut w) = self.window.borrow_mut().take() {
+            let _ = ffi::win_free(&mut w.win);
+        }
+        let _ = ffi::comm_free(&mut self.raw);
+    }
+}
