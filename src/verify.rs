@@ -32,7 +32,10 @@ impl std::fmt::Display for Case {
 }
 
 /// What went wrong on this rank, if anything.
-pub fn run_case(comm: &Comm, case: &Case) -> Result<Option<String>, TransportError> {
+///
+/// `inject_fault` flips the first byte this rank received (a self-test: the
+/// check must then fail).
+pub fn run_case(comm: &Comm, case: &Case, inject_fault: bool) -> Result<Option<String>, TransportError> {
     let n = case.bytes as usize;
     let (rank, size) = (comm.rank(), comm.size());
     let schedule = build(
@@ -61,6 +64,9 @@ pub fn run_case(comm: &Comm, case: &Case) -> Result<Option<String>, TransportErr
             }
             ffi::barrier(comm.raw())?;
             execute(comm, &plan, case.exec, Buffers::bcast(&mut data))?;
+            if inject_fault && rank != case.root && n > 0 {
+                data[0] ^= 1;
+            }
             Ok(pattern::first_mismatch(&data, seed).map(|(i, got, want)| {
                 format!("rank {rank}: byte {i} is {got:#04x}, expected {want:#04x} (root's data)")
             }))
@@ -77,6 +83,9 @@ pub fn run_case(comm: &Comm, case: &Case) -> Result<Option<String>, TransportErr
             pattern::fill_wrong(&mut inn, seed_of(want_in));
             ffi::barrier(comm.raw())?;
             execute(comm, &plan, case.exec, Buffers::swap(&mut out, &mut inn))?;
+            if inject_fault && partner.is_some() && n > 0 {
+                inn[0] ^= 1;
+            }
             if let Some((i, got, want)) = pattern::first_mismatch(&out, seed_of(rank)) {
                 return Ok(Some(format!(
                     "rank {rank}: its outgoing buffer changed at byte {i}: {got:#04x}, was {want:#04x}"
@@ -118,6 +127,7 @@ pub fn run_algorithm(
     execs: &[Execution],
     roots: &[usize],
     sizes: &[u64],
+    inject_fault: bool,
     mut before_case: impl FnMut(&Case),
 ) -> Result<Outcome, TransportError> {
     let t0 = Instant::now();
@@ -138,7 +148,7 @@ pub fn run_algorithm(
                     bytes,
                 };
                 before_case(&case);
-                let local = run_case(comm, &case)?;
+                let local = run_case(comm, &case, inject_fault)?;
                 cases += 1;
                 let failures = ffi::allreduce_sum_u64(u64::from(local.is_some()), comm.raw())?;
                 if failures > 0 {

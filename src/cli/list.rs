@@ -32,8 +32,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     colltune_algorithms::registry::DefaultValue::Algo(a) => a.to_string(),
                 };
                 println!(
-                    "      {}={:<10} ({kind}; default {default}) {}",
-                    p.name, "", p.help
+                    "      {:<24} {} ({kind}; default {default})",
+                    format!("{}=", p.name),
+                    p.help
                 );
             }
             for r in a.restrictions {

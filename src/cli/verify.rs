@@ -35,6 +35,10 @@ pub struct Args {
     /// Abort (exit 4) if one case takes longer than this many seconds.
     #[arg(long, default_value_t = 120)]
     timeout: u64,
+    /// Self-test of the checking itself: flip the first byte this rank
+    /// receives in every non-empty case, so verify must report a failure.
+    #[arg(long, hide = true)]
+    inject_fault: Option<usize>,
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -127,7 +131,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let mut failed = 0;
     let mut out = std::io::stdout();
     for (c, spec) in &specs {
-        let o = run_algorithm(&comm, *c, spec, &execs, &roots, &sizes, |case: &Case| {
+        let inject = args.inject_fault == Some(comm.rank());
+        let o = run_algorithm(&comm, *c, spec, &execs, &roots, &sizes, inject, |case: &Case| {
             *current.lock().expect("watchdog lock") = Some((case.to_string(), Instant::now()));
         })
         .with_context(|| format!("verifying {c} {spec}"))?;

@@ -563,3 +563,48 @@ pub fn gather_bytes(bytes: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>
     )?;
     Ok(out)
 }
+
+/// Writes an integer control variable of the MPI library through the MPI
+/// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
+/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
+pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
+    use std::sync::Once;
+    static INIT: Once = Once::new();
+    let mut init_rc = ffi::MPI_SUCCESS as c_int;
+    INIT.call_once(|| {
+        let mut provided: c_int = 0;
+        // SAFETY: valid out pointer; MPI_T may be initialised at any time.
+        init_rc = unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) };
+    });
+    check(init_rc, "MPI_T_init_thread")?;
+    let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
+        call: "MPI_T_cvar_get_index",
+        code: -1,
+        message: format!("bad control variable name {name:?}"),
+    })?;
+    let mut idx: c_int = -1;
+    // SAFETY: NUL-terminated name, valid out pointer.
+    check(
+        unsafe { ffi::MPI_T_cvar_get_index(cname.as_ptr(), &mut idx) },
+        "MPI_T_cvar_get_index",
+    )
+    .map_err(|e| MpiError {
+        message: format!("{name}: {} (is this Open MPI with coll/tuned?)", e.message),
+        ..e
+    })?;
+    let mut handle: ffi::MPI_T_cvar_handle = ptr::null_mut();
+    let mut n: c_int = 0;
+    // SAFETY: global (unbound) variable: no object handle.
+    check(
+        unsafe { ffi::MPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
+        "MPI_T_cvar_handle_alloc",
+    )?;
+    // SAFETY: the variable holds one int (n == 1 for these variables).
+    let rc = unsafe { ffi::MPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    // SAFETY: handle was allocated above.
+    unsafe { ffi::MPI_T_cvar_handle_free(&mut handle) };
+    check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
+        message: format!("{name} = {value}: {}", e.message),
+        ..e
+    })
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what colltune needs on Debian or Ubuntu, only what is missing:
+# Open MPI (library, headers, mpirun), libclang for rsmpi's bindgen, a C
+# toolchain, and a Rust toolchain (rustup) if none is on the PATH.
+# Idempotent: a second run installs nothing and takes well under a second.
+# Runs as root, or as a user with sudo.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  SUDO="sudo"
+fi
+
+pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  missing+=(curl ca-certificates)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null; then
+  if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "install-deps: installing Rust with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  fi
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+
+# colltune needs Rust 1.82 or newer.
+ver=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n1.82.0\n' "$ver" | sort -V | head -1)" != "1.82.0" ]; then
+  if command -v rustup >/dev/null; then
+    rustup update stable
+  else
+    echo "install-deps: rustc $ver is older than 1.82; install a newer Rust (https://rustup.rs)" >&2
+    exit 1
+  fi
+fi
