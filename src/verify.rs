@@ -4,9 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use colltune_algorithms::{
-    build, swap, AlgoSpec, Collective, Execution, Shape,
-};
+use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Shape};
 
 use crate::pattern;
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, Prepared, TransportError};
@@ -35,7 +33,11 @@ impl std::fmt::Display for Case {
 ///
 /// `inject_fault` flips the first byte this rank received (a self-test: the
 /// check must then fail).
-pub fn run_case(comm: &Comm, case: &Case, inject_fault: bool) -> Result<Option<String>, TransportError> {
+pub fn run_case(
+    comm: &Comm,
+    case: &Case,
+    inject_fault: bool,
+) -> Result<Option<String>, TransportError> {
     let n = case.bytes as usize;
     let (rank, size) = (comm.rank(), comm.size());
     let schedule = build(
@@ -185,7 +187,11 @@ fn gather_first(comm: &Comm, local: Option<&str>) -> Result<String, TransportErr
     let all = ffi::gather_bytes(&mine, 0, comm.raw())?;
     Ok(all
         .chunks(W)
-        .map(|c| String::from_utf8_lossy(c).trim_end_matches('\0').to_string())
+        .map(|c| {
+            String::from_utf8_lossy(c)
+                .trim_end_matches('\0')
+                .to_string()
+        })
         .find(|s| !s.is_empty())
         .unwrap_or_default())
 }

@@ -62,9 +62,16 @@ fn verify_hierarchical_layouts() {
         verify(
             ranks,
             Some(layout),
-            &["--collective", "bcast", "-a", "hierarchical", "-a",
-              "hierarchical:inter=pipeline(segment=8K),intra=linear",
-              "-a", "hierarchical:inter=scatter_allgather,intra=chain(fanout=2)"],
+            &[
+                "--collective",
+                "bcast",
+                "-a",
+                "hierarchical",
+                "-a",
+                "hierarchical:inter=pipeline(segment=8K),intra=linear",
+                "-a",
+                "hierarchical:inter=scatter_allgather,intra=chain(fanout=2)",
+            ],
         );
     }
 }
@@ -74,14 +81,27 @@ fn verify_hierarchical_layouts() {
 #[test]
 fn verify_reports_a_corrupted_byte() {
     let mut c = mpirun(3);
-    c.arg(colltune())
-        .args(["verify", "-a", "binomial", "-a", "sendrecv", "--inject-fault", "1"]);
+    c.arg(colltune()).args([
+        "verify",
+        "-a",
+        "binomial",
+        "-a",
+        "sendrecv",
+        "--inject-fault",
+        "1",
+    ]);
     let o = run(c);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("FAILED  bcast binomial:segment=0 blocking root 0 1 bytes"), "{out}");
+    assert!(
+        out.contains("FAILED  bcast binomial:segment=0 blocking root 0 1 bytes"),
+        "{out}"
+    );
     assert!(out.contains("rank 1: byte 0"), "{out}");
-    assert!(out.contains("FAILED  swap sendrecv:pairing=neighbors"), "{out}");
+    assert!(
+        out.contains("FAILED  swap sendrecv:pairing=neighbors"),
+        "{out}"
+    );
 }
 
 /// Bad arguments are refused before MPI starts, with exit code 2.
@@ -93,5 +113,9 @@ fn verify_refuses_unknown_algorithms() {
         c
     });
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("unknown bcast algorithm `quantum`"), "{}", text(&o));
+    assert!(
+        text(&o).contains("unknown bcast algorithm `quantum`"),
+        "{}",
+        text(&o)
+    );
 }

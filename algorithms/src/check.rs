@@ -14,7 +14,7 @@
 //!   reads a region an in-flight receive writes; ready-mode sends find their
 //!   receive posted; puts happen inside an access epoch.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use thiserror::Error;
@@ -85,10 +85,17 @@ impl Content {
 
     /// The origins of `[off, off + len)`, as (length, origin) runs.
     pub fn read(&self, off: u64, len: u64) -> Vec<(u64, Origin)> {
-        let end = off + len;
         let mut out = Vec::new();
+        self.read_into(off, len, &mut out);
+        out
+    }
+
+    /// As [`Content::read`], into a reused vector.
+    pub fn read_into(&self, off: u64, len: u64, out: &mut Vec<(u64, Origin)>) {
+        out.clear();
+        let end = off + len;
         if len == 0 {
-            return out;
+            return;
         }
         let first = self.pieces.range(..=off).next_back();
         let rest = self.pieces.range(off + 1..end);
@@ -99,7 +106,6 @@ impl Content {
                 out.push((b - a, o.shifted(a - s)));
             }
         }
-        out
     }
 
     /// Overwrites `[off, ...)` with the runs.
@@ -110,8 +116,7 @@ impl Content {
         }
         self.split_at(off);
         self.split_at(off + len);
-        let inside: Vec<u64> = self.pieces.range(off..off + len).map(|(&s, _)| s).collect();
-        for s in inside {
+        while let Some((&s, _)) = self.pieces.range(off..off + len).next() {
             self.pieces.remove(&s);
         }
         let mut at = off;
@@ -190,8 +195,19 @@ enum St {
     Done,
 }
 
-/// Send (true) or receive channel of one rank: (outgoing, peer, tag).
-type ChanKey = (bool, u32, Tag);
+/// Index of one rank's channel (outgoing or incoming, peer, tag) among its
+/// `4 p` channels.
+fn chan_index(k: &OpKind) -> Option<usize> {
+    let tag = |t: &Tag| match t {
+        Tag::Data => 0,
+        Tag::Control => 1,
+    };
+    match k {
+        OpKind::Send { to, tag: t, .. } => Some((to.idx() * 2 + tag(t)) * 2),
+        OpKind::Recv { from, tag: t, .. } => Some((from.idx() * 2 + tag(t)) * 2 + 1),
+        _ => None,
+    }
+}
 
 #[derive(Default)]
 struct RankState {
@@ -204,7 +220,7 @@ struct RankState {
     dependents: Vec<Vec<u32>>,
     ready: BTreeSet<u32>,
     chan_pos: Vec<usize>,
-    chan_next: HashMap<ChanKey, usize>,
+    chan_next: Vec<usize>,
     // both
     active: Vec<u32>,
     fences: Vec<u32>,
@@ -212,17 +228,29 @@ struct RankState {
     access: Option<Vec<Rank>>,
     exposure: Option<(Vec<Rank>, BTreeSet<u32>)>,
     content: [Option<Content>; 3],
+    /// Whether the schedule opens post/start epochs (else no sync to poll).
+    has_epochs: bool,
+}
+
+#[derive(Clone)]
+struct Chan {
+    src: u32,
+    tag: Tag,
+    sends: VecDeque<u32>,
+    recvs: VecDeque<u32>,
 }
 
 struct Machine<'a> {
     sched: &'a [Schedule],
     exec: Execution,
     ranks: Vec<RankState>,
-    /// Posted, unmatched (rank, op) per (src, dst, tag): sends then receives.
-    chans: HashMap<(u32, u32, Tag), (VecDeque<u32>, VecDeque<u32>)>,
+    /// Per destination rank: (source, tag, posted unmatched sends, posted
+    /// unmatched receives). Ranks talk to few peers, so a short list.
+    chans: Vec<Vec<Chan>>,
     fence_posted: Vec<usize>,
     queue: VecDeque<usize>,
     queued: Vec<bool>,
+    scratch: Vec<(u64, Origin)>,
 }
 
 /// Runs the schedules of every rank of a communicator together; returns
@@ -237,10 +265,11 @@ pub fn run(
         sched,
         exec,
         ranks: Vec::new(),
-        chans: HashMap::new(),
+        chans: vec![Vec::new(); sched.len()],
         fence_posted: Vec::new(),
         queue: (0..sched.len()).collect(),
         queued: vec![true; sched.len()],
+        scratch: Vec::new(),
     };
     for (r, s) in sched.iter().enumerate() {
         let n = s.ops.len();
@@ -249,10 +278,15 @@ pub fn run(
             remaining: s.ops.iter().map(|o| o.deps.len() as u32).collect(),
             dependents: vec![Vec::new(); n],
             chan_pos: vec![0; n],
+            chan_next: vec![0; sched.len() * 4],
             content: Buf::ALL.map(|b| Some(Content::identity(r as u32, b))),
+            has_epochs: s
+                .ops
+                .iter()
+                .any(|o| matches!(o.kind, OpKind::AccessTo { .. } | OpKind::EndExposure)),
             ..Default::default()
         };
-        let mut counts: HashMap<ChanKey, usize> = HashMap::new();
+        let mut counts = vec![0usize; sched.len() * 4];
         for (i, op) in s.ops.iter().enumerate() {
             for &d in &op.deps {
                 rs.dependents[d as usize].push(i as u32);
@@ -260,10 +294,9 @@ pub fn run(
             if op.deps.is_empty() {
                 rs.ready.insert(i as u32);
             }
-            if let Some(k) = chan_key(&op.kind) {
-                let c = counts.entry(k).or_default();
-                rs.chan_pos[i] = *c;
-                *c += 1;
+            if let Some(k) = chan_index(&op.kind) {
+                rs.chan_pos[i] = counts[k];
+                counts[k] += 1;
             }
         }
         m.ranks.push(rs);
@@ -281,19 +314,10 @@ pub fn run(
             stuck: stuck.join("; "),
         });
     }
-    Ok(m
-        .ranks
+    Ok(m.ranks
         .into_iter()
         .map(|mut rs| rs.content.each_mut().map(|c| c.take().expect("content")))
         .collect())
-}
-
-fn chan_key(k: &OpKind) -> Option<ChanKey> {
-    match k {
-        OpKind::Send { to, tag, .. } => Some((true, to.0, *tag)),
-        OpKind::Recv { from, tag, .. } => Some((false, from.0, *tag)),
-        _ => None,
-    }
 }
 
 fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
@@ -306,8 +330,10 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
                     return Err(mal(format!("depends on later op {d}")));
                 }
             }
-            let mut regions: Vec<Region> =
-                [o.kind.reads(), o.kind.writes()].into_iter().flatten().collect();
+            let mut regions: Vec<Region> = [o.kind.reads(), o.kind.writes()]
+                .into_iter()
+                .flatten()
+                .collect();
             match &o.kind {
                 OpKind::Send { to: peer, .. } | OpKind::Recv { from: peer, .. } => {
                     if peer.0 >= p || peer.idx() == rank {
@@ -377,6 +403,23 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
 }
 
 impl Machine<'_> {
+    fn chan(&mut self, src: u32, dst: u32, tag: Tag) -> &mut Chan {
+        let list = &mut self.chans[dst as usize];
+        let at = match list.iter().position(|c| c.src == src && c.tag == tag) {
+            Some(i) => i,
+            None => {
+                list.push(Chan {
+                    src,
+                    tag,
+                    sends: VecDeque::new(),
+                    recvs: VecDeque::new(),
+                });
+                list.len() - 1
+            }
+        };
+        &mut list[at]
+    }
+
     fn enqueue(&mut self, r: usize) {
         if !self.queued[r] {
             self.queued[r] = true;
@@ -451,12 +494,12 @@ impl Machine<'_> {
         let candidates: Vec<u32> = self.ranks[r].ready.iter().copied().collect();
         let mut progress = false;
         for i in candidates {
-            if let Some(k) = chan_key(self.op(r, i)) {
-                let rs = &self.ranks[r];
-                if rs.chan_next.get(&k).copied().unwrap_or(0) != rs.chan_pos[i as usize] {
+            if let Some(k) = chan_index(self.op(r, i)) {
+                let rs = &mut self.ranks[r];
+                if rs.chan_next[k] != rs.chan_pos[i as usize] {
                     continue;
                 }
-                *self.ranks[r].chan_next.entry(k).or_default() += 1;
+                rs.chan_next[k] += 1;
             }
             self.ranks[r].ready.remove(&i);
             if matches!(self.op(r, i), OpKind::WaitAll) {
@@ -480,10 +523,7 @@ impl Machine<'_> {
                 (Some(x), Some(y)) if x.overlaps(&y) => Some(x),
                 _ => None,
             };
-            if let Some(region) = clash(writes, or)
-                .or(clash(writes, ow))
-                .or(clash(reads, ow))
-            {
+            if let Some(region) = clash(writes, or).or(clash(writes, ow)).or(clash(reads, ow)) {
                 return Err(CheckError::Hazard {
                     rank: r,
                     op: i as usize,
@@ -502,28 +542,23 @@ impl Machine<'_> {
         let kind = self.op(r, i).clone();
         match kind {
             OpKind::Send { to, tag, mode, .. } => {
-                let ch = self.chans.entry((r as u32, to.0, tag)).or_default();
-                if mode == SendMode::Ready && ch.1.len() <= ch.0.len() {
+                let ch = self.chan(r as u32, to.0, tag);
+                if mode == SendMode::Ready && ch.recvs.len() <= ch.sends.len() {
                     return Err(CheckError::ReadyTooEarly {
                         rank: r,
                         op: i as usize,
                         to: to.idx(),
                     });
                 }
-                ch.0.push_back(i);
+                ch.sends.push_back(i);
                 self.try_match(r as u32, to.0, tag)?;
             }
             OpKind::Recv { from, tag, .. } => {
-                self.chans
-                    .entry((from.0, r as u32, tag))
-                    .or_default()
-                    .1
-                    .push_back(i);
+                self.chan(from.0, r as u32, tag).recvs.push_back(i);
                 self.try_match(from.0, r as u32, tag)?;
             }
             OpKind::Copy { src, dst } => {
-                let runs = self.content(r, src.buf).read(src.offset, src.len);
-                self.content_mut(r, dst.buf).write(dst.offset, &runs);
+                self.transfer(r, src, r, dst.buf, dst.offset);
                 self.complete(r, i);
             }
             OpKind::Put { to, .. } => {
@@ -593,6 +628,9 @@ impl Machine<'_> {
     /// Completes `AccessTo` and `EndExposure` ops whose peers are ready.
     fn try_complete_sync(&mut self, r: usize) -> bool {
         let mut progress = false;
+        if !self.ranks[r].has_epochs {
+            return false;
+        }
         let active = self.ranks[r].active.clone();
         for i in active {
             match self.op(r, i).clone() {
@@ -635,9 +673,7 @@ impl Machine<'_> {
                 dst_offset,
             } = *self.op(r, i)
             {
-                let runs = self.content(r, src.buf).read(src.offset, src.len);
-                self.content_mut(to.idx(), Buf::Window)
-                    .write(dst_offset, &runs);
+                self.transfer(r, src, to.idx(), Buf::Window, dst_offset);
             }
             self.complete(r, i);
         }
@@ -645,14 +681,12 @@ impl Machine<'_> {
 
     fn try_match(&mut self, src: u32, dst: u32, tag: Tag) -> Result<(), CheckError> {
         loop {
-            let Some(ch) = self.chans.get_mut(&(src, dst, tag)) else {
-                return Ok(());
-            };
-            if ch.0.is_empty() || ch.1.is_empty() {
+            let ch = self.chan(src, dst, tag);
+            if ch.sends.is_empty() || ch.recvs.is_empty() {
                 return Ok(());
             }
-            let s = ch.0.pop_front().expect("send");
-            let rv = ch.1.pop_front().expect("recv");
+            let s = ch.sends.pop_front().expect("send");
+            let rv = ch.recvs.pop_front().expect("recv");
             let (OpKind::Send { src: sr, .. }, OpKind::Recv { dst: dr, .. }) =
                 (self.op(src as usize, s), self.op(dst as usize, rv))
             else {
@@ -670,9 +704,7 @@ impl Machine<'_> {
                     recv_op: rv as usize,
                 });
             }
-            let runs = self.content(src as usize, sr.buf).read(sr.offset, sr.len);
-            self.content_mut(dst as usize, dr.buf)
-                .write(dr.offset, &runs);
+            self.transfer(src as usize, sr, dst as usize, dr.buf, dr.offset);
             self.complete(src as usize, s);
             self.complete(dst as usize, rv);
         }
@@ -693,12 +725,18 @@ impl Machine<'_> {
         self.enqueue(r);
     }
 
-    fn content(&self, r: usize, b: Buf) -> &Content {
-        self.ranks[r].content[b.index()].as_ref().expect("content")
-    }
-
-    fn content_mut(&mut self, r: usize, b: Buf) -> &mut Content {
-        self.ranks[r].content[b.index()].as_mut().expect("content")
+    /// Copies the origins of `src` on rank `from` to `buf[offset..]` of rank `to`.
+    fn transfer(&mut self, from: usize, src: Region, to: usize, buf: Buf, offset: u64) {
+        let mut runs = std::mem::take(&mut self.scratch);
+        self.ranks[from].content[src.buf.index()]
+            .as_ref()
+            .expect("content")
+            .read_into(src.offset, src.len, &mut runs);
+        self.ranks[to].content[buf.index()]
+            .as_mut()
+            .expect("content")
+            .write(offset, &runs);
+        self.scratch = runs;
     }
 
     fn describe_stuck(&self, r: usize) -> Option<String> {
@@ -860,7 +898,13 @@ mod tests {
     fn ready_send_without_posted_receive_is_caught() {
         let s = two(
             |b| {
-                b.send_tagged(1, Region::data(0, 4), Tag::Data, SendMode::Ready, Post::Blocking);
+                b.send_tagged(
+                    1,
+                    Region::data(0, 4),
+                    Tag::Data,
+                    SendMode::Ready,
+                    Post::Blocking,
+                );
             },
             |b| {
                 b.recv(0, Region::data(0, 4), Post::Blocking);
@@ -905,9 +949,6 @@ mod tests {
             },
         );
         let out = run(&s, Execution::Blocking, [4; 3]).unwrap();
-        assert_eq!(
-            out[1][0].mismatch(4, 0, Buf::Data).map(|m| m.0),
-            Some(0)
-        );
+        assert_eq!(out[1][0].mismatch(4, 0, Buf::Data).map(|m| m.0), Some(0));
     }
 }

@@ -45,10 +45,16 @@ pub enum SpecError {
 pub enum ShapeError {
     #[error("a node holds no ranks: every node needs at least one")]
     EmptyNode,
-    #[error("cannot read node layout `{0}`: write `4` (one node), `2x3` (2 nodes of 3 ranks) or `3+2`")]
+    #[error(
+        "cannot read node layout `{0}`: write `4` (one node), `2x3` (2 nodes of 3 ranks) or `3+2`"
+    )]
     BadNodeSpec(String),
     #[error("rank {rank} or root {root} is outside a communicator of {size} ranks")]
-    RankOutOfRange { rank: usize, root: usize, size: usize },
+    RankOutOfRange {
+        rank: usize,
+        root: usize,
+        size: usize,
+    },
     #[error("node map covers {map} ranks but the communicator has {size}")]
     NodeMapSize { map: usize, size: usize },
 }

@@ -247,11 +247,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         "blocking send and receive, the lower rank sending first",
         swap::ordered::build,
     ),
-    swap_algo(
-        "sendrecv",
-        "one MPI_Sendrecv",
-        swap::sendrecv::build,
-    ),
+    swap_algo("sendrecv", "one MPI_Sendrecv", swap::sendrecv::build),
     swap_algo(
         "isend_recv",
         "nonblocking send, blocking receive, wait",
@@ -292,7 +288,12 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
 
 /// Algorithms that a hierarchical algorithm's phases are varied over when
 /// exercising it (see [`variants`]).
-const PHASE_VARIANTS: &[&str] = &["linear", "pipeline", "scatter_allgather_ring", "split_binary"];
+const PHASE_VARIANTS: &[&str] = &[
+    "linear",
+    "pipeline",
+    "scatter_allgather_ring",
+    "split_binary",
+];
 
 /// The configurations of an algorithm worth exercising: its defaults, then
 /// one parameter at a time changed to each value that changes the schedule's
@@ -309,7 +310,10 @@ pub fn variants(info: &AlgorithmInfo, segment: u64) -> Vec<AlgoSpec> {
                 _ => 0,
             })],
             ParamKind::Count { min, .. } => vec![ParamValue::Int(min), ParamValue::Int(min + 1)],
-            ParamKind::Choice(words) => words.iter().map(|w| ParamValue::Word((*w).into())).collect(),
+            ParamKind::Choice(words) => words
+                .iter()
+                .map(|w| ParamValue::Word((*w).into()))
+                .collect(),
             ParamKind::Algorithm(c) => PHASE_VARIANTS
                 .iter()
                 .map(|a| {
@@ -424,11 +428,9 @@ fn resolve_in(
             (ParamKind::Algorithm(c), Some(ParamValue::Algo(a))) => {
                 ParamValue::Algo(resolve_in(c, &a, Some((info.name, p.name)))?)
             }
-            (ParamKind::Algorithm(c), Some(ParamValue::Word(w))) => ParamValue::Algo(resolve_in(
-                c,
-                &AlgoSpec::new(w),
-                Some((info.name, p.name)),
-            )?),
+            (ParamKind::Algorithm(c), Some(ParamValue::Word(w))) => {
+                ParamValue::Algo(resolve_in(c, &AlgoSpec::new(w), Some((info.name, p.name)))?)
+            }
             (_, Some(v)) => {
                 return Err(bad(format!(
                     "`{v}` is not {}",
@@ -459,7 +461,21 @@ fn resolve_in(
 }
 
 /// Builds one rank's schedule for `spec` (resolved here if it is not yet).
-pub fn build(collective: Collective, spec: &AlgoSpec, shape: &Shape) -> Result<Schedule, BuildError> {
+pub fn build(
+    collective: Collective,
+    spec: &AlgoSpec,
+    shape: &Shape,
+) -> Result<Schedule, BuildError> {
+    let spec = resolve(collective, spec)?;
+    build_resolved(collective, &spec, shape)
+}
+
+/// Builds one rank's schedule for a spec already resolved (canonical).
+pub fn build_resolved(
+    collective: Collective,
+    spec: &AlgoSpec,
+    shape: &Shape,
+) -> Result<Schedule, BuildError> {
     if shape.rank >= shape.size || shape.root >= shape.size {
         return Err(ShapeError::RankOutOfRange {
             rank: shape.rank,
@@ -475,9 +491,8 @@ pub fn build(collective: Collective, spec: &AlgoSpec, shape: &Shape) -> Result<S
         }
         .into());
     }
-    let spec = resolve(collective, spec)?;
     let mut b = Builder::new();
-    build_into(collective, &spec, shape, &mut b)?;
+    build_into(collective, spec, shape, &mut b)?;
     Ok(b.finish())
 }
 
@@ -506,7 +521,7 @@ pub fn build_all(
     let spec = resolve(collective, spec)?;
     (0..nodes.size())
         .map(|rank| {
-            build(
+            build_resolved(
                 collective,
                 &spec,
                 &Shape {
@@ -544,15 +559,27 @@ mod tests {
     fn bad_specs_are_refused_with_reasons() {
         let e = |t: &str| resolve(Collective::Bcast, &AlgoSpec::parse(t).unwrap()).unwrap_err();
         assert!(matches!(e("bogus"), SpecError::UnknownAlgorithm { .. }));
-        assert!(matches!(e("binomial:radix=3"), SpecError::UnknownParam { .. }));
+        assert!(matches!(
+            e("binomial:radix=3"),
+            SpecError::UnknownParam { .. }
+        ));
         assert!(matches!(e("knomial:radix=1"), SpecError::BadValue { .. }));
-        assert!(matches!(e("pipeline:segment=10"), SpecError::BadValue { .. }));
-        assert!(matches!(e("pipeline:segment=fast"), SpecError::BadValue { .. }));
+        assert!(matches!(
+            e("pipeline:segment=10"),
+            SpecError::BadValue { .. }
+        ));
+        assert!(matches!(
+            e("pipeline:segment=fast"),
+            SpecError::BadValue { .. }
+        ));
         assert!(matches!(
             e("hierarchical:inter=hierarchical"),
             SpecError::NotComposable { .. }
         ));
-        assert!(matches!(e("hierarchical:inter=ordered"), SpecError::UnknownAlgorithm { .. }));
+        assert!(matches!(
+            e("hierarchical:inter=ordered"),
+            SpecError::UnknownAlgorithm { .. }
+        ));
         let ok = resolve(
             Collective::Bcast,
             &AlgoSpec::parse("hierarchical:intra=knomial(radix=3)").unwrap(),

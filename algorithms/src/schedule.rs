@@ -147,7 +147,10 @@ pub enum OpKind {
         tag: Tag,
     },
     /// A local copy between two regions of equal length.
-    Copy { src: Region, dst: Region },
+    Copy {
+        src: Region,
+        dst: Region,
+    },
     /// One-sided write of `src` into the window of `to` at `dst_offset`.
     Put {
         to: Rank,
@@ -157,9 +160,13 @@ pub enum OpKind {
     /// `MPI_Win_fence`: collective over the communicator; completes every put.
     Fence,
     /// `MPI_Win_post`: open an exposure epoch to `group`.
-    ExposeTo { group: Vec<Rank> },
+    ExposeTo {
+        group: Vec<Rank>,
+    },
     /// `MPI_Win_start`: open an access epoch to `group`.
-    AccessTo { group: Vec<Rank> },
+    AccessTo {
+        group: Vec<Rank>,
+    },
     /// `MPI_Win_complete`: close the access epoch (puts are done at the origin).
     EndAccess,
     /// `MPI_Win_wait`: close the exposure epoch (puts from the group have landed).

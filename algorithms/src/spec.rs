@@ -259,7 +259,9 @@ impl Parser<'_> {
         if start == self.pos {
             return Err(self.err("expected a name"));
         }
-        Ok(self.text[start..self.pos].to_ascii_lowercase().replace('-', "_"))
+        Ok(self.text[start..self.pos]
+            .to_ascii_lowercase()
+            .replace('-', "_"))
     }
 
     /// `name`, `name(k=v,...)` or, at top level, `name:k=v,...`.

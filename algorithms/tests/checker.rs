@@ -6,7 +6,9 @@
 //! `COLLTUNE_CHECK_MAX_RANKS` lowers the largest rank count (for quick runs).
 
 use colltune_algorithms::check::{check_bcast, check_swap};
-use colltune_algorithms::{algorithms, lookup, variants, AlgoSpec, Collective, Execution, NodeMap, Restriction};
+use colltune_algorithms::{
+    algorithms, lookup, variants, AlgoSpec, Collective, Execution, NodeMap, Restriction,
+};
 
 const SEGMENT: u64 = 65536;
 
@@ -21,31 +23,32 @@ fn sizes(segment: u64) -> [u64; 6] {
     [0, 1, 7, segment - 1, segment + 1, (1 << 20) + 3]
 }
 
-/// Node layouts for `p` ranks: one node, and for node-aware algorithms also
-/// equal, unequal and round-robin (non-contiguous) layouts.
-fn layouts(p: usize, node_aware: bool) -> Vec<NodeMap> {
-    let mut out = vec![NodeMap::single(p)];
-    if node_aware && p > 1 {
-        for ppn in [2, 3] {
-            let mut sizes = vec![ppn; p / ppn];
-            if p % ppn != 0 {
-                sizes.push(p % ppn);
-            }
-            out.push(NodeMap::blocks(&sizes).unwrap());
+/// Node layouts for `p` ranks, by name: one node; blocks of 2 and of 3 (the
+/// last node smaller when p is not a multiple); round-robin over 3 nodes
+/// (non-contiguous); two unequal halves (3 + 2 style).
+fn layout(kind: &str, p: usize) -> NodeMap {
+    let blocks = |ppn: usize| {
+        let mut sizes = vec![ppn; p / ppn];
+        if p % ppn != 0 {
+            sizes.push(p % ppn);
         }
-        out.push(NodeMap::round_robin(p, 3.min(p)));
-        // unequal, larger first node: 3 + 2 style
-        if p >= 3 {
-            out.push(NodeMap::blocks(&[p - p / 2, p / 2]).unwrap());
-        }
+        NodeMap::blocks(&sizes).unwrap()
+    };
+    match kind {
+        "single" => NodeMap::single(p),
+        "blocks2" => blocks(2),
+        "blocks3" => blocks(3),
+        "round_robin3" => NodeMap::round_robin(p, 3.min(p)),
+        "halves" if p >= 2 => NodeMap::blocks(&[p - p / 2, p / 2]).unwrap(),
+        _ => NodeMap::single(p),
     }
-    out
 }
 
-fn prove_bcast(spec_text: &str, node_aware: bool) {
+fn prove_bcast(spec_text: &str, layout_kind: &str) {
     let spec = AlgoSpec::parse(spec_text).unwrap();
     for p in 1..=max_ranks() {
-        for nodes in layouts(p, node_aware) {
+        {
+            let nodes = layout(layout_kind, p);
             for root in 0..p {
                 for bytes in sizes(SEGMENT) {
                     for exec in Execution::ALL {
@@ -61,11 +64,10 @@ fn prove_bcast(spec_text: &str, node_aware: bool) {
     }
 }
 
-fn prove_all(name: &str) {
+fn prove_all(name: &str, layout_kind: &str) {
     let info = lookup(Collective::Bcast, name).unwrap();
-    let node_aware = info.has(Restriction::NodeAware);
     for v in variants(info, SEGMENT) {
-        prove_bcast(&v.to_string(), node_aware);
+        prove_bcast(&v.to_string(), layout_kind);
     }
 }
 
@@ -74,7 +76,7 @@ macro_rules! bcast_tests {
         $(
             #[test]
             fn $test() {
-                prove_all($name);
+                prove_all($name, "single");
             }
         )*
 
@@ -99,6 +101,37 @@ bcast_tests! {
     bcast_scatter_allgather: "scatter_allgather",
     bcast_scatter_allgather_ring: "scatter_allgather_ring",
     bcast_hierarchical: "hierarchical",
+}
+
+// Node-aware algorithms on several layouts (one test each, so they run in
+// parallel); "single" is in the list above.
+#[test]
+fn bcast_hierarchical_blocks_of_2() {
+    prove_all("hierarchical", "blocks2");
+}
+
+#[test]
+fn bcast_hierarchical_blocks_of_3() {
+    prove_all("hierarchical", "blocks3");
+}
+
+#[test]
+fn bcast_hierarchical_round_robin() {
+    prove_all("hierarchical", "round_robin3");
+}
+
+#[test]
+fn bcast_hierarchical_unequal_halves() {
+    prove_all("hierarchical", "halves");
+}
+
+#[test]
+fn every_node_aware_algorithm_is_proven_on_layouts() {
+    for a in algorithms(Collective::Bcast) {
+        if a.has(Restriction::NodeAware) {
+            assert_eq!(a.name, "hierarchical", "add layout tests for {}", a.name);
+        }
+    }
 }
 
 #[test]

@@ -41,13 +41,17 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 let text = match r {
                     Restriction::NotNested => "cannot be a phase of another algorithm",
                     Restriction::OneSided => "uses an MPI one-sided window",
-                    Restriction::NodeAware => "node-aware: needs ranks on several nodes to differ from its intra phase",
+                    Restriction::NodeAware => {
+                        "node-aware: needs ranks on several nodes to differ from its intra phase"
+                    }
                 };
                 println!("      note: {text}");
             }
         }
     }
-    println!("\nWrite an algorithm as `name`, `name:param=value,...` or, nested, \
-              `hierarchical:inter=knomial(radix=4),intra=linear`. Sizes accept K/M/G (binary).");
+    println!(
+        "\nWrite an algorithm as `name`, `name:param=value,...` or, nested, \
+              `hierarchical:inter=knomial(radix=4),intra=linear`. Sizes accept K/M/G (binary)."
+    );
     Ok(Code::Ok)
 }

@@ -51,7 +51,11 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { Code::Usage as i32 } else { 0 };
+            return if e.use_stderr() {
+                Code::Usage as i32
+            } else {
+                0
+            };
         }
     };
     let result = match cli.command {

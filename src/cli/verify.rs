@@ -5,9 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use colltune_algorithms::{
-    algorithms, resolve, variants, AlgoSpec, Collective, Execution,
-};
+use colltune_algorithms::{algorithms, resolve, variants, AlgoSpec, Collective, Execution};
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
 use crate::transport::mpi::Comm;
@@ -132,9 +130,18 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let mut out = std::io::stdout();
     for (c, spec) in &specs {
         let inject = args.inject_fault == Some(comm.rank());
-        let o = run_algorithm(&comm, *c, spec, &execs, &roots, &sizes, inject, |case: &Case| {
-            *current.lock().expect("watchdog lock") = Some((case.to_string(), Instant::now()));
-        })
+        let o = run_algorithm(
+            &comm,
+            *c,
+            spec,
+            &execs,
+            &roots,
+            &sizes,
+            inject,
+            |case: &Case| {
+                *current.lock().expect("watchdog lock") = Some((case.to_string(), Instant::now()));
+            },
+        )
         .with_context(|| format!("verifying {c} {spec}"))?;
         total += o.cases;
         if o.failure.is_some() {

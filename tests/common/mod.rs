@@ -17,7 +17,13 @@ pub fn mpirun(ranks: usize) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
         .args(["-n", &ranks.to_string()])
-        .args(["--oversubscribe", "--map-by", "core", "--bind-to", "core:overload-allowed"])
+        .args([
+            "--oversubscribe",
+            "--map-by",
+            "core",
+            "--bind-to",
+            "core:overload-allowed",
+        ])
         .args(["--mca", "mpi_yield_when_idle", "1"])
         .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
         // A hung test fails instead of hanging CI.
@@ -27,8 +33,9 @@ pub fn mpirun(ranks: usize) -> Command {
 
 /// Runs and returns output; panics with both streams if it could not start.
 pub fn run(mut c: Command) -> Output {
-    c.output()
-        .unwrap_or_else(|e| panic!("could not run {c:?}: {e} (is Open MPI installed? see jobs/install-deps.sh)"))
+    c.output().unwrap_or_else(|e| {
+        panic!("could not run {c:?}: {e} (is Open MPI installed? see jobs/install-deps.sh)")
+    })
 }
 
 pub fn text(o: &Output) -> String {

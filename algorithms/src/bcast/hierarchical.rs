@@ -50,7 +50,11 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
         })?;
     }
 
-    let members: Vec<usize> = nodes.ranks_on(my_node).iter().map(|&r| r as usize).collect();
+    let members: Vec<usize> = nodes
+        .ranks_on(my_node)
+        .iter()
+        .map(|&r| r as usize)
+        .collect();
     if members.len() > 1 {
         let idx = |r: usize| members.iter().position(|&m| m == r).expect("member");
         let intra_nodes = NodeMap::single(members.len());

@@ -24,7 +24,14 @@ pub fn segments(offset: u64, len: u64, segment: u64) -> impl Iterator<Item = (u6
 
 /// Broadcasts `[offset, offset + len)` of the data buffer down `node`'s tree
 /// (relative ranks of `sh`).
-pub fn tree_bcast(b: &mut Builder, sh: &Shape, node: &TreeNode, offset: u64, len: u64, segment: u64) {
+pub fn tree_bcast(
+    b: &mut Builder,
+    sh: &Shape,
+    node: &TreeNode,
+    offset: u64,
+    len: u64,
+    segment: u64,
+) {
     for (o, l) in segments(offset, len, segment) {
         let seg = Region::data(o, l);
         if let Some(p) = node.parent {

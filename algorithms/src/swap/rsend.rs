@@ -23,7 +23,13 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
     let Some(q) = p.partner else { return Ok(()) };
     let none = Region::data(0, 0);
     b.recv(q, p.inn, Post::Immediate);
-    b.send_tagged(q, none, Tag::Control, SendMode::Standard, Post::ExchangeWithNext);
+    b.send_tagged(
+        q,
+        none,
+        Tag::Control,
+        SendMode::Standard,
+        Post::ExchangeWithNext,
+    );
     let go = b.recv_tagged(q, none, Tag::Control, Post::Blocking);
     let data = b.send_tagged(q, p.out, Tag::Data, SendMode::Ready, Post::Blocking);
     b.depend(data, go);

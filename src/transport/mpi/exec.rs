@@ -227,8 +227,9 @@ impl Run<'_> {
                         return Err(TransportError::Mpi(super::MpiError {
                             call: "colltune dataflow",
                             code: -1,
-                            message: "no op can start and none is in flight: the schedule is malformed"
-                                .into(),
+                            message:
+                                "no op can start and none is in flight: the schedule is malformed"
+                                    .into(),
                         }));
                     }
                     let i = ffi::waitany(&mut self.reqs)?;
@@ -269,16 +270,9 @@ impl Run<'_> {
                     };
                     let (
                         OpKind::Send {
-                            to,
-                            src,
-                            tag: st,
-                            ..
+                            to, src, tag: st, ..
                         },
-                        OpKind::Recv {
-                            from,
-                            dst,
-                            tag: rt,
-                        },
+                        OpKind::Recv { from, dst, tag: rt },
                     ) = (s, r)
                     else {
                         unreachable!("the checker proves exchanges pair a send and a receive")
@@ -312,7 +306,12 @@ impl Run<'_> {
                             self.reqs.clear();
                             self.req_ops.clear();
                         }
-                        OpKind::Send { to, src, tag: t, mode } => {
+                        OpKind::Send {
+                            to,
+                            src,
+                            tag: t,
+                            mode,
+                        } => {
                             // SAFETY: as above.
                             unsafe {
                                 ffi::send(
@@ -357,7 +356,10 @@ impl Run<'_> {
                 }
                 let blocking_sync = matches!(
                     op.kind,
-                    OpKind::Fence | OpKind::AccessTo { .. } | OpKind::EndAccess | OpKind::EndExposure
+                    OpKind::Fence
+                        | OpKind::AccessTo { .. }
+                        | OpKind::EndAccess
+                        | OpKind::EndExposure
                 );
                 if blocking_sync && !may_block && !(self.reqs.is_empty() && self.puts.is_empty()) {
                     // Closing an epoch waits for other ranks: leave it to wait().
@@ -382,7 +384,12 @@ impl Run<'_> {
         let plan = self.plan;
         let op = &plan.schedule.ops[i as usize];
         match &op.kind {
-            OpKind::Send { to, src, tag: t, mode } => {
+            OpKind::Send {
+                to,
+                src,
+                tag: t,
+                mode,
+            } => {
                 // SAFETY: as in ptr(); the request completes before the
                 // Pending call that borrows the buffers ends.
                 let req = unsafe {

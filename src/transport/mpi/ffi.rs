@@ -417,7 +417,10 @@ fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
     // SAFETY: reading an immutable handle.
     let mut all = unsafe { ffi::RSMPI_GROUP_NULL };
     // SAFETY: valid out pointer.
-    check(unsafe { ffi::MPI_Comm_group(comm, &mut all) }, "MPI_Comm_group")?;
+    check(
+        unsafe { ffi::MPI_Comm_group(comm, &mut all) },
+        "MPI_Comm_group",
+    )?;
     let r: Vec<c_int> = ranks.iter().map(|&r| r as c_int).collect();
     // SAFETY: reading an immutable handle.
     let mut g = unsafe { ffi::RSMPI_GROUP_NULL };
@@ -447,7 +450,14 @@ pub fn win_open_epoch(
     };
     // SAFETY: g was created by group_of.
     unsafe { ffi::MPI_Group_free(&mut g) };
-    check(rc, if start { "MPI_Win_start" } else { "MPI_Win_post" })
+    check(
+        rc,
+        if start {
+            "MPI_Win_start"
+        } else {
+            "MPI_Win_post"
+        },
+    )
 }
 
 pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {
@@ -470,7 +480,12 @@ pub fn barrier(comm: MPI_Comm) -> Result<(), MpiError> {
 ///
 /// # Safety
 /// `buf` must be valid for reads and writes of `len` bytes.
-pub unsafe fn library_bcast(buf: *mut u8, len: u64, root: usize, comm: MPI_Comm) -> Result<(), MpiError> {
+pub unsafe fn library_bcast(
+    buf: *mut u8,
+    len: u64,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
     check(
         ffi::PMPI_Bcast(buf.cast(), count(len)?, byte(), root as c_int, comm),
         "MPI_Bcast",

@@ -104,7 +104,10 @@ impl Comm {
                 if m.size() != size {
                     return Err(TransportError::NodeOverride {
                         text,
-                        why: format!("it lays out {} ranks, the communicator has {size}", m.size()),
+                        why: format!(
+                            "it lays out {} ranks, the communicator has {size}",
+                            m.size()
+                        ),
                     });
                 }
                 m
