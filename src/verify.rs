@@ -120,18 +120,25 @@ pub struct Outcome {
     pub seconds: f64,
 }
 
+/// What to run for each algorithm.
+pub struct Matrix {
+    pub execs: Vec<Execution>,
+    pub roots: Vec<usize>,
+    pub sizes: Vec<u64>,
+    /// Flip a received byte on this rank (self-test of the checking).
+    pub inject_fault: bool,
+}
+
 /// Runs every case of one algorithm; on rank 0 `failure` carries the first
 /// failing case and what a failing rank reported.
 pub fn run_algorithm(
     comm: &Comm,
     collective: Collective,
     spec: &AlgoSpec,
-    execs: &[Execution],
-    roots: &[usize],
-    sizes: &[u64],
-    inject_fault: bool,
+    m: &Matrix,
     mut before_case: impl FnMut(&Case),
 ) -> Result<Outcome, TransportError> {
+    let (execs, roots, sizes, inject_fault) = (&m.execs, &m.roots, &m.sizes, m.inject_fault);
     let t0 = Instant::now();
     let mut cases = 0;
     for &exec in execs {

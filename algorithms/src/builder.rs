@@ -190,7 +190,7 @@ impl Builder {
             let kind = self.ops[i].kind.clone();
             let mut deps = std::mem::take(&mut self.ops[i].deps);
             if kind.is_sync() {
-                deps.extend(since_sync.drain(..));
+                deps.append(&mut since_sync);
                 deps.extend(last_sync);
                 last_sync = Some(id);
             } else {

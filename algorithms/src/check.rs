@@ -335,10 +335,10 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
                 .flatten()
                 .collect();
             match &o.kind {
-                OpKind::Send { to: peer, .. } | OpKind::Recv { from: peer, .. } => {
-                    if peer.0 >= p || peer.idx() == rank {
-                        return Err(mal(format!("peer {peer} is not another rank")));
-                    }
+                OpKind::Send { to: peer, .. } | OpKind::Recv { from: peer, .. }
+                    if (peer.0 >= p || peer.idx() == rank) =>
+                {
+                    return Err(mal(format!("peer {peer} is not another rank")));
                 }
                 OpKind::Put {
                     to,
@@ -350,10 +350,10 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
                     }
                     regions.push(Region::new(Buf::Window, *dst_offset, src.len));
                 }
-                OpKind::ExposeTo { group } | OpKind::AccessTo { group } => {
-                    if group.iter().any(|g| g.0 >= p || g.idx() == rank) {
-                        return Err(mal("epoch group names an invalid rank".into()));
-                    }
+                OpKind::ExposeTo { group } | OpKind::AccessTo { group }
+                    if group.iter().any(|g| g.0 >= p || g.idx() == rank) =>
+                {
+                    return Err(mal("epoch group names an invalid rank".into()));
                 }
                 _ => {}
             }
@@ -370,15 +370,15 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
             }
             if o.post == Post::ExchangeWithNext {
                 let next = s.ops.get(op + 1);
-                let ok = match (&o.kind, next.map(|n| (&n.kind, n.post))) {
+                let ok = matches!(
+                    (&o.kind, next.map(|n| (&n.kind, n.post))),
                     (
                         OpKind::Send {
                             mode: SendMode::Standard,
                             ..
                         },
                         Some((OpKind::Recv { .. }, Post::Blocking)),
-                    ) => true,
-                    (
+                    ) | (
                         OpKind::Recv { .. },
                         Some((
                             OpKind::Send {
@@ -387,9 +387,8 @@ fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
                             },
                             Post::Blocking,
                         )),
-                    ) => true,
-                    _ => false,
-                };
+                    )
+                );
                 if !ok {
                     return Err(mal(
                         "an exchange must be a standard send and a receive, the second blocking"

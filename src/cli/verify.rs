@@ -9,7 +9,7 @@ use colltune_algorithms::{algorithms, resolve, variants, AlgoSpec, Collective, E
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
 use crate::transport::mpi::Comm;
-use crate::verify::{default_roots, default_sizes, report_line, run_algorithm, Case};
+use crate::verify::{default_roots, default_sizes, report_line, run_algorithm, Case, Matrix};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -125,23 +125,19 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             execs.iter().map(|e| e.name()).collect::<Vec<_>>().join(",")
         );
     }
+    let matrix = Matrix {
+        execs,
+        roots,
+        sizes,
+        inject_fault: args.inject_fault == Some(comm.rank()),
+    };
     let mut total = 0;
     let mut failed = 0;
     let mut out = std::io::stdout();
     for (c, spec) in &specs {
-        let inject = args.inject_fault == Some(comm.rank());
-        let o = run_algorithm(
-            &comm,
-            *c,
-            spec,
-            &execs,
-            &roots,
-            &sizes,
-            inject,
-            |case: &Case| {
-                *current.lock().expect("watchdog lock") = Some((case.to_string(), Instant::now()));
-            },
-        )
+        let o = run_algorithm(&comm, *c, spec, &matrix, |case: &Case| {
+            *current.lock().expect("watchdog lock") = Some((case.to_string(), Instant::now()));
+        })
         .with_context(|| format!("verifying {c} {spec}"))?;
         total += o.cases;
         if o.failure.is_some() {
