@@ -6,7 +6,13 @@
 
 pub use colltune_algorithms as algorithms;
 
+pub mod bench;
 pub mod cli;
+pub mod fit;
+pub mod ompi;
 pub mod pattern;
+pub mod progress;
+pub mod record;
+pub mod stats;
 pub mod transport;
 pub mod verify;

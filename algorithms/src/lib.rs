@@ -25,8 +25,8 @@ pub mod topo;
 pub use builder::Builder;
 pub use error::{BuildError, ShapeError, SpecError};
 pub use registry::{
-    algorithms, build, build_all, lookup, resolve, variants, AlgorithmInfo, ParamInfo, ParamKind,
-    Restriction, Shape, REGISTRY,
+    algorithms, build, build_all, build_resolved, lookup, resolve, variants, AlgorithmInfo,
+    ParamInfo, ParamKind, Restriction, Shape, REGISTRY,
 };
 pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};

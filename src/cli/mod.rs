@@ -1,6 +1,8 @@
 //! Command-line interface: one module per subcommand, each with
 //! `run(args) -> anyhow::Result<Code>`.
 
+mod bench;
+mod fit;
 mod list;
 mod verify;
 
@@ -42,6 +44,12 @@ pub enum Command {
     /// Run every algorithm x execution x root x size on this communicator
     /// and check every byte (under mpirun).
     Verify(verify::Args),
+    /// Time algorithms and the MPI library's own collectives, IMB-style;
+    /// raw samples to CSV (under mpirun).
+    Bench(bench::Args),
+    /// Fit T(n) = latency + n / bandwidth to a raw CSV; report peak
+    /// bandwidth, latency, the fit's max relative error and knees.
+    Fit(fit::Args),
 }
 
 /// Parses the command line, runs the command, prints errors, returns the
@@ -61,6 +69,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::List(a) => list::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Fit(a) => fit::run(a),
     };
     match result {
         Ok(code) => code as i32,

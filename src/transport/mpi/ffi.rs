@@ -623,3 +623,64 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
         ..e
     })
 }
+
+/// Element-wise maximum of `v` over all ranks, at `root` (empty elsewhere).
+pub fn reduce_max_f64(v: &[f64], root: usize, comm: MPI_Comm) -> Result<Vec<f64>, MpiError> {
+    let me = comm_rank(comm)?;
+    let mut out = if me == root {
+        vec![0f64; v.len()]
+    } else {
+        Vec::new()
+    };
+    // SAFETY: v.len() doubles in; as many out at the root.
+    check(
+        unsafe {
+            ffi::MPI_Reduce(
+                v.as_ptr().cast(),
+                if me == root {
+                    out.as_mut_ptr().cast()
+                } else {
+                    ptr::null_mut()
+                },
+                count(v.len() as u64)?,
+                ffi::RSMPI_DOUBLE,
+                ffi::RSMPI_MAX,
+                root as c_int,
+                comm,
+            )
+        },
+        "MPI_Reduce",
+    )?;
+    Ok(out)
+}
+
+/// Broadcasts one u64 from `root` (for agreeing on plans).
+pub fn bcast_u64(v: u64, root: usize, comm: MPI_Comm) -> Result<u64, MpiError> {
+    let mut x = v;
+    // SAFETY: one u64 in place.
+    check(
+        unsafe {
+            ffi::MPI_Bcast(
+                (&mut x as *mut u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                root as c_int,
+                comm,
+            )
+        },
+        "MPI_Bcast",
+    )?;
+    Ok(x)
+}
+
+/// The name of the node this rank runs on.
+pub fn processor_name() -> String {
+    let mut buf = vec![0u8; 1024];
+    let mut len: c_int = 0;
+    // SAFETY: buf is larger than MPI_MAX_PROCESSOR_NAME.
+    let rc = unsafe { ffi::MPI_Get_processor_name(buf.as_mut_ptr().cast(), &mut len) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return "unknown".into();
+    }
+    String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
+}

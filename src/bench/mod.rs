@@ -1,0 +1,452 @@
+//! Measuring algorithms the way IMB and OSU do, with raw samples kept.
+//!
+//! Methodology (also in the README):
+//! - **Warm-up**: `warmup` untimed calls per point.
+//! - **Repetitions** sized by a per-point time budget: a short probe times a
+//!   synchronised call (barrier included) and the repetition count is the
+//!   budget divided by that, clamped to `[min_reps, max_reps]`; every rank
+//!   computes the same count from the probe's slowest-rank time.
+//! - **Each repetition starts synchronised** (`MPI_Barrier`), and its time is
+//!   the **slowest rank's** (an element-wise `MPI_Reduce(MAX)` after the run).
+//! - **Several independent runs** (default 3), interleaved: run 1 of every
+//!   point, then run 2, ..., so slow drifts of the machine hit every
+//!   algorithm alike.
+//! - **Root**: rotating (IMB's choice: repetition i uses root i mod p) or fixed.
+//! - **Cache**: warm (one buffer) or off (buffers rotated over a region twice
+//!   the last-level cache).
+//! - **Overlap**: optional computation between starting a call and waiting
+//!   for it; `iterations` calls per repetition (time reported per call).
+
+pub mod report;
+
+use std::time::Duration;
+
+use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Shape};
+use thiserror::Error;
+
+use crate::ompi::TunedBcast;
+use crate::record::Sample;
+use crate::stats;
+use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
+
+/// What is measured.
+#[derive(Clone, Debug)]
+pub enum Subject {
+    /// One of colltune's algorithms under one execution.
+    Ours {
+        collective: Collective,
+        spec: AlgoSpec,
+        exec: Execution,
+    },
+    /// The MPI library's own `MPI_Bcast`, as its default decision picks.
+    Library,
+    /// An Open MPI coll/tuned algorithm forced through its MCA variables on a
+    /// communicator of its own.
+    OmpiTuned {
+        tuned: &'static TunedBcast,
+        segment: u64,
+    },
+}
+
+impl Subject {
+    pub fn collective(&self) -> Collective {
+        match self {
+            Subject::Ours { collective, .. } => *collective,
+            _ => Collective::Bcast,
+        }
+    }
+    pub fn algorithm(&self) -> String {
+        match self {
+            Subject::Ours { spec, .. } => spec.name.clone(),
+            Subject::Library => "mpi".into(),
+            Subject::OmpiTuned { .. } => "ompi_tuned".into(),
+        }
+    }
+    pub fn spec(&self) -> String {
+        match self {
+            Subject::Ours { spec, .. } => spec.to_string(),
+            Subject::Library => "mpi".into(),
+            Subject::OmpiTuned { tuned, segment } => {
+                format!(
+                    "ompi_tuned:algorithm={},name={},segment={segment}",
+                    tuned.id, tuned.name
+                )
+            }
+        }
+    }
+    pub fn execution(&self) -> &'static str {
+        match self {
+            Subject::Ours { exec, .. } => exec.name(),
+            _ => "library",
+        }
+    }
+    pub fn label(&self) -> String {
+        format!("{} [{}]", self.spec(), self.execution())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootPolicy {
+    Rotate,
+    Fixed(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    Warm,
+    /// Rotate buffers over a region of this many bytes.
+    Off(u64),
+}
+
+/// How points are timed.
+#[derive(Clone, Debug)]
+pub struct Method {
+    pub budget: Duration,
+    pub min_reps: u32,
+    pub max_reps: u32,
+    pub warmup: u32,
+    pub root: RootPolicy,
+    pub cache: CacheMode,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            budget: Duration::from_millis(50),
+            min_reps: 5,
+            max_reps: 1000,
+            warmup: 2,
+            root: RootPolicy::Rotate,
+            cache: CacheMode::Warm,
+        }
+    }
+}
+
+/// Where and with what the samples were taken (repeated in every row).
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    pub mpi: String,
+    pub host: String,
+    pub source: String,
+}
+
+/// One point: a subject at a size, with calls per repetition and overlap.
+#[derive(Clone, Debug)]
+pub struct Point<'s> {
+    pub subject: &'s Subject,
+    pub bytes: u64,
+    pub iterations: u32,
+    pub overlap_us: f64,
+}
+
+#[derive(Debug, Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Largest message colltune measures: one MPI message of bytes (count is a C int).
+pub const MAX_BYTES: u64 = (1 << 31) - 1;
+
+/// The last-level cache of this machine in bytes (sysfs), or 32 MiB.
+pub fn llc_bytes() -> u64 {
+    let mut best = (0u32, 32u64 << 20);
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let level = std::fs::read_to_string(format!("{dir}/level"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        let size = std::fs::read_to_string(format!("{dir}/size"))
+            .ok()
+            .and_then(|s| colltune_algorithms::parse_size(s.trim()).ok());
+        if let (Some(l), Some(s)) = (level, size) {
+            if l >= best.0 {
+                best = (l, s);
+            }
+        }
+    }
+    best.1
+}
+
+/// A pool of buffers that either reuses one slot (warm cache) or rotates
+/// slots across a region larger than the last-level cache.
+struct Pool {
+    region: Vec<u8>,
+    step: usize,
+    slots: usize,
+}
+
+impl Pool {
+    fn new(bytes: u64, cache: CacheMode) -> Pool {
+        let n = bytes as usize;
+        let step = n.div_ceil(64).max(1) * 64;
+        let slots = match cache {
+            CacheMode::Warm => 1,
+            CacheMode::Off(region) => (region as usize / step).clamp(2, 1 << 16),
+        };
+        Pool {
+            region: vec![0u8; step * slots],
+            step,
+            slots,
+        }
+    }
+    fn slot(&mut self, i: usize, len: usize) -> &mut [u8] {
+        let at = (i % self.slots) * self.step;
+        &mut self.region[at..at + len]
+    }
+}
+
+/// Busy computation for `us` microseconds (the "work" overlapped with a call).
+fn compute(us: f64) {
+    if us <= 0.0 {
+        return;
+    }
+    let end = ffi::wtime() + us * 1e-6;
+    while ffi::wtime() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Measures points on one communicator.
+pub struct Measurer<'c> {
+    comm: &'c Comm,
+    pub method: Method,
+    prov: Provenance,
+    /// Communicators for forced Open MPI algorithms, by subject label.
+    tuned_comms: Vec<(String, ffi::MPI_Comm)>,
+}
+
+impl Drop for Measurer<'_> {
+    fn drop(&mut self) {
+        if ffi::finalized() {
+            return;
+        }
+        for (_, c) in &mut self.tuned_comms {
+            let _ = ffi::comm_free(c);
+        }
+    }
+}
+
+impl<'c> Measurer<'c> {
+    pub fn new(comm: &'c Comm, method: Method, prov: Provenance) -> Self {
+        Measurer {
+            comm,
+            method,
+            prov,
+            tuned_comms: Vec::new(),
+        }
+    }
+
+    pub fn comm(&self) -> &Comm {
+        self.comm
+    }
+
+    /// Sets Open MPI's forced-algorithm variables (0 = its own decision).
+    fn force_tuned(&self, algorithm: u32, segment: u64) -> Result<(), MpiError> {
+        ffi::cvar_write_int("coll_tuned_bcast_algorithm", algorithm as i32)?;
+        ffi::cvar_write_int(
+            "coll_tuned_bcast_algorithm_segmentsize",
+            i32::try_from(segment).unwrap_or(i32::MAX),
+        )
+    }
+
+    /// The communicator a forced Open MPI algorithm runs on (made once:
+    /// duplicated right after the variables are written).
+    fn tuned_comm(&mut self, s: &Subject) -> Result<ffi::MPI_Comm, BenchError> {
+        let Subject::OmpiTuned { tuned, segment } = s else {
+            return Ok(self.comm.raw());
+        };
+        let key = s.label();
+        if let Some((_, c)) = self.tuned_comms.iter().find(|(k, _)| *k == key) {
+            return Ok(*c);
+        }
+        self.force_tuned(tuned.id, *segment)?;
+        let c = ffi::comm_dup_private(self.comm.raw())?;
+        self.tuned_comms.push((key, c));
+        Ok(c)
+    }
+
+    /// Times one point for one run; rank 0 gets the samples (one per
+    /// repetition, outliers flagged within the run), other ranks nothing.
+    pub fn measure(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
+        let (rank, size) = (self.comm.rank(), self.comm.size());
+        let coll = pt.subject.collective();
+        let n = pt.bytes as usize;
+        if pt.bytes > MAX_BYTES {
+            return Err(BenchError::Invalid(format!(
+                "{} bytes is more than one MPI message can carry ({MAX_BYTES})",
+                pt.bytes
+            )));
+        }
+        // Library and forced algorithms: set Open MPI's variables for this
+        // subject (they may be read per call), on their own communicator.
+        let raw = self.tuned_comm(pt.subject)?;
+        match pt.subject {
+            Subject::OmpiTuned { tuned, segment } => self.force_tuned(tuned.id, *segment)?,
+            Subject::Library if !self.tuned_comms.is_empty() => self.force_tuned(0, 0)?,
+            _ => {}
+        }
+
+        // Schedules for every root this point uses, built before timing.
+        let roots: Vec<usize> = match (coll, self.method.root) {
+            (Collective::Swap, _) => vec![0],
+            (_, RootPolicy::Fixed(r)) => vec![r.min(size - 1)],
+            (_, RootPolicy::Rotate) => (0..size).collect(),
+        };
+        let plans: Vec<Prepared> = match pt.subject {
+            Subject::Ours { spec, .. } => roots
+                .iter()
+                .map(|&root| {
+                    build_resolved(
+                        coll,
+                        spec,
+                        &Shape {
+                            rank,
+                            size,
+                            root,
+                            bytes: pt.bytes,
+                            nodes: self.comm.nodes(),
+                        },
+                    )
+                    .map(Prepared::new)
+                })
+                .collect::<Result<_, _>>()
+                .map_err(TransportError::from)?,
+            _ => Vec::new(),
+        };
+        let mut data = Pool::new(pt.bytes, self.method.cache);
+        let mut recv = Pool::new(
+            if coll == Collective::Swap {
+                pt.bytes
+            } else {
+                0
+            },
+            self.method.cache,
+        );
+        let comm = self.comm;
+        let mut slot = 0usize;
+        let mut one_call = |root_idx: usize| -> Result<(), BenchError> {
+            slot += 1;
+            for _ in 0..pt.iterations {
+                match pt.subject {
+                    Subject::Ours { exec, .. } => {
+                        let d = data.slot(slot, n);
+                        let r = recv.slot(slot, if coll == Collective::Swap { n } else { 0 });
+                        let pending =
+                            start(comm, &plans[root_idx], *exec, Buffers { data: d, recv: r })?;
+                        compute(pt.overlap_us);
+                        pending.wait()?;
+                    }
+                    Subject::Library | Subject::OmpiTuned { .. } => {
+                        let d = data.slot(slot, n);
+                        // SAFETY: d holds n bytes.
+                        unsafe {
+                            ffi::library_bcast(d.as_mut_ptr(), pt.bytes, roots[root_idx], raw)?
+                        };
+                        compute(pt.overlap_us);
+                    }
+                }
+            }
+            Ok(())
+        };
+        let root_of = |rep: usize| rep % roots.len();
+
+        for w in 0..self.method.warmup as usize {
+            ffi::barrier(raw)?;
+            one_call(root_of(w))?;
+        }
+        // Probe: the cost of a synchronised repetition, slowest rank.
+        let probe = 3;
+        let t0 = ffi::wtime();
+        for i in 0..probe {
+            ffi::barrier(raw)?;
+            one_call(root_of(i))?;
+        }
+        let per_rep = ffi::allreduce_f64((ffi::wtime() - t0) / probe as f64, false, raw)?;
+        let reps = ((self.method.budget.as_secs_f64() / per_rep.max(1e-7)) as u32).clamp(
+            self.method.min_reps,
+            self.method.max_reps.max(self.method.min_reps),
+        ) as usize;
+
+        let mut local = vec![0f64; reps];
+        for (rep, t) in local.iter_mut().enumerate() {
+            ffi::barrier(raw)?;
+            let t0 = ffi::wtime();
+            one_call(root_of(rep))?;
+            *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
+        }
+        let times = ffi::reduce_max_f64(&local, 0, raw)?;
+        if rank != 0 {
+            return Ok(Vec::new());
+        }
+        let flags = stats::outlier_flags(&times);
+        let nodes = self.comm.nodes();
+        Ok(times
+            .iter()
+            .zip(flags)
+            .enumerate()
+            .map(|(rep, (&t, outlier))| Sample {
+                collective: coll.to_string(),
+                algorithm: pt.subject.algorithm(),
+                spec: pt.subject.spec(),
+                execution: pt.subject.execution().into(),
+                ranks: size as u32,
+                ppn: nodes.max_ppn() as u32,
+                nodes: nodes.num_nodes() as u32,
+                layout: nodes.to_string(),
+                bytes: pt.bytes,
+                root: if coll == Collective::Swap {
+                    -1
+                } else {
+                    roots[root_of(rep)] as i64
+                },
+                cache: match self.method.cache {
+                    CacheMode::Warm => "warm".into(),
+                    CacheMode::Off(_) => "off".into(),
+                },
+                iterations: pt.iterations,
+                overlap_us: pt.overlap_us,
+                run,
+                rep: rep as u32 + 1,
+                time_us: t,
+                outlier: u8::from(outlier),
+                mpi: self.prov.mpi.clone(),
+                host: self.prov.host.clone(),
+                source: self.prov.source.clone(),
+                colltune: env!("CARGO_PKG_VERSION").into(),
+            })
+            .collect())
+    }
+}
+
+/// The MPI library's name and version, short: `Open MPI v4.1.4`.
+pub fn library_short() -> String {
+    let v = ffi::library_version();
+    v.split(',').next().unwrap_or(&v).trim().to_string()
+}
+
+/// Provenance for samples measured on this communicator now.
+pub fn provenance(comm: &Comm) -> Result<Provenance, MpiError> {
+    // Every rank reports rank 0's host: agree on it with a byte gather.
+    let name = ffi::processor_name();
+    let mut host = [0u8; 64];
+    let b = name.as_bytes();
+    host[..b.len().min(64)].copy_from_slice(&b[..b.len().min(64)]);
+    let all = ffi::gather_bytes(&host, 0, comm.raw())?;
+    let host = if comm.rank() == 0 {
+        String::from_utf8_lossy(&all[..64])
+            .trim_end_matches('\0')
+            .to_string()
+    } else {
+        name
+    };
+    Ok(Provenance {
+        mpi: library_short(),
+        host,
+        source: "measured".into(),
+    })
+}

@@ -1,0 +1,345 @@
+//! Turning samples into tables: IMB-style per-subject tables, the comparison
+//! with the MPI library, and noise warnings. MPI-free: works on measured or
+//! simulated CSVs alike.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::record::Sample;
+use crate::stats::{self, geomean, Summary};
+
+/// Identifies a series: one subject on one communicator under one method.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SeriesKey {
+    pub collective: String,
+    pub ranks: u32,
+    pub ppn: u32,
+    pub nodes: u32,
+    pub cache: String,
+    pub iterations: u32,
+    pub overlap: String,
+    pub spec: String,
+    pub execution: String,
+}
+
+impl SeriesKey {
+    pub fn of(s: &Sample) -> Self {
+        SeriesKey {
+            collective: s.collective.clone(),
+            ranks: s.ranks,
+            ppn: s.ppn,
+            nodes: s.nodes,
+            cache: s.cache.clone(),
+            iterations: s.iterations,
+            overlap: fmt_num(s.overlap_us),
+            spec: s.spec.clone(),
+            execution: s.execution.clone(),
+        }
+    }
+    pub fn label(&self) -> String {
+        format!("{} [{}]", self.spec, self.execution)
+    }
+    /// The key without the subject: which series are comparable.
+    pub fn context(&self) -> SeriesKey {
+        SeriesKey {
+            spec: String::new(),
+            execution: String::new(),
+            ..self.clone()
+        }
+    }
+    pub fn is_library(&self) -> bool {
+        self.execution == "library"
+    }
+    pub fn is_native(&self) -> bool {
+        self.spec == "mpi"
+    }
+    pub fn is_ompi_tuned(&self) -> bool {
+        self.spec.starts_with("ompi_tuned")
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x == x.trunc() {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// bytes -> summary, per series.
+pub type Series = BTreeMap<SeriesKey, BTreeMap<u64, Summary>>;
+
+/// Groups samples into series and summarises each point over its runs.
+pub fn series(samples: &[Sample]) -> Series {
+    let mut raw: BTreeMap<SeriesKey, BTreeMap<u64, BTreeMap<u32, Vec<f64>>>> = BTreeMap::new();
+    for s in samples {
+        raw.entry(SeriesKey::of(s))
+            .or_default()
+            .entry(s.bytes)
+            .or_default()
+            .entry(s.run)
+            .or_default()
+            .push(s.time_us);
+    }
+    raw.into_iter()
+        .map(|(k, by_bytes)| {
+            let pts = by_bytes
+                .into_iter()
+                .map(|(b, runs)| {
+                    let runs: Vec<Vec<f64>> = runs.into_values().collect();
+                    (b, stats::summarize(&runs))
+                })
+                .collect();
+            (k, pts)
+        })
+        .collect()
+}
+
+/// IMB-style tables, one per series.
+pub fn imb_tables(all: &Series) -> String {
+    let mut out = String::new();
+    for (k, pts) in all {
+        let _ = writeln!(out, "#{}", "-".repeat(94));
+        let _ = writeln!(out, "# Benchmarking {} {}", k.collective, k.label());
+        let _ = writeln!(
+            out,
+            "# #processes = {} ({} node(s), {} per node); cache {}; {} call(s) per repetition; overlap {} us",
+            k.ranks, k.nodes, k.ppn, k.cache, k.iterations, k.overlap
+        );
+        let _ = writeln!(
+            out,
+            "# times: the slowest rank's per repetition, in usec; spread: largest/smallest run median"
+        );
+        let _ = writeln!(out, "#{}", "-".repeat(94));
+        let _ = writeln!(
+            out,
+            "{:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>9}",
+            "#bytes",
+            "#repetitions",
+            "t_min[usec]",
+            "t_max[usec]",
+            "t_avg[usec]",
+            "t_med[usec]",
+            "spread",
+            "outliers"
+        );
+        for (b, s) in pts {
+            let _ = writeln!(
+                out,
+                "{:>12} {:>12} {:>12.2} {:>12.2} {:>12.2} {:>12.2} {:>7.2}x {:>9}",
+                b,
+                s.count,
+                s.min,
+                s.max,
+                s.mean,
+                s.median,
+                s.run_spread(),
+                s.outliers
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The best series at each size among those `keep` accepts: (label, summary).
+pub fn best_at<'a>(
+    all: &'a Series,
+    ctx: &SeriesKey,
+    bytes: u64,
+    keep: impl Fn(&SeriesKey) -> bool,
+) -> Option<(&'a SeriesKey, &'a Summary)> {
+    all.iter()
+        .filter(|(k, _)| k.context() == *ctx && keep(k))
+        .filter_map(|(k, pts)| pts.get(&bytes).map(|s| (k, s)))
+        .min_by(|a, b| a.1.median.total_cmp(&b.1.median))
+}
+
+/// Runs whose medians spread more than this are flagged as too noisy.
+pub const NOISY_SPREAD: f64 = 1.25;
+
+/// For each comparable context: per size, the best of colltune's
+/// algorithms against the MPI library's default and against the best forced
+/// Open MPI algorithm, with geometric means; then noise warnings.
+pub fn comparison(all: &Series) -> String {
+    let mut out = String::new();
+    let contexts: Vec<SeriesKey> = {
+        let mut c: Vec<SeriesKey> = all.keys().map(SeriesKey::context).collect();
+        c.dedup();
+        c
+    };
+    for ctx in contexts {
+        let sizes: Vec<u64> = {
+            let mut v: Vec<u64> = all
+                .iter()
+                .filter(|(k, _)| k.context() == ctx)
+                .flat_map(|(_, p)| p.keys().copied())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let has_native = all.keys().any(|k| k.context() == ctx && k.is_native());
+        let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_ompi_tuned());
+        let _ = writeln!(
+            out,
+            "== {} on {} ranks ({} node(s) x {} per node), cache {}, {} call(s)/rep, overlap {} us: medians in usec",
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.iterations, ctx.overlap
+        );
+        let _ = write!(
+            out,
+            "{:>10}  {:<46} {:>10}",
+            "bytes", "best of colltune", "t_med"
+        );
+        if has_native {
+            let _ = write!(out, " {:>10} {:>8}", "mpi", "ours/mpi");
+        }
+        if has_tuned {
+            let _ = write!(
+                out,
+                "  {:<28} {:>10} {:>8}",
+                "best forced Open MPI", "t_med", "ours/omp"
+            );
+        }
+        out.push('\n');
+        let (mut r_native, mut r_tuned) = (Vec::new(), Vec::new());
+        let mut worst: Option<(u64, f64)> = None;
+        let mut noisy = Vec::new();
+        for &b in &sizes {
+            let Some((ok, os)) = best_at(all, &ctx, b, |k| !k.is_library()) else {
+                continue;
+            };
+            let _ = write!(out, "{:>10}  {:<46} {:>10.2}", b, ok.label(), os.median);
+            if has_native {
+                match best_at(all, &ctx, b, SeriesKey::is_native) {
+                    Some((_, ns)) => {
+                        let r = os.median / ns.median;
+                        r_native.push(r);
+                        if worst.is_none_or(|(_, w)| r > w) {
+                            worst = Some((b, r));
+                        }
+                        let _ = write!(out, " {:>10.2} {:>7.2}x", ns.median, r);
+                    }
+                    None => {
+                        let _ = write!(out, " {:>10} {:>8}", "-", "-");
+                    }
+                }
+            }
+            if has_tuned {
+                match best_at(all, &ctx, b, SeriesKey::is_ompi_tuned) {
+                    Some((tk, ts)) => {
+                        let r = os.median / ts.median;
+                        r_tuned.push(r);
+                        let name = tk.spec.split("name=").nth(1).unwrap_or(&tk.spec);
+                        let _ = write!(out, "  {:<28} {:>10.2} {:>7.2}x", name, ts.median, r);
+                    }
+                    None => {
+                        let _ = write!(out, "  {:<28} {:>10} {:>8}", "-", "-", "-");
+                    }
+                }
+            }
+            out.push('\n');
+            for (k, pts) in all.iter().filter(|(k, _)| k.context() == ctx) {
+                if let Some(s) = pts.get(&b) {
+                    if s.run_medians.len() > 1 && s.run_spread() > NOISY_SPREAD {
+                        noisy.push(format!("{} at {b} B ({:.2}x)", k.label(), s.run_spread()));
+                    }
+                }
+            }
+        }
+        if !r_native.is_empty() {
+            let _ = writeln!(
+                out,
+                "geometric mean, best of colltune / MPI library default: {:.3}x over {} sizes{}",
+                geomean(&r_native),
+                r_native.len(),
+                worst
+                    .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
+                    .unwrap_or_default()
+            );
+        }
+        if !r_tuned.is_empty() {
+            let _ = writeln!(
+                out,
+                "geometric mean, best of colltune / best forced Open MPI algorithm: {:.3}x over {} sizes",
+                geomean(&r_tuned),
+                r_tuned.len()
+            );
+        }
+        if !noisy.is_empty() {
+            let _ = writeln!(
+                out,
+                "warning: {} point(s) whose run medians differ by more than {NOISY_SPREAD}x, too noisy to rank safely: {}{}.\n  \
+                 advice: pin ranks (--bind-to core), keep other jobs off the machine, raise --runs or --budget-ms.",
+                noisy.len(),
+                noisy.iter().take(6).cloned().collect::<Vec<_>>().join(", "),
+                if noisy.len() > 6 { ", ..." } else { "" }
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Run-to-run spread over every point: (median, max) of largest/smallest
+/// run median.
+pub fn spread_overall(all: &Series) -> Option<(f64, f64)> {
+    let v: Vec<f64> = all
+        .values()
+        .flat_map(|p| p.values())
+        .filter(|s| s.run_medians.len() > 1)
+        .map(Summary::run_spread)
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    Some((stats::median(&v), v.iter().copied().fold(1.0, f64::max)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::sample;
+
+    #[test]
+    fn comparison_picks_best_and_ratios() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 2.0));
+            s.push(sample("binomial:segment=0", "nonblocking", 8, run, 4.0));
+            s.push(sample("mpi", "library", 8, run, 8.0));
+            s.push(sample(
+                "ompi_tuned:algorithm=1,name=basic_linear,segment=0",
+                "library",
+                8,
+                run,
+                3.0,
+            ));
+            s.push(sample("linear", "blocking", 64, run, 10.0));
+            s.push(sample("mpi", "library", 64, run, 5.0));
+        }
+        let all = series(&s);
+        let text = comparison(&all);
+        assert!(text.contains("linear [blocking]"), "{text}");
+        assert!(text.contains("0.25x"), "{text}"); // 2 / 8
+        assert!(text.contains("2.00x"), "{text}"); // 10 / 5
+        assert!(text.contains("worst size 64 B at 2.00x"), "{text}");
+        assert!(text.contains("basic_linear"), "{text}");
+        // geomean of 0.25 and 2 = sqrt(0.5)
+        assert!(text.contains("0.707x"), "{text}");
+        let imb = imb_tables(&all);
+        assert!(imb.contains("# Benchmarking bcast linear [blocking]"));
+        assert!(imb.contains("#repetitions"));
+    }
+
+    #[test]
+    fn noisy_points_are_flagged() {
+        let s = vec![
+            sample("linear", "blocking", 8, 1, 2.0),
+            sample("linear", "blocking", 8, 2, 4.0),
+        ];
+        let text = comparison(&series(&s));
+        assert!(text.contains("too noisy"), "{text}");
+        assert_eq!(spread_overall(&series(&s)), Some((2.0, 2.0)));
+    }
+}

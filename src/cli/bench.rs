@@ -1,0 +1,391 @@
+//! `colltune bench` (under mpirun): IMB-grade timing of every algorithm and
+//! of the MPI library's own broadcast, raw samples to CSV.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use colltune_algorithms::{
+    algorithms, lookup, resolve, AlgoSpec, Collective, Execution, ParamKind, ParamValue,
+    Restriction,
+};
+
+use super::{init_mpi, parse_sizes, Code, UsageError};
+use crate::bench::report::{comparison, imb_tables, series, spread_overall};
+use crate::bench::{
+    llc_bytes, provenance, CacheMode, Measurer, Method, Point, RootPolicy, Subject, MAX_BYTES,
+};
+use crate::ompi::{is_open_mpi, TUNED_BCAST};
+use crate::progress::Progress;
+use crate::record::Writer;
+use crate::transport::mpi::Comm;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Collectives to measure: bcast, swap (default both).
+    #[arg(long, value_delimiter = ',')]
+    collective: Vec<Collective>,
+    /// Algorithms (repeatable), e.g. `pipeline:segment=8K`; default every
+    /// algorithm at its default parameters (node-aware ones only when the
+    /// ranks span several nodes).
+    #[arg(long = "algorithm", short = 'a')]
+    algorithms: Vec<String>,
+    /// Vary a parameter over values for every algorithm that has it
+    /// (repeatable): `segment=8K,64K`, `radix=2,4,8`, `fanout=1,2`,
+    /// `inter=binomial,pipeline`, `pairing=neighbors,halves`.
+    #[arg(long = "sweep")]
+    sweeps: Vec<String>,
+    /// Executions: blocking, nonblocking (default both).
+    #[arg(long, value_delimiter = ',')]
+    executions: Vec<Execution>,
+    /// Message sizes: a list (`1,7,64K`) or a range of powers of two
+    /// (`1..4M`, the default).
+    #[arg(long)]
+    sizes: Option<String>,
+    /// Independent runs, interleaved.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// Time budget per point and run, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    budget_ms: u64,
+    /// Fewest repetitions per point and run.
+    #[arg(long, default_value_t = 5)]
+    min_reps: u32,
+    /// Most repetitions per point and run.
+    #[arg(long, default_value_t = 1000)]
+    max_reps: u32,
+    /// Untimed calls before each point.
+    #[arg(long, default_value_t = 2)]
+    warmup: u32,
+    /// Root: `rotate` (IMB: repetition i uses root i mod p) or a rank.
+    #[arg(long, default_value = "rotate")]
+    root: String,
+    /// Cache: `warm` (one buffer) or `off` (buffers rotated over twice the
+    /// last-level cache).
+    #[arg(long, default_value = "warm")]
+    cache: String,
+    /// Calls per repetition (swap study: 1 and k).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    iterations: Vec<u32>,
+    /// Computation between starting and waiting for each call, microseconds.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    overlap_us: Vec<f64>,
+    /// Baselines: `mpi` (the library's own MPI_Bcast), `ompi-tuned` (each
+    /// Open MPI coll/tuned algorithm forced), `none`. Default: both on Open
+    /// MPI, `mpi` elsewhere.
+    #[arg(long, value_delimiter = ',')]
+    baseline: Vec<String>,
+    /// Segment sizes for the forced Open MPI algorithms that segment.
+    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_bytes)]
+    ompi_segment: Vec<u64>,
+    /// Raw samples go here (CSV, streamed as they are taken).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// A short run: sizes 1, 64, 4K, 64K, 1M; 2 runs; 10 ms per point.
+    #[arg(long)]
+    quick: bool,
+    /// Print only the comparison, not the per-algorithm tables.
+    #[arg(long)]
+    summary_only: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    colltune_algorithms::parse_size(s)
+}
+
+/// Expands the requested algorithms by the sweeps.
+pub fn subjects_for(
+    collective: Collective,
+    requested: &[AlgoSpec],
+    sweeps: &[(String, Vec<String>)],
+    execs: &[Execution],
+    multi_node: bool,
+) -> Result<Vec<Subject>, UsageError> {
+    let mut specs: Vec<AlgoSpec> = if requested.is_empty() {
+        algorithms(collective)
+            .filter(|a| multi_node || !a.has(Restriction::NodeAware))
+            .map(|a| AlgoSpec::new(a.name))
+            .collect()
+    } else {
+        requested.to_vec()
+    };
+    for (key, values) in sweeps {
+        let mut next = Vec::new();
+        for spec in &specs {
+            let info = lookup(collective, &spec.name).map_err(|e| UsageError(e.to_string()))?;
+            let Some(p) = info.param(key) else {
+                next.push(spec.clone());
+                continue;
+            };
+            for v in values {
+                let value = match p.kind {
+                    ParamKind::Segment { .. } | ParamKind::Count { .. } => ParamValue::Int(
+                        colltune_algorithms::parse_size(v)
+                            .map_err(|e| UsageError(format!("--sweep {key}: {e}")))?,
+                    ),
+                    ParamKind::Choice(_) => ParamValue::Word(v.clone()),
+                    ParamKind::Algorithm(_) => ParamValue::Algo(
+                        AlgoSpec::parse(v)
+                            .map_err(|e| UsageError(format!("--sweep {key}: {e}")))?,
+                    ),
+                };
+                next.push(spec.clone().with(key, value));
+            }
+        }
+        specs = next;
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        let r = resolve(collective, &spec)
+            .map_err(|e| UsageError(format!("{collective} {spec}: {e}")))?;
+        for &exec in execs {
+            let s = Subject::Ours {
+                collective,
+                spec: r.clone(),
+                exec,
+            };
+            if !out.iter().any(|o: &Subject| o.label() == s.label()) {
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn parse_sweeps(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>, UsageError> {
+    sweeps
+        .iter()
+        .map(|s| {
+            let (k, v) = s.split_once('=').ok_or_else(|| {
+                UsageError(format!(
+                    "--sweep `{s}`: write key=value,value (e.g. segment=8K,64K)"
+                ))
+            })?;
+            let values: Vec<String> = v
+                .split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect();
+            if values.is_empty() {
+                return Err(UsageError(format!("--sweep `{s}`: no values")));
+            }
+            Ok((k.trim().to_string(), values))
+        })
+        .collect()
+}
+
+pub fn run(mut args: Args) -> anyhow::Result<Code> {
+    if args.quick {
+        args.sizes.get_or_insert_with(|| "1,64,4K,64K,1M".into());
+        args.runs = args.runs.min(2);
+        args.budget_ms = args.budget_ms.min(10);
+        args.max_reps = args.max_reps.min(200);
+    }
+    // Everything the user asked for is checked before MPI starts.
+    let sizes = parse_sizes(args.sizes.as_deref().unwrap_or("1..4M"))?;
+    if let Some(&b) = sizes.iter().find(|&&b| b > MAX_BYTES) {
+        return Err(UsageError(format!(
+            "--sizes: {b} bytes is more than one MPI message can carry ({MAX_BYTES})"
+        ))
+        .into());
+    }
+    if args.runs == 0 || args.min_reps == 0 || args.max_reps < args.min_reps {
+        return Err(UsageError(
+            "--runs and --min-reps must be at least 1, --max-reps at least --min-reps".into(),
+        )
+        .into());
+    }
+    if args.iterations.contains(&0) || args.overlap_us.iter().any(|o| !o.is_finite() || *o < 0.0) {
+        return Err(UsageError(
+            "--iterations must be at least 1 and --overlap-us at least 0".into(),
+        )
+        .into());
+    }
+    let collectives = if args.collective.is_empty() {
+        Collective::ALL.to_vec()
+    } else {
+        args.collective.clone()
+    };
+    let execs = if args.executions.is_empty() {
+        Execution::ALL.to_vec()
+    } else {
+        args.executions.clone()
+    };
+    let requested: Vec<AlgoSpec> = args
+        .algorithms
+        .iter()
+        .map(|t| AlgoSpec::parse(t).map_err(|e| UsageError(format!("--algorithm: {e}"))))
+        .collect::<Result<_, _>>()?;
+    let sweeps = parse_sweeps(&args.sweeps)?;
+    let root =
+        match args.root.as_str() {
+            "rotate" => RootPolicy::Rotate,
+            r => RootPolicy::Fixed(r.parse().map_err(|_| {
+                UsageError(format!("--root `{r}`: write `rotate` or a rank number"))
+            })?),
+        };
+    let cache = match args.cache.as_str() {
+        "warm" => CacheMode::Warm,
+        "off" => CacheMode::Off(2 * llc_bytes()),
+        c => return Err(UsageError(format!("--cache `{c}`: use warm or off")).into()),
+    };
+    let baselines: Vec<String> = args
+        .baseline
+        .iter()
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    for b in &baselines {
+        if !["mpi", "ompi-tuned", "none"].contains(&b.as_str()) {
+            return Err(
+                UsageError(format!("--baseline `{b}`: use mpi, ompi-tuned or none")).into(),
+            );
+        }
+    }
+    // Per collective: the requested algorithms that belong to it.
+    let mut per_coll: Vec<(Collective, Vec<AlgoSpec>)> = Vec::new();
+    for &c in &collectives {
+        let mine: Vec<AlgoSpec> = requested
+            .iter()
+            .filter(|s| lookup(c, &s.name).is_ok())
+            .cloned()
+            .collect();
+        per_coll.push((c, mine));
+    }
+    for s in &requested {
+        if !collectives.iter().any(|&c| lookup(c, &s.name).is_ok()) {
+            let e = lookup(collectives[0], &s.name).expect_err("unknown");
+            return Err(UsageError(format!("--algorithm {s}: {e}")).into());
+        }
+    }
+    if !requested.is_empty() {
+        per_coll.retain(|(_, specs)| !specs.is_empty());
+    }
+
+    let want_tuned = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-tuned");
+    let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
+    let has_bcast = per_coll.iter().any(|(c, _)| *c == Collective::Bcast);
+    if want_tuned && has_bcast {
+        // Open MPI reads this when MPI starts; with nothing forced it keeps
+        // its fixed decision, so the `mpi` baseline is unchanged.
+        std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    }
+
+    let _universe = init_mpi()?;
+    let comm = Comm::world().context("setting up MPI_COMM_WORLD")?;
+    let lead = comm.rank() == 0;
+    let prov = provenance(&comm)?;
+    let multi_node = comm.nodes().num_nodes() > 1;
+
+    let mut subjects: Vec<Subject> = Vec::new();
+    for (c, specs) in &per_coll {
+        subjects.extend(subjects_for(*c, specs, &sweeps, &execs, multi_node)?);
+        if *c == Collective::Bcast {
+            if want_mpi {
+                subjects.push(Subject::Library);
+            }
+            if want_tuned {
+                if is_open_mpi(&prov.mpi) {
+                    for t in TUNED_BCAST {
+                        let segs: &[u64] = if t.segmented {
+                            &args.ompi_segment
+                        } else {
+                            &[0]
+                        };
+                        for &segment in segs {
+                            subjects.push(Subject::OmpiTuned { tuned: t, segment });
+                        }
+                    }
+                } else if lead && !baselines.is_empty() {
+                    eprintln!(
+                        "colltune bench: {} is not Open MPI: no coll/tuned baselines",
+                        prov.mpi
+                    );
+                }
+            }
+        }
+    }
+
+    let method = Method {
+        budget: Duration::from_millis(args.budget_ms),
+        min_reps: args.min_reps,
+        max_reps: args.max_reps,
+        warmup: args.warmup,
+        root,
+        cache,
+    };
+    let mut writer = match (&args.csv, lead) {
+        (Some(p), true) => Some(Writer::open(p, false)?),
+        _ => None,
+    };
+    let mut points = Vec::new();
+    for s in &subjects {
+        for &bytes in &sizes {
+            for &iterations in &args.iterations {
+                for &overlap_us in &args.overlap_us {
+                    points.push(Point {
+                        subject: s,
+                        bytes,
+                        iterations,
+                        overlap_us,
+                    });
+                }
+            }
+        }
+    }
+    // Interleave subjects within each size so drifts hit all alike.
+    points.sort_by_key(|p| p.bytes);
+    if lead {
+        println!(
+            "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; budget {} ms/point",
+            comm.size(),
+            comm.nodes(),
+            prov.mpi,
+            subjects.len(),
+            sizes.len(),
+            args.runs,
+            points.len() as u64 * u64::from(args.runs),
+            root,
+            args.cache,
+            args.budget_ms
+        );
+    }
+    let mut progress = Progress::new(points.len() as u64 * u64::from(args.runs), lead, "points");
+    let mut measurer = Measurer::new(&comm, method, prov);
+    let mut samples = Vec::new();
+    for run in 1..=args.runs {
+        for pt in &points {
+            progress.set_message(format!(
+                "run {run}/{} {} {} {} B",
+                args.runs,
+                pt.subject.collective(),
+                pt.subject.label(),
+                pt.bytes
+            ));
+            let got = measurer.measure(pt, run).with_context(|| {
+                format!("measuring {} at {} bytes", pt.subject.label(), pt.bytes)
+            })?;
+            if let Some(w) = writer.as_mut() {
+                w.write(&got)?;
+            }
+            samples.extend(got);
+            progress.inc(0);
+        }
+    }
+    progress.finish();
+    if lead {
+        let all = series(&samples);
+        if !args.summary_only {
+            print!("{}", imb_tables(&all));
+        }
+        print!("{}", comparison(&all));
+        if let Some((med, max)) = spread_overall(&all) {
+            println!(
+                "run-to-run spread (largest/smallest run median per point): median {med:.2}x, worst {max:.2}x"
+            );
+        }
+        if let Some(w) = &writer {
+            println!("raw samples: {}", w.path().display());
+        }
+    }
+    Ok(Code::Ok)
+}

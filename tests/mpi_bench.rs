@@ -1,0 +1,215 @@
+//! `colltune bench` and `colltune fit` end to end under mpirun, and their
+//! errors on bad input.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("colltune-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn samples(path: &std::path::Path) -> Vec<colltune::record::Sample> {
+    colltune::record::read(path).unwrap()
+}
+
+#[test]
+fn bench_writes_every_point_and_compares_with_the_library() {
+    let dir = tmpdir("bench");
+    let csv = dir.join("raw.csv");
+    let mut c = mpirun(3);
+    c.arg(colltune()).args([
+        "bench",
+        "--collective",
+        "bcast",
+        "-a",
+        "linear",
+        "-a",
+        "pipeline",
+        "--sweep",
+        "segment=8K,0",
+        "--sizes",
+        "1,4K,64K",
+        "--runs",
+        "2",
+        "--budget-ms",
+        "2",
+        "--baseline",
+        "mpi,ompi-tuned",
+        "--csv",
+    ]);
+    c.arg(&csv);
+    let o = run(c);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("# Benchmarking bcast linear [blocking]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("geometric mean, best of colltune / MPI library default"),
+        "{out}"
+    );
+    assert!(out.contains("best forced Open MPI algorithm"), "{out}");
+    let header = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        header.lines().next().unwrap(),
+        colltune::record::COLUMNS.join(",")
+    );
+    let rows = samples(&csv);
+    // every (subject, size, run) has at least min-reps samples
+    let subjects = ["linear", "pipeline:segment=8192", "pipeline:segment=0"];
+    for s in subjects {
+        for exec in ["blocking", "nonblocking"] {
+            for bytes in ["1", "4096", "65536"] {
+                for run in ["1", "2"] {
+                    let n = rows
+                        .iter()
+                        .filter(|r| {
+                            r.spec == s
+                                && r.execution == exec
+                                && r.bytes.to_string() == bytes
+                                && r.run.to_string() == run
+                        })
+                        .count();
+                    assert!(n >= 5, "{s} {exec} {bytes} run {run}: {n} samples");
+                }
+            }
+        }
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r.spec == "mpi" && r.execution == "library"));
+    assert!(rows
+        .iter()
+        .any(|r| r.algorithm == "ompi_tuned" && r.spec.contains("name=binomial")));
+    // rotating root: all three roots appear
+    for root in 0..3 {
+        assert!(rows.iter().any(|r| r.root == root), "root {root}");
+    }
+    assert!(rows.iter().all(|r| r.time_us > 0.0 && r.ranks == 3));
+
+    let f = run({
+        let mut c = Command::new(colltune());
+        c.arg("fit").arg(&csv);
+        c
+    });
+    let fout = text(&f);
+    assert!(f.status.success(), "{fout}");
+    assert!(
+        fout.contains("peak MB/s") && fout.contains("latency us") && fout.contains("max error"),
+        "{fout}"
+    );
+    assert!(
+        fout.contains("pipeline:segment=8192 [nonblocking]"),
+        "{fout}"
+    );
+}
+
+#[test]
+fn bench_swap_study_iterations_and_overlap() {
+    let dir = tmpdir("swap");
+    let csv = dir.join("swap.csv");
+    let mut c = mpirun(5);
+    c.arg(colltune()).args([
+        "bench",
+        "--collective",
+        "swap",
+        "-a",
+        "ordered",
+        "-a",
+        "isend_irecv",
+        "-a",
+        "rsend",
+        "-a",
+        "put_fence",
+        "--sizes",
+        "64K,2M",
+        "--runs",
+        "2",
+        "--budget-ms",
+        "2",
+        "--iterations",
+        "1,4",
+        "--overlap-us",
+        "0,200",
+        "--root",
+        "0",
+        "--cache",
+        "off",
+        "--csv",
+    ]);
+    c.arg(&csv);
+    let o = run(c);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let rows = samples(&csv);
+    for it in [1, 4] {
+        for ov in [0.0, 200.0] {
+            assert!(
+                rows.iter().any(|r| r.iterations == it
+                    && r.overlap_us == ov
+                    && r.spec.starts_with("rsend")),
+                "iterations {it} overlap {ov}"
+            );
+        }
+    }
+    assert!(rows
+        .iter()
+        .all(|r| r.cache == "off" && r.root == -1 && r.collective == "swap"));
+    // with 200 us of computation per call, no call can take less than that
+    assert!(rows
+        .iter()
+        .filter(|r| r.overlap_us == 200.0)
+        .all(|r| r.time_us >= 200.0));
+}
+
+fn colltune_plain(args: &[&str]) -> std::process::Output {
+    run({
+        let mut c = Command::new(colltune());
+        c.args(args);
+        c
+    })
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    for (args, needle) in [
+        (
+            &["bench", "-a", "warp_drive"][..],
+            "unknown bcast algorithm `warp_drive`",
+        ),
+        (&["bench", "-a", "pipeline:segment=3"], "out of range"),
+        (&["bench", "--sizes", "8..2"], "--sizes"),
+        (&["bench", "--sizes", "4G"], "more than one MPI message"),
+        (&["bench", "--sweep", "segment"], "--sweep `segment`"),
+        (&["bench", "--root", "middle"], "--root `middle`"),
+        (&["bench", "--cache", "lukewarm"], "--cache `lukewarm`"),
+        (&["bench", "--baseline", "mvapich"], "--baseline `mvapich`"),
+        (&["fit", "/nonexistent.csv"], "cannot open"),
+    ] {
+        let o = colltune_plain(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{args:?}");
+    }
+    let dir = tmpdir("badcsv");
+    let bad = dir.join("bad.csv");
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\nbcast,linear,linear,blocking,4,4,1,4,lots,0,warm,1,0,1,1,3.0,0,x,h,measured,0\n",
+            colltune::record::COLUMNS.join(",")
+        ),
+    )
+    .unwrap();
+    let o = colltune_plain(&["fit", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("line 2") && text(&o).contains("column `bytes`"),
+        "{}",
+        text(&o)
+    );
+}
