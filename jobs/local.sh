@@ -27,4 +27,3 @@ mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
 echo "== benchmark: every algorithm and the MPI library's own broadcast ($RANKS ranks)"
 mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench --quick --csv "$OUT/bench.csv"
-echo "raw samples: $OUT/bench.csv"

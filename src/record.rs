@@ -356,9 +356,12 @@ mod tests {
         let b = sample("linear", "nonblocking", 8, 1, 2.5);
         Writer::open(&p, false)
             .unwrap()
-            .write(&[a.clone()])
+            .write(std::slice::from_ref(&a))
             .unwrap();
-        Writer::open(&p, true).unwrap().write(&[b.clone()]).unwrap();
+        Writer::open(&p, true)
+            .unwrap()
+            .write(std::slice::from_ref(&b))
+            .unwrap();
         let back = read(&p).unwrap();
         assert_eq!(back, vec![a, b]);
         let header = std::fs::read_to_string(&p).unwrap();

@@ -46,7 +46,7 @@ pub enum Command {
     Verify(verify::Args),
     /// Time algorithms and the MPI library's own collectives, IMB-style;
     /// raw samples to CSV (under mpirun).
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Fit T(n) = latency + n / bandwidth to a raw CSV; report peak
     /// bandwidth, latency, the fit's max relative error and knees.
     Fit(fit::Args),
@@ -69,7 +69,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::List(a) => list::run(a),
         Command::Verify(a) => verify::run(a),
-        Command::Bench(a) => bench::run(a),
+        Command::Bench(a) => bench::run(*a),
         Command::Fit(a) => fit::run(a),
     };
     match result {
