@@ -14,5 +14,6 @@ pub mod pattern;
 pub mod progress;
 pub mod record;
 pub mod stats;
+pub mod table;
 pub mod transport;
 pub mod verify;

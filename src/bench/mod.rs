@@ -114,7 +114,7 @@ impl Default for Method {
         Method {
             budget: Duration::from_millis(50),
             min_reps: 5,
-            max_reps: 1000,
+            max_reps: 300,
             warmup: 2,
             root: RootPolicy::Rotate,
             cache: CacheMode::Warm,

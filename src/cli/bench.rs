@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, default_value_t = 5)]
     min_reps: u32,
     /// Most repetitions per point and run.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 300)]
     max_reps: u32,
     /// Untimed calls before each point.
     #[arg(long, default_value_t = 2)]

@@ -1,0 +1,341 @@
+//! The decision table: which algorithm to run for each collective,
+//! communicator shape and message-size range. One schema module, read and
+//! written with serde (YAML), documented in `tuning-tables/README.md`.
+
+pub mod build;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use colltune_algorithms::{AlgoSpec, Collective, Execution, ParamValue};
+use serde::{Deserialize, Serialize};
+
+pub use validate::{load, load_str, Problem, TableError};
+
+/// The schema version this colltune reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A decision table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub schema: u32,
+    pub provenance: Provenance,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bcast: Vec<CommRules>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swap: Vec<CommRules>,
+}
+
+/// Where, when and how the table was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// Host rank 0 ran on (or the cluster, for tables built from several runs).
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// MPI library and version.
+    pub mpi: String,
+    /// ISO 8601, UTC.
+    pub date: String,
+    /// The command line that produced the table.
+    pub command: String,
+    pub colltune: String,
+    /// `measured`, or `simulated:<model>`.
+    pub source: String,
+    pub sweep: Sweep,
+}
+
+/// The settings of the sweep behind the table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// `adaptive`, `exhaustive`, or `built` (from raw CSVs).
+    pub mode: String,
+    #[serde(default)]
+    pub sizes: Vec<u64>,
+    #[serde(default)]
+    pub runs: u32,
+    #[serde(default)]
+    pub budget_ms: u64,
+    #[serde(default)]
+    pub executions: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cache: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub root: String,
+    /// Raw sample files the table was built from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<String>,
+    /// Wall time of the sweep, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Points measured (subject x size x run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<u64>,
+}
+
+/// The rules for one communicator shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommRules {
+    pub ranks: u32,
+    /// Ranks per node (the largest node's count).
+    pub ppn: u32,
+    pub nodes: u32,
+    pub rules: Vec<Rule>,
+}
+
+impl CommRules {
+    pub fn key(&self) -> CommKey {
+        CommKey {
+            ranks: self.ranks,
+            ppn: self.ppn,
+            nodes: self.nodes,
+        }
+    }
+}
+
+/// (ranks, ranks per node, nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CommKey {
+    pub ranks: u32,
+    pub ppn: u32,
+    pub nodes: u32,
+}
+
+impl fmt::Display for CommKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ranks ({} node(s) x {} per node)",
+            self.ranks, self.nodes, self.ppn
+        )
+    }
+}
+
+/// A parameter value as a table stores it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Param {
+    Int(u64),
+    Text(String),
+}
+
+/// One contiguous size range and its choice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Smallest message size (bytes) this rule covers.
+    pub min_bytes: u64,
+    /// Largest (inclusive); absent for the last rule: no upper bound.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    pub algorithm: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Param>,
+    pub execution: String,
+    /// The winner's measured median time at `at_bytes`, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_us: Option<f64>,
+    /// The measured size the figures come from (the most contested one when
+    /// a rule spans several measured sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_bytes: Option<u64>,
+    /// The second-best subject there, `spec [execution]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_up: Option<String>,
+    /// runner-up median / winner median - 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
+}
+
+impl Rule {
+    pub fn covers(&self, bytes: u64) -> bool {
+        bytes >= self.min_bytes && self.max_bytes.is_none_or(|m| bytes <= m)
+    }
+
+    /// The algorithm as a specification (not yet resolved).
+    pub fn spec(&self) -> Result<AlgoSpec, colltune_algorithms::SpecError> {
+        let mut spec = AlgoSpec::parse(&self.algorithm)?;
+        for (k, v) in &self.params {
+            let value = match v {
+                Param::Int(i) => ParamValue::Int(*i),
+                // A nested algorithm with parameters is written `name(k=v)`;
+                // a bare word stays a word (resolving turns an algorithm
+                // parameter's word into that algorithm).
+                Param::Text(t) if t.contains('(') => ParamValue::Algo(AlgoSpec::parse(t)?),
+                Param::Text(t) => ParamValue::Word(t.clone()),
+            };
+            spec.params.insert(k.clone(), value);
+        }
+        Ok(spec)
+    }
+
+    pub fn execution(&self) -> Result<Execution, String> {
+        self.execution.parse()
+    }
+
+    /// `pipeline:segment=65536 [nonblocking]`.
+    pub fn label(&self) -> String {
+        let spec = self
+            .spec()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| self.algorithm.clone());
+        format!("{spec} [{}]", self.execution)
+    }
+
+    /// `0..=4095`, `4096..`.
+    pub fn range(&self) -> String {
+        match self.max_bytes {
+            Some(m) => format!("{}..={m}", self.min_bytes),
+            None => format!("{}..", self.min_bytes),
+        }
+    }
+}
+
+/// Splits a resolved spec into a table's `algorithm` and `params`.
+pub fn spec_to_fields(spec: &AlgoSpec) -> (String, BTreeMap<String, Param>) {
+    let params = spec
+        .params
+        .iter()
+        .map(|(k, v)| {
+            let p = match v {
+                ParamValue::Int(i) => Param::Int(*i),
+                ParamValue::Word(w) => Param::Text(w.clone()),
+                ParamValue::Algo(a) => Param::Text(nested(a)),
+            };
+            (k.clone(), p)
+        })
+        .collect();
+    (spec.name.clone(), params)
+}
+
+/// A nested spec as `name(k=v,...)`.
+fn nested(a: &AlgoSpec) -> String {
+    ParamValue::Algo(a.clone()).to_string()
+}
+
+impl Table {
+    pub fn rules(&self, c: Collective) -> &[CommRules] {
+        match c {
+            Collective::Bcast => &self.bcast,
+            Collective::Swap => &self.swap,
+        }
+    }
+
+    pub fn rules_mut(&mut self, c: Collective) -> &mut Vec<CommRules> {
+        match c {
+            Collective::Bcast => &mut self.bcast,
+            Collective::Swap => &mut self.swap,
+        }
+    }
+
+    /// The rule for an exact communicator shape and size.
+    pub fn lookup(&self, c: Collective, key: CommKey, bytes: u64) -> Option<&Rule> {
+        self.rules(c)
+            .iter()
+            .find(|r| r.key() == key)
+            .and_then(|r| r.rules.iter().find(|rule| rule.covers(bytes)))
+    }
+
+    /// YAML text, with a comment header pointing at the schema.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+        let body = serde_yaml::to_string(self)?;
+        Ok(format!(
+            "# colltune decision table (schema {SCHEMA_VERSION}; see tuning-tables/README.md)\n\
+             # Rules: per collective and communicator shape, contiguous size ranges\n\
+             # [min_bytes, max_bytes] and the algorithm to run there.\n{body}"
+        ))
+    }
+
+    /// Writes the table as YAML (through a temporary file, so a crash never
+    /// leaves half a table).
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let text = self.to_yaml().context("serialising the table")?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let tmp = path.with_extension("yaml.tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
+}
+
+/// Now, as ISO 8601 UTC (`2026-11-30T14:05:09Z`).
+pub fn now_iso8601() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    iso8601(secs)
+}
+
+/// Unix seconds as ISO 8601 UTC (civil-from-days, proleptic Gregorian).
+pub fn iso8601(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(1_796_050_800), "2026-11-30T15:00:00Z");
+        assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn specs_round_trip_through_fields() {
+        for text in [
+            "pipeline:segment=65536",
+            "linear",
+            "hierarchical:inter=knomial(radix=4,segment=0),intra=linear",
+            "ordered:pairing=halves",
+        ] {
+            let c = if text.contains("pairing") {
+                Collective::Swap
+            } else {
+                Collective::Bcast
+            };
+            let spec = colltune_algorithms::resolve(c, &AlgoSpec::parse(text).unwrap()).unwrap();
+            let (algorithm, params) = spec_to_fields(&spec);
+            let rule = Rule {
+                min_bytes: 0,
+                max_bytes: None,
+                algorithm,
+                params,
+                execution: "blocking".into(),
+                time_us: None,
+                at_bytes: None,
+                runner_up: None,
+                margin: None,
+            };
+            let back = colltune_algorithms::resolve(c, &rule.spec().unwrap()).unwrap();
+            assert_eq!(back, spec, "{text}");
+        }
+    }
+}

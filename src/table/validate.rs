@@ -1,0 +1,394 @@
+//! Loading a table and finding every problem in it, each with file:line and
+//! what to do. Used by `colltune validate` (report all), by every command
+//! that reads a table, and by the runtime selector (warn once, fall back).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use colltune_algorithms::{resolve, Collective};
+
+use super::{Table, SCHEMA_VERSION};
+
+/// One problem in a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub line: Option<usize>,
+    pub what: String,
+    pub fix: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "line {l}: {}; {}", self.what, self.fix),
+            None => write!(f, "{}; {}", self.what, self.fix),
+        }
+    }
+}
+
+/// A table that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}", fmt_problems(.path, .problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+fn fmt_problems(path: &Path, problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| match p.line {
+            Some(l) => format!("{}:{l}: {}; {}", path.display(), p.what, p.fix),
+            None => format!("{}: {}; {}", path.display(), p.what, p.fix),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl TableError {
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            TableError::Invalid { problems, .. } => problems,
+            TableError::Read { .. } => &[],
+        }
+    }
+}
+
+/// Reads and checks a table file.
+pub fn load(path: &Path) -> Result<Table, TableError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TableError::Read {
+        path: path.into(),
+        source,
+    })?;
+    load_str(&text).map_err(|problems| TableError::Invalid {
+        path: path.into(),
+        problems,
+    })
+}
+
+/// Parses and checks table text; every problem found, not only the first.
+pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
+    // The schema version first, so an old or future table gets the right
+    // message rather than a field-by-field complaint.
+    if let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+        if let Some(s) = v.get("schema") {
+            if s.as_u64() != Some(u64::from(SCHEMA_VERSION)) {
+                return Err(vec![Problem {
+                    line: line_of(text, |l| l.trim_start().starts_with("schema:")),
+                    what: format!("schema version {} is not supported (this colltune reads {SCHEMA_VERSION})",
+                        serde_yaml::to_string(s).unwrap_or_default().trim()),
+                    fix: "rebuild the table from its raw CSV with `colltune table build`, or use the colltune that wrote it".into(),
+                }]);
+            }
+        }
+    }
+    let table: Table = serde_yaml::from_str(text).map_err(|e| {
+        vec![Problem {
+            line: e.location().map(|l| l.line()),
+            what: e.to_string(),
+            fix: "fix the YAML (see tuning-tables/README.md for the schema)".into(),
+        }]
+    })?;
+    let problems = check(&table, text);
+    if problems.is_empty() {
+        Ok(table)
+    } else {
+        Err(problems)
+    }
+}
+
+fn line_of(text: &str, pred: impl Fn(&str) -> bool) -> Option<usize> {
+    text.lines().position(pred).map(|i| i + 1)
+}
+
+/// Where each communicator entry and rule starts, in document order:
+/// (collective, comm index, rule index or None for the entry) -> line.
+struct Lines {
+    entries: Vec<(Collective, usize, Option<usize>, usize)>,
+}
+
+impl Lines {
+    /// Scans block-style YAML as colltune writes it (hand edits in the same
+    /// style keep their line numbers; other styles lose them, not validity).
+    fn scan(text: &str) -> Lines {
+        let mut entries = Vec::new();
+        let mut coll: Option<Collective> = None;
+        let (mut comm, mut rule): (isize, isize) = (-1, -1);
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim_end();
+            if !line.starts_with(' ') && !line.starts_with('-') && line.ends_with(':') {
+                coll = line.trim_end_matches(':').parse().ok();
+                comm = -1;
+                continue;
+            }
+            let Some(c) = coll else { continue };
+            let t = line.trim_start();
+            let item = t.strip_prefix("- ").map(str::trim_start);
+            match item {
+                Some(rest) if rest.starts_with("ranks:") => {
+                    comm += 1;
+                    rule = -1;
+                    entries.push((c, comm as usize, None, i + 1));
+                }
+                Some(rest) if rest.starts_with("min_bytes:") && comm >= 0 => {
+                    rule += 1;
+                    entries.push((c, comm as usize, Some(rule as usize), i + 1));
+                }
+                _ => {}
+            }
+        }
+        Lines { entries }
+    }
+
+    fn get(&self, c: Collective, comm: usize, rule: Option<usize>) -> Option<usize> {
+        self.entries
+            .iter()
+            .find(|e| e.0 == c && e.1 == comm && e.2 == rule)
+            .map(|e| e.3)
+    }
+}
+
+/// Every semantic problem of a parsed table.
+pub fn check(table: &Table, text: &str) -> Vec<Problem> {
+    let lines = Lines::scan(text);
+    let mut out = Vec::new();
+    for c in Collective::ALL {
+        let entries = table.rules(c);
+        for (ci, cr) in entries.iter().enumerate() {
+            let at = lines.get(c, ci, None);
+            let mut p = |line: Option<usize>, what: String, fix: &str| {
+                out.push(Problem {
+                    line,
+                    what,
+                    fix: fix.into(),
+                })
+            };
+            let key = cr.key();
+            if cr.ranks == 0 || cr.ppn == 0 || cr.nodes == 0 {
+                p(
+                    at,
+                    format!("{c} entry {key}: ranks, ppn and nodes must be at least 1"),
+                    "correct the communicator key",
+                );
+            } else if u64::from(cr.ppn) * u64::from(cr.nodes) < u64::from(cr.ranks)
+                || cr.nodes > cr.ranks
+                || cr.ppn > cr.ranks
+            {
+                p(at, format!("{c} entry {key}: impossible shape ({} nodes of at most {} ranks cannot hold {} ranks)", cr.nodes, cr.ppn, cr.ranks), "correct ranks, ppn or nodes");
+            }
+            if entries[..ci].iter().any(|o| o.key() == key) {
+                p(
+                    at,
+                    format!("{c} entry {key} appears twice"),
+                    "merge the two entries or delete one",
+                );
+            }
+            if cr.rules.is_empty() {
+                p(
+                    at,
+                    format!("{c} entry {key} has no rules"),
+                    "add rules or delete the entry",
+                );
+            }
+            let mut expect_min = 0u64;
+            let mut ended = false;
+            for (ri, r) in cr.rules.iter().enumerate() {
+                let at = lines.get(c, ci, Some(ri)).or(at);
+                let here = format!("{c} {key} rule {} ({})", ri + 1, r.range());
+                if ended {
+                    p(at, format!("{here}: comes after a rule with no upper bound, so it is never used (overlapping ranges)"), "give the earlier rule a max_bytes or delete this one");
+                } else if r.min_bytes > expect_min {
+                    p(
+                        at,
+                        format!(
+                            "{here}: sizes {expect_min}..={} are covered by no rule (a gap)",
+                            r.min_bytes - 1
+                        ),
+                        "make min_bytes follow the previous rule's max_bytes + 1",
+                    );
+                } else if r.min_bytes < expect_min {
+                    p(
+                        at,
+                        format!(
+                            "{here}: overlaps the previous rule (which ends at {})",
+                            expect_min - 1
+                        ),
+                        "make min_bytes follow the previous rule's max_bytes + 1",
+                    );
+                }
+                match r.max_bytes {
+                    Some(m) if m < r.min_bytes => {
+                        p(
+                            at,
+                            format!("{here}: max_bytes {m} is below min_bytes {}", r.min_bytes),
+                            "swap or correct the bounds",
+                        );
+                    }
+                    Some(m) => expect_min = m.saturating_add(1),
+                    None => ended = true,
+                }
+                match r.spec() {
+                    Err(e) => p(
+                        at,
+                        format!("{here}: {e}"),
+                        "write a registry algorithm (`colltune list`)",
+                    ),
+                    Ok(spec) => {
+                        if let Err(e) = resolve(c, &spec) {
+                            p(
+                                at,
+                                format!("{here}: {e}"),
+                                "write a registry algorithm and parameters (`colltune list`)",
+                            );
+                        }
+                    }
+                }
+                if let Err(e) = r.execution() {
+                    p(at, format!("{here}: {e}"), "use blocking or nonblocking");
+                }
+                if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
+                    || r.margin.is_some_and(|m| !m.is_finite())
+                {
+                    p(
+                        at,
+                        format!("{here}: time_us and margin must be finite, non-negative numbers"),
+                        "correct or delete them",
+                    );
+                }
+            }
+            if !cr.rules.is_empty() && !ended {
+                p(at, format!("{c} entry {key}: the last rule ends at {} bytes, so larger messages have no rule", expect_min - 1), "remove max_bytes from the last rule");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "schema: 1
+provenance:
+  host: vm
+  mpi: Open MPI v4.1.4
+  date: 2026-11-30T00:00:00Z
+  command: colltune tune
+  colltune: 0.1.0
+  source: measured
+  sweep:
+    mode: adaptive
+bcast:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 4095
+    algorithm: linear
+    execution: blocking
+  - min_bytes: 4096
+    algorithm: pipeline
+    params:
+      segment: 65536
+    execution: nonblocking
+swap:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    algorithm: sendrecv
+    execution: blocking
+";
+
+    #[test]
+    fn a_good_table_loads_and_looks_up() {
+        let t = load_str(GOOD).unwrap();
+        let key = super::super::CommKey {
+            ranks: 4,
+            ppn: 4,
+            nodes: 1,
+        };
+        assert_eq!(
+            t.lookup(Collective::Bcast, key, 100).unwrap().algorithm,
+            "linear"
+        );
+        assert_eq!(
+            t.lookup(Collective::Bcast, key, 1 << 30).unwrap().algorithm,
+            "pipeline"
+        );
+        assert!(t
+            .lookup(
+                Collective::Bcast,
+                super::super::CommKey {
+                    ranks: 5,
+                    ppn: 5,
+                    nodes: 1
+                },
+                1
+            )
+            .is_none());
+        // and survives a round trip
+        let again = load_str(&t.to_yaml().unwrap()).unwrap();
+        assert_eq!(again, t);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_line() {
+        let bad = GOOD
+            .replace(
+                "    max_bytes: 4095\n    algorithm: linear",
+                "    max_bytes: 4000\n    algorithm: lineer",
+            )
+            .replace("execution: nonblocking", "execution: eventually")
+            .replace(
+                "  - min_bytes: 0\n    algorithm: sendrecv",
+                "  - min_bytes: 0\n    max_bytes: 10\n    algorithm: sendrecv",
+            );
+        let problems = load_str(&bad).unwrap_err();
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        let all = text.join("\n");
+        assert!(
+            all.contains("line 16") && all.contains("unknown bcast algorithm `lineer`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("line 20") && all.contains("4001..=4095 are covered by no rule"),
+            "{all}"
+        );
+        assert!(all.contains("unknown execution `eventually`"), "{all}");
+        assert!(all.contains("larger messages have no rule"), "{all}");
+        assert_eq!(problems.len(), 4, "{all}");
+    }
+
+    #[test]
+    fn syntax_and_schema_errors() {
+        let e = load_str("schema: 1\nprovenance: [\n").unwrap_err();
+        assert!(e[0].line.is_some(), "{:?}", e);
+        let e = load_str(&GOOD.replace("schema: 1", "schema: 7")).unwrap_err();
+        assert!(e[0].what.contains("schema version 7"), "{:?}", e);
+        assert_eq!(e[0].line, Some(1));
+        let e = load_str(&GOOD.replace(
+            "  nodes: 1\n  rules:",
+            "  nodes: 1\n  colour: red\n  rules:",
+        ))
+        .unwrap_err();
+        assert!(e[0].what.contains("colour"), "{:?}", e);
+        let e = load_str(&GOOD.replace("max_bytes: 4095", "max_bytes: 5000")).unwrap_err();
+        assert!(e[0].what.contains("overlaps"), "{:?}", e);
+        let e = load_str(&GOOD.replace(
+            "  ppn: 4\n  nodes: 1\n  rules:\n  - min_bytes: 0\n    max_bytes: 4095",
+            "  ppn: 1\n  nodes: 1\n  rules:\n  - min_bytes: 0\n    max_bytes: 4095",
+        ))
+        .unwrap_err();
+        assert!(e[0].what.contains("impossible shape"), "{:?}", e);
+    }
+}
