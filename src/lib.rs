@@ -16,4 +16,5 @@ pub mod record;
 pub mod stats;
 pub mod table;
 pub mod transport;
+pub mod tune;
 pub mod verify;

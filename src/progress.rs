@@ -173,6 +173,13 @@ impl Progress {
     pub fn inc(&mut self, more: u64) {
         self.done += 1;
         self.total += more;
+        if self.done >= self.total {
+            // An adaptive search found more to do than estimated.
+            self.total = self.done + self.done / 4 + 1;
+            if let Some(b) = &self.bar {
+                b.set_length(self.total);
+            }
+        }
         if let Some(b) = &self.bar {
             if more > 0 {
                 b.set_length(self.total);

@@ -2,8 +2,11 @@
 //! `run(args) -> anyhow::Result<Code>`.
 
 mod bench;
+mod evaluate;
 mod fit;
 mod list;
+mod table;
+mod tune;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -50,6 +53,14 @@ pub enum Command {
     /// Fit T(n) = latency + n / bandwidth to a raw CSV; report peak
     /// bandwidth, latency, the fit's max relative error and knees.
     Fit(fit::Args),
+    /// Tune: a budgeted adaptive sweep that writes a decision table and
+    /// raw CSV, resumable (under mpirun).
+    Tune(Box<tune::Args>),
+    /// Build tables from raw CSVs.
+    Table(table::Args),
+    /// Judge a table's choices against every candidate, measured at sizes
+    /// off the tuning grid (under mpirun).
+    Evaluate(evaluate::Args),
 }
 
 /// Parses the command line, runs the command, prints errors, returns the
@@ -71,6 +82,9 @@ pub fn main() -> i32 {
         Command::Verify(a) => verify::run(a),
         Command::Bench(a) => bench::run(*a),
         Command::Fit(a) => fit::run(a),
+        Command::Tune(a) => tune::run(*a),
+        Command::Table(a) => table::run(a),
+        Command::Evaluate(a) => evaluate::run(a),
     };
     match result {
         Ok(code) => code as i32,

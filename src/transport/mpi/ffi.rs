@@ -684,3 +684,34 @@ pub fn processor_name() -> String {
     }
     String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
 }
+
+/// Broadcasts a byte string of any length from `root`.
+pub fn bcast_bytes(data: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>, MpiError> {
+    let len = bcast_u64(data.len() as u64, root, comm)?;
+    let mut buf = if comm_rank(comm)? == root {
+        data.to_vec()
+    } else {
+        vec![0u8; len as usize]
+    };
+    if len > 0 {
+        // SAFETY: buf holds len bytes on every rank.
+        unsafe { library_bcast(buf.as_mut_ptr(), len, root, comm)? };
+    }
+    Ok(buf)
+}
+
+/// The ranks `0..size` of `comm` as a new communicator (on those ranks;
+/// `None` elsewhere). Collective over `comm`.
+pub fn comm_prefix(comm: MPI_Comm, size: usize) -> Result<Option<MPI_Comm>, MpiError> {
+    let rank = comm_rank(comm)?;
+    // SAFETY: reading an immutable handle.
+    let undefined = unsafe { ffi::RSMPI_UNDEFINED };
+    let color = if rank < size { 0 } else { undefined };
+    let mut out = comm_null();
+    // SAFETY: valid out pointer.
+    check(
+        unsafe { ffi::MPI_Comm_split(comm, color, rank as c_int, &mut out) },
+        "MPI_Comm_split",
+    )?;
+    Ok((rank < size).then_some(out))
+}

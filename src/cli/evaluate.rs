@@ -1,0 +1,216 @@
+//! `colltune evaluate TABLE` (under mpirun): the quality of a table's
+//! choices, measured. At each size (by default off the tuning grid) every
+//! candidate of the tuning space, the table's choice and the MPI library's
+//! own broadcast are measured in one run; regret = the choice's median /
+//! the best median measured there.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use colltune_algorithms::{resolve, Collective, Execution};
+
+use super::{init_mpi, parse_sizes, Code, UsageError};
+use crate::bench::report::{series, SeriesKey};
+use crate::bench::{provenance, Measurer, Method, Point, RootPolicy, Subject};
+use crate::record::Writer;
+use crate::stats::geomean;
+use crate::table::{self, CommKey};
+use crate::transport::mpi::Comm;
+use crate::tune::{candidates, segment_grid, Candidate, SpaceOptions};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The decision table to judge.
+    table: PathBuf,
+    /// Sizes to judge at (default: off the power-of-two grid).
+    #[arg(long, default_value = "3000,70000,300000,3000000")]
+    sizes: String,
+    /// Collectives (default: those the table has).
+    #[arg(long, value_delimiter = ',')]
+    collective: Vec<Collective>,
+    /// Independent runs.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    #[arg(long, default_value_t = 50)]
+    budget_ms: u64,
+    /// Also try every segment size of the tuning grid for segmented algorithms.
+    #[arg(long)]
+    segments: bool,
+    /// Raw samples of the evaluation.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Code> {
+    let sizes = parse_sizes(&args.sizes)?;
+    let table = table::load(&args.table).map_err(|e| UsageError(e.to_string()))?;
+    let _u = init_mpi()?;
+    let comm = Comm::world().context("setting up MPI_COMM_WORLD")?;
+    let lead = comm.rank() == 0;
+    let n = comm.nodes();
+    let key = CommKey {
+        ranks: comm.size() as u32,
+        ppn: n.max_ppn() as u32,
+        nodes: n.num_nodes() as u32,
+    };
+    let prov = provenance(&comm)?;
+    let mut m = Measurer::new(
+        &comm,
+        Method {
+            budget: Duration::from_millis(args.budget_ms),
+            root: RootPolicy::Rotate,
+            ..Method::default()
+        },
+        prov,
+    );
+    let colls: Vec<Collective> = if args.collective.is_empty() {
+        Collective::ALL.to_vec()
+    } else {
+        args.collective.clone()
+    };
+    let mut writer = match (&args.csv, lead) {
+        (Some(p), true) => Some(Writer::open(p, false)?),
+        _ => None,
+    };
+    let mut samples = Vec::new();
+    let mut choices: Vec<(Collective, u64, String)> = Vec::new();
+    for &c in &colls {
+        if table.rules(c).iter().all(|r| r.key() != key) {
+            if lead && !args.collective.is_empty() {
+                eprintln!(
+                    "colltune evaluate: {} has no {c} rules for {key}",
+                    args.table.display()
+                );
+            }
+            continue;
+        }
+        let opts = SpaceOptions {
+            executions: Execution::ALL.to_vec(),
+            pairing: "neighbors".into(),
+            multi_node: n.num_nodes() > 1,
+        };
+        for &bytes in &sizes {
+            let rule = table
+                .lookup(c, key, bytes)
+                .expect("validated tables cover every size");
+            let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
+                .map_err(|e| UsageError(e.to_string()))?;
+            let choice = Candidate {
+                collective: c,
+                spec,
+                exec: rule.execution().map_err(UsageError)?,
+            };
+            let mut set = candidates(c, &opts);
+            if args.segments {
+                for cand in set.clone() {
+                    if cand.segment().is_some() {
+                        set.extend(
+                            segment_grid(bytes)
+                                .into_iter()
+                                .map(|g| cand.with_segment(g)),
+                        );
+                    }
+                }
+            }
+            if !set.contains(&choice) {
+                set.push(choice.clone());
+            }
+            choices.push((c, bytes, choice.label()));
+            let mut subjects: Vec<Subject> = set
+                .into_iter()
+                .map(|x| Subject::Ours {
+                    collective: c,
+                    spec: x.spec,
+                    exec: x.exec,
+                })
+                .collect();
+            if c == Collective::Bcast {
+                subjects.push(Subject::Library);
+            }
+            for run in 1..=args.runs {
+                for s in &subjects {
+                    let got = m.measure(
+                        &Point {
+                            subject: s,
+                            bytes,
+                            iterations: 1,
+                            overlap_us: 0.0,
+                        },
+                        run,
+                    )?;
+                    if let Some(w) = writer.as_mut() {
+                        w.write(&got)?;
+                    }
+                    samples.extend(got);
+                }
+            }
+        }
+    }
+    if !lead {
+        return Ok(Code::Ok);
+    }
+    let all = series(&samples);
+    let mut regrets = Vec::new();
+    let mut vs_mpi = Vec::new();
+    println!(
+        "{:<6} {:>10}  {:<46} {:>10} {:<46} {:>10} {:>8} {:>10} {:>8}",
+        "coll",
+        "bytes",
+        "table's choice",
+        "t_med",
+        "best measured",
+        "t_med",
+        "regret",
+        "mpi",
+        "ours/mpi"
+    );
+    for (c, bytes, label) in &choices {
+        let at = |k: &SeriesKey| all.get(k).and_then(|p| p.get(bytes)).map(|s| s.median);
+        let mine: Vec<(&SeriesKey, f64)> = all
+            .keys()
+            .filter(|k| k.collective == c.name())
+            .filter_map(|k| at(k).map(|t| (k, t)))
+            .collect();
+        let Some(choice) = mine.iter().find(|(k, _)| k.label() == *label) else {
+            continue;
+        };
+        let best = mine
+            .iter()
+            .filter(|(k, _)| !k.is_library())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("choice measured");
+        let regret = choice.1 / best.1;
+        regrets.push(regret);
+        let mpi = mine.iter().find(|(k, _)| k.is_native()).map(|x| x.1);
+        if let Some(mp) = mpi {
+            vs_mpi.push((choice.1 / mp, *bytes));
+        }
+        println!(
+            "{:<6} {:>10}  {:<46} {:>10.2} {:<46} {:>10.2} {:>7.3}x {:>10} {:>8}",
+            c.name(),
+            bytes,
+            label,
+            choice.1,
+            best.0.label(),
+            best.1,
+            regret,
+            mpi.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into()),
+            mpi.map(|x| format!("{:.2}x", choice.1 / x))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    if !regrets.is_empty() {
+        println!("regret (table's choice / best measured): geometric mean {:.3}x, worst {:.3}x over {} points",
+            geomean(&regrets), regrets.iter().copied().fold(0.0, f64::max), regrets.len());
+    }
+    if !vs_mpi.is_empty() {
+        let worst = vs_mpi
+            .iter()
+            .copied()
+            .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+        println!("table's choice / MPI library default (bcast): geometric mean {:.3}x, worst {:.2}x at {} B",
+            geomean(&vs_mpi.iter().map(|x| x.0).collect::<Vec<_>>()), worst.0, worst.1);
+    }
+    Ok(Code::Ok)
+}

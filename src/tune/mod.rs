@@ -1,0 +1,585 @@
+//! The tuner: a budgeted, adaptive search over the tuning space that spends
+//! its measurements where decisions are made. MPI-free: it asks an
+//! [`Oracle`] for measurements (the MPI driver in [`driver`], or a network
+//! model), so its logic is tested without MPI.
+//!
+//! Per communicator and collective:
+//! 1. **Coarse sizes** (every `stride`-th size of the grid, and the last):
+//!    every candidate is *screened* with `screen_runs` cheap runs (a fraction
+//!    of the time budget); candidates whose best run median is worse than
+//!    the leader's worst by more than `margin` are **dominated** and dropped
+//!    there (repeated samples say so, not one); survivors get `full_runs`
+//!    full-budget runs.
+//! 2. **Segment sizes** of the best segmented survivors are tuned at each
+//!    coarse size with argmin's bounded one-dimensional optimiser (Brent)
+//!    over log2(segment), rounded to powers of two and memoised.
+//! 3. **Crossovers**: between two neighbouring coarse sizes whose winners
+//!    differ, the middle grid size is measured (with the survivors of both
+//!    ends only), recursively, until the winners of adjacent measured sizes
+//!    agree or no grid size lies between them. Where both ends agree, the
+//!    sizes between are not measured at all.
+//!
+//! `exhaustive` instead measures every candidate (and every segment size of
+//! the grid) at every size with `screen_runs + full_runs` full runs: the
+//! reference the adaptive search is judged against.
+
+pub mod driver;
+pub mod space;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use argmin::core::{CostFunction, Executor};
+use argmin::solver::brent::BrentOpt;
+use colltune_algorithms::Collective;
+use thiserror::Error;
+
+use crate::stats::{self, Summary};
+pub use space::{candidates, segment_grid, Candidate, SpaceOptions};
+
+/// One measurement the search asks for: one run of one point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Which communicator (0: the world; others: sub-communicators).
+    pub comm: usize,
+    pub cand: Candidate,
+    pub bytes: u64,
+    pub run: u32,
+    /// Fraction of the per-point time budget to spend.
+    pub budget_scale: f64,
+}
+
+#[derive(Debug, Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Bench(#[from] crate::bench::BenchError),
+    #[error(transparent)]
+    Mpi(#[from] crate::transport::mpi::MpiError),
+    #[error(transparent)]
+    Transport(#[from] crate::transport::mpi::TransportError),
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Where measurements come from.
+pub trait Oracle {
+    /// Measures each request; returns each one's per-repetition times (us).
+    fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError>;
+    /// Whether the search should stop now (budget spent, SIGTERM).
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// Search settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub sizes: Vec<u64>,
+    pub screen_runs: u32,
+    pub full_runs: u32,
+    pub screen_scale: f64,
+    pub margin: f64,
+    pub stride: usize,
+    pub brent_iters: u64,
+    pub exhaustive: bool,
+    pub deadline: Option<Instant>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            sizes: (0..23).map(|i| 1u64 << i).collect(),
+            screen_runs: 2,
+            full_runs: 2,
+            screen_scale: 0.25,
+            margin: 0.05,
+            stride: 4,
+            brent_iters: 6,
+            exhaustive: false,
+            deadline: None,
+        }
+    }
+}
+
+impl Settings {
+    pub fn runs(&self) -> u32 {
+        self.screen_runs + self.full_runs
+    }
+}
+
+/// Times per candidate per run, per size.
+type Data = BTreeMap<u64, BTreeMap<Candidate, BTreeMap<u32, Vec<f64>>>>;
+
+/// The search over one communicator and collective.
+pub struct Search<'a, O: Oracle> {
+    oracle: &'a mut O,
+    settings: &'a Settings,
+    comm: usize,
+    cands: Vec<Candidate>,
+    data: Data,
+    /// Points measured (requests answered), weighted by their budget scale.
+    pub cost: f64,
+    /// The search stopped early (budget or signal).
+    pub cut_short: bool,
+}
+
+impl<'a, O: Oracle> Search<'a, O> {
+    pub fn new(
+        oracle: &'a mut O,
+        settings: &'a Settings,
+        comm: usize,
+        cands: Vec<Candidate>,
+    ) -> Self {
+        Search {
+            oracle,
+            settings,
+            comm,
+            cands,
+            data: BTreeMap::new(),
+            cost: 0.0,
+            cut_short: false,
+        }
+    }
+
+    fn stop(&mut self) -> bool {
+        if self.settings.deadline.is_some_and(|d| Instant::now() >= d) || self.oracle.should_stop()
+        {
+            self.cut_short = true;
+        }
+        self.cut_short
+    }
+
+    /// Measures one run of these candidates at `bytes` (skipping any
+    /// already measured for that run). False when the search must stop.
+    fn measure(
+        &mut self,
+        bytes: u64,
+        cands: &[Candidate],
+        run: u32,
+        scale: f64,
+    ) -> Result<bool, TuneError> {
+        if self.stop() {
+            return Ok(false);
+        }
+        let reqs: Vec<Request> = cands
+            .iter()
+            .filter(|c| {
+                !self
+                    .data
+                    .get(&bytes)
+                    .and_then(|m| m.get(*c))
+                    .is_some_and(|r| r.contains_key(&run))
+            })
+            .map(|c| Request {
+                comm: self.comm,
+                cand: c.clone(),
+                bytes,
+                run,
+                budget_scale: scale,
+            })
+            .collect();
+        if reqs.is_empty() {
+            return Ok(true);
+        }
+        let times = self.oracle.measure(&reqs)?;
+        for (r, t) in reqs.into_iter().zip(times) {
+            self.cost += r.budget_scale;
+            self.data
+                .entry(bytes)
+                .or_default()
+                .entry(r.cand)
+                .or_default()
+                .insert(run, t);
+        }
+        Ok(true)
+    }
+
+    fn summary(&self, bytes: u64, c: &Candidate) -> Option<Summary> {
+        let runs = self.data.get(&bytes)?.get(c)?;
+        let v: Vec<Vec<f64>> = runs.values().cloned().collect();
+        Some(stats::summarize(&v))
+    }
+
+    /// Candidates of `set` not clearly dominated at `bytes`, best first.
+    fn survivors(&self, bytes: u64, set: &[Candidate]) -> Vec<Candidate> {
+        let mut s: Vec<(Candidate, Summary)> = set
+            .iter()
+            .filter_map(|c| self.summary(bytes, c).map(|s| (c.clone(), s)))
+            .collect();
+        s.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
+        let Some((_, best)) = s.first() else {
+            return Vec::new();
+        };
+        let limit = best.run_range().1 * (1.0 + self.settings.margin);
+        let best_median = best.median;
+        s.into_iter()
+            .filter(|(_, x)| x.run_range().0 <= limit || x.median <= best_median)
+            .map(|(c, _)| c)
+            .collect()
+    }
+
+    /// The best candidate measured at `bytes`.
+    pub fn winner(&self, bytes: u64) -> Option<Candidate> {
+        let m = self.data.get(&bytes)?;
+        m.keys()
+            .filter_map(|c| self.summary(bytes, c).map(|s| (c, s.median)))
+            .min_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)))
+            .map(|(c, _)| c.clone())
+    }
+
+    /// Screen, prune, confirm: the survivors at `bytes`.
+    fn evaluate(&mut self, bytes: u64, live: &[Candidate]) -> Result<Vec<Candidate>, TuneError> {
+        let st = self.settings;
+        for run in 1..=st.screen_runs {
+            if !self.measure(bytes, live, run, st.screen_scale)? {
+                return Ok(self.survivors(bytes, live));
+            }
+        }
+        let surv = self.survivors(bytes, live);
+        for run in st.screen_runs + 1..=st.runs() {
+            if !self.measure(bytes, &surv, run, 1.0)? {
+                break;
+            }
+        }
+        Ok(self.survivors(bytes, &surv))
+    }
+
+    /// Tunes the segment size of `family` at `bytes` with Brent's method
+    /// over log2(segment); returns the best segmented candidate measured.
+    fn tune_segment(
+        &mut self,
+        bytes: u64,
+        family: &Candidate,
+    ) -> Result<Option<Candidate>, TuneError> {
+        let grid = segment_grid(bytes);
+        if grid.is_empty() || family.segment().is_none() {
+            return Ok(None);
+        }
+        let lo = (grid[0] as f64).log2();
+        let hi = (*grid.last().expect("non-empty") as f64).log2();
+        let iters = self.settings.brent_iters;
+        let cell = RefCell::new((&mut *self, None::<TuneError>));
+        let eval = |x: f64| -> f64 {
+            let seg = (1u64 << x.round().clamp(lo, hi) as u32)
+                .clamp(grid[0], *grid.last().expect("grid"));
+            let c = family.with_segment(seg);
+            let mut g = cell.borrow_mut();
+            let (search, err) = &mut *g;
+            if err.is_some() {
+                return f64::INFINITY;
+            }
+            let runs = search.settings.runs();
+            for run in 1..=runs {
+                match search.measure(bytes, std::slice::from_ref(&c), run, 1.0) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        *err = Some(e);
+                        return f64::INFINITY;
+                    }
+                }
+            }
+            search
+                .summary(bytes, &c)
+                .map(|s| s.median)
+                .unwrap_or(f64::INFINITY)
+        };
+        if (hi - lo).abs() < 0.5 {
+            eval(lo);
+        } else {
+            let _ = Executor::new(
+                Log2Cost(&eval),
+                BrentOpt::new(lo, hi).set_tolerance(1e-3, 0.5),
+            )
+            .configure(|s| s.max_iters(iters))
+            .run();
+        }
+        let (search, err) = cell.into_inner();
+        if let Some(e) = err {
+            return Err(e);
+        }
+        Ok(grid
+            .iter()
+            .map(|&g| family.with_segment(g))
+            .filter_map(|c| search.summary(bytes, &c).map(|s| (c, s.median)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c))
+    }
+
+    /// Runs the search (adaptive or exhaustive).
+    pub fn run(&mut self) -> Result<(), TuneError> {
+        if self.settings.exhaustive {
+            return self.run_exhaustive();
+        }
+        let sizes = self.settings.sizes.clone();
+        let n = sizes.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut coarse: Vec<usize> = (0..n).step_by(self.settings.stride.max(1)).collect();
+        if *coarse.last().expect("non-empty") != n - 1 {
+            coarse.push(n - 1);
+        }
+        let mut survivors_at: BTreeMap<usize, Vec<Candidate>> = BTreeMap::new();
+        let all = self.cands.clone();
+        for &i in &coarse {
+            let bytes = sizes[i];
+            let mut surv = self.evaluate(bytes, &all)?;
+            // Tune the segment size of the two best segmented families.
+            let families: Vec<Candidate> = {
+                let mut seen = BTreeSet::new();
+                surv.iter()
+                    .filter(|c| c.segment().is_some())
+                    .map(Candidate::family)
+                    .filter(|f| seen.insert(f.clone()))
+                    .take(2)
+                    .collect()
+            };
+            for f in families {
+                if let Some(t) = self.tune_segment(bytes, &f)? {
+                    surv.push(t);
+                }
+            }
+            let surv = self.survivors(bytes, &surv);
+            survivors_at.insert(i, surv);
+            if self.cut_short {
+                return Ok(());
+            }
+        }
+        for w in coarse.windows(2) {
+            self.bisect(w[0], w[1], &sizes, &mut survivors_at)?;
+            if self.cut_short {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn bisect(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        sizes: &[u64],
+        survivors_at: &mut BTreeMap<usize, Vec<Candidate>>,
+    ) -> Result<(), TuneError> {
+        if hi <= lo + 1 || self.winner(sizes[lo]) == self.winner(sizes[hi]) {
+            return Ok(());
+        }
+        let mid = (lo + hi) / 2;
+        let mut live: Vec<Candidate> = survivors_at.get(&lo).cloned().unwrap_or_default();
+        for c in survivors_at.get(&hi).cloned().unwrap_or_default() {
+            if !live.contains(&c) {
+                live.push(c);
+            }
+        }
+        let surv = self.evaluate(sizes[mid], &live)?;
+        survivors_at.insert(mid, surv);
+        if self.cut_short {
+            return Ok(());
+        }
+        self.bisect(lo, mid, sizes, survivors_at)?;
+        self.bisect(mid, hi, sizes, survivors_at)
+    }
+
+    fn run_exhaustive(&mut self) -> Result<(), TuneError> {
+        for bytes in self.settings.sizes.clone() {
+            let mut live = Vec::new();
+            for c in &self.cands {
+                live.push(c.clone());
+                if c.segment().is_some() {
+                    live.extend(segment_grid(bytes).into_iter().map(|g| c.with_segment(g)));
+                }
+            }
+            for run in 1..=self.settings.runs() {
+                if !self.measure(bytes, &live, run, 1.0)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Measured sizes and their winners.
+    pub fn winners(&self) -> BTreeMap<u64, Candidate> {
+        self.data
+            .keys()
+            .filter_map(|&b| self.winner(b).map(|w| (b, w)))
+            .collect()
+    }
+}
+
+/// Adapts a closure over log2(segment) to argmin's cost function.
+struct Log2Cost<'f, F: Fn(f64) -> f64>(&'f F);
+
+impl<F: Fn(f64) -> f64> CostFunction for Log2Cost<'_, F> {
+    type Param = f64;
+    type Output = f64;
+    fn cost(&self, x: &f64) -> Result<f64, argmin::core::Error> {
+        Ok((self.0)(*x))
+    }
+}
+
+/// Which collectives a tune covers, in order.
+pub fn collectives_of(list: &[Collective]) -> Vec<Collective> {
+    if list.is_empty() {
+        Collective::ALL.to_vec()
+    } else {
+        list.to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use colltune_algorithms::Execution;
+
+    /// A synthetic machine: alpha-beta costs with a segmentation sweet spot
+    /// and multiplicative noise, deterministic per (candidate, size, run, rep).
+    struct Model {
+        asked: Vec<Request>,
+        noise: f64,
+    }
+
+    fn model_time(c: &Candidate, n: f64) -> f64 {
+        let seg = c.segment().unwrap_or(0) as f64;
+        let base = match c.spec.name.as_str() {
+            "linear" => 2.0 + n / 800.0,
+            "binomial" => 3.0 + n / 1500.0,
+            "pipeline" => 6.0 + n / 3000.0,
+            _ => 8.0 + n / 500.0,
+        };
+        // segments help pipelines above 64 KiB, cost 0.3 us each
+        let seg_term = if seg > 0.0 {
+            (n / seg) * 0.3 - if n > 65536.0 { n / 9000.0 } else { 0.0 }
+        } else {
+            0.0
+        };
+        let exec = if c.exec == Execution::Nonblocking {
+            0.2
+        } else {
+            0.0
+        };
+        (base + seg_term + exec).max(0.5)
+    }
+
+    impl Oracle for Model {
+        fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
+            self.asked.extend(reqs.iter().cloned());
+            Ok(reqs
+                .iter()
+                .map(|r| {
+                    let t = model_time(&r.cand, r.bytes as f64);
+                    (0..7)
+                        .map(|k| {
+                            let h = (r.run as u64 * 7919 + k * 104_729 + r.bytes) % 1000;
+                            t * (1.0 + self.noise * (h as f64 / 1000.0 - 0.5))
+                        })
+                        .collect()
+                })
+                .collect())
+        }
+    }
+
+    fn cands() -> Vec<Candidate> {
+        let mut v = Vec::new();
+        for s in [
+            "linear",
+            "binomial:segment=0",
+            "pipeline:segment=0",
+            "binary:segment=0",
+        ] {
+            for e in Execution::ALL {
+                v.push(Candidate::new(Collective::Bcast, s, e));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn adaptive_finds_the_exhaustive_winners_for_a_fraction_of_the_cost() {
+        let settings = Settings::default();
+        let mut m = Model {
+            asked: vec![],
+            noise: 0.02,
+        };
+        let mut a = Search::new(&mut m, &settings, 0, cands());
+        a.run().unwrap();
+        let adaptive = a.winners();
+        let cost_a = a.cost;
+
+        let ex_settings = Settings {
+            exhaustive: true,
+            ..Settings::default()
+        };
+        let mut m2 = Model {
+            asked: vec![],
+            noise: 0.02,
+        };
+        let mut e = Search::new(&mut m2, &ex_settings, 0, cands());
+        e.run().unwrap();
+        let exhaustive = e.winners();
+        assert!(cost_a / e.cost < 0.2, "cost ratio {}", cost_a / e.cost);
+
+        // Every grid size: the rule the adaptive table gives (nearest
+        // measured size, geometric midpoints) vs the exhaustive winner.
+        let mut regret = Vec::new();
+        for (&b, ew) in &exhaustive {
+            let (&ab, aw) = adaptive
+                .iter()
+                .min_by(|x, y| {
+                    let d = |s: u64| ((s as f64).ln() - (b as f64).ln()).abs();
+                    d(*x.0).total_cmp(&d(*y.0))
+                })
+                .unwrap();
+            let _ = ab;
+            regret.push(model_time(aw, b as f64) / model_time(ew, b as f64));
+        }
+        let g = stats::geomean(&regret);
+        assert!(g <= 1.05, "geomean regret {g}");
+        // segment sizes were tuned for the pipeline at large sizes
+        let big = adaptive.get(&(1 << 22)).unwrap();
+        assert_eq!(big.spec.name, "pipeline", "{big:?}");
+        assert!(big.segment().unwrap() > 0);
+    }
+
+    #[test]
+    fn dominated_candidates_are_dropped_only_on_repeated_evidence() {
+        let settings = Settings::default();
+        let mut m = Model {
+            asked: vec![],
+            noise: 0.0,
+        };
+        let mut s = Search::new(&mut m, &settings, 0, cands());
+        let surv = s.evaluate(1, &cands()).unwrap();
+        // linear wins at 1 byte; binary is far behind and dropped
+        assert_eq!(surv[0].spec.name, "linear");
+        assert!(surv.iter().all(|c| c.spec.name != "binary"));
+        // dropped candidates got the two screening runs only
+        let asked_binary: Vec<u32> = m
+            .asked
+            .iter()
+            .filter(|r| r.cand.spec.name == "binary")
+            .map(|r| r.run)
+            .collect();
+        assert_eq!(asked_binary, vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn a_deadline_stops_the_search_with_what_it_has() {
+        let settings = Settings {
+            deadline: Some(Instant::now()),
+            ..Settings::default()
+        };
+        let mut m = Model {
+            asked: vec![],
+            noise: 0.0,
+        };
+        let mut s = Search::new(&mut m, &settings, 0, cands());
+        s.run().unwrap();
+        assert!(s.cut_short);
+        assert!(m.asked.is_empty());
+    }
+}
