@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The local job: on this machine, install what is missing, build colltune,
-# check every algorithm on a live communicator, and benchmark them.
+# The local tuning job: on this machine, install what is missing, build
+# colltune, check every algorithm on a live communicator, tune broadcast and
+# swap, and write the decision table tuning-tables/<host>.yaml with the raw
+# samples beside it.
 #
 # Parameters (environment):
-#   RANKS      ranks to run with (default 4)
-#   OUT        directory for results (default results/<host>)
+#   RANKS        rank counts to tune, space-separated (default "4"; the shipped
+#                table used "4 8"); each is one mpirun job, pinned
+#   BUDGET       wall-time budget per tuning job, minutes (default 30)
+#   OUT          directory for raw samples (default results/<host>)
+#   TABLE        table to write (default tuning-tables/<host>.yaml)
+#   TUNE_ARGS    extra arguments for `colltune tune` (e.g. "--sizes 1..1M")
 #   COLLTUNE_MPIRUN_FLAGS  replaces the default pinning flags (jobs/mpirun-flags.sh)
+# Re-running continues (--resume) each job's CSV: completed points are not
+# measured again, and the table is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs/install-deps.sh
@@ -15,15 +23,31 @@ jobs/install-deps.sh
 . jobs/mpirun-flags.sh
 
 RANKS=${RANKS:-4}
+BUDGET=${BUDGET:-30}
 HOST=$(hostname -s)
 OUT=${OUT:-results/$HOST}
+TABLE=${TABLE:-tuning-tables/$HOST.yaml}
 mkdir -p "$OUT"
 
 cargo build --release --locked
 BIN=target/release/colltune
 
-echo "== verify: every algorithm, both executions, every byte ($RANKS ranks)"
-mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" verify
+first=${RANKS%% *}
+echo "== verify: every algorithm, both executions, every byte ($first ranks)"
+mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
-echo "== benchmark: every algorithm and the MPI library's own broadcast ($RANKS ranks)"
-mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench --quick --csv "$OUT/bench.csv"
+csvs=()
+for n in $RANKS; do
+  csv="$OUT/tune-np$n.csv"
+  resume=()
+  [ -s "$csv" ] && resume=(--resume)
+  echo "== tune: $n ranks, budget $BUDGET min ($csv)"
+  # shellcheck disable=SC2086
+  mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$BUDGET" --csv "$csv" \
+    --table "$OUT/table-np$n.yaml" "${resume[@]}" ${TUNE_ARGS:-}
+  csvs+=("$csv")
+done
+
+echo "== decision table from ${csvs[*]}"
+"$BIN" table build "${csvs[@]}" -o "$TABLE"
+echo "table: $TABLE"

@@ -7,12 +7,14 @@
 pub use colltune_algorithms as algorithms;
 
 pub mod bench;
+pub mod capi;
 pub mod cli;
 pub mod fit;
 pub mod ompi;
 pub mod pattern;
 pub mod progress;
 pub mod record;
+pub mod select;
 pub mod stats;
 pub mod table;
 pub mod transport;

@@ -13,11 +13,14 @@
 //! 2. **Segment sizes** of the best segmented survivors are tuned at each
 //!    coarse size with argmin's bounded one-dimensional optimiser (Brent)
 //!    over log2(segment), rounded to powers of two and memoised.
-//! 3. **Crossovers**: between two neighbouring coarse sizes whose winners
-//!    differ, the middle grid size is measured (with the survivors of both
-//!    ends only), recursively, until the winners of adjacent measured sizes
-//!    agree or no grid size lies between them. Where both ends agree, the
-//!    sizes between are not measured at all.
+//! 3. **Crossovers**: between two neighbouring measured sizes whose winners
+//!    differ by more than `margin` at either end, the size between is
+//!    measured (with the survivors of both ends only): the middle grid size,
+//!    or off the grid the geometric mean, recursively, until the crossover
+//!    is pinned between sizes within [`RESOLUTION`] of each other (protocol
+//!    switches such as an eager limit sit between powers of two). Where both
+//!    ends agree, or the choice between them hardly matters, nothing between
+//!    is measured.
 //!
 //! `exhaustive` instead measures every candidate (and every segment size of
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
@@ -109,6 +112,11 @@ impl Settings {
         self.screen_runs + self.full_runs
     }
 }
+
+/// Off the grid, crossovers are pinned until the sizes around them are
+/// within this ratio (protocol switches such as an eager limit sit between
+/// powers of two).
+pub const RESOLUTION: f64 = 1.2;
 
 /// Times per candidate per run, per size.
 type Data = BTreeMap<u64, BTreeMap<Candidate, BTreeMap<u32, Vec<f64>>>>;
@@ -323,7 +331,7 @@ impl<'a, O: Oracle> Search<'a, O> {
         if *coarse.last().expect("non-empty") != n - 1 {
             coarse.push(n - 1);
         }
-        let mut survivors_at: BTreeMap<usize, Vec<Candidate>> = BTreeMap::new();
+        let mut survivors_at: BTreeMap<u64, Vec<Candidate>> = BTreeMap::new();
         let all = self.cands.clone();
         for &i in &coarse {
             let bytes = sizes[i];
@@ -344,13 +352,13 @@ impl<'a, O: Oracle> Search<'a, O> {
                 }
             }
             let surv = self.survivors(bytes, &surv);
-            survivors_at.insert(i, surv);
+            survivors_at.insert(bytes, surv);
             if self.cut_short {
                 return Ok(());
             }
         }
         for w in coarse.windows(2) {
-            self.bisect(w[0], w[1], &sizes, &mut survivors_at)?;
+            self.bisect(sizes[w[0]], sizes[w[1]], &mut survivors_at)?;
             if self.cut_short {
                 break;
             }
@@ -358,30 +366,72 @@ impl<'a, O: Oracle> Search<'a, O> {
         Ok(())
     }
 
+    /// Whether choosing wrongly between the winners at `lo` and `hi`
+    /// anywhere between them would cost more than `margin`: at either end,
+    /// the other end's winner is worse (or was dropped there).
+    fn contested(&self, lo: u64, hi: u64) -> bool {
+        let (Some(a), Some(b)) = (self.winner(lo), self.winner(hi)) else {
+            return false;
+        };
+        if a == b {
+            return false;
+        }
+        let loss = |at: u64, good: &Candidate, other: &Candidate| match (
+            self.summary(at, good),
+            self.summary(at, other),
+        ) {
+            (Some(g), Some(o)) => o.median / g.median - 1.0,
+            _ => f64::INFINITY,
+        };
+        loss(lo, &a, &b) > self.settings.margin || loss(hi, &b, &a) > self.settings.margin
+    }
+
+    /// Between two measured sizes whose winners differ (and matter), measure
+    /// the size between them (a grid size if there is one, else the
+    /// geometric mean) and recurse, until the crossover lies between sizes
+    /// within `resolution` of each other.
     fn bisect(
         &mut self,
-        lo: usize,
-        hi: usize,
-        sizes: &[u64],
-        survivors_at: &mut BTreeMap<usize, Vec<Candidate>>,
+        lo: u64,
+        hi: u64,
+        survivors_at: &mut BTreeMap<u64, Vec<Candidate>>,
     ) -> Result<(), TuneError> {
-        if hi <= lo + 1 || self.winner(sizes[lo]) == self.winner(sizes[hi]) {
+        if !self.contested(lo, hi) {
             return Ok(());
         }
-        let mid = (lo + hi) / 2;
+        let geo = ((lo as f64) * (hi as f64)).sqrt();
+        let inner: Vec<u64> = self
+            .settings
+            .sizes
+            .iter()
+            .copied()
+            .filter(|&s| s > lo && s < hi)
+            .collect();
+        let mid = match inner.iter().min_by(|a, b| {
+            ((**a as f64).ln() - geo.ln())
+                .abs()
+                .total_cmp(&((**b as f64).ln() - geo.ln()).abs())
+        }) {
+            Some(&m) => m,
+            None if hi as f64 / lo.max(1) as f64 > RESOLUTION && hi > lo + 1 => geo.round() as u64,
+            None => return Ok(()),
+        };
+        if mid <= lo || mid >= hi {
+            return Ok(());
+        }
         let mut live: Vec<Candidate> = survivors_at.get(&lo).cloned().unwrap_or_default();
         for c in survivors_at.get(&hi).cloned().unwrap_or_default() {
             if !live.contains(&c) {
                 live.push(c);
             }
         }
-        let surv = self.evaluate(sizes[mid], &live)?;
+        let surv = self.evaluate(mid, &live)?;
         survivors_at.insert(mid, surv);
         if self.cut_short {
             return Ok(());
         }
-        self.bisect(lo, mid, sizes, survivors_at)?;
-        self.bisect(mid, hi, sizes, survivors_at)
+        self.bisect(lo, mid, survivors_at)?;
+        self.bisect(mid, hi, survivors_at)
     }
 
     fn run_exhaustive(&mut self) -> Result<(), TuneError> {

@@ -715,3 +715,23 @@ pub fn comm_prefix(comm: MPI_Comm, size: usize) -> Result<Option<MPI_Comm>, MpiE
     )?;
     Ok((rank < size).then_some(out))
 }
+
+/// Min (or max) of one u64 over all ranks, on every rank.
+pub fn allreduce_u64(v: u64, min: bool, comm: MPI_Comm) -> Result<u64, MpiError> {
+    let mut out = 0u64;
+    // SAFETY: one u64 in, one out.
+    check(
+        unsafe {
+            ffi::MPI_Allreduce(
+                (&v as *const u64).cast(),
+                (&mut out as *mut u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                if min { ffi::RSMPI_MIN } else { ffi::RSMPI_MAX },
+                comm,
+            )
+        },
+        "MPI_Allreduce",
+    )?;
+    Ok(out)
+}

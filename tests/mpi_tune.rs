@@ -1,0 +1,165 @@
+//! `colltune tune` end to end under mpirun: the table and CSV it writes,
+//! resuming after a SIGKILL without re-measuring, refusing to overwrite or
+//! to resume from another configuration, and rebuilding the table from the
+//! CSV alone.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("colltune-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const SMALL: &[&str] = &["--budget-ms", "2", "--min-reps", "3", "--max-reps", "20"];
+
+/// A small tune; `extra` may replace the default sizes.
+fn tune(ranks: usize, dir: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = mpirun(ranks);
+    c.arg(colltune()).arg("tune").args(SMALL);
+    if !extra.contains(&"--sizes") {
+        c.args(["--sizes", "1,64,4K,64K,256K"]);
+    }
+    c.arg("--csv")
+        .arg(dir.join("raw.csv"))
+        .arg("--table")
+        .arg(dir.join("table.yaml"))
+        .args(extra);
+    c
+}
+
+fn rules_only(path: &std::path::Path) -> (String, String) {
+    let t = colltune::table::load(path).unwrap();
+    (
+        serde_yaml::to_string(&t.bcast).unwrap(),
+        serde_yaml::to_string(&t.swap).unwrap(),
+    )
+}
+
+#[test]
+fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
+    let dir = tmpdir("tune");
+    let o = run(tune(3, &dir, &[]));
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("bcast on 3 ranks") && out.contains("swap on 3 ranks"),
+        "{out}"
+    );
+    let t = colltune::table::load(&dir.join("table.yaml")).unwrap();
+    assert_eq!(t.bcast[0].ranks, 3);
+    assert_eq!(t.provenance.sweep.mode, "adaptive");
+    assert!(t.provenance.mpi.contains("Open MPI"));
+    let rebuilt = dir.join("rebuilt.yaml");
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["table", "build"])
+            .arg(dir.join("raw.csv"))
+            .arg("-o")
+            .arg(&rebuilt);
+        c
+    });
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(rules_only(&rebuilt), rules_only(&dir.join("table.yaml")));
+}
+
+/// Sample groups of a raw CSV: (spec, execution, bytes, run) -> rep numbers.
+fn groups(csv: &std::path::Path) -> HashMap<(String, String, u64, u32), Vec<u32>> {
+    let mut g: HashMap<_, Vec<u32>> = HashMap::new();
+    for s in colltune::record::read(csv).unwrap() {
+        g.entry((s.spec, s.execution, s.bytes, s.run))
+            .or_default()
+            .push(s.rep);
+    }
+    g
+}
+
+#[test]
+fn a_killed_tune_resumes_without_remeasuring() {
+    let dir = tmpdir("resume");
+    let csv = dir.join("raw.csv");
+    let mut c = tune(2, &dir, &["--collective", "bcast"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    // its own process group, so that the kill takes every rank
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    let mut child = c.spawn().unwrap();
+    let t0 = Instant::now();
+    let before = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let n = std::fs::read_to_string(&csv)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n > 200 || t0.elapsed() > Duration::from_secs(60) {
+            break n;
+        }
+    };
+    // SIGKILL the whole job mid-sweep
+    unsafe_kill(child.id());
+    let _ = child.wait();
+    assert!(before > 200, "the tune never got going");
+    let measured_before = groups(&csv);
+
+    let o = run(tune(2, &dir, &["--collective", "bcast", "--resume"]));
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let reused: u64 = out
+        .split(" reused from the CSV")
+        .next()
+        .and_then(|s| s.rsplit(", ").next())
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no reuse count in {out}"));
+    assert!(reused > 0, "{out}");
+    // every point-run was measured exactly once: no repetition number twice
+    let after = groups(&csv);
+    for (k, reps) in &after {
+        let mut r = reps.clone();
+        r.sort_unstable();
+        r.dedup();
+        assert_eq!(r.len(), reps.len(), "{k:?} measured twice");
+    }
+    // nothing measured before the kill was lost or re-measured
+    for (k, reps) in &measured_before {
+        assert_eq!(after.get(k), Some(reps), "{k:?} changed");
+    }
+    assert!(after.len() > measured_before.len());
+    assert!(colltune::table::load(&dir.join("table.yaml")).is_ok());
+}
+
+fn unsafe_kill(pid: u32) {
+    // kill -9 -PGID: the job's process group (mpirun and its ranks)
+    let _ = Command::new("kill")
+        .args(["-9", &format!("-{pid}")])
+        .status();
+}
+
+#[test]
+fn never_overwrites_and_refuses_foreign_resumes() {
+    let dir = tmpdir("refuse");
+    let o = run(tune(2, &dir, &["--collective", "swap", "--sizes", "1,4K"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = dir.join("raw.csv");
+    let before = std::fs::read(&csv).unwrap();
+
+    let o = run(tune(2, &dir, &["--collective", "swap", "--sizes", "1,4K"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("already holds samples"), "{}", text(&o));
+
+    let o = run(tune(
+        2,
+        &dir,
+        &["--collective", "swap", "--sizes", "1,8K", "--resume"],
+    ));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("different configuration") && text(&o).contains("sizes"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read(&csv).unwrap(), before, "the CSV was changed");
+}
