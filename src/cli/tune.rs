@@ -87,7 +87,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         ))
         .into());
     }
-    if !(args.budget > 0.0)
+    if args.budget.is_nan()
+        || args.budget <= 0.0
         || args.screen_runs == 0
         || args.full_runs == 0
         || args.stride == 0

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Shape};
 use thiserror::Error;
 
-use crate::table::{self, CommKey, Rule, Table, TableError};
+use crate::table::{self, CommKey, Table, TableError};
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, MpiError, Prepared, TransportError};
 
 /// Where a decision came from.
@@ -150,7 +150,7 @@ impl Settings {
     /// `COLLTUNE_TRACE`.
     pub fn from_env() -> Result<Settings, SelectError> {
         let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let flag = |k: &str| get(k).is_some_and(|v| v != "0" && v.to_ascii_lowercase() != "false");
+        let flag = |k: &str| get(k).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"));
         Ok(Settings {
             table: get("COLLTUNE_TABLE").map(PathBuf::from),
             forced_bcast: get("COLLTUNE_BCAST")
@@ -284,45 +284,64 @@ impl Selector {
         })
     }
 
-    /// The choice for a call (pure: no MPI).
-    pub fn choose(
-        &self,
-        c: Collective,
-        key: CommKey,
-        rules: Option<&[Rule]>,
-        bytes: u64,
-    ) -> Choice {
+    /// Every decision for one collective on one communicator shape,
+    /// precomputed (no MPI): what [`CommSelector`] consults per call.
+    pub fn decisions(&self, c: Collective, key: CommKey) -> Decisions {
         let forced = match c {
             Collective::Bcast => self.settings.forced_bcast.clone(),
             Collective::Swap => self.settings.forced_swap.clone(),
         };
-        let _ = key;
-        let from_table = rules.and_then(|rules| {
-            let i = rule_index(rules, bytes)?;
-            let r = &rules[i];
-            let spec = resolve(c, &r.spec().ok()?).ok()?;
-            Some((spec, r.execution().ok()?, i, r.range()))
-        });
-        let (table_choice, index, range) = match from_table {
-            Some((s, e, i, r)) => (Some((s, e)), i, r),
-            None => (None, 0, String::new()),
-        };
-        match decide(forced, table_choice, builtin_default(c)) {
-            Some((a, 0)) => Choice {
-                algorithm: Some(a),
-                source: Source::Forced,
+        let rules: Vec<Decided> = self
+            .table
+            .as_ref()
+            .and_then(|t| t.rules(c).iter().find(|r| r.key() == key))
+            .map(|cr| {
+                cr.rules
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, r)| {
+                        // Validated tables resolve; anything else is skipped.
+                        let spec = resolve(c, &r.spec().ok()?).ok()?;
+                        Some(Decided {
+                            min: r.min_bytes,
+                            max: r.max_bytes,
+                            choice: Choice {
+                                algorithm: Some((spec, r.execution().ok()?)),
+                                source: Source::Table {
+                                    index,
+                                    range: r.range(),
+                                },
+                            },
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The precedence rule decides which layer answers; for the table
+        // layer, the rule is looked up per call.
+        let layer = decide(
+            forced.clone().map(|_| ()),
+            (!rules.is_empty()).then_some(()),
+            builtin_default(c).map(|_| ()),
+        );
+        Decisions {
+            forced: match (layer, forced) {
+                (Some((_, 0)), Some(a)) => Some(Choice {
+                    algorithm: Some(a),
+                    source: Source::Forced,
+                }),
+                _ => None,
             },
-            Some((a, 1)) => Choice {
-                algorithm: Some(a),
-                source: Source::Table { index, range },
-            },
-            Some((a, _)) => Choice {
-                algorithm: Some(a),
-                source: Source::Builtin,
-            },
-            None => Choice {
-                algorithm: None,
-                source: Source::Library,
+            rules,
+            fallback: match builtin_default(c) {
+                Some(a) => Choice {
+                    algorithm: Some(a),
+                    source: Source::Builtin,
+                },
+                None => Choice {
+                    algorithm: None,
+                    source: Source::Library,
+                },
             },
         }
     }
@@ -353,11 +372,44 @@ fn warn_once(world: &Comm, msg: &str) {
     }
 }
 
-/// The rule covering `bytes` (rules are sorted and contiguous).
-pub fn rule_index(rules: &[Rule], bytes: u64) -> Option<usize> {
-    let i = rules.partition_point(|r| r.min_bytes <= bytes);
-    let i = i.checked_sub(1)?;
-    rules[i].covers(bytes).then_some(i)
+/// One table rule, resolved.
+#[derive(Clone, Debug)]
+pub struct Decided {
+    pub min: u64,
+    pub max: Option<u64>,
+    pub choice: Choice,
+}
+
+/// The decisions for one collective on one communicator shape:
+/// forced > table > built-in > library, looked up per call without
+/// allocating (a binary search over the rules).
+#[derive(Clone, Debug)]
+pub struct Decisions {
+    forced: Option<Choice>,
+    rules: Vec<Decided>,
+    fallback: Choice,
+}
+
+impl Decisions {
+    /// The choice for `bytes` and an id for it (stable for the life of
+    /// these decisions; what schedule caches key on).
+    #[inline]
+    pub fn choose(&self, bytes: u64) -> (&Choice, usize) {
+        if let Some(f) = &self.forced {
+            return (f, usize::MAX);
+        }
+        let i = self.rules.partition_point(|r| r.min <= bytes);
+        if let Some(r) = i.checked_sub(1).map(|k| &self.rules[k]) {
+            if r.max.is_none_or(|m| bytes <= m) {
+                return (&r.choice, i - 1);
+            }
+        }
+        (&self.fallback, usize::MAX - 1)
+    }
+
+    pub fn rules(&self) -> &[Decided] {
+        &self.rules
+    }
 }
 
 /// Dispatching on one communicator.
@@ -365,11 +417,13 @@ pub struct CommSelector {
     sel: Arc<Selector>,
     comm: Comm,
     key: CommKey,
-    bcast_rules: Option<Vec<Rule>>,
-    swap_rules: Option<Vec<Rule>>,
-    /// Prepared schedules by (collective, spec, root, bytes).
-    plans: RefCell<HashMap<(Collective, String, usize, u64), Arc<Prepared>>>,
+    bcast: Decisions,
+    swap: Decisions,
+    /// Prepared schedules by (collective, choice id, pairing, root, bytes).
+    plans: RefCell<HashMap<PlanKey, Arc<Prepared>>>,
 }
+
+type PlanKey = (Collective, usize, u8, usize, u64);
 
 /// Most prepared schedules kept per communicator.
 const PLAN_CACHE: usize = 256;
@@ -382,17 +436,9 @@ impl CommSelector {
             ppn: n.max_ppn() as u32,
             nodes: n.num_nodes() as u32,
         };
-        let rules = |c: Collective| {
-            sel.table.as_ref().and_then(|t| {
-                t.rules(c)
-                    .iter()
-                    .find(|r| r.key() == key)
-                    .map(|r| r.rules.clone())
-            })
-        };
         CommSelector {
-            bcast_rules: rules(Collective::Bcast),
-            swap_rules: rules(Collective::Swap),
+            bcast: sel.decisions(Collective::Bcast, key),
+            swap: sel.decisions(Collective::Swap, key),
             sel,
             comm,
             key,
@@ -409,28 +455,31 @@ impl CommSelector {
     }
 
     /// The decision for a call of `bytes` (no MPI; what a trace shows).
-    pub fn choose(&self, c: Collective, bytes: u64) -> Choice {
-        let rules = match c {
-            Collective::Bcast => self.bcast_rules.as_deref(),
-            Collective::Swap => self.swap_rules.as_deref(),
-        };
-        self.sel.choose(c, self.key, rules, bytes)
+    pub fn choose(&self, c: Collective, bytes: u64) -> &Choice {
+        self.decisions(c).choose(bytes).0
     }
 
+    pub fn decisions(&self, c: Collective) -> &Decisions {
+        match c {
+            Collective::Bcast => &self.bcast,
+            Collective::Swap => &self.swap,
+        }
+    }
+
+    /// The prepared schedule for `key`, built (from `spec()`) only when it
+    /// is not cached.
     fn plan(
         &self,
-        c: Collective,
-        spec: &AlgoSpec,
-        root: usize,
-        bytes: u64,
+        key: PlanKey,
+        spec: impl FnOnce() -> AlgoSpec,
     ) -> Result<Arc<Prepared>, TransportError> {
-        let key = (c, spec.to_string(), root, bytes);
+        let (c, _, _, root, bytes) = key;
         if let Some(p) = self.plans.borrow().get(&key) {
             return Ok(Arc::clone(p));
         }
         let s = build_resolved(
             c,
-            spec,
+            &spec(),
             &Shape {
                 rank: self.comm.rank(),
                 size: self.comm.size(),
@@ -469,13 +518,13 @@ impl CommSelector {
     }
 
     /// Broadcasts `buf` from `root` with the chosen algorithm.
-    pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<Choice, TransportError> {
+    pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<&Choice, TransportError> {
         let bytes = buf.len() as u64;
-        let choice = self.choose(Collective::Bcast, bytes);
-        self.trace("bcast", bytes, Some(root), &choice);
+        let (choice, id) = self.bcast.choose(bytes);
+        self.trace("bcast", bytes, Some(root), choice);
         match &choice.algorithm {
             Some((spec, exec)) => {
-                let plan = self.plan(Collective::Bcast, spec, root, bytes)?;
+                let plan = self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?;
                 execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
             }
             None => {
@@ -493,7 +542,7 @@ impl CommSelector {
         out: &mut [u8],
         inn: &mut [u8],
         pairing: &str,
-    ) -> Result<Choice, TransportError> {
+    ) -> Result<&Choice, TransportError> {
         let bytes = out.len() as u64;
         if inn.len() < out.len() {
             return Err(TransportError::BufferTooSmall {
@@ -502,19 +551,31 @@ impl CommSelector {
                 need: bytes,
             });
         }
-        let mut choice = self.choose(Collective::Swap, bytes);
-        if let Some((spec, _)) = choice.algorithm.as_mut() {
+        let (choice, id) = self.swap.choose(bytes);
+        self.trace("swap", bytes, None, choice);
+        let exec = choice
+            .algorithm
+            .as_ref()
+            .map_or(Execution::Blocking, |a| a.1);
+        let halves = pairing == "halves";
+        let plan = self.plan((Collective::Swap, id, u8::from(halves), 0, bytes), || {
+            let mut spec = match &choice.algorithm {
+                Some(a) => a.0.clone(),
+                None => {
+                    builtin_default(Collective::Swap)
+                        .expect("swap has a built-in default")
+                        .0
+                }
+            };
+            // The call's pairing, not the table's, decides the partners.
             spec.params.insert(
                 "pairing".into(),
-                colltune_algorithms::ParamValue::Word(pairing.into()),
+                colltune_algorithms::ParamValue::Word(
+                    if halves { "halves" } else { "neighbors" }.into(),
+                ),
             );
-            *spec = resolve(Collective::Swap, spec).map_err(|e| TransportError::Build(e.into()))?;
-        }
-        self.trace("swap", bytes, None, &choice);
-        let (spec, exec) = choice.algorithm.clone().unwrap_or_else(|| {
-            builtin_default(Collective::Swap).expect("swap has a built-in default")
-        });
-        let plan = self.plan(Collective::Swap, &spec, 0, bytes)?;
+            spec
+        })?;
         execute(&self.comm, &plan, exec, Buffers::swap(out, inn))?;
         Ok(choice)
     }

@@ -37,8 +37,8 @@ pub type Medians = BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String
 
 /// Median time of every colltune subject at every measured point.
 pub fn medians(samples: &[Sample]) -> Medians {
-    let mut raw: BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String), Vec<f64>>> =
-        BTreeMap::new();
+    type Times = BTreeMap<(String, String), Vec<f64>>;
+    let mut raw: BTreeMap<(Collective, CommKey, u64), Times> = BTreeMap::new();
     for s in samples.iter().filter(|s| !s.is_library()) {
         let Some(c) = s.collective() else { continue };
         let key = CommKey {

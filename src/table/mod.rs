@@ -168,7 +168,11 @@ impl Rule {
                 // a bare word stays a word (resolving turns an algorithm
                 // parameter's word into that algorithm).
                 Param::Text(t) if t.contains('(') => ParamValue::Algo(AlgoSpec::parse(t)?),
-                Param::Text(t) => ParamValue::Word(t.clone()),
+                // "65536" or "64K" written as text is still a number.
+                Param::Text(t) => match colltune_algorithms::parse_size(t) {
+                    Ok(n) => ParamValue::Int(n),
+                    Err(_) => ParamValue::Word(t.clone()),
+                },
             };
             spec.params.insert(k.clone(), value);
         }
@@ -297,6 +301,61 @@ pub fn iso8601(secs: u64) -> String {
     )
 }
 
+/// A readable summary: provenance, then per collective and communicator the
+/// size ranges with their choice, time and margin over the runner-up.
+pub fn summary(t: &Table) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let p = &t.provenance;
+    let _ = writeln!(
+        out,
+        "table schema {}: {} on {}{}, {}",
+        t.schema,
+        p.mpi,
+        p.host,
+        p.cluster
+            .as_deref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
+        p.date
+    );
+    let _ = writeln!(
+        out,
+        "made by colltune {} ({}, {} sweep): {}",
+        p.colltune, p.source, p.sweep.mode, p.command
+    );
+    for c in Collective::ALL {
+        for cr in t.rules(c) {
+            let _ = writeln!(out, "\n{c} on {}:", cr.key());
+            let _ = writeln!(
+                out,
+                "  {:<24} {:<58} {:>10} {:>10}  runner-up (margin)",
+                "bytes", "algorithm [execution]", "time us", "at"
+            );
+            for r in &cr.rules {
+                let _ = writeln!(
+                    out,
+                    "  {:<24} {:<58} {:>10} {:>10}  {}",
+                    r.range(),
+                    r.label(),
+                    r.time_us
+                        .map(|x| format!("{x:.2}"))
+                        .unwrap_or_else(|| "-".into()),
+                    r.at_bytes
+                        .map(crate::fit::human_bytes)
+                        .unwrap_or_else(|| "-".into()),
+                    match (&r.runner_up, r.margin) {
+                        (Some(u), Some(m)) => format!("{u} (+{:.1}%)", 100.0 * m),
+                        (Some(u), None) => u.clone(),
+                        _ => "-".into(),
+                    }
+                );
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,59 +397,4 @@ mod tests {
             assert_eq!(back, spec, "{text}");
         }
     }
-}
-
-/// A readable summary: provenance, then per collective and communicator the
-/// size ranges with their choice, time and margin over the runner-up.
-pub fn summary(t: &Table) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let p = &t.provenance;
-    let _ = writeln!(
-        out,
-        "table schema {}: {} on {}{}, {}",
-        t.schema,
-        p.mpi,
-        p.host,
-        p.cluster
-            .as_deref()
-            .map(|c| format!(" ({c})"))
-            .unwrap_or_default(),
-        p.date
-    );
-    let _ = writeln!(
-        out,
-        "made by colltune {} ({}, {} sweep): {}",
-        p.colltune, p.source, p.sweep.mode, p.command
-    );
-    for c in Collective::ALL {
-        for cr in t.rules(c) {
-            let _ = writeln!(out, "\n{c} on {}:", cr.key());
-            let _ = writeln!(
-                out,
-                "  {:<24} {:<58} {:>10} {:>10}  {}",
-                "bytes", "algorithm [execution]", "time us", "at", "runner-up (margin)"
-            );
-            for r in &cr.rules {
-                let _ = writeln!(
-                    out,
-                    "  {:<24} {:<58} {:>10} {:>10}  {}",
-                    r.range(),
-                    r.label(),
-                    r.time_us
-                        .map(|x| format!("{x:.2}"))
-                        .unwrap_or_else(|| "-".into()),
-                    r.at_bytes
-                        .map(crate::fit::human_bytes)
-                        .unwrap_or_else(|| "-".into()),
-                    match (&r.runner_up, r.margin) {
-                        (Some(u), Some(m)) => format!("{u} (+{:.1}%)", 100.0 * m),
-                        (Some(u), None) => u.clone(),
-                        _ => "-".into(),
-                    }
-                );
-            }
-        }
-    }
-    out
 }

@@ -45,3 +45,63 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// The release directory holding the colltune binary and shared libraries.
+pub fn release_dir() -> std::path::PathBuf {
+    std::path::Path::new(colltune())
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Builds the C ABI and interposition libraries and the Rust API example (a
+/// no-op when up to date; `cargo test` alone does not build cdylibs, nor
+/// examples when given a test filter) and returns the release dir.
+pub fn shared_libs() -> std::path::PathBuf {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let profile = if release_dir().ends_with("release") {
+            "--release"
+        } else {
+            "--quiet"
+        };
+        let st = Command::new(cargo)
+            .args([
+                "build",
+                profile,
+                "-p",
+                "colltune-capi",
+                "-p",
+                "colltune-preload",
+            ])
+            .args(["-p", "colltune", "--example", "select_check"])
+            .status()
+            .expect("run cargo build for the shared libraries");
+        assert!(
+            st.success(),
+            "building libcolltune.so and libcolltune_preload.so failed"
+        );
+    });
+    release_dir()
+}
+
+/// Compiles a C program with mpicc into `out`.
+pub fn mpicc(src: &str, out: &std::path::Path, extra: &[&str]) {
+    let o = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(out)
+        .arg(src)
+        .args(extra)
+        .output()
+        .expect("mpicc (is libopenmpi-dev installed? see jobs/install-deps.sh)");
+    assert!(o.status.success(), "mpicc {src} failed:\n{}", text(&o));
+}
+
+/// A scratch directory for one test.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("colltune-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -39,6 +39,17 @@ fn byte() -> ffi::MPI_Datatype {
     unsafe { ffi::RSMPI_UINT8_T }
 }
 
+/// A buffer pointer MPI can take. Rust's empty slices point at address 1,
+/// which is Open MPI's `MPI_IN_PLACE`: for zero bytes, point at a real byte.
+fn buf_ptr<T>(p: *const T, len: u64) -> *mut c_void {
+    static EMPTY: [u8; 8] = [0; 8];
+    if len == 0 {
+        EMPTY.as_ptr() as *mut c_void
+    } else {
+        p as *mut c_void
+    }
+}
+
 fn count(len: u64) -> Result<c_int, MpiError> {
     c_int::try_from(len).map_err(|_| MpiError {
         call: "count",
@@ -195,12 +206,12 @@ pub unsafe fn send(
     let n = count(len)?;
     if ready {
         check(
-            ffi::MPI_Rsend(buf.cast(), n, byte(), to as c_int, tag, comm),
+            ffi::MPI_Rsend(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Rsend",
         )
     } else {
         check(
-            ffi::MPI_Send(buf.cast(), n, byte(), to as c_int, tag, comm),
+            ffi::MPI_Send(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Send",
         )
     }
@@ -220,12 +231,28 @@ pub unsafe fn isend(
     let mut req = request_null();
     if ready {
         check(
-            ffi::MPI_Irsend(buf.cast(), n, byte(), to as c_int, tag, comm, &mut req),
+            ffi::MPI_Irsend(
+                buf_ptr(buf, len),
+                n,
+                byte(),
+                to as c_int,
+                tag,
+                comm,
+                &mut req,
+            ),
             "MPI_Irsend",
         )?;
     } else {
         check(
-            ffi::MPI_Isend(buf.cast(), n, byte(), to as c_int, tag, comm, &mut req),
+            ffi::MPI_Isend(
+                buf_ptr(buf, len),
+                n,
+                byte(),
+                to as c_int,
+                tag,
+                comm,
+                &mut req,
+            ),
             "MPI_Isend",
         )?;
     }
@@ -243,7 +270,7 @@ pub unsafe fn recv(
 ) -> Result<(), MpiError> {
     check(
         ffi::MPI_Recv(
-            buf.cast(),
+            buf_ptr(buf, len),
             count(len)?,
             byte(),
             from as c_int,
@@ -267,7 +294,7 @@ pub unsafe fn irecv(
     let mut req = request_null();
     check(
         ffi::MPI_Irecv(
-            buf.cast(),
+            buf_ptr(buf, len),
             count(len)?,
             byte(),
             from as c_int,
@@ -296,12 +323,12 @@ pub unsafe fn sendrecv(
 ) -> Result<(), MpiError> {
     check(
         ffi::MPI_Sendrecv(
-            sbuf.cast(),
+            buf_ptr(sbuf, slen),
             count(slen)?,
             byte(),
             to as c_int,
             stag,
-            rbuf.cast(),
+            buf_ptr(rbuf, rlen),
             count(rlen)?,
             byte(),
             from as c_int,
@@ -395,7 +422,7 @@ pub unsafe fn put(
     let n = count(len)?;
     check(
         ffi::MPI_Put(
-            buf.cast(),
+            buf_ptr(buf, len),
             n,
             byte(),
             to as c_int,
@@ -487,7 +514,7 @@ pub unsafe fn library_bcast(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::PMPI_Bcast(buf.cast(), count(len)?, byte(), root as c_int, comm),
+        ffi::PMPI_Bcast(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
         "MPI_Bcast",
     )
 }
