@@ -2,12 +2,13 @@
 //! what to do. Used by `colltune validate` (report all), by every command
 //! that reads a table, and by the runtime selector (warn once, fall back).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use colltune_algorithms::{resolve, Collective};
 
-use super::{Table, SCHEMA_VERSION};
+use super::{Param, Table, SCHEMA_VERSION};
 
 /// One problem in a table.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,35 +78,45 @@ pub fn load(path: &Path) -> Result<Table, TableError> {
 pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
     // The schema version first, so an old or future table gets the right
     // message rather than a field-by-field complaint.
-    if let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) {
-        if let Some(s) = v.get("schema") {
-            if s.as_u64() != Some(u64::from(SCHEMA_VERSION)) {
-                return Err(vec![Problem {
-                    line: line_of(text, |l| l.trim_start().starts_with("schema:")),
-                    what: format!("schema version {} is not supported (this colltune reads {SCHEMA_VERSION})",
-                        serde_yaml::to_string(s).unwrap_or_default().trim()),
-                    fix: "rebuild the table from its raw CSV with `colltune table build`, or use the colltune that wrote it".into(),
-                }]);
-            }
+    if let Some((line, v)) = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.strip_prefix("schema:").map(|v| (i + 1, v.trim())))
+    {
+        let v = v.split(" #").next().unwrap_or(v).trim();
+        if v != SCHEMA_VERSION.to_string() {
+            return Err(vec![Problem {
+                line: Some(line),
+                what: format!("schema version {v} is not supported (this colltune reads {SCHEMA_VERSION})"),
+                fix: "rebuild the table from its raw CSV with `colltune table build`, or use the colltune that wrote it".into(),
+            }]);
         }
     }
-    let table: Table = serde_yaml::from_str(text).map_err(|e| {
-        vec![Problem {
-            line: e.location().map(|l| l.line()),
-            what: e.to_string(),
-            fix: "fix the YAML (see tuning-tables/README.md for the schema)".into(),
-        }]
-    })?;
-    let problems = check(&table, text);
+    // The fast reader handles what colltune writes; anything else goes to
+    // the general YAML parser.
+    let (table, problems) = match super::fast::parse(text) {
+        Some(Ok((table, idx))) => {
+            let p = check_with(&table, |c, ci, ri| idx.get(c.name(), ci, ri));
+            (table, p)
+        }
+        Some(Err(problems)) => return Err(problems),
+        None => {
+            let table: Table = serde_yaml::from_str(text).map_err(|e| {
+                vec![Problem {
+                    line: e.location().map(|l| l.line()),
+                    what: e.to_string(),
+                    fix: "fix the YAML (see tuning-tables/README.md for the schema)".into(),
+                }]
+            })?;
+            let p = check(&table, text);
+            (table, p)
+        }
+    };
     if problems.is_empty() {
         Ok(table)
     } else {
         Err(problems)
     }
-}
-
-fn line_of(text: &str, pred: impl Fn(&str) -> bool) -> Option<usize> {
-    text.lines().position(pred).map(|i| i + 1)
 }
 
 /// Where each communicator entry and rule starts, in document order:
@@ -155,14 +166,25 @@ impl Lines {
     }
 }
 
-/// Every semantic problem of a parsed table.
+/// Every semantic problem of a parsed table (lines found by scanning `text`).
 pub fn check(table: &Table, text: &str) -> Vec<Problem> {
     let lines = Lines::scan(text);
+    check_with(table, |c, ci, ri| lines.get(c, ci, ri))
+}
+
+/// Every semantic problem of a parsed table; `line_of(collective, entry,
+/// rule)` gives source lines.
+pub fn check_with(
+    table: &Table,
+    line_of: impl Fn(Collective, usize, Option<usize>) -> Option<usize>,
+) -> Vec<Problem> {
     let mut out = Vec::new();
+    // Rules share few distinct algorithms: resolve each once.
+    let mut resolved: Vec<(Collective, &str, &BTreeMap<String, Param>, Option<String>)> = Vec::new();
     for c in Collective::ALL {
         let entries = table.rules(c);
         for (ci, cr) in entries.iter().enumerate() {
-            let at = lines.get(c, ci, None);
+            let at = line_of(c, ci, None);
             let mut p = |line: Option<usize>, what: String, fix: &str| {
                 out.push(Problem {
                     line,
@@ -200,15 +222,14 @@ pub fn check(table: &Table, text: &str) -> Vec<Problem> {
             let mut expect_min = 0u64;
             let mut ended = false;
             for (ri, r) in cr.rules.iter().enumerate() {
-                let at = lines.get(c, ci, Some(ri)).or(at);
-                let here = format!("{c} {key} rule {} ({})", ri + 1, r.range());
+                let at = line_of(c, ci, Some(ri)).or(at);
+                let here = || format!("{c} {key} rule {} ({})", ri + 1, r.range());
                 if ended {
-                    p(at, format!("{here}: comes after a rule with no upper bound, so it is never used (overlapping ranges)"), "give the earlier rule a max_bytes or delete this one");
+                    p(at, format!("{}: comes after a rule with no upper bound, so it is never used (overlapping ranges)", here()), "give the earlier rule a max_bytes or delete this one");
                 } else if r.min_bytes > expect_min {
                     p(
                         at,
-                        format!(
-                            "{here}: sizes {expect_min}..={} are covered by no rule (a gap)",
+                        format!("{}: sizes {expect_min}..={} are covered by no rule (a gap)", here(),
                             r.min_bytes - 1
                         ),
                         "make min_bytes follow the previous rule's max_bytes + 1",
@@ -216,8 +237,7 @@ pub fn check(table: &Table, text: &str) -> Vec<Problem> {
                 } else if r.min_bytes < expect_min {
                     p(
                         at,
-                        format!(
-                            "{here}: overlaps the previous rule (which ends at {})",
+                        format!("{}: overlaps the previous rule (which ends at {})", here(),
                             expect_min - 1
                         ),
                         "make min_bytes follow the previous rule's max_bytes + 1",
@@ -227,38 +247,43 @@ pub fn check(table: &Table, text: &str) -> Vec<Problem> {
                     Some(m) if m < r.min_bytes => {
                         p(
                             at,
-                            format!("{here}: max_bytes {m} is below min_bytes {}", r.min_bytes),
+                            format!("{}: max_bytes {m} is below min_bytes {}", here(), r.min_bytes),
                             "swap or correct the bounds",
                         );
                     }
                     Some(m) => expect_min = m.saturating_add(1),
                     None => ended = true,
                 }
-                match r.spec() {
-                    Err(e) => p(
-                        at,
-                        format!("{here}: {e}"),
-                        "write a registry algorithm (`colltune list`)",
-                    ),
-                    Ok(spec) => {
-                        if let Err(e) = resolve(c, &spec) {
-                            p(
-                                at,
-                                format!("{here}: {e}"),
-                                "write a registry algorithm and parameters (`colltune list`)",
-                            );
-                        }
+                let verdict = match resolved
+                    .iter()
+                    .find(|x| x.0 == c && x.1 == r.algorithm && *x.2 == r.params)
+                {
+                    Some(x) => x.3.clone(),
+                    None => {
+                        let v = match r.spec() {
+                            Err(e) => Some(e.to_string()),
+                            Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
+                        };
+                        resolved.push((c, &r.algorithm, &r.params, v.clone()));
+                        v
                     }
+                };
+                if let Some(e) = verdict {
+                    p(
+                        at,
+                        format!("{}: {e}", here()),
+                        "write a registry algorithm and parameters (`colltune list`)",
+                    );
                 }
                 if let Err(e) = r.execution() {
-                    p(at, format!("{here}: {e}"), "use blocking or nonblocking");
+                    p(at, format!("{}: {e}", here()), "use blocking or nonblocking");
                 }
                 if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
                     || r.margin.is_some_and(|m| !m.is_finite())
                 {
                     p(
                         at,
-                        format!("{here}: time_us and margin must be finite, non-negative numbers"),
+                        format!("{}: time_us and margin must be finite, non-negative numbers", here()),
                         "correct or delete them",
                     );
                 }
