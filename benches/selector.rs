@@ -16,7 +16,9 @@ fn big_table() -> String {
     let mut y = String::from(
         "schema: 1\nprovenance:\n  host: bench\n  mpi: Open MPI v4.1.4\n  date: 2026-11-30T00:00:00Z\n  command: bench\n  colltune: 0.1.0\n  source: measured\n  sweep:\n    mode: adaptive\n",
     );
-    let bcast = ["linear", "binomial", "knomial", "binary", "pipeline", "chain"];
+    let bcast = [
+        "linear", "binomial", "knomial", "binary", "pipeline", "chain",
+    ];
     let swap = ["ordered", "sendrecv", "isend_irecv", "put_pscw"];
     for (coll, algos) in [("bcast", &bcast[..]), ("swap", &swap[..])] {
         y += &format!("{coll}:\n");
@@ -70,15 +72,26 @@ fn main() {
             t0.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    let (lo, hi) = (loads.iter().copied().fold(f64::INFINITY, f64::min), loads.iter().copied().fold(0.0, f64::max));
+    let (lo, hi) = (
+        loads.iter().copied().fold(f64::INFINITY, f64::min),
+        loads.iter().copied().fold(0.0, f64::max),
+    );
     println!(
         "table load, {rules} rules, {} KiB of YAML: median {:.3} ms (min {lo:.3}, max {hi:.3}; target <= 1 ms)",
         text.len() / 1024,
         median(loads.clone())
     );
 
-    let sel = Arc::new(Selector { settings: Settings::default(), table: Some(Arc::new(t)), fallback: None });
-    let key = CommKey { ranks: 16, ppn: 16, nodes: 1 };
+    let sel = Arc::new(Selector {
+        settings: Settings::default(),
+        table: Some(Arc::new(t)),
+        fallback: None,
+    });
+    let key = CommKey {
+        ranks: 16,
+        ppn: 16,
+        nodes: 1,
+    };
     let d = sel.decisions(Collective::Bcast, key);
     assert_eq!(d.rules().len(), 100);
     // sizes spread over every rule (and past the last)

@@ -9,6 +9,12 @@ fn main() {
         let t2 = Instant::now();
         let p = colltune::table::validate::check_with(&t, |c, ci, ri| idx.get(c.name(), ci, ri));
         let t3 = Instant::now();
-        println!("read {:?} parse {:?} check {:?} ({})", t1 - t0, t2 - t1, t3 - t2, p.len());
+        println!(
+            "read {:?} parse {:?} check {:?} ({})",
+            t1 - t0,
+            t2 - t1,
+            t3 - t2,
+            p.len()
+        );
     }
 }

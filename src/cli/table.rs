@@ -39,6 +39,14 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             for p in &csv {
                 samples.extend(record::read(p).map_err(|e| UsageError(e.to_string()))?);
             }
+            // Sweep settings recorded beside tuner CSVs carry over.
+            let configs: Vec<crate::tune::driver::TuneConfig> = csv
+                .iter()
+                .filter_map(|p| {
+                    std::fs::read_to_string(crate::tune::driver::TuneConfig::sidecar(p)).ok()
+                })
+                .filter_map(|t| serde_yaml::from_str(&t).ok())
+                .collect();
             let distinct = |f: fn(&record::Sample) -> &str| {
                 let mut v: Vec<&str> = samples.iter().map(f).collect();
                 v.sort_unstable();
@@ -56,7 +64,21 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     colltune: env!("CARGO_PKG_VERSION").into(),
                     source: distinct(|s| &s.source),
                     sweep: Sweep {
-                        mode: "built".into(),
+                        mode: match configs.first() {
+                            Some(c)
+                                if configs.len() == csv.len()
+                                    && configs.iter().all(|x| x.mode == c.mode) =>
+                            {
+                                format!("built from {} tunes", c.mode)
+                            }
+                            _ => "built".into(),
+                        },
+                        runs: configs
+                            .first()
+                            .map(|c| c.screen_runs + c.full_runs)
+                            .unwrap_or(0),
+                        budget_ms: configs.first().map(|c| c.budget_ms).unwrap_or(0),
+                        root: configs.first().map(|c| c.root.clone()).unwrap_or_default(),
                         sizes: {
                             let mut v: Vec<u64> = samples.iter().map(|s| s.bytes).collect();
                             v.sort_unstable();

@@ -45,7 +45,11 @@ impl LineIndex {
 
 #[derive(Debug)]
 enum Node<'a> {
-    Scalar { text: std::borrow::Cow<'a, str>, quoted: bool, line: usize },
+    Scalar {
+        text: std::borrow::Cow<'a, str>,
+        quoted: bool,
+        line: usize,
+    },
     Map(Vec<(&'a str, Node<'a>, usize)>),
     Seq(Vec<(Node<'a>, usize)>),
 }
@@ -98,7 +102,11 @@ fn lines(text: &str) -> Result<Vec<Line<'_>>, Unsupported> {
         if body == "..." {
             return Err(Unsupported);
         }
-        out.push(Line { no, indent: b - start, text: strip_comment(body) });
+        out.push(Line {
+            no,
+            indent: b - start,
+            text: strip_comment(body),
+        });
         start = next;
     }
     Ok(out)
@@ -130,7 +138,11 @@ fn split_key(s: &str) -> Option<(&str, &str)> {
     let b = s.as_bytes();
     let i = (0..b.len()).find(|&i| b[i] == b':' && (i + 1 == b.len() || b[i + 1] == b' '))?;
     let key = &s[..i];
-    if key.is_empty() || !key.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b' ' || c == b'-') {
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b' ' || c == b'-')
+    {
         return None;
     }
     Some((key, s[i + 1..].trim_start()))
@@ -140,7 +152,11 @@ fn scalar(s: &str, line: usize) -> Result<Node<'_>, Unsupported> {
     if let Some(rest) = s.strip_prefix('"') {
         let body = rest.strip_suffix('"').ok_or(Unsupported)?;
         if !body.contains('\\') && !body.contains('"') {
-            return Ok(Node::Scalar { text: body.into(), quoted: true, line });
+            return Ok(Node::Scalar {
+                text: body.into(),
+                quoted: true,
+                line,
+            });
         }
         let mut out = String::new();
         let mut it = body.chars();
@@ -158,13 +174,27 @@ fn scalar(s: &str, line: usize) -> Result<Node<'_>, Unsupported> {
                 c => out.push(c),
             }
         }
-        return Ok(Node::Scalar { text: out.into(), quoted: true, line });
+        return Ok(Node::Scalar {
+            text: out.into(),
+            quoted: true,
+            line,
+        });
     }
     if let Some(rest) = s.strip_prefix('\'') {
         let body = rest.strip_suffix('\'').ok_or(Unsupported)?;
-        return Ok(Node::Scalar { text: body.replace("''", "'").into(), quoted: true, line });
+        return Ok(Node::Scalar {
+            text: body.replace("''", "'").into(),
+            quoted: true,
+            line,
+        });
     }
-    if s.starts_with('{') || s.starts_with('|') || s.starts_with('>') || s.starts_with('&') || s.starts_with('*') || s.starts_with('!') {
+    if s.starts_with('{')
+        || s.starts_with('|')
+        || s.starts_with('>')
+        || s.starts_with('&')
+        || s.starts_with('*')
+        || s.starts_with('!')
+    {
         return Err(Unsupported);
     }
     if let Some(inner) = s.strip_prefix('[') {
@@ -178,7 +208,11 @@ fn scalar(s: &str, line: usize) -> Result<Node<'_>, Unsupported> {
         }
         return Ok(Node::Seq(items));
     }
-    Ok(Node::Scalar { text: s.into(), quoted: false, line })
+    Ok(Node::Scalar {
+        text: s.into(),
+        quoted: false,
+        line,
+    })
 }
 
 struct Parser<'a> {
@@ -231,7 +265,11 @@ impl<'a> Parser<'a> {
                 let ind = n.indent;
                 self.block(ind)
             }
-            _ => Ok(Node::Scalar { text: "".into(), quoted: false, line: no }),
+            _ => Ok(Node::Scalar {
+                text: "".into(),
+                quoted: false,
+                line: no,
+            }),
         }
     }
 
@@ -298,7 +336,11 @@ fn fix() -> String {
 
 impl Conv {
     fn bad(&mut self, line: usize, what: String) {
-        self.problems.push(Problem { line: Some(line), what, fix: fix() });
+        self.problems.push(Problem {
+            line: Some(line),
+            what,
+            fix: fix(),
+        });
     }
 
     fn text(&mut self, n: &Node, field: &str) -> Option<String> {
@@ -313,17 +355,28 @@ impl Conv {
 
     fn opt_text(&mut self, n: &Node, field: &str) -> Option<Option<String>> {
         match n {
-            Node::Scalar { text, quoted: false, .. } if is_null(text) => Some(None),
+            Node::Scalar {
+                text,
+                quoted: false,
+                ..
+            } if is_null(text) => Some(None),
             _ => self.text(n, field).map(Some),
         }
     }
 
     fn uint(&mut self, n: &Node, field: &str) -> Option<u64> {
         match n {
-            Node::Scalar { text, quoted: false, line } => match text.parse::<u64>() {
+            Node::Scalar {
+                text,
+                quoted: false,
+                line,
+            } => match text.parse::<u64>() {
                 Ok(v) => Some(v),
                 Err(_) => {
-                    self.bad(*line, format!("{field}: invalid type: `{text}` is not an unsigned integer"));
+                    self.bad(
+                        *line,
+                        format!("{field}: invalid type: `{text}` is not an unsigned integer"),
+                    );
                     None
                 }
             },
@@ -347,18 +400,33 @@ impl Conv {
 
     fn opt_uint(&mut self, n: &Node, field: &str) -> Option<Option<u64>> {
         match n {
-            Node::Scalar { text, quoted: false, .. } if is_null(text) => Some(None),
+            Node::Scalar {
+                text,
+                quoted: false,
+                ..
+            } if is_null(text) => Some(None),
             _ => self.uint(n, field).map(Some),
         }
     }
 
     fn opt_float(&mut self, n: &Node, field: &str) -> Option<Option<f64>> {
         match n {
-            Node::Scalar { text, quoted: false, .. } if is_null(text) => Some(None),
-            Node::Scalar { text, quoted: false, line } => match parse_float(text) {
+            Node::Scalar {
+                text,
+                quoted: false,
+                ..
+            } if is_null(text) => Some(None),
+            Node::Scalar {
+                text,
+                quoted: false,
+                line,
+            } => match parse_float(text) {
                 Some(v) => Some(Some(v)),
                 None => {
-                    self.bad(*line, format!("{field}: invalid type: `{text}` is not a number"));
+                    self.bad(
+                        *line,
+                        format!("{field}: invalid type: `{text}` is not a number"),
+                    );
                     None
                 }
             },
@@ -372,7 +440,11 @@ impl Conv {
     fn seq<'n, 'a>(&mut self, n: &'n Node<'a>, field: &str) -> Option<&'n [(Node<'a>, usize)]> {
         match n {
             Node::Seq(v) => Some(v),
-            Node::Scalar { text, quoted: false, .. } if text.is_empty() => Some(&[]),
+            Node::Scalar {
+                text,
+                quoted: false,
+                ..
+            } if text.is_empty() => Some(&[]),
             _ => {
                 self.bad(line_of(n), format!("{field}: expected a sequence"));
                 None
@@ -381,12 +453,27 @@ impl Conv {
     }
 
     /// A mapping; with `known` non-empty, unknown keys are reported.
-    fn map<'n, 'a>(&mut self, n: &'n Node<'a>, field: &str, known: &[&str]) -> Option<&'n [(&'a str, Node<'a>, usize)]> {
+    fn map<'n, 'a>(
+        &mut self,
+        n: &'n Node<'a>,
+        field: &str,
+        known: &[&str],
+    ) -> Option<&'n [(&'a str, Node<'a>, usize)]> {
         match n {
             Node::Map(m) => {
                 for (k, _, line) in m {
                     if !known.is_empty() && !known.contains(k) {
-                        self.bad(*line, format!("{field}: unknown field `{k}`, expected one of {}", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")));
+                        self.bad(
+                            *line,
+                            format!(
+                                "{field}: unknown field `{k}`, expected one of {}",
+                                known
+                                    .iter()
+                                    .map(|k| format!("`{k}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        );
                     }
                 }
                 Some(m)
@@ -433,7 +520,9 @@ pub fn parse(text: &str) -> Option<Result<(Table, LineIndex), Vec<Problem>>> {
     if p.pos != p.lines.len() {
         return None;
     }
-    let mut c = Conv { problems: Vec::new() };
+    let mut c = Conv {
+        problems: Vec::new(),
+    };
     let mut idx = LineIndex::default();
     let table = convert(&root, &mut c, &mut idx);
     Some(match table {
@@ -463,8 +552,12 @@ fn convert(root: &Node, c: &mut Conv, idx: &mut LineIndex) -> Option<Table> {
         }
     };
     let mut comms = |name: &'static str, c: &mut Conv| -> Vec<CommRules> {
-        let Some(n) = get(m, name) else { return Vec::new() };
-        let Some(items) = c.seq(n, name) else { return Vec::new() };
+        let Some(n) = get(m, name) else {
+            return Vec::new();
+        };
+        let Some(items) = c.seq(n, name) else {
+            return Vec::new();
+        };
         items
             .iter()
             .enumerate()
@@ -476,11 +569,22 @@ fn convert(root: &Node, c: &mut Conv, idx: &mut LineIndex) -> Option<Table> {
     };
     let bcast = comms("bcast", c);
     let swap = comms("swap", c);
-    Some(Table { schema: schema?, provenance: provenance?, bcast, swap })
+    Some(Table {
+        schema: schema?,
+        provenance: provenance?,
+        bcast,
+        swap,
+    })
 }
 
 fn provenance(n: &Node, c: &mut Conv) -> Option<Provenance> {
-    let m = c.map(n, "provenance", &["host", "cluster", "mpi", "date", "command", "colltune", "source", "sweep"])?;
+    let m = c.map(
+        n,
+        "provenance",
+        &[
+            "host", "cluster", "mpi", "date", "command", "colltune", "source", "sweep",
+        ],
+    )?;
     let line = line_of(n);
     let req = |key: &str, c: &mut Conv| match get(m, key) {
         Some(v) => c.text(v, key),
@@ -506,22 +610,64 @@ fn provenance(n: &Node, c: &mut Conv) -> Option<Provenance> {
             None
         }
     };
-    Some(Provenance { host: host?, cluster, mpi: mpi?, date: date?, command: command?, colltune: colltune?, source: source?, sweep: sweep? })
+    Some(Provenance {
+        host: host?,
+        cluster,
+        mpi: mpi?,
+        date: date?,
+        command: command?,
+        colltune: colltune?,
+        source: source?,
+        sweep: sweep?,
+    })
 }
 
 fn sweep(n: &Node, c: &mut Conv) -> Option<Sweep> {
-    let m = c.map(n, "sweep", &["mode", "sizes", "runs", "budget_ms", "executions", "cache", "root", "raw", "seconds", "points"])?;
+    let m = c.map(
+        n,
+        "sweep",
+        &[
+            "mode",
+            "sizes",
+            "runs",
+            "budget_ms",
+            "executions",
+            "cache",
+            "root",
+            "raw",
+            "seconds",
+            "points",
+        ],
+    )?;
     let mut s = Sweep::default();
     for (k, v, _) in m {
         match *k {
             "mode" => s.mode = c.text(v, k)?,
-            "sizes" => s.sizes = c.seq(v, k)?.iter().filter_map(|(x, _)| c.uint(x, k)).collect(),
+            "sizes" => {
+                s.sizes = c
+                    .seq(v, k)?
+                    .iter()
+                    .filter_map(|(x, _)| c.uint(x, k))
+                    .collect()
+            }
             "runs" => s.runs = c.u32(v, k)?,
             "budget_ms" => s.budget_ms = c.uint(v, k)?,
-            "executions" => s.executions = c.seq(v, k)?.iter().filter_map(|(x, _)| c.text(x, k)).collect(),
+            "executions" => {
+                s.executions = c
+                    .seq(v, k)?
+                    .iter()
+                    .filter_map(|(x, _)| c.text(x, k))
+                    .collect()
+            }
             "cache" => s.cache = c.text(v, k)?,
             "root" => s.root = c.text(v, k)?,
-            "raw" => s.raw = c.seq(v, k)?.iter().filter_map(|(x, _)| c.text(x, k)).collect(),
+            "raw" => {
+                s.raw = c
+                    .seq(v, k)?
+                    .iter()
+                    .filter_map(|(x, _)| c.text(x, k))
+                    .collect()
+            }
             "seconds" => s.seconds = c.opt_float(v, k)?,
             "points" => s.points = c.opt_uint(v, k)?,
             _ => {}
@@ -534,7 +680,14 @@ fn sweep(n: &Node, c: &mut Conv) -> Option<Sweep> {
     Some(s)
 }
 
-fn comm_rules(n: &Node, line: usize, coll: &'static str, ci: usize, c: &mut Conv, idx: &mut LineIndex) -> Option<CommRules> {
+fn comm_rules(
+    n: &Node,
+    line: usize,
+    coll: &'static str,
+    ci: usize,
+    c: &mut Conv,
+    idx: &mut LineIndex,
+) -> Option<CommRules> {
     let m = c.map(n, coll, &["ranks", "ppn", "nodes", "rules"])?;
     let num = |key: &str, c: &mut Conv| match get(m, key) {
         Some(v) => c.u32(v, key),
@@ -564,10 +717,25 @@ fn comm_rules(n: &Node, line: usize, coll: &'static str, ci: usize, c: &mut Conv
             None
         }
     };
-    Some(CommRules { ranks: ranks?, ppn: ppn?, nodes: nodes?, rules: rules? })
+    Some(CommRules {
+        ranks: ranks?,
+        ppn: ppn?,
+        nodes: nodes?,
+        rules: rules?,
+    })
 }
 
-const RULE_FIELDS: &[&str] = &["min_bytes", "max_bytes", "algorithm", "params", "execution", "time_us", "at_bytes", "runner_up", "margin"];
+const RULE_FIELDS: &[&str] = &[
+    "min_bytes",
+    "max_bytes",
+    "algorithm",
+    "params",
+    "execution",
+    "time_us",
+    "at_bytes",
+    "runner_up",
+    "margin",
+];
 
 fn rule(n: &Node, line: usize, c: &mut Conv) -> Option<Rule> {
     // Unknown fields are caught in the match below (the hot path).
@@ -604,7 +772,12 @@ fn rule(n: &Node, line: usize, c: &mut Conv) -> Option<Rule> {
             "runner_up" => r.runner_up = c.opt_text(v, k)?,
             "margin" => r.margin = c.opt_float(v, k)?,
             "params" => {
-                if let Node::Scalar { text, quoted: false, .. } = v {
+                if let Node::Scalar {
+                    text,
+                    quoted: false,
+                    ..
+                } = v
+                {
                     if is_null(text) {
                         continue;
                     }
@@ -615,11 +788,17 @@ fn rule(n: &Node, line: usize, c: &mut Conv) -> Option<Rule> {
                 };
                 for (pk, pv, pline) in pm {
                     let p = match pv {
-                        Node::Scalar { text, quoted: false, .. } => match text.parse::<u64>() {
+                        Node::Scalar {
+                            text,
+                            quoted: false,
+                            ..
+                        } => match text.parse::<u64>() {
                             Ok(i) => Param::Int(i),
                             Err(_) => Param::Text(text.to_string()),
                         },
-                        Node::Scalar { text, quoted: true, .. } => Param::Text(text.to_string()),
+                        Node::Scalar {
+                            text, quoted: true, ..
+                        } => Param::Text(text.to_string()),
                         _ => {
                             c.bad(*pline, format!("params.{pk}: expected a number or text"));
                             return None;
@@ -634,7 +813,11 @@ fn rule(n: &Node, line: usize, c: &mut Conv) -> Option<Rule> {
                     line,
                     format!(
                         "rule: unknown field `{other}`, expected one of {}",
-                        RULE_FIELDS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                        RULE_FIELDS
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 );
             }
@@ -729,7 +912,15 @@ swap:
         let text = "schema: 1\nprovenance:\n  host: a\n  mpi: b\n  date: c\n  command: d\n  colltune: e\n  source: f\n  colour: red\n  sweep:\n    mode: built\nbcast:\n- ranks: four\n  ppn: 1\n  nodes: 1\n  rules: []\n";
         let e = parse(text).unwrap().unwrap_err();
         let all: Vec<String> = e.iter().map(|p| p.to_string()).collect();
-        assert!(all.iter().any(|p| p.starts_with("line 9:") && p.contains("unknown field `colour`")), "{all:?}");
-        assert!(all.iter().any(|p| p.starts_with("line 13:") && p.contains("ranks")), "{all:?}");
+        assert!(
+            all.iter()
+                .any(|p| p.starts_with("line 9:") && p.contains("unknown field `colour`")),
+            "{all:?}"
+        );
+        assert!(
+            all.iter()
+                .any(|p| p.starts_with("line 13:") && p.contains("ranks")),
+            "{all:?}"
+        );
     }
 }

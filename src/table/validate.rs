@@ -180,7 +180,8 @@ pub fn check_with(
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     // Rules share few distinct algorithms: resolve each once.
-    let mut resolved: Vec<(Collective, &str, &BTreeMap<String, Param>, Option<String>)> = Vec::new();
+    let mut resolved: Vec<(Collective, &str, &BTreeMap<String, Param>, Option<String>)> =
+        Vec::new();
     for c in Collective::ALL {
         let entries = table.rules(c);
         for (ci, cr) in entries.iter().enumerate() {
@@ -229,7 +230,9 @@ pub fn check_with(
                 } else if r.min_bytes > expect_min {
                     p(
                         at,
-                        format!("{}: sizes {expect_min}..={} are covered by no rule (a gap)", here(),
+                        format!(
+                            "{}: sizes {expect_min}..={} are covered by no rule (a gap)",
+                            here(),
                             r.min_bytes - 1
                         ),
                         "make min_bytes follow the previous rule's max_bytes + 1",
@@ -237,7 +240,9 @@ pub fn check_with(
                 } else if r.min_bytes < expect_min {
                     p(
                         at,
-                        format!("{}: overlaps the previous rule (which ends at {})", here(),
+                        format!(
+                            "{}: overlaps the previous rule (which ends at {})",
+                            here(),
                             expect_min - 1
                         ),
                         "make min_bytes follow the previous rule's max_bytes + 1",
@@ -247,7 +252,11 @@ pub fn check_with(
                     Some(m) if m < r.min_bytes => {
                         p(
                             at,
-                            format!("{}: max_bytes {m} is below min_bytes {}", here(), r.min_bytes),
+                            format!(
+                                "{}: max_bytes {m} is below min_bytes {}",
+                                here(),
+                                r.min_bytes
+                            ),
                             "swap or correct the bounds",
                         );
                     }
@@ -276,14 +285,21 @@ pub fn check_with(
                     );
                 }
                 if let Err(e) = r.execution() {
-                    p(at, format!("{}: {e}", here()), "use blocking or nonblocking");
+                    p(
+                        at,
+                        format!("{}: {e}", here()),
+                        "use blocking or nonblocking",
+                    );
                 }
                 if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
                     || r.margin.is_some_and(|m| !m.is_finite())
                 {
                     p(
                         at,
-                        format!("{}: time_us and margin must be finite, non-negative numbers", here()),
+                        format!(
+                            "{}: time_us and margin must be finite, non-negative numbers",
+                            here()
+                        ),
                         "correct or delete them",
                     );
                 }
