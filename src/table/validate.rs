@@ -180,8 +180,13 @@ pub fn check_with(
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     // Rules share few distinct algorithms: resolve each once.
-    let mut resolved: Vec<(Collective, &str, &BTreeMap<String, Param>, Option<String>)> =
-        Vec::new();
+    type Seen<'t> = (
+        Collective,
+        &'t str,
+        &'t BTreeMap<String, Param>,
+        Option<String>,
+    );
+    let mut resolved: Vec<Seen> = Vec::new();
     for c in Collective::ALL {
         let entries = table.rules(c);
         for (ci, cr) in entries.iter().enumerate() {
