@@ -66,22 +66,18 @@ pub fn shared_libs() -> std::path::PathBuf {
         } else {
             "--quiet"
         };
-        let st = Command::new(cargo)
-            .args([
-                "build",
-                profile,
-                "-p",
-                "colltune-capi",
-                "-p",
-                "colltune-preload",
-            ])
-            .args(["-p", "colltune", "--example", "select_check"])
-            .status()
-            .expect("run cargo build for the shared libraries");
-        assert!(
-            st.success(),
-            "building libcolltune.so and libcolltune_preload.so failed"
-        );
+        // Two builds: `--example` would apply to every package named.
+        for args in [
+            &["-p", "colltune-capi", "-p", "colltune-preload"][..],
+            &["-p", "colltune", "--example", "select_check"][..],
+        ] {
+            let st = Command::new(&cargo)
+                .args(["build", profile])
+                .args(args)
+                .status()
+                .expect("run cargo build for the shared libraries");
+            assert!(st.success(), "cargo build {args:?} failed");
+        }
     });
     release_dir()
 }
