@@ -4,7 +4,9 @@
 mod bench;
 mod evaluate;
 mod fit;
+mod inspect;
 mod list;
+mod plot;
 mod table;
 mod tune;
 mod verify;
@@ -61,6 +63,22 @@ pub enum Command {
     /// Judge a table's choices against every candidate, measured at sizes
     /// off the tuning grid (under mpirun).
     Evaluate(evaluate::Args),
+    /// A readable summary of a table.
+    Show(inspect::ShowArgs),
+    /// Check tables: every problem with file:line; exit 1 if any.
+    Validate(inspect::ValidateArgs),
+    /// Where two tables decide differently, with expected time ratios.
+    Diff(inspect::DiffArgs),
+    /// The rule that applies to a call, and why.
+    Explain(inspect::ExplainArgs),
+    /// Write a table in the format Open MPI or MPICH reads.
+    Export(inspect::ExportArgs),
+    /// Per algorithm, the share of measured points where it was fastest,
+    /// and the fit table.
+    Report(inspect::ReportArgs),
+    /// Time and bandwidth against size: one line per algorithm with run
+    /// bands, the library dashed, the table's choice marked (SVG or PNG).
+    Plot(plot::Args),
 }
 
 /// Parses the command line, runs the command, prints errors, returns the
@@ -85,6 +103,13 @@ pub fn main() -> i32 {
         Command::Tune(a) => tune::run(*a),
         Command::Table(a) => table::run(a),
         Command::Evaluate(a) => evaluate::run(a),
+        Command::Show(a) => inspect::show(a),
+        Command::Validate(a) => inspect::validate(a),
+        Command::Diff(a) => inspect::diff(a),
+        Command::Explain(a) => inspect::explain(a),
+        Command::Export(a) => inspect::export_cmd(a),
+        Command::Report(a) => inspect::report(a),
+        Command::Plot(a) => plot::run(a),
     };
     match result {
         Ok(code) => code as i32,

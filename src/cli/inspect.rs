@@ -1,0 +1,375 @@
+//! Reading tables: `show`, `validate`, `diff`, `explain`, `export`, and
+//! `report` for raw samples.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use colltune_algorithms::Collective;
+
+use super::{Code, UsageError};
+use crate::bench::report::{series, SeriesKey};
+use crate::export;
+use crate::fit::{fit_table, human_bytes};
+use crate::record;
+use crate::select::{parse_forced, Selector, Settings, Source};
+use crate::table::{self, CommKey, Table, TableError};
+
+fn load(path: &Path) -> Result<Table, UsageError> {
+    table::load(path).map_err(|e| UsageError(e.to_string()))
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    table: PathBuf,
+}
+
+pub fn show(a: ShowArgs) -> anyhow::Result<Code> {
+    let t = load(&a.table)?;
+    print!("{}", table::summary(&t));
+    Ok(Code::Ok)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// Tables to check.
+    #[arg(required = true)]
+    tables: Vec<PathBuf>,
+}
+
+/// Every problem of every table, `file:line: what; what to do`; exit 1 if any.
+pub fn validate(a: ValidateArgs) -> anyhow::Result<Code> {
+    let mut bad = 0;
+    for p in &a.tables {
+        match table::load(p) {
+            Ok(t) => {
+                let rules: usize = Collective::ALL
+                    .iter()
+                    .map(|&c| t.rules(c).iter().map(|r| r.rules.len()).sum::<usize>())
+                    .sum();
+                println!("{}: ok ({rules} rules)", p.display());
+            }
+            Err(e @ TableError::Read { .. }) => {
+                println!("{e}");
+                bad += 1;
+            }
+            Err(e) => {
+                let n = e.problems().len();
+                println!("{e}");
+                println!("{}: {n} problem(s)", p.display());
+                bad += 1;
+            }
+        }
+    }
+    Ok(if bad == 0 { Code::Ok } else { Code::Failed })
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    a: PathBuf,
+    b: PathBuf,
+}
+
+/// Where two tables decide differently.
+pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
+    let (ta, tb) = (load(&a.a)?, load(&a.b)?);
+    let mut differ = 0;
+    for c in Collective::ALL {
+        let mut keys: Vec<CommKey> = ta
+            .rules(c)
+            .iter()
+            .chain(tb.rules(c))
+            .map(|r| r.key())
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            let ra = ta.rules(c).iter().find(|r| r.key() == key);
+            let rb = tb.rules(c).iter().find(|r| r.key() == key);
+            let (Some(ra), Some(rb)) = (ra, rb) else {
+                let only = if ra.is_some() { &a.a } else { &a.b };
+                println!("{c} on {key}: only in {}", only.display());
+                differ += 1;
+                continue;
+            };
+            // Walk the union of range boundaries.
+            let mut cuts: Vec<u64> = ra
+                .rules
+                .iter()
+                .chain(&rb.rules)
+                .map(|r| r.min_bytes)
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let mut lines = Vec::new();
+            for (i, &lo) in cuts.iter().enumerate() {
+                let hi = cuts.get(i + 1).map(|n| n - 1);
+                let x = ra.rules.iter().find(|r| r.covers(lo));
+                let y = rb.rules.iter().find(|r| r.covers(lo));
+                let (Some(x), Some(y)) = (x, y) else { continue };
+                if x.label() == y.label() {
+                    continue;
+                }
+                let ratio = match (x.time_us, y.time_us) {
+                    (Some(tx), Some(ty)) if tx > 0.0 => format!(
+                        "  B/A expected time {:.2}x ({:.2} us at {} vs {:.2} us at {})",
+                        ty / tx,
+                        tx,
+                        x.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into()),
+                        ty,
+                        y.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into())
+                    ),
+                    _ => String::new(),
+                };
+                let range = match hi {
+                    Some(h) => format!("{lo}..={h}"),
+                    None => format!("{lo}.."),
+                };
+                lines.push(format!(
+                    "  {range:<24} A: {:<48} B: {}{ratio}",
+                    x.label(),
+                    y.label()
+                ));
+            }
+            if !lines.is_empty() {
+                println!("{c} on {key}: {} range(s) decided differently", lines.len());
+                for l in &lines {
+                    println!("{l}");
+                }
+                differ += lines.len();
+            }
+        }
+    }
+    if differ == 0 {
+        println!(
+            "{} and {} decide alike everywhere",
+            a.a.display(),
+            a.b.display()
+        );
+    }
+    Ok(Code::Ok)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExplainArgs {
+    table: PathBuf,
+    /// Communicator size.
+    #[arg(long)]
+    ranks: u32,
+    /// Ranks per node (default: all on one node).
+    #[arg(long)]
+    ppn: Option<u32>,
+    /// Nodes (default: ranks / ppn, rounded up).
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Message bytes (K/M/G accepted).
+    #[arg(long, value_parser = |s: &str| colltune_algorithms::parse_size(s))]
+    bytes: u64,
+    #[arg(long, default_value = "bcast")]
+    collective: Collective,
+}
+
+/// The rule that applies to a call and why, and what forcing would change.
+pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
+    let t = load(&a.table)?;
+    let ppn = a.ppn.unwrap_or(a.ranks);
+    if a.ranks == 0 || ppn == 0 {
+        return Err(UsageError("--ranks and --ppn must be at least 1".into()).into());
+    }
+    let key = CommKey {
+        ranks: a.ranks,
+        ppn,
+        nodes: a.nodes.unwrap_or(a.ranks.div_ceil(ppn)),
+    };
+    let env = Settings::from_env().map_err(|e| UsageError(e.to_string()))?;
+    let sel = Arc::new(Selector {
+        settings: Settings {
+            table: Some(a.table.clone()),
+            ..env.clone()
+        },
+        table: Some(Arc::new(t.clone())),
+        fallback: None,
+    });
+    let c = a.collective;
+    let decisions = sel.decisions(c, key);
+    let (choice, _) = decisions.choose(a.bytes);
+    println!("{c} of {} bytes on {key}:", a.bytes);
+    match t.rules(c).iter().find(|r| r.key() == key) {
+        None => {
+            let near: Vec<String> = t.rules(c).iter().map(|r| r.key().to_string()).collect();
+            println!(
+                "  the table has no {c} rules for this shape (it has: {})",
+                if near.is_empty() {
+                    "none".into()
+                } else {
+                    near.join("; ")
+                }
+            );
+        }
+        Some(cr) => {
+            if let Some((i, r)) = cr.rules.iter().enumerate().find(|(_, r)| r.covers(a.bytes)) {
+                println!(
+                    "  table rule {} covers {} bytes: {}",
+                    i + 1,
+                    r.range(),
+                    r.label()
+                );
+                if let (Some(tm), Some(at)) = (r.time_us, r.at_bytes) {
+                    println!("  measured: {tm:.2} us at {}", human_bytes(at));
+                }
+                if let (Some(u), Some(m)) = (&r.runner_up, r.margin) {
+                    println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m);
+                }
+            }
+        }
+    }
+    println!("  decision: {choice}");
+    match choice.source {
+        Source::Forced => println!(
+            "  (COLLTUNE_{} is set; unset it to use the table)",
+            c.name().to_uppercase()
+        ),
+        _ => {
+            let var = format!("COLLTUNE_{}", c.name().to_uppercase());
+            let example = match c {
+                Collective::Bcast => "pipeline:segment=65536@nonblocking",
+                Collective::Swap => "sendrecv",
+            };
+            let forced = parse_forced(
+                c,
+                if c == Collective::Bcast {
+                    "COLLTUNE_BCAST"
+                } else {
+                    "COLLTUNE_SWAP"
+                },
+                example,
+            )
+            .map(|(s, e)| format!("{s} [{e}]"))
+            .unwrap_or_default();
+            println!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
+        }
+    }
+    Ok(Code::Ok)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    table: PathBuf,
+    /// openmpi (classic rules file, Open MPI 4.1), openmpi-json (Open MPI
+    /// 6.0), or mpich (JSON collective selection).
+    #[arg(long)]
+    format: String,
+    /// Write here (default: standard output).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// For mpich: MPICH's rules for the other collectives, from its
+    /// selection JSON or an installed libmpich.so (`auto`: find one; `none`:
+    /// broadcast only).
+    #[arg(long, default_value = "auto")]
+    mpich_base: String,
+}
+
+pub fn export_cmd(a: ExportArgs) -> anyhow::Result<Code> {
+    let t = load(&a.table)?;
+    let (text, notes) = match a.format.as_str() {
+        "openmpi" => export::openmpi_classic(&t)?,
+        "openmpi-json" => export::openmpi_json(&t)?,
+        "mpich" => {
+            let base = match a.mpich_base.as_str() {
+                "none" => None,
+                "auto" => match export::find_libmpich() {
+                    Some(p) => Some(export::mpich_base(&p)?),
+                    None => {
+                        return Err(UsageError(
+                            "--format mpich: no MPICH library found for the other collectives' rules (MPICH reads a tuning file instead of its built-in rules); give --mpich-base PATH (coll_selection.json or libmpich.so), or --mpich-base none for broadcast rules only".into(),
+                        )
+                        .into())
+                    }
+                },
+                p => Some(export::mpich_base(Path::new(p)).map_err(|e| UsageError(e.to_string()))?),
+            };
+            export::mpich_json(&t, base)?
+        }
+        f => {
+            return Err(UsageError(format!(
+                "--format `{f}`: use openmpi, openmpi-json or mpich"
+            ))
+            .into())
+        }
+    };
+    for n in &notes {
+        eprintln!("colltune export: note: {n}");
+    }
+    match a.output {
+        Some(p) => {
+            std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            eprintln!("colltune export: wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(Code::Ok)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    csv: PathBuf,
+    #[arg(long)]
+    collective: Option<Collective>,
+}
+
+/// Per algorithm, the share of measured points where it was fastest; then
+/// the fit table.
+pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
+    let samples = record::read(&a.csv).map_err(|e| UsageError(e.to_string()))?;
+    let all = series(&samples);
+    let keep = |k: &SeriesKey| a.collective.is_none_or(|c| k.collective == c.name());
+    // Points: (context, bytes); each won by the subject with the lowest median.
+    let mut wins: std::collections::BTreeMap<(SeriesKey, String), usize> = Default::default();
+    let mut points: std::collections::BTreeMap<SeriesKey, usize> = Default::default();
+    let mut contexts: Vec<SeriesKey> = all
+        .keys()
+        .filter(|k| keep(k))
+        .map(SeriesKey::context)
+        .collect();
+    contexts.dedup();
+    for ctx in &contexts {
+        let sizes: std::collections::BTreeSet<u64> = all
+            .iter()
+            .filter(|(k, _)| k.context() == *ctx)
+            .flat_map(|(_, p)| p.keys().copied())
+            .collect();
+        for b in sizes {
+            let best = all
+                .iter()
+                .filter(|(k, _)| k.context() == *ctx)
+                .filter_map(|(k, p)| p.get(&b).map(|s| (k, s.median)))
+                .min_by(|x, y| x.1.total_cmp(&y.1));
+            if let Some((k, _)) = best {
+                *wins.entry((ctx.clone(), k.label())).or_default() += 1;
+                *points.entry(ctx.clone()).or_default() += 1;
+            }
+        }
+    }
+    for ctx in &contexts {
+        let n = points.get(ctx).copied().unwrap_or(0);
+        println!(
+            "== {} on {} ranks ({} node(s)), cache {}, {} call(s)/rep, overlap {} us: fastest at {n} measured sizes",
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.iterations, ctx.overlap
+        );
+        let mut rows: Vec<(&String, usize)> = wins
+            .iter()
+            .filter(|((c, _), _)| c == ctx)
+            .map(|((_, l), &w)| (l, w))
+            .collect();
+        rows.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+        for (label, w) in rows {
+            println!(
+                "  {:<56} fastest at {:>3} of {n} points ({:.0}%)",
+                label,
+                w,
+                100.0 * w as f64 / n.max(1) as f64
+            );
+        }
+    }
+    print!("{}", fit_table(&all, keep, 0.2));
+    Ok(Code::Ok)
+}

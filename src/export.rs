@@ -1,0 +1,714 @@
+//! Exporting a decision table to the formats the MPI libraries read
+//! themselves, so a site can use its tuning without colltune at run time:
+//!
+//! - `openmpi`: Open MPI's classic coll/tuned dynamic rules file (4.1
+//!   syntax: collective id, communicator sizes, and per size
+//!   `message-size algorithm fan-in/out segment-size` lines). Loaded with
+//!   `--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE`.
+//! - `openmpi-json`: the JSON rules of Open MPI 6.0 (`rule_file_version` 3).
+//! - `mpich`: MPICH's JSON collective selection tree
+//!   (`MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`). MPICH reads such a file
+//!   *instead of* its built-in rules, so the export takes the rules for every
+//!   other collective from a base (MPICH's own selection file, or the copy
+//!   built into an installed `libmpich.so`) and replaces the broadcast part.
+//!
+//! Each library has its own algorithm set; where it lacks colltune's, the
+//! nearest one is used and a note says so. Swaps have no library
+//! counterpart and are left out (noted).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
+use serde_json::{json, Map, Value};
+use thiserror::Error;
+
+use crate::ompi::TUNED_BCAST;
+use crate::table::{CommRules, Rule, Table};
+
+#[derive(Debug, Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Base(String),
+    #[error("rule {range} of {ranks} ranks: {why}")]
+    Rule {
+        ranks: u32,
+        range: String,
+        why: String,
+    },
+}
+
+/// What a library runs for one of our rules.
+#[derive(Clone, Debug, PartialEq)]
+struct Mapped {
+    /// Open MPI algorithm id, or MPICH leaf name.
+    id: u32,
+    name: String,
+    faninout: u32,
+    segment: u64,
+    /// MPICH algorithm parameters (`key=value`).
+    params: Vec<String>,
+}
+
+fn resolved(rule: &Rule, ranks: u32) -> Result<(AlgoSpec, Execution), ExportError> {
+    let err = |why: String| ExportError::Rule {
+        ranks,
+        range: rule.range(),
+        why,
+    };
+    let spec = rule
+        .spec()
+        .map_err(|e| err(e.to_string()))
+        .and_then(|s| resolve(Collective::Bcast, &s).map_err(|e| err(e.to_string())))?;
+    let exec = rule.execution().map_err(err)?;
+    Ok((spec, exec))
+}
+
+/// Notes, each said once.
+#[derive(Default)]
+pub struct Notes(Vec<String>);
+
+impl Notes {
+    fn add(&mut self, s: String) {
+        if !self.0.contains(&s) {
+            self.0.push(s);
+        }
+    }
+    pub fn into_vec(self) -> Vec<String> {
+        self.0
+    }
+}
+
+/// Open MPI coll/tuned equivalent of a colltune broadcast.
+fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
+    let seg = spec.int("segment").unwrap_or(0);
+    let by_name = |n: &str| {
+        TUNED_BCAST
+            .iter()
+            .find(|t| t.ours == n)
+            .expect("every tuned algorithm maps")
+    };
+    let (ours, faninout) = match spec.name.as_str() {
+        "chain" => ("chain", spec.int("fanout").unwrap_or(4) as u32),
+        "knomial" => {
+            let radix = spec.int("radix").unwrap_or(4);
+            if radix != 4 {
+                notes.add(format!(
+                    "knomial radix {radix}: Open MPI takes the k-nomial radix from coll_tuned_bcast_knomial_radix (default 4), not from the rules file; set it with --mca coll_tuned_bcast_knomial_radix {radix}"
+                ));
+            }
+            ("knomial", 0)
+        }
+        "hierarchical" => {
+            notes.add(
+                "hierarchical: coll/tuned has no node-aware broadcast (Open MPI's is the separate coll/han component); its rules use binomial instead".into(),
+            );
+            ("binomial", 0)
+        }
+        other => (other, 0),
+    };
+    let t = by_name(ours);
+    if !t.segmented && seg > 0 {
+        notes.add(format!(
+            "{}: Open MPI does not segment it; segment {seg} dropped",
+            t.name
+        ));
+    }
+    Mapped {
+        id: t.id,
+        name: t.name.into(),
+        faninout,
+        segment: if t.segmented { seg } else { 0 },
+        params: Vec::new(),
+    }
+}
+
+/// The broadcast entries Open MPI can use: one per communicator size (Open
+/// MPI keys rules by size only); several shapes of one size keep the one
+/// with the most nodes (noted).
+fn by_size<'t>(table: &'t Table, notes: &mut Notes) -> Vec<&'t CommRules> {
+    let mut m: BTreeMap<u32, &CommRules> = BTreeMap::new();
+    for cr in &table.bcast {
+        match m.get(&cr.ranks) {
+            Some(prev) => {
+                notes.add(format!(
+                    "{} ranks: the table has rules for several node layouts; MPI libraries key rules by communicator size only, so the layout with the most nodes was kept",
+                    cr.ranks
+                ));
+                if cr.nodes > prev.nodes {
+                    m.insert(cr.ranks, cr);
+                }
+            }
+            None => {
+                m.insert(cr.ranks, cr);
+            }
+        }
+    }
+    if !table.swap.is_empty() {
+        notes.add("swap rules have no MPI library counterpart and are left out".into());
+    }
+    m.into_values().collect()
+}
+
+/// Merged (min_bytes, mapped) message-size rules of one communicator size.
+fn ompi_rules(
+    cr: &CommRules,
+    notes: &mut Notes,
+) -> Result<Vec<(u64, Option<u64>, Mapped)>, ExportError> {
+    let mut out: Vec<(u64, Option<u64>, Mapped)> = Vec::new();
+    for r in &cr.rules {
+        let (spec, _) = resolved(r, cr.ranks)?;
+        let m = to_ompi(&spec, notes);
+        match out.last_mut() {
+            Some(last) if last.2 == m => last.1 = r.max_bytes,
+            _ => out.push((r.min_bytes, r.max_bytes, m)),
+        }
+    }
+    Ok(out)
+}
+
+const OMPI_BCAST_ID: u32 = 7;
+
+/// Open MPI's classic dynamic rules file (the syntax Open MPI 4.1 reads).
+pub fn openmpi_classic(table: &Table) -> Result<(String, Vec<String>), ExportError> {
+    let mut notes = Notes::default();
+    let entries = by_size(table, &mut notes);
+    // Open MPI applies the rules of the largest listed size not above the
+    // communicator's; a size right after each listed one, with algorithm 0
+    // (Open MPI's fixed decision), keeps each rule set to its own size.
+    let mut sizes: Vec<(u32, Option<&CommRules>)> = Vec::new();
+    for (i, cr) in entries.iter().enumerate() {
+        sizes.push((cr.ranks, Some(cr)));
+        let next = entries.get(i + 1).map(|n| n.ranks);
+        if next != Some(cr.ranks + 1) {
+            sizes.push((cr.ranks + 1, None));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "1 # number of collectives (made by colltune {} from a table of {}, {})",
+        env!("CARGO_PKG_VERSION"),
+        table.provenance.host,
+        table.provenance.date
+    );
+    let _ = writeln!(out, "{OMPI_BCAST_ID} # collective id: bcast");
+    let _ = writeln!(out, "{} # number of communicator sizes", sizes.len());
+    for (size, cr) in sizes {
+        let _ = writeln!(out, "{size} # communicator size");
+        match cr {
+            Some(cr) => {
+                let rules = ompi_rules(cr, &mut notes)?;
+                let _ = writeln!(out, "{} # number of message sizes", rules.len());
+                for (min, _, m) in rules {
+                    let _ = writeln!(
+                        out,
+                        "{min} {} {} {} # {}",
+                        m.id, m.faninout, m.segment, m.name
+                    );
+                }
+            }
+            None => {
+                let _ = writeln!(out, "1 # number of message sizes");
+                let _ = writeln!(out, "0 0 0 0 # no colltune rule: Open MPI's fixed decision");
+            }
+        }
+    }
+    Ok((out, notes.into_vec()))
+}
+
+/// Open MPI 6.0's JSON rules (`rule_file_version` 3).
+pub fn openmpi_json(table: &Table) -> Result<(String, Vec<String>), ExportError> {
+    let mut notes = Notes::default();
+    let mut comms = Vec::new();
+    for cr in by_size(table, &mut notes) {
+        let rules: Vec<Value> = ompi_rules(cr, &mut notes)?
+            .into_iter()
+            .map(|(min, max, m)| {
+                let mut r = Map::new();
+                r.insert("msg_size_min".into(), json!(min));
+                r.insert(
+                    "msg_size_max".into(),
+                    max.map_or(json!("inf"), |m| json!(m)),
+                );
+                r.insert("alg".into(), json!(m.name));
+                if m.faninout > 0 {
+                    r.insert("faninout".into(), json!(m.faninout));
+                }
+                if m.segment > 0 {
+                    r.insert("seg_size".into(), json!(m.segment));
+                }
+                Value::Object(r)
+            })
+            .collect();
+        comms.push(json!({"comm_size_min": cr.ranks, "comm_size_max": cr.ranks, "rules": rules}));
+    }
+    let v = json!({
+        "rule_file_version": 3,
+        "module": "tuned",
+        "collectives": {"bcast": comms},
+    });
+    Ok((
+        serde_json::to_string_pretty(&v).expect("JSON"),
+        notes.into_vec(),
+    ))
+}
+
+/// MPICH equivalent of a colltune broadcast.
+fn to_mpich(
+    spec: &AlgoSpec,
+    exec: Execution,
+    ranks: u32,
+    known: &[String],
+    notes: &mut Notes,
+) -> Mapped {
+    let has_trees = known.iter().any(|k| k == "MPIR_Bcast_intra_tree");
+    let seg = spec.int("segment").unwrap_or(0);
+    let nb = if exec == Execution::Nonblocking { 1 } else { 0 };
+    let tree = |tree_type: &str, k: u64, notes: &mut Notes| -> Mapped {
+        if !has_trees {
+            notes.add(format!(
+                "{}: this MPICH has no configurable tree broadcast (MPIR_Bcast_intra_tree arrived after 4.0); binomial is the nearest it has",
+                spec.name
+            ));
+            return Mapped {
+                id: 0,
+                name: "MPIR_Bcast_intra_binomial".into(),
+                faninout: 0,
+                segment: 0,
+                params: Vec::new(),
+            };
+        }
+        if seg > 0 {
+            Mapped {
+                id: 0,
+                name: "MPIR_Bcast_intra_pipelined_tree".into(),
+                faninout: 0,
+                segment: seg,
+                params: vec![
+                    format!("tree_type={tree_type}"),
+                    format!("k={k}"),
+                    format!("is_non_blocking={nb}"),
+                    format!("chunk_size={seg}"),
+                    "recv_pre_posted=0".into(),
+                ],
+            }
+        } else {
+            let _ = notes;
+            Mapped {
+                id: 0,
+                name: "MPIR_Bcast_intra_tree".into(),
+                faninout: 0,
+                segment: 0,
+                params: vec![
+                    format!("tree_type={tree_type}"),
+                    format!("k={k}"),
+                    format!("is_non_blocking={nb}"),
+                ],
+            }
+        }
+    };
+    let simple = |name: &str| Mapped {
+        id: 0,
+        name: name.into(),
+        faninout: 0,
+        segment: 0,
+        params: Vec::new(),
+    };
+    match spec.name.as_str() {
+        "binomial" if seg == 0 => simple("MPIR_Bcast_intra_binomial"),
+        "binomial" => tree("knomial_1", 2, notes),
+        "knomial" => tree("knomial_1", spec.int("radix").unwrap_or(4), notes),
+        "binary" => tree("kary", 2, notes),
+        "linear" => {
+            notes.add("linear: MPICH has no flat broadcast; a k-ary tree with k = ranks - 1 (the root sends to everyone) is the same shape".into());
+            tree("kary", u64::from(ranks.saturating_sub(1).max(1)), notes)
+        }
+        "pipeline" => tree("kary", 1, notes),
+        "chain" => {
+            notes.add("chain: MPICH has no multi-chain broadcast; its pipelined k-ary tree with k = fanout is the nearest".into());
+            tree("kary", spec.int("fanout").unwrap_or(4), notes)
+        }
+        "split_binary" => {
+            notes.add(
+                "split_binary: MPICH has no split-binary broadcast; a binary tree is the nearest"
+                    .into(),
+            );
+            tree("kary", 2, notes)
+        }
+        "scatter_allgather" => simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather"),
+        "scatter_allgather_ring" => simple("MPIR_Bcast_intra_scatter_ring_allgather"),
+        "hierarchical" => {
+            notes.add("hierarchical: mapped to MPICH's own node-aware MPIR_Bcast_intra_smp (its phases are MPICH's choice)".into());
+            simple("MPIR_Bcast_intra_smp")
+        }
+        other => {
+            notes.add(format!("{other}: no MPICH equivalent; binomial used"));
+            simple("MPIR_Bcast_intra_binomial")
+        }
+    }
+}
+
+fn leaf(m: &Mapped) -> Value {
+    let mut params = Map::new();
+    for p in &m.params {
+        params.insert(p.clone(), json!({}));
+    }
+    let mut o = Map::new();
+    o.insert(format!("algorithm={}", m.name), Value::Object(params));
+    Value::Object(o)
+}
+
+/// MPICH's JSON selection file: `base` (every collective's rules) with the
+/// broadcast part replaced by the table's.
+pub fn mpich_json(
+    table: &Table,
+    base: Option<MpichBase>,
+) -> Result<(String, Vec<String>), ExportError> {
+    let known: Vec<String> = base.as_ref().map(|b| b.known.clone()).unwrap_or_default();
+    let mut notes = Notes::default();
+    let entries = by_size(table, &mut notes);
+    let mut base = match base {
+        Some(b) => b.rules,
+        None => {
+            notes.add("no MPICH base file: the export holds broadcast rules only, and MPICH reads a tuning file instead of its built-in rules, so other collectives would find no rule; give --mpich-base".into());
+            json!({})
+        }
+    };
+    let Some(obj) = base.as_object_mut() else {
+        return Err(ExportError::Base(
+            "the MPICH base is not a JSON object".into(),
+        ));
+    };
+    // MPICH's previous broadcast tree stays the choice for other sizes.
+    let previous = obj
+        .get("collective=bcast")
+        .and_then(|b| b.get("comm_type=intra"))
+        .cloned()
+        .unwrap_or_else(|| json!({"algorithm=MPIR_Bcast_intra_binomial": {}}));
+    // Keys of one level are tried in file order, each `comm_size<=N`
+    // falling through to the next: sizes below each of ours keep MPICH's
+    // rules, ours get the table's, everything above falls to `any`.
+    let mut intra = Map::new();
+    let mut below = 0u32;
+    for cr in &entries {
+        let mut by_msg = Map::new();
+        let mut merged: Vec<(Option<u64>, Mapped)> = Vec::new();
+        for r in &cr.rules {
+            let (spec, exec) = resolved(r, cr.ranks)?;
+            let m = to_mpich(&spec, exec, cr.ranks, &known, &mut notes);
+            match merged.last_mut() {
+                Some(last) if last.1 == m => last.0 = r.max_bytes,
+                _ => merged.push((r.max_bytes, m)),
+            }
+        }
+        for (max, m) in merged {
+            let key = match max {
+                Some(b) => format!("avg_msg_size<={b}"),
+                None => "avg_msg_size=any".into(),
+            };
+            by_msg.insert(key, leaf(&m));
+        }
+        if cr.ranks > below + 1 {
+            intra.insert(format!("comm_size<={}", cr.ranks - 1), previous.clone());
+        }
+        intra.insert(format!("comm_size<={}", cr.ranks), Value::Object(by_msg));
+        below = cr.ranks;
+    }
+    intra.insert("comm_size=any".into(), previous);
+    let inter = obj
+        .get("collective=bcast")
+        .and_then(|b| b.get("comm_type=inter"))
+        .cloned()
+        .unwrap_or_else(|| json!({"algorithm=MPIR_Bcast_inter_remote_send_local_bcast": {}}));
+    obj.insert(
+        "collective=bcast".into(),
+        json!({"comm_type=intra": Value::Object(intra), "comm_type=inter": inter}),
+    );
+    Ok((
+        serde_json::to_string_pretty(&base).expect("JSON"),
+        notes.into_vec(),
+    ))
+}
+
+/// MPICH's rules for every collective, and the broadcast algorithms that
+/// MPICH knows (they differ between versions: 4.0 has no `..._tree`).
+#[derive(Clone, Debug)]
+pub struct MpichBase {
+    pub rules: Value,
+    pub known: Vec<String>,
+}
+
+/// Broadcast algorithm names in `bytes` (`MPIR_Bcast_intra_*`).
+fn bcast_names(bytes: &[u8]) -> Vec<String> {
+    let pat = b"MPIR_Bcast_intra_";
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = find(&bytes[at..], pat).map(|i| i + at) {
+        let end = bytes[i..]
+            .iter()
+            .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+            .map_or(bytes.len(), |e| i + e);
+        let name = String::from_utf8_lossy(&bytes[i..end]).into_owned();
+        if !out.contains(&name) {
+            out.push(name);
+        }
+        at = end.max(i + 1);
+    }
+    out
+}
+
+/// MPICH's built-in MPIR-level selection JSON, read from a shared library
+/// (`libmpich.so`) or a JSON file.
+pub fn mpich_base(path: &Path) -> Result<MpichBase, ExportError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| ExportError::Base(format!("{}: {e}", path.display())))?;
+    let known = bcast_names(&bytes);
+    if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+        return Ok(MpichBase { rules: v, known });
+    }
+    // A library: find the compiled-in JSON whose leaves are MPIR_ algorithms.
+    let mut from = 0;
+    while let Some(i) = find(&bytes[from..], b"{\"collective=").map(|i| i + from) {
+        if let Some(end) = balanced(&bytes[i..]) {
+            let text = &bytes[i..i + end];
+            if find(text, b"algorithm=MPIR_Bcast_intra").is_some() {
+                let rules = serde_json::from_slice(text).map_err(|e| {
+                    ExportError::Base(format!(
+                        "{}: the selection rules found there are not valid JSON: {e}",
+                        path.display()
+                    ))
+                })?;
+                return Ok(MpichBase { rules, known });
+            }
+        }
+        from = i + 1;
+    }
+    Err(ExportError::Base(format!(
+        "{}: neither a JSON file nor a library holding MPICH's built-in collective selection rules",
+        path.display()
+    )))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Length of the balanced JSON object at the start of `b`.
+fn balanced(b: &[u8]) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (i, &c) in b.iter().enumerate() {
+        if c == 0 {
+            return None;
+        }
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// An installed MPICH library, if any.
+pub fn find_libmpich() -> Option<PathBuf> {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/libmpich.so.12",
+        "/usr/lib/aarch64-linux-gnu/libmpich.so.12",
+        "/usr/lib64/mpich/lib/libmpich.so.12",
+        "/usr/lib/libmpich.so.12",
+    ];
+    candidates.iter().map(PathBuf::from).find(|p| p.exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::load_str;
+
+    fn table() -> Table {
+        load_str(
+            "schema: 1
+provenance:
+  host: t
+  mpi: m
+  date: d
+  command: c
+  colltune: v
+  source: s
+  sweep:
+    mode: built
+bcast:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 999
+    algorithm: linear
+    execution: blocking
+  - min_bytes: 1000
+    max_bytes: 1999
+    algorithm: linear
+    execution: nonblocking
+  - min_bytes: 2000
+    max_bytes: 99999
+    algorithm: knomial
+    params:
+      radix: 3
+    execution: blocking
+  - min_bytes: 100000
+    algorithm: pipeline
+    params:
+      segment: 65536
+    execution: nonblocking
+- ranks: 8
+  ppn: 8
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    algorithm: chain
+    params:
+      fanout: 2
+    execution: blocking
+swap:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    algorithm: sendrecv
+    execution: blocking
+",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn classic_open_mpi_rules() {
+        let (text, notes) = openmpi_classic(&table()).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.split('#').next().unwrap().trim())
+            .collect();
+        assert_eq!(&lines[..3], &["1", "7", "4"], "{text}");
+        // 4 ranks: linear merged across executions, knomial, pipeline
+        assert_eq!(
+            &lines[3..8],
+            &["4", "3", "0 1 0 0", "2000 7 0 0", "100000 3 0 65536"],
+            "{text}"
+        );
+        // 5 ranks: back to Open MPI's fixed decision
+        assert_eq!(&lines[8..11], &["5", "1", "0 0 0 0"], "{text}");
+        assert_eq!(&lines[11..14], &["8", "1", "0 2 2 65536"], "{text}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("coll_tuned_bcast_knomial_radix 3")),
+            "{notes:?}"
+        );
+        assert!(notes.iter().any(|n| n.contains("swap")), "{notes:?}");
+    }
+
+    #[test]
+    fn open_mpi_json_rules() {
+        let (text, _) = openmpi_json(&table()).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["rule_file_version"], 3);
+        let c4 = &v["collectives"]["bcast"][0];
+        assert_eq!(c4["comm_size_min"], 4);
+        assert_eq!(c4["rules"][2]["alg"], "pipeline");
+        assert_eq!(c4["rules"][2]["seg_size"], 65536);
+        assert_eq!(c4["rules"][2]["msg_size_max"], "inf");
+        assert_eq!(c4["rules"][0]["msg_size_max"], 1999);
+    }
+
+    #[test]
+    fn mpich_rules_replace_only_bcast() {
+        let base = json!({
+            "collective=bcast": {"comm_type=intra": {"algorithm=MPIR_Bcast_intra_binomial": {}}, "comm_type=inter": {"algorithm=X": {}}},
+            "collective=barrier": {"algorithm=MPIR_Barrier_intra_dissemination": {}}
+        });
+        let known = vec![
+            "MPIR_Bcast_intra_binomial".to_string(),
+            "MPIR_Bcast_intra_tree".to_string(),
+        ];
+        let (text, notes) = mpich_json(
+            &table(),
+            Some(MpichBase {
+                rules: base.clone(),
+                known,
+            }),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(v["collective=barrier"].is_object());
+        let intra = &v["collective=bcast"]["comm_type=intra"];
+        let keys: Vec<&String> = intra.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "comm_size<=3",
+                "comm_size<=4",
+                "comm_size<=7",
+                "comm_size<=8",
+                "comm_size=any"
+            ]
+        );
+        let four = &intra["comm_size<=4"];
+        assert!(
+            four["avg_msg_size<=1999"]["algorithm=MPIR_Bcast_intra_tree"]["k=3"].is_object(),
+            "{text}"
+        );
+        assert!(
+            four["avg_msg_size=any"]["algorithm=MPIR_Bcast_intra_pipelined_tree"]
+                ["chunk_size=65536"]
+                .is_object(),
+            "{text}"
+        );
+        assert!(intra["comm_size=any"]["algorithm=MPIR_Bcast_intra_binomial"].is_object());
+        assert!(notes.iter().any(|n| n.contains("linear")));
+        // MPICH 4.0 has no tree broadcast: binomial instead, said so
+        let old = MpichBase {
+            rules: base,
+            known: vec!["MPIR_Bcast_intra_binomial".into()],
+        };
+        let (text, notes) = mpich_json(&table(), Some(old)).unwrap();
+        assert!(!text.contains("MPIR_Bcast_intra_tree"), "{text}");
+        assert!(
+            notes.iter().any(|n| n.contains("arrived after 4.0")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn library_json_is_found_between_other_bytes() {
+        let mut blob = b"\x00junk{\"collective=x\":{}}\x00".to_vec();
+        blob.extend_from_slice(
+            b"{\"collective=bcast\":{\"algorithm=MPIR_Bcast_intra_binomial\":{}}}\x00more",
+        );
+        let p = std::env::temp_dir().join(format!("fake-libmpich-{}.so", std::process::id()));
+        std::fs::write(&p, &blob).unwrap();
+        let v = mpich_base(&p).unwrap();
+        assert!(v.rules["collective=bcast"].is_object());
+        assert_eq!(v.known, vec!["MPIR_Bcast_intra_binomial".to_string()]);
+        std::fs::write(&p, b"nothing here").unwrap();
+        assert!(mpich_base(&p).is_err());
+    }
+}
