@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what colltune needs on Debian or Ubuntu, only what is missing:
 # Open MPI (library, headers, mpirun), libclang for rsmpi's bindgen, a C
-# toolchain, and a Rust toolchain (rustup) if none is on the PATH.
+# toolchain, MPICH (only to test the MPICH export; Open MPI stays the
+# default `mpirun`/`mpicc`), and a Rust toolchain (rustup) if none is on the
+# PATH.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
 set -euo pipefail
@@ -12,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
+pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make mpich libmpich-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,6 +27,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Open MPI is the MPI colltune builds against and runs under.
+if [ -e /usr/bin/mpicc.openmpi ]; then
+  $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi >/dev/null 2>&1 || true
+  $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi >/dev/null 2>&1 || true
 fi
 
 if ! command -v cargo >/dev/null; then

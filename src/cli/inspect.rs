@@ -109,15 +109,22 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
                 if x.label() == y.label() {
                     continue;
                 }
+                // A ratio only where both figures were measured inside this range.
+                let inside =
+                    |at: Option<u64>| at.is_some_and(|b| b >= lo && hi.is_none_or(|h| b <= h));
                 let ratio = match (x.time_us, y.time_us) {
-                    (Some(tx), Some(ty)) if tx > 0.0 => format!(
-                        "  B/A expected time {:.2}x ({:.2} us at {} vs {:.2} us at {})",
-                        ty / tx,
-                        tx,
-                        x.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into()),
-                        ty,
-                        y.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into())
-                    ),
+                    (Some(tx), Some(ty))
+                        if tx > 0.0 && inside(x.at_bytes) && inside(y.at_bytes) =>
+                    {
+                        format!(
+                            "  B/A expected time {:.2}x ({:.2} us at {} vs {:.2} us at {})",
+                            ty / tx,
+                            tx,
+                            x.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into()),
+                            ty,
+                            y.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into())
+                        )
+                    }
                     _ => String::new(),
                 };
                 let range = match hi {

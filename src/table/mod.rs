@@ -184,12 +184,17 @@ impl Rule {
         self.execution.parse()
     }
 
-    /// `pipeline:segment=65536 [nonblocking]`.
+    /// `pipeline:segment=65536 [nonblocking]`: the canonical spec (defaults
+    /// filled) when the algorithm resolves.
     pub fn label(&self) -> String {
-        let spec = self
-            .spec()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|_| self.algorithm.clone());
+        let spec = match self.spec() {
+            Ok(s) => Collective::ALL
+                .iter()
+                .find_map(|&c| colltune_algorithms::resolve(c, &s).ok())
+                .unwrap_or(s)
+                .to_string(),
+            Err(_) => self.algorithm.clone(),
+        };
         format!("{spec} [{}]", self.execution)
     }
 
