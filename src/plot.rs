@@ -420,7 +420,7 @@ mod tests {
         assert_eq!(x.len(), 1);
         assert_eq!((x[0].0, x[0].1), (1024, 65536));
         let lin = ls.iter().find(|l| l.name == "linear").unwrap();
-        let p = lin.points[&1];
+        let p = &lin.points[&1];
         assert!(p.1 < p.2, "band from two runs");
         let dir = std::env::temp_dir();
         for ext in ["svg", "png"] {
