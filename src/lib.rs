@@ -9,6 +9,7 @@ pub use colltune_algorithms as algorithms;
 pub mod bench;
 pub mod capi;
 pub mod cli;
+pub mod emu;
 pub mod export;
 pub mod fit;
 pub mod ompi;

@@ -377,6 +377,50 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
             );
         }
     }
+    // Node-aware against flat, where both were measured.
+    for ctx in &contexts {
+        let best = |b: u64, hier: bool| {
+            all.iter()
+                .filter(|(k, _)| {
+                    k.context() == *ctx
+                        && !k.is_library()
+                        && k.spec.starts_with("hierarchical") == hier
+                })
+                .filter_map(|(k, p)| p.get(&b).map(|s| (k.label(), s.median)))
+                .min_by(|x, y| x.1.total_cmp(&y.1))
+        };
+        let sizes: std::collections::BTreeSet<u64> = all
+            .iter()
+            .filter(|(k, _)| k.context() == *ctx)
+            .flat_map(|(_, p)| p.keys().copied())
+            .collect();
+        let rows: Vec<String> = sizes
+            .iter()
+            .filter_map(|&b| {
+                let (h, f) = (best(b, true)?, best(b, false)?);
+                let r = h.1 / f.1;
+                Some(format!(
+                    "  {:>10}  hierarchical {:>9.2} us ({})  flat {:>9.2} us ({})  hierarchical/flat {:.2}x: {}",
+                    human_bytes(b),
+                    h.1,
+                    h.0,
+                    f.1,
+                    f.0,
+                    r,
+                    if r < 1.0 { format!("hierarchical {:.2}x faster", 1.0 / r) } else { format!("hierarchical {r:.2}x slower") }
+                ))
+            })
+            .collect();
+        if !rows.is_empty() {
+            println!(
+                "== hierarchical against the best flat algorithm, {} on {} ranks ({} nodes x {}):",
+                ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn
+            );
+            for r in rows {
+                println!("{r}");
+            }
+        }
+    }
     print!("{}", fit_table(&all, keep, 0.2));
     Ok(Code::Ok)
 }

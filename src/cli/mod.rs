@@ -2,6 +2,7 @@
 //! `run(args) -> anyhow::Result<Code>`.
 
 mod bench;
+mod emu;
 mod evaluate;
 mod fit;
 mod inspect;
@@ -79,6 +80,9 @@ pub enum Command {
     /// Time and bandwidth against size: one line per algorithm with run
     /// bands, the library dashed, the table's choice marked (SVG or PNG).
     Plot(plot::Args),
+    /// The emulated cluster's delay relay (started by jobs/emucluster).
+    #[command(hide = true)]
+    EmuRelay(emu::Args),
 }
 
 /// Parses the command line, runs the command, prints errors, returns the
@@ -110,6 +114,7 @@ pub fn main() -> i32 {
         Command::Export(a) => inspect::export_cmd(a),
         Command::Report(a) => inspect::report(a),
         Command::Plot(a) => plot::run(a),
+        Command::EmuRelay(a) => emu::run(a),
     };
     match result {
         Ok(code) => code as i32,

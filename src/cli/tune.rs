@@ -304,6 +304,17 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         },
     );
     table.save(&table_path)?;
+    // A marker batch jobs check to decide whether to run again.
+    let mut marker = csv.as_os_str().to_owned();
+    marker.push(".incomplete");
+    if cut_short {
+        std::fs::write(
+            &marker,
+            "the sweep stopped early (budget or SIGTERM): run again with --resume to finish it\n",
+        )?;
+    } else {
+        let _ = std::fs::remove_file(&marker);
+    }
     print!("{}", table::summary(&table));
     println!(
         "\ntuned in {} ({} points measured, {} reused from the CSV){}",
