@@ -2,8 +2,9 @@
 # Installs what colltune needs on Debian or Ubuntu, only what is missing:
 # Open MPI (library, headers, mpirun), libclang for rsmpi's bindgen, a C
 # toolchain, MPICH (only to test the MPICH export; Open MPI stays the
-# default `mpirun`/`mpicc`), and a Rust toolchain (rustup) if none is on the
-# PATH.
+# default `mpirun`/`mpicc`), Slurm and munge (the batch-system test runs a
+# one-node Slurm on localhost), iproute2 (the emulated cluster), and a Rust
+# toolchain (rustup) if none is on the PATH.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
 set -euo pipefail
@@ -14,7 +15,8 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make mpich libmpich-dev)
+pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make mpich libmpich-dev
+      slurm-wlm munge iproute2 util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -147,6 +147,17 @@ pub enum BenchError {
     Mpi(#[from] MpiError),
     #[error("{0}")]
     Invalid(String),
+    /// The algorithm cannot run with this MPI and network (an MPI library
+    /// without one-sided support between these nodes, say). Collective: every
+    /// rank of the communicator gets it.
+    #[error("not available here: {0}")]
+    Unavailable(String),
+}
+
+impl BenchError {
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, BenchError::Unavailable(_))
+    }
 }
 
 /// Largest message colltune measures: one MPI message of bytes (count is a C int).
@@ -273,6 +284,17 @@ impl<'c> Measurer<'c> {
     /// Times one point for one run; rank 0 gets the samples (one per
     /// repetition, outliers flagged within the run), other ranks nothing.
     pub fn measure(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
+        self.measure_inner(pt, run).map_err(|e| match e {
+            // Window creation is collective: when the library cannot create
+            // one, every rank learns it here, so all skip the algorithm alike.
+            BenchError::Transport(TransportError::Mpi(m)) if m.call == "MPI_Win_allocate" => {
+                BenchError::Unavailable(m.to_string())
+            }
+            e => e,
+        })
+    }
+
+    fn measure_inner(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
         let (rank, size) = (self.comm.rank(), self.comm.size());
         let coll = pt.subject.collective();
         let n = pt.bytes as usize;

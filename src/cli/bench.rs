@@ -352,8 +352,13 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     let mut progress = Progress::new(points.len() as u64 * u64::from(args.runs), lead, "points");
     let mut measurer = Measurer::new(&comm, method, prov);
     let mut samples = Vec::new();
+    let mut unavailable: Vec<String> = Vec::new();
     for run in 1..=args.runs {
         for pt in &points {
+            if unavailable.contains(&pt.subject.label()) {
+                progress.inc(0);
+                continue;
+            }
             progress.set_message(format!(
                 "run {run}/{} {} {} {} B",
                 args.runs,
@@ -361,9 +366,27 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                 pt.subject.label(),
                 pt.bytes
             ));
-            let got = measurer.measure(pt, run).with_context(|| {
-                format!("measuring {} at {} bytes", pt.subject.label(), pt.bytes)
-            })?;
+            let got = match measurer.measure(pt, run) {
+                Ok(g) => g,
+                Err(e) if e.is_unavailable() => {
+                    if lead {
+                        progress.println(&format!(
+                            "colltune bench: skipping {}: {e}",
+                            pt.subject.label()
+                        ));
+                    }
+                    unavailable.push(pt.subject.label());
+                    progress.inc(0);
+                    continue;
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "measuring {} at {} bytes",
+                        pt.subject.label(),
+                        pt.bytes
+                    )))
+                }
+            };
             if let Some(w) = writer.as_mut() {
                 w.write(&got)?;
             }
@@ -382,6 +405,9 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             println!(
                 "run-to-run spread (largest/smallest run median per point): median {med:.2}x, worst {max:.2}x"
             );
+        }
+        for u in &unavailable {
+            println!("not measured (not available with this MPI and network): {u}");
         }
         if let Some(w) = &writer {
             println!("raw samples: {}", w.path().display());

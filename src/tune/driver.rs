@@ -183,6 +183,8 @@ pub struct MpiOracle<'c> {
     pub samples: Vec<Sample>,
     pub measured: u64,
     pub reused: u64,
+    /// Candidates that cannot run here (every rank learns it alike).
+    pub unavailable: Vec<(String, String)>,
     stop: Arc<AtomicBool>,
 }
 
@@ -217,6 +219,7 @@ impl<'c> MpiOracle<'c> {
             samples: resumed,
             measured: 0,
             reused: 0,
+            unavailable: Vec::new(),
             stop,
         }
     }
@@ -243,8 +246,13 @@ impl<'c> MpiOracle<'c> {
         ))
     }
 
-    /// Measures one request on the ranks of its communicator.
+    /// Measures one request on the ranks of its communicator; nothing for
+    /// a candidate that cannot run here.
     fn measure_one(&mut self, r: &Request) -> Result<Vec<Sample>, TuneError> {
+        let label = r.cand.label();
+        if self.unavailable.iter().any(|(l, _)| *l == label) {
+            return Ok(Vec::new());
+        }
         let Some(Some(m)) = self.measurers.get_mut(r.comm) else {
             return Ok(Vec::new());
         };
@@ -261,7 +269,16 @@ impl<'c> MpiOracle<'c> {
             iterations: 1,
             overlap_us: 0.0,
         };
-        Ok(m.measure(&pt, r.run)?)
+        match m.measure(&pt, r.run) {
+            Ok(s) => Ok(s),
+            Err(e) if e.is_unavailable() => {
+                self.progress
+                    .println(&format!("colltune tune: excluding {label}: {e}"));
+                self.unavailable.push((label, e.to_string()));
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every rank but 0: measure each broadcast plan until an empty one.
