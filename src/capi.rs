@@ -87,8 +87,13 @@ pub fn init() -> c_int {
         Err(e) => {
             // COLLTUNE_STRICT=1: a bad table is fatal, on every rank alike.
             if world.rank() == 0 {
-                eprintln!("colltune: error: {e}\ncolltune: COLLTUNE_STRICT=1, so the job stops");
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "colltune: error: {e}\ncolltune: COLLTUNE_STRICT=1, so the job stops");
+                let _ = std::io::stderr().flush();
             }
+            // Every rank fails alike; wait until rank 0 has said why, since
+            // the first abort kills the others.
+            let _ = cffi::barrier(world.raw());
             // SAFETY: aborting the job is always allowed.
             unsafe { ffi::MPI_Abort(cffi::comm_world(), 3) };
             return ERR_OTHER;
