@@ -18,6 +18,7 @@ pub mod plot;
 pub mod progress;
 pub mod record;
 pub mod select;
+pub mod sim;
 pub mod stats;
 pub mod table;
 pub mod transport;

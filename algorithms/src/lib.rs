@@ -16,6 +16,7 @@ pub mod bcast;
 pub mod builder;
 pub mod check;
 pub mod error;
+pub mod plan;
 pub mod registry;
 pub mod schedule;
 pub mod spec;
@@ -24,6 +25,7 @@ pub mod topo;
 
 pub use builder::Builder;
 pub use error::{BuildError, ShapeError, SpecError};
+pub use plan::Plan;
 pub use registry::{
     algorithms, build, build_all, build_resolved, lookup, resolve, variants, AlgorithmInfo,
     ParamInfo, ParamKind, Restriction, Shape, REGISTRY,

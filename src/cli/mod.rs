@@ -8,6 +8,7 @@ mod fit;
 mod inspect;
 mod list;
 mod plot;
+mod simulate;
 mod table;
 mod tune;
 mod verify;
@@ -80,6 +81,8 @@ pub enum Command {
     /// Time and bandwidth against size: one line per algorithm with run
     /// bands, the library dashed, the table's choice marked (SVG or PNG).
     Plot(plot::Args),
+    /// Times on a network model, in bench's CSV format (no MPI needed).
+    Simulate(simulate::Args),
     /// The emulated cluster's delay relay (started by jobs/emucluster).
     #[command(hide = true)]
     EmuRelay(emu::Args),
@@ -115,6 +118,7 @@ pub fn main() -> i32 {
         Command::Report(a) => inspect::report(a),
         Command::Plot(a) => plot::run(a),
         Command::EmuRelay(a) => emu::run(a),
+        Command::Simulate(a) => simulate::run(a),
     };
     match result {
         Ok(code) => code as i32,
@@ -127,6 +131,8 @@ pub fn main() -> i32 {
         }
     }
 }
+
+pub use simulate::{layout as simulated_layout, sample as simulate_sample};
 
 /// An error in what the user asked for (exit code 2).
 #[derive(Debug, thiserror::Error)]

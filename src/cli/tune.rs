@@ -77,6 +77,19 @@ pub struct Args {
     /// Cache: warm or off.
     #[arg(long, default_value = "warm")]
     cache: String,
+    /// Tune over a network model instead of measuring (no MPI needed);
+    /// give the simulated cluster with --ranks/--ppn or --layout.
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Simulated ranks (with --model).
+    #[arg(long)]
+    ranks: Option<usize>,
+    /// Simulated ranks per node (with --model).
+    #[arg(long)]
+    ppn: Option<usize>,
+    /// Simulated layout, e.g. 1024x4 (with --model).
+    #[arg(long)]
+    layout: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Code> {
@@ -122,6 +135,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     } else {
         args.executions.clone()
     };
+    if let Some(model) = args.model.clone() {
+        return run_model(&args, &model, sizes, collectives, executions);
+    }
 
     let _universe = init_mpi()?;
     let world = Comm::world().context("setting up MPI_COMM_WORLD")?;
@@ -378,4 +394,129 @@ fn prepare_csv(
         ));
     }
     read_for_resume(csv).map_err(|e| e.to_string())
+}
+
+/// `tune --model`: the same search over a simulated cluster.
+fn run_model(
+    args: &Args,
+    model: &std::path::Path,
+    sizes: Vec<u64>,
+    collectives: Vec<Collective>,
+    executions: Vec<Execution>,
+) -> anyhow::Result<Code> {
+    let m = crate::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
+    let world = super::simulated_layout(args.ranks, args.ppn, args.layout.as_deref())?;
+    let mut comms = vec![world.clone()];
+    for &k in &args.comm_sizes {
+        if k == 0 || k as usize > world.size() {
+            return Err(UsageError(format!(
+                "--comm-sizes {k}: must be between 1 and {}",
+                world.size()
+            ))
+            .into());
+        }
+        // ranks 0..k-1 of the simulated cluster
+        let labels: Vec<usize> = (0..k as usize).map(|r| world.node_of(r)).collect();
+        comms.push(colltune_algorithms::NodeMap::from_labels(&labels));
+    }
+    let csv = args
+        .csv
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/sim/{}-{}.csv", m.name, world)));
+    let table_path = args
+        .table
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("tuning-tables/sim-{}-{}.yaml", m.name, world)));
+    if csv.metadata().map(|x| x.len() > 0).unwrap_or(false) {
+        return Err(UsageError(format!(
+            "{} already holds samples: name a new file with --csv (nothing was overwritten)",
+            csv.display()
+        ))
+        .into());
+    }
+    let writer = Writer::open(&csv, false)?;
+    let started = Instant::now();
+    // Simulation is deterministic: one run each, no screening fraction.
+    let settings = Settings {
+        sizes: sizes.clone(),
+        screen_runs: 1,
+        full_runs: 1,
+        screen_scale: 1.0,
+        margin: args.margin,
+        stride: args.stride as usize,
+        brent_iters: 6,
+        exhaustive: args.exhaustive,
+        deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
+    };
+    let progress = Progress::new(
+        comms.len() as u64 * collectives.len() as u64 * 200,
+        true,
+        "simulations",
+    );
+    let mut oracle = crate::tune::sim::SimOracle::new(&m, comms.clone(), Some(writer), progress);
+    let mut cut_short = false;
+    for (ci, nodes) in comms.iter().enumerate() {
+        let opts = SpaceOptions {
+            executions: executions.clone(),
+            pairing: args.pairing.clone(),
+            multi_node: nodes.num_nodes() > 1,
+        };
+        for &coll in &collectives {
+            let mut search = Search::new(&mut oracle, &settings, ci, candidates(coll, &opts));
+            search.run()?;
+            cut_short |= search.cut_short;
+        }
+    }
+    oracle.progress.finish();
+    let seconds = started.elapsed().as_secs_f64();
+    let table = build(
+        &oracle.samples,
+        Provenance {
+            host: "simulator".into(),
+            cluster: Some(format!("model {} ({})", m.name, world)),
+            mpi: format!("model {}", m.name),
+            date: table::now_iso8601(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            colltune: env!("CARGO_PKG_VERSION").into(),
+            source: format!("simulated:{}", m.name),
+            sweep: Sweep {
+                mode: if args.exhaustive {
+                    "exhaustive"
+                } else {
+                    "adaptive"
+                }
+                .into(),
+                sizes,
+                runs: 1,
+                budget_ms: 0,
+                executions: executions.iter().map(|e| e.to_string()).collect(),
+                cache: String::new(),
+                root: "0".into(),
+                raw: vec![csv.display().to_string()],
+                seconds: Some((seconds * 10.0).round() / 10.0),
+                points: Some(oracle.simulated),
+            },
+        },
+    );
+    table.save(&table_path)?;
+    print!("{}", table::summary(&table));
+    println!(
+        "\ntuned over model {} on {} ranks ({}) in {} ({} simulations){}",
+        m.name,
+        world.size(),
+        world,
+        hms(seconds),
+        oracle.simulated,
+        if cut_short {
+            "; STOPPED EARLY (budget)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "table: {}\nraw samples: {}",
+        table_path.display(),
+        csv.display()
+    );
+    Ok(Code::Ok)
 }

@@ -27,6 +27,7 @@
 //! reference the adaptive search is judged against.
 
 pub mod driver;
+pub mod sim;
 pub mod space;
 
 use std::cell::RefCell;

@@ -15,11 +15,11 @@
 //! between [`start`] and [`Pending::wait`] overlaps with the communication
 //! in flight. [`execute`] is `start` followed by `wait`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::c_int;
 use std::marker::PhantomData;
 
-use colltune_algorithms::{Buf, Execution, OpKind, Post, Region, Schedule, SendMode, Tag};
+use colltune_algorithms::{Buf, Execution, OpKind, Post, Region, SendMode, Tag};
 
 use super::ffi::{self, MPI_Request, MPI_Win};
 use super::{Comm, TransportError};
@@ -31,52 +31,8 @@ fn tag(t: Tag) -> c_int {
     }
 }
 
-/// A schedule with what both executions precompute: each op's dependents
-/// and its position in its channel. Build once per call shape and reuse.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    pub schedule: Schedule,
-    dependents: Vec<Vec<u32>>,
-    chan: Vec<Option<(u32, u32)>>, // (channel id, position in channel)
-    channels: usize,
-    roots: Vec<u32>, // ops without dependencies
-}
-
-impl Prepared {
-    pub fn new(schedule: Schedule) -> Self {
-        let n = schedule.ops.len();
-        let mut dependents = vec![Vec::new(); n];
-        let mut ids: HashMap<(bool, u32, Tag), (u32, u32)> = HashMap::new();
-        let mut chan = vec![None; n];
-        let mut roots = Vec::new();
-        for (i, op) in schedule.ops.iter().enumerate() {
-            for &d in &op.deps {
-                dependents[d as usize].push(i as u32);
-            }
-            if op.deps.is_empty() {
-                roots.push(i as u32);
-            }
-            let key = match &op.kind {
-                OpKind::Send { to, tag, .. } => Some((true, to.0, *tag)),
-                OpKind::Recv { from, tag, .. } => Some((false, from.0, *tag)),
-                _ => None,
-            };
-            if let Some(k) = key {
-                let next_id = ids.len() as u32;
-                let e = ids.entry(k).or_insert((next_id, 0));
-                chan[i] = Some((e.0, e.1));
-                e.1 += 1;
-            }
-        }
-        Prepared {
-            schedule,
-            dependents,
-            chan,
-            channels: ids.len(),
-            roots,
-        }
-    }
-}
+/// A schedule prepared for execution (shared with the simulator).
+pub type Prepared = colltune_algorithms::Plan;
 
 /// The caller's buffers for one call: the data buffer (broadcast buffer or
 /// swap's outgoing), and the swap's receive buffer.
