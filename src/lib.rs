@@ -7,6 +7,7 @@
 pub use colltune_algorithms as algorithms;
 
 pub mod bench;
+pub mod calibrate;
 pub mod capi;
 pub mod cli;
 pub mod emu;

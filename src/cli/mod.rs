@@ -2,6 +2,7 @@
 //! `run(args) -> anyhow::Result<Code>`.
 
 mod bench;
+mod calibrate;
 mod emu;
 mod evaluate;
 mod fit;
@@ -83,6 +84,9 @@ pub enum Command {
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),
+    /// Measure this cluster's links (ping-pong inside and between nodes)
+    /// and fit a network model for `simulate` (under mpirun).
+    Calibrate(calibrate::Args),
     /// The emulated cluster's delay relay (started by jobs/emucluster).
     #[command(hide = true)]
     EmuRelay(emu::Args),
@@ -119,6 +123,7 @@ pub fn main() -> i32 {
         Command::Plot(a) => plot::run(a),
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
     };
     match result {
         Ok(code) => code as i32,

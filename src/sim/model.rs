@@ -18,6 +18,10 @@ pub struct Link {
     pub gap_us: f64,
     /// 1/G: bandwidth, GB/s (10^9 bytes per second).
     pub bandwidth_gbs: f64,
+    /// Messages up to this many bytes are sent eagerly; larger ones wait for
+    /// their receive (a rendezvous costing one extra latency). Open MPI's
+    /// defaults: 4 KiB over shared memory (vader), 64 KiB over TCP.
+    pub eager_limit: u64,
 }
 
 impl Link {
@@ -41,9 +45,6 @@ pub struct Model {
     pub inter: Link,
     /// Local memory copy bandwidth, GB/s.
     pub copy_gbs: f64,
-    /// Messages up to this many bytes are sent eagerly; larger ones wait for
-    /// their receive (a rendezvous costing one extra latency).
-    pub eager_limit: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
