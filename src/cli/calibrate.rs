@@ -453,9 +453,25 @@ fn measure_link(
             spread: c[2],
         })
         .collect();
-    // Raw runs travel to rank 0 only if it is the leader; otherwise the
-    // leader's runs are summarised in the medians above.
-    let raw = if me == pair.leader { raw } else { Vec::new() };
+    // Every run travels with the results (the leader may not be rank 0).
+    let text: String = raw
+        .iter()
+        .map(|(w, b, r, it, t)| format!("{w} {b} {r} {it} {t}\n"))
+        .collect();
+    let got = ffi::bcast_bytes(text.as_bytes(), pair.leader, comm.raw())?;
+    let raw = String::from_utf8_lossy(&got)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+                f.get(4)?.parse().ok()?,
+            ))
+        })
+        .collect();
     Ok(LinkData {
         points,
         overhead_us: vals[sizes.len() * 3],

@@ -43,6 +43,20 @@ pub struct Args {
     csv: Option<PathBuf>,
     #[arg(long)]
     summary_only: bool,
+    /// Validate the model: simulate every point of this measured CSV (its
+    /// layouts, algorithms and sizes; other selection flags are ignored)
+    /// and report per size the measured and the predicted winner, and per
+    /// point the prediction's error.
+    #[arg(long, value_name = "MEASURED.csv")]
+    compare: Option<PathBuf>,
+    /// With --compare: a predicted time counts as right within this
+    /// fraction of the measured median.
+    #[arg(long, default_value_t = 0.3)]
+    tolerance: f64,
+    /// With --compare: a predicted winner counts as a near match when its
+    /// measured median is within this fraction of the measured best.
+    #[arg(long, default_value_t = 0.05)]
+    near: f64,
 }
 
 /// The simulated cluster's layout from --ranks/--ppn or --layout.
@@ -99,6 +113,9 @@ pub fn sample(m: &Model, nodes: &NodeMap, s: &Subject, bytes: u64, run: u32, t: 
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
     let m = Model::load(&a.model).map_err(|e| UsageError(e.to_string()))?;
+    if let Some(measured) = &a.compare {
+        return compare(&a, &m, measured);
+    }
     let nodes = layout(a.ranks, a.ppn, a.layout.as_deref())?;
     let sizes = parse_sizes(a.sizes.as_deref().unwrap_or("1..4M"))?;
     let colls = if a.collective.is_empty() {
@@ -163,4 +180,195 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         println!("raw samples: {}", w.path().display());
     }
     Ok(Code::Ok)
+}
+
+/// One measured point and its prediction.
+struct Versus {
+    label: String,
+    measured: f64,
+    spread: f64,
+    predicted: f64,
+}
+
+/// `simulate --compare`: the model against a measured CSV.
+fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> {
+    use std::collections::BTreeMap;
+    let samples = crate::record::read(path).map_err(|e| UsageError(e.to_string()))?;
+    // (collective, layout) -> bytes -> points.
+    type Key = (String, String);
+    let mut groups: BTreeMap<Key, BTreeMap<u64, Vec<Versus>>> = BTreeMap::new();
+    let mut raw: BTreeMap<(Key, String, String, u64), BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
+    let mut skipped = 0usize;
+    for s in &samples {
+        if s.is_library() || s.outlier != 0 {
+            skipped += usize::from(s.is_library());
+            continue;
+        }
+        raw.entry((
+            (s.collective.clone(), s.layout.clone()),
+            s.spec.clone(),
+            s.execution.clone(),
+            s.bytes,
+        ))
+        .or_default()
+        .entry(s.run)
+        .or_default()
+        .push(s.time_us);
+    }
+    if raw.is_empty() {
+        return Err(UsageError(format!(
+            "{}: no measurements of colltune's algorithms to compare with",
+            path.display()
+        ))
+        .into());
+    }
+    let mut simulated = Vec::new();
+    let mut writer = match &a.csv {
+        Some(p) => Some(Writer::open(p, false)?),
+        None => None,
+    };
+    for (((coll, layout), spec, exec, bytes), runs) in raw {
+        let place = || format!("{}: {coll} {spec} [{exec}] on {layout}", path.display());
+        let c: Collective = coll
+            .parse()
+            .map_err(|e| UsageError(format!("{}: {e}", place())))?;
+        let sp = AlgoSpec::parse(&spec).map_err(|e| UsageError(format!("{}: {e}", place())))?;
+        let ex: Execution = exec
+            .parse()
+            .map_err(|e| UsageError(format!("{}: {e}", place())))?;
+        let nodes = NodeMap::parse(&layout).map_err(|e| UsageError(format!("{}: {e}", place())))?;
+        let t = simulate(m, c, &sp, ex, &nodes, bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", place()))?;
+        let subject = Subject::Ours {
+            collective: c,
+            spec: sp,
+            exec: ex,
+        };
+        let row = sample(m, &nodes, &subject, bytes, 1, t);
+        if let Some(w) = writer.as_mut() {
+            w.write(std::slice::from_ref(&row))?;
+        }
+        simulated.push(row);
+        let runs: Vec<Vec<f64>> = runs.into_values().collect();
+        let sum = crate::stats::summarize(&runs);
+        groups
+            .entry((coll, layout))
+            .or_default()
+            .entry(bytes)
+            .or_default()
+            .push(Versus {
+                label: format!("{spec} [{exec}]"),
+                measured: sum.median,
+                spread: sum.run_spread(),
+                predicted: t,
+            });
+    }
+    let (mut sizes, mut exact, mut near, mut within, mut points) = (0, 0, 0, 0, 0);
+    let mut errs = Vec::new();
+    let mut regrets = Vec::new();
+    for ((coll, layout), by_size) in &groups {
+        println!(
+            "\n{coll} on {layout}: measured ({}) against model {}",
+            path.display(),
+            m.name
+        );
+        println!(
+            "{:>10}  {:<34} {:<34} {:>7} {:>9} {:>9}",
+            "bytes", "measured winner", "predicted winner", "match", "regret", "|error|"
+        );
+        for (bytes, pts) in by_size {
+            let best_m = pts
+                .iter()
+                .min_by(|x, y| x.measured.total_cmp(&y.measured))
+                .expect("a point");
+            let best_p = pts
+                .iter()
+                .min_by(|x, y| x.predicted.total_cmp(&y.predicted))
+                .expect("a point");
+            let regret = best_p.measured / best_m.measured;
+            let is_exact = best_m.label == best_p.label;
+            let is_near = regret <= 1.0 + a.near;
+            let mut e: Vec<f64> = pts
+                .iter()
+                .map(|v| ((v.predicted - v.measured) / v.measured).abs())
+                .collect();
+            within += e.iter().filter(|&&x| x <= a.tolerance).count();
+            points += e.len();
+            errs.extend(e.iter().copied());
+            e.sort_by(f64::total_cmp);
+            sizes += 1;
+            exact += usize::from(is_exact);
+            near += usize::from(is_near);
+            regrets.push(regret);
+            println!(
+                "{:>10}  {:<34} {:<34} {:>7} {:>8.3}x {:>8.1}%",
+                bytes,
+                trunc(&best_m.label, 34),
+                trunc(&best_p.label, 34),
+                if is_exact {
+                    "yes"
+                } else if is_near {
+                    "near"
+                } else {
+                    "no"
+                },
+                regret,
+                100.0 * crate::stats::median_sorted(&e)
+            );
+        }
+        if !a.summary_only {
+            println!("\n  per point (measured median, run spread, predicted, error):");
+            for (bytes, pts) in by_size {
+                for v in pts {
+                    println!(
+                        "  {:>10} {:<40} {:>11.2} us {:>6.2}x {:>11.2} us {:>+7.1}%",
+                        bytes,
+                        trunc(&v.label, 40),
+                        v.measured,
+                        v.spread,
+                        v.predicted,
+                        100.0 * (v.predicted - v.measured) / v.measured
+                    );
+                }
+            }
+        }
+    }
+    errs.sort_by(f64::total_cmp);
+    println!(
+        "\nmodel {} against {}: predicted winner = measured winner at {exact} of {sizes} sizes \
+         ({:.0}%), within {:.0}% of the measured best at {near} ({:.0}%); geomean regret {:.3}x",
+        m.name,
+        path.display(),
+        100.0 * exact as f64 / sizes.max(1) as f64,
+        100.0 * a.near,
+        100.0 * near as f64 / sizes.max(1) as f64,
+        crate::stats::geomean(&regrets)
+    );
+    println!(
+        "predicted times: {within} of {points} points ({:.0}%) within {:.0}% of the measured median; \
+         median error {:.1}%, 90th percentile {:.1}%{}",
+        100.0 * within as f64 / points.max(1) as f64,
+        100.0 * a.tolerance,
+        100.0 * crate::stats::median_sorted(&errs),
+        100.0 * errs[((errs.len() as f64 * 0.9) as usize).min(errs.len() - 1)],
+        if skipped > 0 {
+            format!(" ({skipped} samples of the MPI library's own collectives skipped)")
+        } else {
+            String::new()
+        }
+    );
+    if let Some(w) = &writer {
+        println!("simulated samples: {}", w.path().display());
+    }
+    Ok(Code::Ok)
+}
+
+fn trunc(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('~');
+        t
+    }
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Validating the simulator on the emulated cluster (root needed): calibrate
+# a model on NODES emulated nodes (2 ranks on each of the first two used),
+# then for each layout in LAYOUTS measure every broadcast algorithm in both
+# executions at SIZES, simulate the same points on the model, and compare:
+# the predicted winner against the measured one per size, and the predicted
+# time against the measured median per point (colltune simulate --compare).
+# Tears the emulated cluster down at the end (also on errors).
+#
+# Parameters (environment):
+#   NODES (4: the most any layout uses), LAYOUTS ("2x2 3x1 4x1"),
+#   SIZES (1,16,256,4K,16K,64K,256K,1M,4M), RUNS (3), BUDGET_MS (60),
+#   RATE (1gbit), DELAY_US (0), OUT (results/model-validation)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs/install-deps.sh
+# shellcheck disable=SC1091
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+cargo build --release --locked
+BIN=$PWD/target/release/colltune
+EMU=$PWD/jobs/emucluster/emucluster
+NODES=${NODES:-4}
+LAYOUTS=${LAYOUTS:-2x2 3x1 4x1}
+SIZES=${SIZES:-1,16,256,4K,16K,64K,256K,1M,4M}
+OUT=${OUT:-results/model-validation}
+mkdir -p "$OUT"
+trap '$EMU down >/dev/null 2>&1 || true' EXIT
+NODES=$NODES $EMU up
+
+# hosts <layout>: the --host list and rank count for 2x2 / 3x1 / 3+1 layouts.
+hosts() {
+  local l=$1 per=() h="" np=0 i=0
+  if [[ $l == *x* ]]; then
+    for _ in $(seq "${l%x*}"); do per+=("${l#*x}"); done
+  else
+    IFS=+ read -r -a per <<< "$l"
+  fi
+  for k in "${per[@]}"; do i=$((i + 1)); h+="${h:+,}ctnode$i:$k"; np=$((np + k)); done
+  echo "$np $h"
+}
+
+model="$OUT/emulated-${RATE:-1gbit}.yaml"
+echo "== calibrate on 2 emulated nodes x 2 ranks"
+read -r np h < <(hosts 2x2)
+$EMU run -np "$np" --host "$h" "$BIN" calibrate --out "$model" \
+  --name "emulated-${RATE:-1gbit}" --csv "$OUT/calibrate.csv" | tee "$OUT/calibrate.txt"
+
+for layout in $LAYOUTS; do
+  read -r np h < <(hosts "$layout")
+  echo "== measure every broadcast algorithm on $layout ($np ranks)"
+  $EMU run -np "$np" --host "$h" "$BIN" bench --collective bcast --sizes "$SIZES" \
+    --runs "${RUNS:-3}" --budget-ms "${BUDGET_MS:-60}" --summary-only \
+    --csv "$OUT/measured-$layout.csv" > "$OUT/measured-$layout.txt"
+  echo "== model against measurement on $layout"
+  "$BIN" simulate --model "$model" --compare "$OUT/measured-$layout.csv" \
+    --csv "$OUT/simulated-$layout.csv" | tee "$OUT/compare-$layout.txt"
+done

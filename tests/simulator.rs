@@ -1,0 +1,424 @@
+//! The simulator end to end: `simulate` writes bench's CSV that the
+//! inspection commands read, `simulate --compare` scores a model against
+//! measurements, `tune --model` writes a valid table marked simulated, bad
+//! model files are reported with file and place, and `calibrate` measures
+//! and fits a model under mpirun.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{colltune, mpirun, run, text};
+
+fn ct(args: &[&str]) -> Output {
+    run({
+        let mut c = Command::new(colltune());
+        c.args(args);
+        c
+    })
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("colltune-sim-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn records(p: &Path) -> Vec<Vec<String>> {
+    csv::Reader::from_path(p)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
+fn model_file(dir: &Path, name: &str, inter_gbs: f64, inter_lat: f64) -> PathBuf {
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &p,
+        format!(
+            "name: {name}\nsource: test figures\n\
+             intra: {{latency_us: 0.3, overhead_us: 0.1, gap_us: 0.05, bandwidth_gbs: 10, eager_limit: 4096}}\n\
+             inter: {{latency_us: {inter_lat}, overhead_us: 0.3, gap_us: 0.1, bandwidth_gbs: {inter_gbs}, eager_limit: 65536}}\n\
+             copy_gbs: 10\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn simulate_writes_bench_csv_that_every_tool_reads() {
+    let d = tmpdir("csv");
+    let m = model_file(&d, "fast", 12.5, 1.5);
+    let csv = d.join("sim.csv");
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&m),
+        "--ranks",
+        "12",
+        "--ppn",
+        "4",
+        "--collective",
+        "bcast",
+        "--sizes",
+        "1,4K,1M",
+        "--csv",
+        s(&csv),
+        "--summary-only",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let body = std::fs::read_to_string(&csv).unwrap();
+    let rows = records(&csv);
+    // Every broadcast algorithm (node-aware ones too: 3 nodes) x 2
+    // executions x 3 sizes, each with a positive time.
+    assert!(rows.len() >= 10 * 2 * 3, "{} rows\n{body}", rows.len());
+    assert!(body.contains(",hierarchical,"), "{body}");
+    assert!(rows.iter().all(|r| r[19] == "simulated:fast"), "{body}");
+    // Within every series, a 1 MiB broadcast costs more than a 1-byte one.
+    let mut by: std::collections::HashMap<(String, String), Vec<(u64, f64)>> = Default::default();
+    for r in &rows {
+        by.entry((r[2].clone(), r[3].clone()))
+            .or_default()
+            .push((r[8].parse().unwrap(), r[15].parse().unwrap()));
+    }
+    for (k, mut v) in by {
+        v.sort_by_key(|p| p.0);
+        assert!(
+            v.len() == 3 && v[0].1 > 0.0 && v[2].1 > v[0].1,
+            "{k:?}: {v:?}"
+        );
+    }
+    let o = ct(&["report", s(&csv)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = d.join("t.yaml");
+    let o = ct(&["table", "build", s(&csv), "--output", s(&table)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ct(&["validate", s(&table)]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Simulation is deterministic: the same command gives the same file.
+    let csv2 = d.join("sim2.csv");
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&m),
+        "--layout",
+        "4+4+4",
+        "--collective",
+        "bcast",
+        "--sizes",
+        "1,4K,1M",
+        "--csv",
+        s(&csv2),
+        "--summary-only",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let times =
+        |p: &Path| -> Vec<String> { records(p).into_iter().map(|r| r[15].clone()).collect() };
+    assert_eq!(times(&csv), times(&csv2));
+}
+
+#[test]
+fn compare_scores_a_model_against_measurements() {
+    let d = tmpdir("compare");
+    let fast = model_file(&d, "fast", 12.5, 1.5);
+    // A very different machine: slow, high-latency network.
+    let slow = model_file(&d, "slow", 0.01, 500.0);
+    let csv = d.join("fast.csv");
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&fast),
+        "--layout",
+        "3x2",
+        "--collective",
+        "bcast",
+        "--sizes",
+        "8,64K,1M",
+        "--csv",
+        s(&csv),
+        "--summary-only",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // The same model predicts its own data exactly.
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&fast),
+        "--compare",
+        s(&csv),
+        "--summary-only",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("at 3 of 3 sizes (100%)"), "{out}");
+    assert!(out.contains("(100%) within 30%"), "{out}");
+    // Another model does not.
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&slow),
+        "--compare",
+        s(&csv),
+        "--summary-only",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("points (0%) within 30%"), "{out}");
+    // A CSV with nothing of ours to compare is a usage error.
+    let empty = d.join("empty.csv");
+    std::fs::write(
+        &empty,
+        std::fs::read_to_string(&csv)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let o = ct(&["simulate", "--model", s(&fast), "--compare", s(&empty)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("empty.csv"), "{}", text(&o));
+}
+
+#[test]
+fn tune_over_a_model_writes_a_simulated_table() {
+    let d = tmpdir("tune");
+    let m = model_file(&d, "fast", 12.5, 1.5);
+    let (csv, table) = (d.join("t.csv"), d.join("t.yaml"));
+    let o = ct(&[
+        "tune",
+        "--model",
+        s(&m),
+        "--layout",
+        "8x4",
+        "--comm-sizes",
+        "8",
+        "--sizes",
+        "1..1M",
+        "--csv",
+        s(&csv),
+        "--table",
+        s(&table),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let y = std::fs::read_to_string(&table).unwrap();
+    assert!(y.contains("simulated:fast"), "{y}");
+    assert!(y.contains("model fast"), "{y}");
+    let o = ct(&["validate", s(&table)]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Both communicators (32 ranks on 8 nodes; 8 ranks on 2) and both
+    // collectives have rules.
+    let o = ct(&[
+        "explain",
+        s(&table),
+        "--collective",
+        "bcast",
+        "--ranks",
+        "32",
+        "--ppn",
+        "4",
+        "--nodes",
+        "8",
+        "--bytes",
+        "1M",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ct(&[
+        "explain",
+        s(&table),
+        "--collective",
+        "swap",
+        "--ranks",
+        "8",
+        "--ppn",
+        "4",
+        "--nodes",
+        "2",
+        "--bytes",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Refuses to overwrite samples.
+    let o = ct(&[
+        "tune",
+        "--model",
+        s(&m),
+        "--layout",
+        "8x4",
+        "--csv",
+        s(&csv),
+        "--table",
+        s(&table),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn bad_model_files_name_the_file_and_the_place() {
+    let d = tmpdir("bad");
+    let good = std::fs::read_to_string(model_file(&d, "ok", 12.5, 1.5)).unwrap();
+    let cases = [
+        ("missing", good.replace("copy_gbs: 10\n", ""), "copy_gbs"),
+        (
+            "unknown",
+            good.replace("copy_gbs: 10", "copy_gbs: 10\nbogus: 1"),
+            "bogus",
+        ),
+        (
+            "negative",
+            good.replace("latency_us: 0.3", "latency_us: -1"),
+            "intra.latency_us",
+        ),
+        (
+            "zero-bw",
+            good.replace("bandwidth_gbs: 12.5", "bandwidth_gbs: 0"),
+            "inter.bandwidth_gbs",
+        ),
+        ("not-yaml", "intra: [".to_string(), "bad"),
+    ];
+    for (name, body, what) in cases {
+        let p = d.join(format!("{name}.yaml"));
+        std::fs::write(&p, body).unwrap();
+        let o = ct(&["simulate", "--model", s(&p), "--ranks", "4", "--sizes", "1"]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {out}");
+        assert!(out.contains(&format!("{name}.yaml")), "{name}: {out}");
+        if what != "bad" {
+            assert!(out.contains(what), "{name}: {out}");
+        }
+        assert!(!out.contains("panicked"), "{name}: {out}");
+    }
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&d.join("absent.yaml")),
+        "--ranks",
+        "4",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("absent.yaml"), "{}", text(&o));
+}
+
+#[test]
+fn shipped_models_load_and_their_tables_validate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning-tables/models");
+    let mut n = 0;
+    for e in std::fs::read_dir(&root).unwrap() {
+        let p = e.unwrap().path();
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.ends_with(".yaml") && !name.starts_with("table-") {
+            let o = ct(&[
+                "simulate",
+                "--model",
+                s(&p),
+                "--layout",
+                "2x2",
+                "--collective",
+                "bcast",
+                "-a",
+                "binomial",
+                "--sizes",
+                "8",
+                "--summary-only",
+            ]);
+            assert!(o.status.success(), "{name}: {}", text(&o));
+            n += 1;
+        } else if name.starts_with("table-") {
+            let o = ct(&["validate", s(&p)]);
+            assert!(o.status.success(), "{name}: {}", text(&o));
+        }
+    }
+    assert!(n >= 1);
+}
+
+/// Runs calibrate under mpirun with a node layout forced by COLLTUNE_NODES.
+fn calibrate(ranks: usize, nodes: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut c = mpirun(ranks);
+    c.args(["-x", &format!("COLLTUNE_NODES={nodes}")])
+        .arg(colltune())
+        .args([
+            "calibrate",
+            "--out",
+            s(out),
+            "--sizes",
+            "1..64K",
+            "--budget-ms",
+            "20",
+            "--runs",
+            "3",
+        ])
+        .args(extra);
+    run(c)
+}
+
+#[test]
+fn calibrate_measures_and_fits_a_model_under_mpirun() {
+    let d = tmpdir("calibrate");
+    let model = d.join("m.yaml");
+    let csv = d.join("runs.csv");
+    for (ranks, nodes) in [(3, "2+1"), (4, "2+2")] {
+        let _ = std::fs::remove_file(&model);
+        let o = calibrate(ranks, nodes, &model, &["--csv", s(&csv), "--name", "here"]);
+        let out = text(&o);
+        assert!(o.status.success(), "{ranks} ranks: {out}");
+        assert!(
+            out.contains("intra-node link") && out.contains("inter-node link"),
+            "{out}"
+        );
+        // The model loads in the simulator and says where it came from.
+        let y = std::fs::read_to_string(&model).unwrap();
+        assert!(
+            y.contains("name: here") && y.contains("calibrated by"),
+            "{y}"
+        );
+        let o = ct(&[
+            "simulate",
+            "--model",
+            s(&model),
+            "--layout",
+            "2x2",
+            "--collective",
+            "bcast",
+            "-a",
+            "linear",
+            "--sizes",
+            "1,64K",
+            "--summary-only",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        // Every size measured three times on both links, plus overheads.
+        let raw = std::fs::read_to_string(&csv).unwrap();
+        for link in ["intra", "inter"] {
+            let n = raw
+                .lines()
+                .filter(|l| l.starts_with(&format!("{link},pingpong,")))
+                .count();
+            assert_eq!(n, 17 * 3, "{link}: {raw}");
+            assert!(raw.contains(&format!("{link},recv-overhead,")), "{raw}");
+        }
+    }
+    // One node: the inter-node link cannot be measured; a base model
+    // supplies it.
+    let o = calibrate(2, "2", &model, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--base"), "{}", text(&o));
+    let base = model_file(&d, "base", 12.5, 1.5);
+    let o = calibrate(2, "2", &model, &["--base", s(&base)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let y = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        y.contains("taken from") && y.contains("bandwidth_gbs: 12.5"),
+        "{y}"
+    );
+}
