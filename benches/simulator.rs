@@ -17,15 +17,16 @@ fn model() -> Model {
             overhead_us: 0.1,
             gap_us: 0.05,
             bandwidth_gbs: 10.0,
+            eager_limit: 4096,
         },
         inter: Link {
             latency_us: 1.5,
             overhead_us: 0.3,
             gap_us: 0.1,
             bandwidth_gbs: 12.5,
+            eager_limit: 65536,
         },
         copy_gbs: 10.0,
-        eager_limit: 65536,
     }
 }
 

@@ -230,7 +230,6 @@ impl<'a> Engine<'a> {
     /// Matches the heads of a channel when both are posted.
     fn try_match(&mut self, src: u32, dst: u32, tag: u8) {
         loop {
-            let eager = self.m.eager_limit;
             let c = self.chan(src, dst, tag);
             if c.sends.is_empty() || c.recvs.is_empty() {
                 return;
@@ -249,7 +248,6 @@ impl<'a> Engine<'a> {
                     arr
                 }
             };
-            let _ = eager;
             self.push(arrival.max(r.t_post) + o_r, r.rank, Ev::Done(r.op));
         }
     }
@@ -266,7 +264,7 @@ impl<'a> Engine<'a> {
                 let t_post = ts + o;
                 self.ranks[r as usize].cpu = t_post;
                 let bytes = src.len;
-                let arrival = if bytes <= self.m.eager_limit {
+                let arrival = if bytes <= self.link(r, to.0).eager_limit {
                     let (free, arr) = self.transfer(r, to.0, bytes, t_post);
                     self.push(free, r, Ev::Done(i));
                     Some(arr)
@@ -595,15 +593,16 @@ mod tests {
                 overhead_us: 0.2,
                 gap_us: 0.1,
                 bandwidth_gbs: 10.0,
+                eager_limit: 8192,
             },
             inter: Link {
                 latency_us: 2.0,
                 overhead_us: 0.5,
                 gap_us: 0.3,
                 bandwidth_gbs: 1.0,
+                eager_limit: 8192,
             },
             copy_gbs: 10.0,
-            eager_limit: 8192,
         }
     }
 
