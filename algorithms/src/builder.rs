@@ -16,6 +16,8 @@ pub struct Builder {
     /// Maps the ranks an algorithm speaks of to communicator ranks. Empty: identity.
     map: Vec<usize>,
     buf_len: [u64; 3],
+    /// Scratch of [`Builder::finish_flat`].
+    derive: Derive,
 }
 
 impl Builder {
@@ -182,141 +184,259 @@ impl Builder {
     /// after write, over overlapping regions) and window-epoch ordering, and
     /// returns the schedule.
     pub fn finish(mut self) -> Schedule {
-        let mut access: [AccessMap; 3] = Default::default();
-        let mut last_sync: Option<OpId> = None;
-        let mut since_sync: Vec<OpId> = Vec::new();
-        for i in 0..self.ops.len() {
-            let id = i as OpId;
-            let kind = self.ops[i].kind.clone();
-            let mut deps = std::mem::take(&mut self.ops[i].deps);
-            if kind.is_sync() {
-                deps.append(&mut since_sync);
-                deps.extend(last_sync);
-                last_sync = Some(id);
-            } else {
-                deps.extend(last_sync);
-                // A put is completed by the sync op that closes its epoch, so
-                // that op cannot wait for it; ready ops start in program
-                // order, so the put is started before the epoch closes.
-                if !matches!(kind, OpKind::WaitAll | OpKind::Put { .. }) {
-                    since_sync.push(id);
-                }
-            }
-            if let Some(r) = kind.reads() {
-                access[r.buf.index()].read(r, id, &mut deps);
-            }
-            if let Some(w) = kind.writes() {
-                access[w.buf.index()].write(w, id, &mut deps);
-            }
-            deps.sort_unstable();
-            deps.dedup();
-            self.ops[i].deps = deps;
-        }
+        derive(&mut self.ops, &mut Derive::default(), |op, deps| {
+            // One allocation at most (most ops have few deps).
+            op.deps.clear();
+            op.deps.extend_from_slice(deps);
+        });
         Schedule {
             ops: self.ops,
             buf_len: self.buf_len,
         }
     }
+
+    /// What [`Builder::finish`] derives, without building the schedule: the
+    /// ops, each with only the dependencies added by [`Builder::depend`], and
+    /// every op's dependencies (those [`Builder::finish`] gives it) in one
+    /// list: op `i`'s are `deps[ends[i - 1]..ends[i]]` (from 0 for op 0).
+    /// Then [`Builder::clear`] makes the builder ready for another schedule,
+    /// keeping its memory: for callers that build many schedules and keep
+    /// none (the simulator).
+    pub fn finish_flat(&mut self, deps: &mut Vec<OpId>, ends: &mut Vec<u32>) -> &[Op] {
+        deps.clear();
+        ends.clear();
+        let mut scratch = std::mem::take(&mut self.derive);
+        derive(&mut self.ops, &mut scratch, |_, d| {
+            deps.extend_from_slice(d);
+            ends.push(u32::try_from(deps.len()).expect("dependencies fit u32"));
+        });
+        self.derive = scratch;
+        &self.ops
+    }
+
+    /// Forgets every op (and buffer size) so far; keeps allocated memory.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.map.clear();
+        self.buf_len = [0; 3];
+    }
 }
 
-/// Per buffer: disjoint pieces, each with its last writer and the readers since.
+/// Scratch for deriving dependencies, reusable from schedule to schedule.
+#[derive(Debug, Default)]
+struct Derive {
+    access: [AccessMap; 3],
+    readers: Readers,
+    since_sync: Vec<OpId>,
+    deps: Vec<OpId>,
+}
+
+/// Derives every op's dependencies in program order and hands them, sorted
+/// and without repeats, to `emit` with the op (whose `deps` still holds only
+/// the ones added by [`Builder::depend`]).
+fn derive(ops: &mut [Op], d: &mut Derive, mut emit: impl FnMut(&mut Op, &[OpId])) {
+    for a in &mut d.access {
+        a.pieces.clear();
+    }
+    d.readers.nodes.clear();
+    d.since_sync.clear();
+    let mut last_sync: Option<OpId> = None;
+    let deps = &mut d.deps;
+    for (i, op) in ops.iter_mut().enumerate() {
+        let id = i as OpId;
+        deps.clear();
+        deps.extend_from_slice(&op.deps);
+        if op.kind.is_sync() {
+            deps.append(&mut d.since_sync);
+            deps.extend(last_sync);
+            last_sync = Some(id);
+        } else {
+            deps.extend(last_sync);
+            // A put is completed by the sync op that closes its epoch, so
+            // that op cannot wait for it; ready ops start in program
+            // order, so the put is started before the epoch closes.
+            if !matches!(op.kind, OpKind::WaitAll | OpKind::Put { .. }) {
+                d.since_sync.push(id);
+            }
+        }
+        if let Some(r) = op.kind.reads() {
+            d.access[r.buf.index()].read(r, id, deps, &mut d.readers);
+        }
+        if let Some(w) = op.kind.writes() {
+            d.access[w.buf.index()].write(w, id, deps, &d.readers);
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        emit(op, deps);
+    }
+}
+
+/// "No op" / "end of a list".
+const NIL: u32 = u32::MAX;
+
+/// Lists of readers, shared by the pieces of all buffers: a list is the index
+/// of its newest node; a node is never changed once made, so a piece split
+/// in two keeps one list for both halves.
+#[derive(Debug, Default)]
+struct Readers {
+    /// (reader, index of the next node or NIL)
+    nodes: Vec<(OpId, u32)>,
+}
+
+impl Readers {
+    fn push(&mut self, list: u32, id: OpId) -> u32 {
+        self.nodes.push((id, list));
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn iter(&self, mut list: u32) -> impl Iterator<Item = OpId> + '_ {
+        std::iter::from_fn(move || {
+            let &(id, next) = self.nodes.get(list as usize)?;
+            list = next;
+            Some(id)
+        })
+    }
+}
+
+/// Per buffer: disjoint pieces, each with its last writer and the readers
+/// since; bytes in no piece have neither.
 #[derive(Debug, Default)]
 struct AccessMap {
     /// start -> piece covering [start, end)
     pieces: BTreeMap<u64, Piece>,
+    /// Scratch: gaps to fill, pieces to drop.
+    scratch: Vec<(u64, u64)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Piece {
     end: u64,
-    writer: Option<OpId>,
-    readers: Vec<OpId>,
+    /// The last writer, or NIL.
+    writer: OpId,
+    /// Readers since the last write (a list in [`Readers`]).
+    readers: u32,
 }
 
 impl AccessMap {
     /// Splits pieces so that `at` is a boundary.
     fn split_at(&mut self, at: u64) {
-        let Some((&start, piece)) = self.pieces.range(..at).next_back() else {
+        let Some((_, piece)) = self.pieces.range_mut(..at).next_back() else {
             return;
         };
         if piece.end > at {
-            let mut right = piece.clone();
-            let left_end = at;
-            right.end = piece.end;
-            self.pieces.get_mut(&start).expect("piece").end = left_end;
+            let right = Piece {
+                end: piece.end,
+                ..*piece
+            };
+            piece.end = at;
             self.pieces.insert(at, right);
         }
     }
 
-    /// Ensures [r.offset, r.end) is covered by pieces (filling gaps with
-    /// untouched ones) split at its bounds; returns the starts inside it.
-    fn cover(&mut self, r: Region) -> Vec<u64> {
-        self.split_at(r.offset);
-        self.split_at(r.end());
-        let mut starts = Vec::new();
-        let mut pos = r.offset;
-        let inside: Vec<(u64, u64)> = self
-            .pieces
-            .range(r.offset..r.end())
-            .map(|(&s, p)| (s, p.end))
-            .collect();
-        for (s, e) in inside {
-            if s > pos {
-                self.pieces.insert(
-                    pos,
-                    Piece {
-                        end: s,
-                        writer: None,
-                        readers: Vec::new(),
-                    },
-                );
-                starts.push(pos);
-            }
-            starts.push(s);
-            pos = e;
-        }
-        if pos < r.end() {
-            self.pieces.insert(
-                pos,
-                Piece {
-                    end: r.end(),
-                    writer: None,
-                    readers: Vec::new(),
-                },
-            );
-            starts.push(pos);
-        }
-        starts
-    }
-
-    fn read(&mut self, r: Region, id: OpId, deps: &mut Vec<OpId>) {
+    fn read(&mut self, r: Region, id: OpId, deps: &mut Vec<OpId>, readers: &mut Readers) {
         if r.len == 0 {
             return;
         }
-        for s in self.cover(r) {
-            let p = self.pieces.get_mut(&s).expect("covered piece");
-            deps.extend(p.writer);
-            p.readers.push(id);
+        // The last piece starting before the region's end tells the two
+        // common cases apart with one lookup: it is the region exactly (a
+        // segment or chunk moves again), or it ends before (so does every
+        // other: the region is touched for the first time).
+        match self.pieces.range_mut(..r.end()).next_back() {
+            Some((&s, p)) if s == r.offset && p.end == r.end() => {
+                if p.writer != NIL {
+                    deps.push(p.writer);
+                }
+                p.readers = readers.push(p.readers, id);
+                return;
+            }
+            Some((_, p)) if p.end > r.offset => {}
+            _ => {
+                let only = readers.push(NIL, id);
+                self.pieces.insert(
+                    r.offset,
+                    Piece {
+                        end: r.end(),
+                        writer: NIL,
+                        readers: only,
+                    },
+                );
+                return;
+            }
+        }
+        self.split_at(r.offset);
+        self.split_at(r.end());
+        self.scratch.clear();
+        let mut pos = r.offset;
+        for (&s, p) in self.pieces.range_mut(r.offset..r.end()) {
+            if s > pos {
+                self.scratch.push((pos, s));
+            }
+            if p.writer != NIL {
+                deps.push(p.writer);
+            }
+            p.readers = readers.push(p.readers, id);
+            pos = p.end;
+        }
+        if pos < r.end() {
+            self.scratch.push((pos, r.end()));
+        }
+        if !self.scratch.is_empty() {
+            // Untouched bytes: read by `id` alone (one list for all gaps).
+            let only = readers.push(NIL, id);
+            for &(s, e) in &self.scratch {
+                self.pieces.insert(
+                    s,
+                    Piece {
+                        end: e,
+                        writer: NIL,
+                        readers: only,
+                    },
+                );
+            }
         }
     }
 
-    fn write(&mut self, w: Region, id: OpId, deps: &mut Vec<OpId>) {
+    fn write(&mut self, w: Region, id: OpId, deps: &mut Vec<OpId>, readers: &Readers) {
         if w.len == 0 {
             return;
         }
-        for s in self.cover(w) {
-            let p = self.pieces.remove(&s).expect("covered piece");
-            deps.extend(p.writer);
-            deps.extend(p.readers.iter().copied().filter(|&r| r != id));
+        let new = Piece {
+            end: w.end(),
+            writer: id,
+            readers: NIL,
+        };
+        // As in `read`.
+        match self.pieces.range_mut(..w.end()).next_back() {
+            Some((&s, p)) if s == w.offset && p.end == w.end() => {
+                if p.writer != NIL {
+                    deps.push(p.writer);
+                }
+                deps.extend(readers.iter(p.readers).filter(|&r| r != id));
+                *p = new;
+                return;
+            }
+            Some((_, p)) if p.end > w.offset => {}
+            _ => {
+                self.pieces.insert(w.offset, new);
+                return;
+            }
         }
-        self.pieces.insert(
-            w.offset,
-            Piece {
-                end: w.end(),
-                writer: Some(id),
-                readers: Vec::new(),
-            },
-        );
+        self.split_at(w.offset);
+        self.split_at(w.end());
+        self.scratch.clear();
+        for (&s, p) in self.pieces.range(w.offset..w.end()) {
+            if p.writer != NIL {
+                deps.push(p.writer);
+            }
+            deps.extend(readers.iter(p.readers).filter(|&r| r != id));
+            if s != w.offset {
+                self.scratch.push((s, 0));
+            }
+        }
+        for &(s, _) in &self.scratch {
+            self.pieces.remove(&s);
+        }
+        self.pieces.insert(w.offset, new);
     }
 }
 

@@ -2,6 +2,8 @@
 //! dependents, its position in its channel (peer, tag, direction), and the
 //! ops without dependencies. Shared by the MPI executor and the simulator,
 //! so both run exactly the same thing; built once per call shape and reused.
+//! (The simulator's `simulate` derives the same from each schedule straight
+//! into its own packed form, without making `Plan`s.)
 
 use std::collections::HashMap;
 

@@ -508,7 +508,7 @@ fn overhead_and_gap(
 ) -> anyhow::Result<(f64, f64, RawRows)> {
     let mut raw = Vec::new();
     let tx = [7u8; 1];
-    let mut rx = vec![[0u8; 1]; WINDOW];
+    let mut rx = [[0u8; 1]; WINDOW];
     let (mut o_s, mut o_r, mut gap) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..OVERHEAD_REPS {
         // Send overhead and the gap: a window of nonblocking sends, then an

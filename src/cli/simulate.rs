@@ -197,7 +197,9 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     // (collective, layout) -> bytes -> points.
     type Key = (String, String);
     let mut groups: BTreeMap<Key, BTreeMap<u64, Vec<Versus>>> = BTreeMap::new();
-    let mut raw: BTreeMap<(Key, String, String, u64), BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
+    // (group, spec, execution, bytes) -> run -> times.
+    type Point = (Key, String, String, u64);
+    let mut raw: BTreeMap<Point, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
     let mut skipped = 0usize;
     for s in &samples {
         if s.is_library() || s.outlier != 0 {

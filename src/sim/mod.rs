@@ -11,84 +11,267 @@
 //! receive completes `o` after both it is posted and its data has arrived.
 //! Copies take `n / copy bandwidth`; window synchronisation completes the
 //! puts it closes. The call's time is the slowest rank's finish.
+//!
+//! Speed: a call of 16,384 ranks runs about a million ops, and a decision
+//! table some hundreds of calls, so the engine keeps ops flat and touches
+//! little memory per event. [`simulate`] builds one rank's schedule at a
+//! time with one reused [`Builder`] and packs it at once into one array of
+//! 40-byte ops (with what [`Plan`] derives: dependents, positions in
+//! channels); no schedule is kept. Messages match by their position in
+//! their channel (MPI's non-overtaking rule: the k-th send of a channel
+//! meets its k-th receive), so a channel is a counter per side. The dataflow
+//! execution keeps only the ops it can start now in a heap and parks ready
+//! ops waiting for their turn in a channel on the channel. Events wait in a
+//! radix heap (times never go back). The packed call is kept for its other
+//! execution, which the tuner asks for next. Every simulated time is what
+//! the straightforward engine (a heap of events, a queue per channel, a
+//! scan of the ready ops) computes, bit for bit.
 
 pub mod model;
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
+use colltune_algorithms::registry::build_into;
 use colltune_algorithms::{
-    build_all, AlgoSpec, BuildError, Collective, Execution, NodeMap, OpKind, Plan, Post,
+    build_resolved, resolve, AlgoSpec, BuildError, Builder, Collective, Execution, NodeMap, Op,
+    OpKind, Plan, Post, Shape,
 };
 
 pub use model::{Link, Model, ModelError};
 
-/// A simulated time with a total order (times are never NaN; `total_cmp` keeps the heap sound anyway).
-#[derive(Clone, Copy, Debug)]
-struct T(f64);
-impl PartialEq for T {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o).is_eq()
-    }
-}
-impl Eq for T {}
-impl PartialOrd for T {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for T {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
+/// A simulated time as a key with the order of `f64::total_cmp`.
+#[inline]
+fn time_key(t: f64) -> u64 {
+    let b = t.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
     }
 }
 
+#[inline]
+fn key_time(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// What an event does: wake the rank, or complete op `ev` of it.
+const WAKE: u32 = u32::MAX;
+
+/// A pending event, ordered by (time, sequence number): the earliest first,
+/// and among equal times the one pushed first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Ev {
-    Wake,
-    Done(u32),
+struct Event {
+    key: u64,
+    seq: u64,
+    r: u32,
+    ev: u32,
+}
+
+/// The pending events, popped in (time, sequence number) order: a radix heap
+/// over the time keys (every event is pushed for the time being handled or
+/// later), bucket 0 holding the events of the current time in push order;
+/// an event pushed for an earlier time (none is, but nothing breaks if one
+/// is) waits in a plain heap that is always emptied first.
+struct Events {
+    /// Bucket `b` > 0: keys whose highest bit differing from `last` is `b - 1`.
+    buckets: Vec<Vec<Event>>,
+    /// Bucket 0 is popped from here on.
+    head: usize,
+    /// The key of bucket 0: the smallest key pending in the buckets.
+    last: u64,
+    /// Buckets that hold events (bit `b` for bucket `b`; bucket 0 aside).
+    full: u128,
+    late: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events {
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+            head: 0,
+            last: 0,
+            full: 0,
+            late: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl Events {
+    #[inline]
+    fn bucket(&self, key: u64) -> usize {
+        64 - (key ^ self.last).leading_zeros() as usize
+    }
+
+    #[inline]
+    fn push(&mut self, t: f64, r: u32, ev: u32) {
+        self.seq += 1;
+        let e = Event {
+            key: time_key(t),
+            seq: self.seq,
+            r,
+            ev,
+        };
+        if e.key < self.last {
+            self.late.push(Reverse(e));
+            return;
+        }
+        let b = self.bucket(e.key);
+        self.buckets[b].push(e);
+        self.full |= 1 << b;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Event> {
+        if let Some(Reverse(e)) = self.late.pop() {
+            return Some(e);
+        }
+        if self.head == self.buckets[0].len() {
+            self.refill()?;
+        }
+        let e = self.buckets[0][self.head];
+        self.head += 1;
+        Some(e)
+    }
+
+    /// The next event, if it is at hand (no refill needed).
+    #[inline]
+    fn peek(&self) -> Option<&Event> {
+        match self.late.peek() {
+            Some(Reverse(e)) => Some(e),
+            None => self.buckets[0].get(self.head),
+        }
+    }
+
+    /// Bucket 0 is spent: moves the smallest key's events into it.
+    fn refill(&mut self) -> Option<()> {
+        self.buckets[0].clear();
+        self.head = 0;
+        self.full &= !1;
+        if self.full == 0 {
+            return None;
+        }
+        let b = self.full.trailing_zeros() as usize;
+        let mut from = std::mem::take(&mut self.buckets[b]);
+        self.full &= !(1 << b);
+        self.last = from.iter().map(|e| e.key).min().expect("full bucket");
+        for &e in &from {
+            let d = self.bucket(e.key);
+            self.buckets[d].push(e);
+            self.full |= 1 << d;
+        }
+        from.clear();
+        self.buckets[b] = from;
+        // Events of one time leave in the order they were pushed.
+        self.buckets[0].sort_unstable_by_key(|e| e.seq);
+        Some(())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
     Pending,
+    /// Dataflow: its dependencies are done, it has not started.
+    Ready,
     Active,
     Done,
 }
 
-struct PostedSend {
-    rank: u32,
-    op: u32,
-    t_post: f64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum K {
+    Send,
+    Recv,
+    Copy,
+    Put,
+    Fence,
+    ExposeTo,
+    AccessTo,
+    EndAccess,
+    EndExposure,
+    WaitAll,
+}
+
+/// "No channel side" / "no peer".
+const NONE: u32 = u32::MAX;
+
+/// One op, flat: what it does and its state in the call (40 bytes).
+#[derive(Clone, Copy, Debug)]
+struct FOp {
+    kind: K,
+    post: Post,
+    st: St,
+    /// Send, Put: destination; Recv: source.
+    peer: u32,
+    /// Bytes it moves (Send, Copy, Put).
+    len: u64,
+    /// Send, Recv: its channel (index among its rank's channel sides) and
+    /// its position there. ExposeTo, AccessTo: the group's start and length
+    /// in `Engine::groups`.
+    cs: u32,
+    pos: u32,
+    /// Dataflow: dependencies not yet done.
+    remaining: u32,
+    /// Dataflow: start of its dependents in its rank's part of `Engine::deps`.
+    dep_off: u32,
+    /// Recv: when it was posted. Send: when its data arrives (eager), or
+    /// when it was posted (rendezvous).
+    t: f64,
+}
+
+/// One direction of a (source, destination, tag) channel, as one rank sees it.
+#[derive(Clone, Copy, Debug)]
+struct ChanSide {
+    /// This side's ops, by position: `Engine::cs_ops[start..start + len]`.
+    start: u32,
+    len: u32,
+    /// The other side (a receive channel of the destination, or a send
+    /// channel of the source); NONE while no op of it exists.
+    peer: u32,
+    /// Ops of this side posted so far (also: the position whose turn it is).
+    posted: u32,
+    /// The op posted last, its `FOp::t` and bytes: what the other side
+    /// needs when it matches it (as it mostly does), at hand.
+    last: u32,
+    t: f64,
     bytes: u64,
-    /// Eager: when the data has arrived at the receiver.
-    arrival: Option<f64>,
 }
 
-struct PostedRecv {
-    rank: u32,
-    op: u32,
-    t_post: f64,
-}
-
-#[derive(Default)]
-struct Chan {
-    src: u32,
-    tag: u8,
-    sends: VecDeque<PostedSend>,
-    recvs: VecDeque<PostedRecv>,
-}
-
-struct RankState {
-    st: Vec<St>,
+/// What a rank touches at every event (one cache line).
+#[repr(C, align(64))]
+struct Rank {
+    /// First op and dependent of this rank in the flat arrays.
+    op_base: usize,
+    dep_base: usize,
     cpu: f64,
-    pc: usize,
-    waiting: Vec<u32>,
-    remaining: Vec<u32>,
-    ready: BTreeSet<u32>,
-    chan_next: Vec<u32>,
-    done: usize,
     finish: f64,
+    /// First channel side of this rank.
+    cs_base: u32,
+    n: u32,
+    n_deps: u32,
+    pc: u32,
+    done: u32,
+    wait: Wait,
+    /// Dataflow: whether its roots have been offered yet.
+    seeded: bool,
+    /// Whether a sync op waits on peers (`RankCold::blocked_sync`).
+    blocked: bool,
+}
+
+/// The rest of a rank: window synchronisation, channel lookup.
+struct RankCold {
+    /// Its receive channel sides, by (source, tag): `Engine::recv_keys[..]`.
+    recv_base: usize,
+    n_recv: u32,
+    /// Its fence ops: `Engine::fence_list[fence_base..][..n_fences]`.
+    fence_base: u32,
+    n_fences: u32,
+    /// Group of the first ExposeTo and of the last AccessTo: (start, len).
+    expose_group: Option<(u32, u32)>,
+    access_group: Option<(u32, u32)>,
     /// Puts started and not yet closed: (op, target, inject end, arrival).
     puts: Vec<(u32, u32, f64, f64)>,
     fences: usize,
@@ -99,21 +282,105 @@ struct RankState {
     blocked_sync: Option<(u32, f64)>,
 }
 
+/// What a blocking rank waits for before it goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    None,
+    /// This op.
+    One(u32),
+    /// This op and the next.
+    Two(u32),
+    /// Every op before this WaitAll.
+    Below(u32),
+}
+
+/// Numbers a rank's channels in order of first use: a small open-addressing
+/// table from (direction, peer, tag) to the channel's number.
+#[derive(Default)]
+struct ChanIds {
+    /// (key, number); key u64::MAX: empty.
+    slots: Vec<(u64, u32)>,
+    used: Vec<u32>,
+}
+
+impl ChanIds {
+    fn clear(&mut self) {
+        for &u in &self.used {
+            self.slots[u as usize].0 = u64::MAX;
+        }
+        self.used.clear();
+    }
+
+    /// The number of `key`, `next` (and then added) if it is new.
+    fn id(&mut self, key: u64, next: u32) -> u32 {
+        if (self.used.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        loop {
+            let s = &mut self.slots[h];
+            if s.0 == key {
+                return s.1;
+            }
+            if s.0 == u64::MAX {
+                *s = (key, next);
+                self.used.push(h as u32);
+                return next;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let old: Vec<(u64, u32)> = self.used.iter().map(|&u| self.slots[u as usize]).collect();
+        let cap = (self.slots.len() * 2).max(64);
+        self.slots = vec![(u64::MAX, 0); cap];
+        self.used.clear();
+        for (k, v) in old {
+            self.id(k, v);
+        }
+    }
+}
+
 /// One simulated call.
 pub struct Engine<'a> {
-    m: &'a Model,
+    /// The model's figures.
+    intra: Link,
+    inter: Link,
+    copy_gbs: f64,
     node_of: Vec<u32>,
     nodes: usize,
-    plans: &'a [Plan],
     exec: Execution,
-    ranks: Vec<RankState>,
-    heap: BinaryHeap<Reverse<(T, u64, u32, Ev)>>,
-    seq: u64,
-    chans: Vec<Vec<Chan>>,
+    /// Plans it was made from, if any (to name an op in an error).
+    plans: Option<&'a [Plan]>,
+    ranks: Vec<Rank>,
+    cold: Vec<RankCold>,
+    ops: Vec<FOp>,
+    cs: Vec<ChanSide>,
+    /// Ops of each channel side, by position (indices within the rank).
+    cs_ops: Vec<u32>,
+    /// Per rank, its receive channel sides: ((source, tag) as a key, side).
+    recv_keys: Vec<(u64, u32)>,
+    /// Send channel sides to pair: (side, destination, (self, tag) as a key).
+    send_keys: Vec<(u32, u32, u64)>,
+    /// Dependents of each op (indices within the rank), per rank.
+    deps: Vec<u32>,
+    groups: Vec<u32>,
+    /// The fence ops of each rank.
+    fence_list: Vec<u32>,
+    events: Events,
+    /// Dataflow: ops of the current rank that may start now.
+    startable: BinaryHeap<Reverse<u32>>,
     nic_out: Vec<f64>,
     nic_in: Vec<f64>,
     fence_entries: Vec<(usize, f64)>,
     fence_ops: Vec<Vec<u32>>,
+    /// Whether ops' dependents are packed (the dataflow execution needs them).
+    dependents: bool,
+    /// Scratch for packing a rank.
+    chan_ids: ChanIds,
+    scratch: Vec<u32>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -124,67 +391,274 @@ pub enum SimError {
     Stuck(String),
 }
 
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).expect("simulated call too large")
+}
+
 impl<'a> Engine<'a> {
+    /// An engine for the call the plans describe (rank `r` runs `plans[r]`).
     pub fn new(m: &'a Model, nodes: &NodeMap, plans: &'a [Plan], exec: Execution) -> Self {
-        let p = plans.len();
-        let ranks = plans
-            .iter()
-            .map(|pl| {
-                let n = pl.schedule.ops.len();
-                RankState {
-                    st: vec![St::Pending; n],
-                    cpu: 0.0,
-                    pc: 0,
-                    waiting: Vec::new(),
-                    remaining: pl
-                        .schedule
-                        .ops
-                        .iter()
-                        .map(|o| o.deps.len() as u32)
-                        .collect(),
-                    ready: if exec == Execution::Nonblocking {
-                        pl.roots.iter().copied().collect()
-                    } else {
-                        BTreeSet::new()
-                    },
-                    chan_next: vec![0; pl.channels],
-                    done: 0,
-                    finish: 0.0,
-                    puts: Vec::new(),
-                    fences: 0,
-                    exposed: None,
-                    accessed: Vec::new(),
-                    blocked_sync: None,
-                }
-            })
-            .collect();
+        let mut e = Engine::empty(m, nodes, exec, exec == Execution::Nonblocking);
+        for pl in plans {
+            e.add_rank(&pl.schedule.ops, None);
+        }
+        e.link_channels();
+        e.plans = Some(plans);
+        e
+    }
+
+    /// An engine with no rank yet; `dependents`: pack them (for the dataflow
+    /// execution) even if `exec` is blocking.
+    fn empty(m: &Model, nodes: &NodeMap, exec: Execution, dependents: bool) -> Self {
+        let p = nodes.size();
         Engine {
-            m,
+            intra: m.intra.clone(),
+            inter: m.inter.clone(),
+            copy_gbs: m.copy_gbs,
             node_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             nodes: nodes.num_nodes(),
-            plans,
             exec,
-            ranks,
-            heap: BinaryHeap::new(),
-            seq: 0,
-            chans: (0..p).map(|_| Vec::new()).collect(),
+            plans: None,
+            ranks: Vec::with_capacity(p),
+            cold: Vec::with_capacity(p),
+            ops: Vec::new(),
+            cs: Vec::new(),
+            cs_ops: Vec::new(),
+            recv_keys: Vec::new(),
+            send_keys: Vec::new(),
+            deps: Vec::new(),
+            groups: Vec::new(),
+            fence_list: Vec::new(),
+            events: Events::default(),
+            startable: BinaryHeap::new(),
             nic_out: vec![0.0; nodes.num_nodes()],
             nic_in: vec![0.0; nodes.num_nodes()],
             fence_entries: Vec::new(),
             fence_ops: Vec::new(),
+            dependents: dependents || exec == Execution::Nonblocking,
+            chan_ids: ChanIds::default(),
+            scratch: Vec::new(),
         }
     }
 
-    fn push(&mut self, t: f64, r: u32, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((T(t), self.seq, r, ev)));
+    /// Packs the next rank's schedule: its ops, channels (numbering
+    /// positions in them as [`Plan`] does) and, for the dataflow execution,
+    /// dependents (as [`Plan`] lists them).
+    /// `deps`: every op's dependencies as [`Builder::finish_flat`] gives
+    /// them, or None: in the ops.
+    fn add_rank(&mut self, ops: &[Op], deps: Option<(&[u32], &[u32])>) {
+        let deps_of = |i: usize| match deps {
+            Some((flat, ends)) => {
+                let lo = if i == 0 { 0 } else { ends[i - 1] as usize };
+                &flat[lo..ends[i] as usize]
+            }
+            None => &ops[i].deps[..],
+        };
+        let me = u32_of(self.ranks.len());
+        let op_base = self.ops.len();
+        let cs_base = self.cs.len();
+        let dep_base = self.deps.len();
+        let recv_base = self.recv_keys.len();
+        let fence_base = u32_of(self.fence_list.len());
+        let n = ops.len();
+        let dataflow = self.exec == Execution::Nonblocking;
+        let mut expose_group = None;
+        let mut access_group = None;
+        self.chan_ids.clear();
+        // Channel sides of this rank: their ops are counted in `len` first.
+        let count = &mut self.scratch;
+        count.clear();
+        count.resize(n + 1, 0);
+        for (i, op) in ops.iter().enumerate() {
+            let op_deps = deps_of(i);
+            if self.dependents {
+                for &d in op_deps {
+                    count[d as usize + 1] += 1;
+                }
+            }
+            let (mut peer, mut len, mut cs, mut pos) = (NONE, 0, NONE, 0);
+            let mut chan = |key: u64, cs: &mut u32, pos: &mut u32| {
+                let next = u32_of(self.cs.len() - cs_base);
+                let id = self.chan_ids.id(key, next);
+                if id == next {
+                    self.cs.push(ChanSide {
+                        start: 0,
+                        len: 0,
+                        peer: NONE,
+                        posted: 0,
+                        last: NONE,
+                        t: 0.0,
+                        bytes: 0,
+                    });
+                    if key >> 40 == 0 {
+                        self.recv_keys.push((key, u32_of(cs_base) + id));
+                    } else {
+                        let to = (key >> 8) as u32;
+                        let back = (me as u64) << 8 | key & 0xff;
+                        self.send_keys.push((u32_of(cs_base) + id, to, back));
+                    }
+                }
+                let side = &mut self.cs[cs_base + id as usize];
+                *cs = id;
+                *pos = side.len;
+                side.len += 1;
+            };
+            let kind = match &op.kind {
+                OpKind::Send { to, src, tag, .. } => {
+                    peer = to.0;
+                    len = src.len;
+                    chan(
+                        1 << 40 | (to.0 as u64) << 8 | *tag as u8 as u64,
+                        &mut cs,
+                        &mut pos,
+                    );
+                    K::Send
+                }
+                OpKind::Recv { from, tag, .. } => {
+                    peer = from.0;
+                    chan((from.0 as u64) << 8 | *tag as u8 as u64, &mut cs, &mut pos);
+                    K::Recv
+                }
+                OpKind::Copy { src, .. } => {
+                    len = src.len;
+                    K::Copy
+                }
+                OpKind::Put { to, src, .. } => {
+                    peer = to.0;
+                    len = src.len;
+                    K::Put
+                }
+                OpKind::Fence => {
+                    self.fence_list.push(i as u32);
+                    K::Fence
+                }
+                OpKind::ExposeTo { group } | OpKind::AccessTo { group } => {
+                    cs = u32_of(self.groups.len());
+                    pos = u32_of(group.len());
+                    self.groups.extend(group.iter().map(|g| g.0));
+                    if matches!(op.kind, OpKind::ExposeTo { .. }) {
+                        expose_group = expose_group.or(Some((cs, pos)));
+                        K::ExposeTo
+                    } else {
+                        access_group = Some((cs, pos));
+                        K::AccessTo
+                    }
+                }
+                OpKind::EndAccess => K::EndAccess,
+                OpKind::EndExposure => K::EndExposure,
+                OpKind::WaitAll => K::WaitAll,
+            };
+            self.ops.push(FOp {
+                kind,
+                post: op.post,
+                st: if dataflow && op_deps.is_empty() {
+                    St::Ready
+                } else {
+                    St::Pending
+                },
+                peer,
+                len,
+                cs,
+                pos,
+                remaining: op_deps.len() as u32,
+                dep_off: 0,
+                t: 0.0,
+            });
+        }
+        // Lay the channel sides' ops out by position.
+        let mut start = self.cs_ops.len();
+        for side in &mut self.cs[cs_base..] {
+            side.start = u32_of(start);
+            start += side.len as usize;
+        }
+        self.cs_ops.resize(start, 0);
+        for i in 0..n {
+            let op = &self.ops[op_base + i];
+            if matches!(op.kind, K::Send | K::Recv) {
+                let side = &self.cs[cs_base + op.cs as usize];
+                self.cs_ops[(side.start + op.pos) as usize] = i as u32;
+            }
+        }
+        self.recv_keys[recv_base..].sort_unstable();
+        // Dependents, in the order Plan lists them.
+        let mut n_deps = 0;
+        if self.dependents {
+            let count = &mut self.scratch;
+            for i in 0..n {
+                count[i + 1] += count[i];
+            }
+            n_deps = count[n] as usize;
+            for (op, &off) in self.ops[op_base..].iter_mut().zip(count.iter()) {
+                op.dep_off = off;
+            }
+            self.deps.resize(dep_base + n_deps, 0);
+            for i in 0..n {
+                for &d in deps_of(i) {
+                    let c = &mut count[d as usize];
+                    self.deps[dep_base + *c as usize] = i as u32;
+                    *c += 1;
+                }
+            }
+        }
+        self.ranks.push(Rank {
+            op_base,
+            dep_base,
+            cpu: 0.0,
+            finish: 0.0,
+            cs_base: u32_of(cs_base),
+            n: u32_of(n),
+            n_deps: u32_of(n_deps),
+            pc: 0,
+            done: 0,
+            wait: Wait::None,
+            seeded: false,
+            blocked: false,
+        });
+        self.cold.push(RankCold {
+            recv_base,
+            n_recv: u32_of(self.recv_keys.len() - recv_base),
+            fence_base,
+            n_fences: u32_of(self.fence_list.len()) - fence_base,
+            expose_group,
+            access_group,
+            puts: Vec::new(),
+            fences: 0,
+            exposed: None,
+            accessed: Vec::new(),
+            blocked_sync: None,
+        });
     }
 
+    /// Pairs every send channel side with the receive side it feeds.
+    fn link_channels(&mut self) {
+        let p = self.ranks.len();
+        for &(c, to, want) in &self.send_keys {
+            if to as usize >= p {
+                continue;
+            }
+            let d = &self.cold[to as usize];
+            let recvs = &self.recv_keys[d.recv_base..d.recv_base + d.n_recv as usize];
+            if let Ok(k) = recvs.binary_search_by_key(&want, |&(key, _)| key) {
+                let rc = recvs[k].1;
+                self.cs[c as usize].peer = rc;
+                self.cs[rc as usize].peer = c;
+            }
+        }
+        self.send_keys = Vec::new();
+        self.recv_keys = Vec::new();
+    }
+
+    #[inline]
+    fn push(&mut self, t: f64, r: u32, ev: u32) {
+        self.events.push(t, r, ev);
+    }
+
+    #[inline]
     fn link(&self, a: u32, b: u32) -> &Link {
         if self.node_of[a as usize] == self.node_of[b as usize] {
-            &self.m.intra
+            &self.intra
         } else {
-            &self.m.inter
+            &self.inter
         }
     }
 
@@ -196,11 +670,11 @@ impl<'a> Engine<'a> {
             self.node_of[b as usize] as usize,
         );
         if na == nb {
-            let l = &self.m.intra;
+            let l = &self.intra;
             let end = t + bytes as f64 * l.per_byte();
             return (end, end + l.latency_us);
         }
-        let l = &self.m.inter;
+        let l = &self.inter;
         let wire = bytes as f64 * l.per_byte();
         let start = t.max(self.nic_out[na]);
         let inject_end = start + wire;
@@ -211,105 +685,117 @@ impl<'a> Engine<'a> {
         (inject_end, arrival)
     }
 
-    fn chan(&mut self, src: u32, dst: u32, tag: u8) -> &mut Chan {
-        let list = &mut self.chans[dst as usize];
-        let i = match list.iter().position(|c| c.src == src && c.tag == tag) {
-            Some(i) => i,
-            None => {
-                list.push(Chan {
-                    src,
-                    tag,
-                    ..Default::default()
-                });
-                list.len() - 1
-            }
-        };
-        &mut list[i]
+    #[inline]
+    fn op(&self, r: u32, i: u32) -> &FOp {
+        &self.ops[self.ranks[r as usize].op_base + i as usize]
     }
 
-    /// Matches the heads of a channel when both are posted.
-    fn try_match(&mut self, src: u32, dst: u32, tag: u8) {
-        loop {
-            let c = self.chan(src, dst, tag);
-            if c.sends.is_empty() || c.recvs.is_empty() {
-                return;
-            }
-            let s = c.sends.pop_front().expect("send");
-            let r = c.recvs.pop_front().expect("recv");
-            let o_r = self.link(src, dst).overhead_us;
-            let arrival = match s.arrival {
-                Some(a) => a,
-                None => {
-                    // Rendezvous: the data leaves once the receive is known.
-                    let lat = self.link(src, dst).latency_us;
-                    let t0 = s.t_post.max(r.t_post) + lat;
-                    let (free, arr) = self.transfer(src, dst, s.bytes, t0);
-                    self.push(free, s.rank, Ev::Done(s.op));
-                    arr
-                }
-            };
-            self.push(arrival.max(r.t_post) + o_r, r.rank, Ev::Done(r.op));
+    #[inline]
+    fn op_mut(&mut self, r: u32, i: u32) -> &mut FOp {
+        let b = self.ranks[r as usize].op_base;
+        &mut self.ops[b + i as usize]
+    }
+
+    /// Posts send or receive `op` (number `i` of rank `r`, its `FOp::t`
+    /// being `t`) on its channel and matches it with the other side's op of
+    /// the same position (MPI's non-overtaking rule), if that is posted.
+    fn post(&mut self, r: u32, i: u32, op: &FOp, t: f64) {
+        let c = self.ranks[r as usize].cs_base as usize + op.cs as usize;
+        let side = &mut self.cs[c];
+        debug_assert_eq!(side.posted, op.pos);
+        side.posted += 1;
+        side.last = i;
+        side.t = t;
+        side.bytes = op.len;
+        let peer = side.peer;
+        if peer == NONE {
+            return;
+        }
+        let other = &self.cs[peer as usize];
+        if other.posted <= op.pos {
+            return;
+        }
+        let (j, jt, jbytes) = if other.posted == op.pos + 1 {
+            (other.last, other.t, other.bytes)
+        } else {
+            let j = self.cs_ops[(other.start + op.pos) as usize];
+            let o = self.op(op.peer, j);
+            (j, o.t, o.len)
+        };
+        if op.kind == K::Send {
+            self.deliver(r, i, op.len, t, op.peer, j, jt);
+        } else {
+            self.deliver(op.peer, j, jbytes, jt, r, i, t);
         }
     }
 
+    /// Send `si` of rank `src` (`bytes`, its `FOp::t` being `s_t`) meets
+    /// receive `ri` of rank `dst` (posted at `r_post`).
+    #[allow(clippy::too_many_arguments)]
+    fn deliver(&mut self, src: u32, si: u32, bytes: u64, s_t: f64, dst: u32, ri: u32, r_post: f64) {
+        let l = self.link(src, dst);
+        let o_r = l.overhead_us;
+        let arrival = if bytes <= l.eager_limit {
+            s_t
+        } else {
+            // Rendezvous: the data leaves once the receive is known.
+            let t0 = s_t.max(r_post) + l.latency_us;
+            let (free, arr) = self.transfer(src, dst, bytes, t0);
+            self.push(free, src, si);
+            arr
+        };
+        self.push(arrival.max(r_post) + o_r, dst, ri);
+    }
+
     fn start(&mut self, r: u32, i: u32, t: f64) {
-        let plan = &self.plans[r as usize];
-        let kind = &plan.schedule.ops[i as usize].kind;
-        let rs = &mut self.ranks[r as usize];
-        rs.st[i as usize] = St::Active;
-        let ts = t.max(rs.cpu);
-        match kind {
-            OpKind::Send { to, src, tag, .. } => {
-                let o = self.link(r, to.0).overhead_us;
-                let t_post = ts + o;
+        let op = {
+            let op = self.op_mut(r, i);
+            op.st = St::Active;
+            *op
+        };
+        let ts = t.max(self.ranks[r as usize].cpu);
+        match op.kind {
+            K::Send => {
+                let to = op.peer;
+                let l = self.link(r, to);
+                let t_post = ts + l.overhead_us;
+                let eager = op.len <= l.eager_limit;
                 self.ranks[r as usize].cpu = t_post;
-                let bytes = src.len;
-                let arrival = if bytes <= self.link(r, to.0).eager_limit {
-                    let (free, arr) = self.transfer(r, to.0, bytes, t_post);
-                    self.push(free, r, Ev::Done(i));
-                    Some(arr)
+                let t = if eager {
+                    let (free, arr) = self.transfer(r, to, op.len, t_post);
+                    self.push(free, r, i);
+                    arr
                 } else {
-                    None
+                    t_post
                 };
-                let tag = *tag as u8;
-                self.chan(r, to.0, tag).sends.push_back(PostedSend {
-                    rank: r,
-                    op: i,
-                    t_post,
-                    bytes,
-                    arrival,
-                });
-                self.try_match(r, to.0, tag);
+                self.op_mut(r, i).t = t;
+                self.post(r, i, &op, t);
             }
-            OpKind::Recv { from, tag, .. } => {
-                let tag = *tag as u8;
-                self.chan(from.0, r, tag).recvs.push_back(PostedRecv {
-                    rank: r,
-                    op: i,
-                    t_post: ts,
-                });
-                self.try_match(from.0, r, tag);
+            K::Recv => {
+                self.op_mut(r, i).t = ts;
+                self.post(r, i, &op, ts);
             }
-            OpKind::Copy { src, .. } => {
-                let end = ts + src.len as f64 * 1e-3 / self.m.copy_gbs;
+            K::Copy => {
+                let end = ts + op.len as f64 * 1e-3 / self.copy_gbs;
                 self.ranks[r as usize].cpu = end;
-                self.push(end, r, Ev::Done(i));
+                self.push(end, r, i);
             }
-            OpKind::Put { to, src, .. } => {
-                let o = self.link(r, to.0).overhead_us;
+            K::Put => {
+                let to = op.peer;
+                let o = self.link(r, to).overhead_us;
                 let t_post = ts + o;
                 self.ranks[r as usize].cpu = t_post;
-                let (free, arr) = self.transfer(r, to.0, src.len, t_post);
-                self.ranks[r as usize].puts.push((i, to.0, free, arr));
+                let (free, arr) = self.transfer(r, to, op.len, t_post);
+                self.cold[r as usize].puts.push((i, to, free, arr));
             }
-            OpKind::Fence => {
-                let k = self.ranks[r as usize].fences;
-                self.ranks[r as usize].fences += 1;
+            K::Fence => {
+                let k = self.cold[r as usize].fences;
+                self.cold[r as usize].fences += 1;
                 if self.fence_entries.len() <= k {
                     self.fence_entries.resize(k + 1, (0, 0.0));
                     self.fence_ops.resize(k + 1, Vec::new());
                 }
-                let puts_done = self.ranks[r as usize]
+                let puts_done = self.cold[r as usize]
                     .puts
                     .iter()
                     .map(|p| p.3)
@@ -318,37 +804,39 @@ impl<'a> Engine<'a> {
                 e.0 += 1;
                 e.1 = e.1.max(puts_done);
                 self.fence_ops[k].push(r);
-                if e.0 == self.plans.len() {
+                if e.0 == self.ranks.len() {
                     let t_all = e.1 + self.barrier_cost();
                     let members = std::mem::take(&mut self.fence_ops[k]);
                     for q in members {
                         let f = self.fence_op(q, k);
-                        let puts = std::mem::take(&mut self.ranks[q as usize].puts);
+                        let puts = std::mem::take(&mut self.cold[q as usize].puts);
                         for (op, ..) in puts {
-                            self.push(t_all, q, Ev::Done(op));
+                            self.push(t_all, q, op);
                         }
-                        self.push(t_all, q, Ev::Done(f));
+                        self.push(t_all, q, f);
                     }
                 }
             }
-            OpKind::ExposeTo { group } => {
-                self.ranks[r as usize].exposed = Some(ts);
-                for g in group.clone() {
-                    self.push(ts, g.0, Ev::Wake);
+            K::ExposeTo => {
+                self.cold[r as usize].exposed = Some(ts);
+                for g in op.cs..op.cs + op.pos {
+                    let g = self.groups[g as usize];
+                    self.push(ts, g, WAKE);
                 }
-                self.push(ts, r, Ev::Done(i));
+                self.push(ts, r, i);
             }
-            OpKind::AccessTo { .. } | OpKind::EndExposure => {
-                self.ranks[r as usize].blocked_sync = Some((i, ts));
+            K::AccessTo | K::EndExposure => {
+                self.cold[r as usize].blocked_sync = Some((i, ts));
+                self.ranks[r as usize].blocked = true;
                 self.try_sync(r);
             }
-            OpKind::EndAccess => {
-                let puts = std::mem::take(&mut self.ranks[r as usize].puts);
+            K::EndAccess => {
+                let puts = std::mem::take(&mut self.cold[r as usize].puts);
                 let mut end = ts;
                 let mut notify: Vec<(u32, f64)> = Vec::new();
                 for &(op, target, free, arr) in &puts {
                     end = end.max(free);
-                    self.push(free.max(ts), r, Ev::Done(op));
+                    self.push(free.max(ts), r, op);
                     let lat = self.link(r, target).latency_us;
                     match notify.iter_mut().find(|n| n.0 == target) {
                         Some(n) => n.1 = n.1.max(arr.max(ts + lat)),
@@ -356,86 +844,71 @@ impl<'a> Engine<'a> {
                     }
                 }
                 // Targets of this epoch with no put still hear of its end.
-                if let Some(OpKind::AccessTo { group }) = self.plans[r as usize]
-                    .schedule
-                    .ops
-                    .iter()
-                    .rev()
-                    .find(|o| matches!(o.kind, OpKind::AccessTo { .. }))
-                    .map(|o| &o.kind)
-                {
-                    for g in group {
-                        if !notify.iter().any(|n| n.0 == g.0) {
-                            let lat = self.link(r, g.0).latency_us;
-                            notify.push((g.0, ts + lat));
+                if let Some((g0, gn)) = self.cold[r as usize].access_group {
+                    for g in g0..g0 + gn {
+                        let g = self.groups[g as usize];
+                        if !notify.iter().any(|n| n.0 == g) {
+                            let lat = self.link(r, g).latency_us;
+                            notify.push((g, ts + lat));
                         }
                     }
                 }
                 for (target, at) in notify {
-                    self.ranks[target as usize].accessed.push((r, at));
-                    self.push(at, target, Ev::Wake);
+                    self.cold[target as usize].accessed.push((r, at));
+                    self.push(at, target, WAKE);
                 }
-                self.push(end, r, Ev::Done(i));
+                self.push(end, r, i);
             }
-            OpKind::WaitAll => {
+            K::WaitAll => {
                 if self.exec == Execution::Blocking {
-                    let rs = &mut self.ranks[r as usize];
-                    rs.waiting = (0..i).filter(|&j| rs.st[j as usize] != St::Done).collect();
+                    self.ranks[r as usize].wait = Wait::Below(i);
                 }
-                self.push(ts, r, Ev::Done(i));
+                self.push(ts, r, i);
             }
         }
     }
 
     fn fence_op(&self, r: u32, k: usize) -> u32 {
-        self.plans[r as usize]
-            .schedule
-            .ops
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| matches!(o.kind, OpKind::Fence))
-            .nth(k)
-            .map(|(i, _)| i as u32)
-            .expect("k-th fence")
+        let c = &self.cold[r as usize];
+        assert!(k < c.n_fences as usize, "k-th fence");
+        self.fence_list[c.fence_base as usize + k]
     }
 
     fn barrier_cost(&self) -> f64 {
         let log = |n: usize| (n.max(1) as f64).log2().ceil();
-        let ppn = (self.plans.len() / self.nodes.max(1)).max(1);
-        2.0 * (log(self.nodes) * (self.m.inter.latency_us + 2.0 * self.m.inter.overhead_us)
-            + log(ppn) * (self.m.intra.latency_us + 2.0 * self.m.intra.overhead_us))
+        let ppn = (self.ranks.len() / self.nodes.max(1)).max(1);
+        2.0 * (log(self.nodes) * (self.inter.latency_us + 2.0 * self.inter.overhead_us)
+            + log(ppn) * (self.intra.latency_us + 2.0 * self.intra.overhead_us))
     }
 
     /// Completes a blocked AccessTo / EndExposure once its peers allow.
     fn try_sync(&mut self, r: u32) {
-        let Some((i, ts)) = self.ranks[r as usize].blocked_sync else {
+        if !self.ranks[r as usize].blocked {
+            return;
+        }
+        let Some((i, ts)) = self.cold[r as usize].blocked_sync else {
             return;
         };
-        let kind = &self.plans[r as usize].schedule.ops[i as usize].kind;
-        let done_at = match kind {
-            OpKind::AccessTo { group } => {
+        let op = *self.op(r, i);
+        let done_at = match op.kind {
+            K::AccessTo => {
                 let mut at = ts;
-                for g in group {
-                    match self.ranks[g.idx()].exposed {
-                        Some(e) => at = at.max(e + self.link(g.0, r).latency_us),
+                for g in op.cs..op.cs + op.pos {
+                    let g = self.groups[g as usize];
+                    match self.cold[g as usize].exposed {
+                        Some(e) => at = at.max(e + self.link(g, r).latency_us),
                         None => return,
                     }
                 }
                 at
             }
-            OpKind::EndExposure => {
-                let group: Vec<u32> = self.plans[r as usize]
-                    .schedule
-                    .ops
-                    .iter()
-                    .find_map(|o| match &o.kind {
-                        OpKind::ExposeTo { group } => Some(group.iter().map(|g| g.0).collect()),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
+            K::EndExposure => {
+                let c = &self.cold[r as usize];
+                let (g0, gn) = c.expose_group.unwrap_or((0, 0));
                 let mut at = ts;
-                for g in group {
-                    match self.ranks[r as usize].accessed.iter().find(|a| a.0 == g) {
+                for g in g0..g0 + gn {
+                    let g = self.groups[g as usize];
+                    match c.accessed.iter().find(|a| a.0 == g) {
                         Some(a) => at = at.max(a.1),
                         None => return,
                     }
@@ -444,8 +917,9 @@ impl<'a> Engine<'a> {
             }
             _ => return,
         };
-        self.ranks[r as usize].blocked_sync = None;
-        self.push(done_at, r, Ev::Done(i));
+        self.cold[r as usize].blocked_sync = None;
+        self.ranks[r as usize].blocked = false;
+        self.push(done_at, r, i);
     }
 
     fn advance(&mut self, r: u32, t: f64) {
@@ -455,108 +929,226 @@ impl<'a> Engine<'a> {
         }
     }
 
+    #[inline]
+    fn is_done(&self, r: u32, i: u32) -> bool {
+        self.op(r, i).st == St::Done
+    }
+
     fn advance_blocking(&mut self, r: u32, t: f64) {
-        let plan = &self.plans[r as usize];
-        let n = plan.schedule.ops.len();
         loop {
-            let rs = &mut self.ranks[r as usize];
-            if !rs.waiting.is_empty() {
-                if rs.waiting.iter().all(|&w| rs.st[w as usize] == St::Done) {
-                    rs.waiting.clear();
-                } else {
-                    return;
-                }
+            let rs = &self.ranks[r as usize];
+            let clear = match rs.wait {
+                Wait::None => true,
+                Wait::One(a) => self.is_done(r, a),
+                Wait::Two(a) => self.is_done(r, a) && self.is_done(r, a + 1),
+                // Ops after the WaitAll have not started: the ops before it
+                // are done when all done ops but itself are.
+                Wait::Below(i) => rs.done - self.is_done(r, i) as u32 == i,
+            };
+            if !clear {
+                return;
             }
-            if rs.pc >= n || rs.blocked_sync.is_some() {
+            let rs = &mut self.ranks[r as usize];
+            rs.wait = Wait::None;
+            if rs.pc >= rs.n || rs.blocked {
                 return;
             }
             let pc = rs.pc;
-            let op = &plan.schedule.ops[pc];
+            let op = self.ops[rs.op_base + pc as usize];
             match op.post {
                 Post::ExchangeWithNext => {
                     rs.pc += 2;
-                    rs.waiting = vec![pc as u32, pc as u32 + 1];
-                    self.start(r, pc as u32, t);
-                    self.start(r, pc as u32 + 1, t);
+                    rs.wait = Wait::Two(pc);
+                    self.start(r, pc, t);
+                    self.start(r, pc + 1, t);
                 }
                 Post::Immediate => {
                     rs.pc += 1;
-                    self.start(r, pc as u32, t);
+                    self.start(r, pc, t);
                 }
                 Post::Blocking => {
                     rs.pc += 1;
-                    if !matches!(op.kind, OpKind::WaitAll) {
-                        rs.waiting = vec![pc as u32];
+                    if op.kind != K::WaitAll {
+                        rs.wait = Wait::One(pc);
                     }
-                    self.start(r, pc as u32, t);
+                    self.start(r, pc, t);
                 }
             }
         }
     }
 
+    /// Dataflow: whether ready op `op` may start now (a send or receive
+    /// only in its turn in its channel); if not, it waits for that turn.
+    #[inline]
+    fn may_start(&self, r: u32, op: &FOp) -> bool {
+        !matches!(op.kind, K::Send | K::Recv)
+            || self.cs[self.ranks[r as usize].cs_base as usize + op.cs as usize].posted == op.pos
+    }
+
+    /// Starts every ready op that may start, in program order (a channel's
+    /// next op, once parked, may start as soon as its predecessor has).
     fn advance_dataflow(&mut self, r: u32, t: f64) {
-        let plan = &self.plans[r as usize];
-        loop {
-            let mut started = false;
-            let candidates: Vec<u32> = self.ranks[r as usize].ready.iter().copied().collect();
-            for i in candidates {
-                if let Some((c, pos)) = plan.chan[i as usize] {
-                    let rs = &mut self.ranks[r as usize];
-                    if rs.chan_next[c as usize] != pos {
-                        continue;
-                    }
-                    rs.chan_next[c as usize] += 1;
+        if !self.ranks[r as usize].seeded {
+            let rs = &mut self.ranks[r as usize];
+            rs.seeded = true;
+            let (b, n) = (rs.op_base, rs.n as usize);
+            for i in 0..n {
+                let op = &self.ops[b + i];
+                if op.st == St::Ready && self.may_start(r, op) {
+                    self.startable.push(Reverse(i as u32));
                 }
-                self.ranks[r as usize].ready.remove(&i);
-                self.start(r, i, t);
-                started = true;
             }
-            if !started {
-                return;
+        }
+        while let Some(Reverse(i)) = self.startable.pop() {
+            self.start(r, i, t);
+            let op = *self.op(r, i);
+            if matches!(op.kind, K::Send | K::Recv) {
+                let c = &self.cs[self.ranks[r as usize].cs_base as usize + op.cs as usize];
+                if op.pos + 1 < c.len {
+                    let j = self.cs_ops[(c.start + op.pos + 1) as usize];
+                    if self.op(r, j).st == St::Ready {
+                        self.startable.push(Reverse(j));
+                    }
+                }
             }
         }
     }
 
     fn complete(&mut self, r: u32, i: u32, t: f64) {
-        let plan = &self.plans[r as usize];
         let rs = &mut self.ranks[r as usize];
-        if rs.st[i as usize] == St::Done {
+        let (b, db) = (rs.op_base, rs.dep_base);
+        let op = &mut self.ops[b + i as usize];
+        if op.st == St::Done {
             return;
         }
-        rs.st[i as usize] = St::Done;
+        op.st = St::Done;
         rs.done += 1;
         rs.finish = rs.finish.max(t);
         if self.exec == Execution::Nonblocking {
-            for &d in &plan.dependents[i as usize] {
-                let rem = &mut rs.remaining[d as usize];
-                *rem -= 1;
-                if *rem == 0 {
-                    rs.ready.insert(d);
+            let lo = db + op.dep_off as usize;
+            let hi = if i + 1 < rs.n {
+                db + self.ops[b + i as usize + 1].dep_off as usize
+            } else {
+                db + rs.n_deps as usize
+            };
+            for k in lo..hi {
+                let d = self.deps[k];
+                let dop = &mut self.ops[b + d as usize];
+                dop.remaining -= 1;
+                if dop.remaining == 0 {
+                    dop.st = St::Ready;
+                    let dop = *dop;
+                    if self.may_start(r, &dop) {
+                        self.startable.push(Reverse(d));
+                    }
                 }
+            }
+        }
+    }
+
+    /// Asks the CPU for what the event after this one will touch first, so
+    /// that it is fetched while this one is handled (ops are touched in no
+    /// order a cache could guess).
+    #[inline]
+    fn prefetch(&self, e: Event) {
+        let rs = &self.ranks[e.r as usize];
+        let mut at = rs.op_base + rs.pc as usize;
+        if e.ev != WAKE {
+            prefetch(&self.ops[rs.op_base + e.ev as usize]);
+        }
+        if self.exec == Execution::Blocking && rs.pc < rs.n {
+            prefetch(&self.ops[at]);
+            at += 1;
+            if at < self.ops.len() {
+                prefetch(&self.ops[at]);
             }
         }
     }
 
     /// Runs the call; the slowest rank's finish time, microseconds.
     pub fn run(mut self) -> Result<f64, SimError> {
-        for r in 0..self.plans.len() as u32 {
-            self.push(0.0, r, Ev::Wake);
-        }
-        while let Some(Reverse((T(t), _, r, ev))) = self.heap.pop() {
-            if let Ev::Done(i) = ev {
-                self.complete(r, i, t);
+        let plans = self.plans;
+        self.run_inner().map_err(|(r, first)| {
+            let kind = plans.map(|p| &p[r].schedule.ops[first].kind);
+            stuck(r, first, kind)
+        })
+    }
+
+    /// Makes the engine, packed and possibly run, ready to run the same call
+    /// again, on model `m` in execution `exec` (it must have dependents for
+    /// the dataflow execution).
+    fn reset(&mut self, m: &Model, exec: Execution) {
+        let dataflow = exec == Execution::Nonblocking;
+        assert!(self.dependents || !dataflow, "no dependents packed");
+        self.intra = m.intra.clone();
+        self.inter = m.inter.clone();
+        self.copy_gbs = m.copy_gbs;
+        self.exec = exec;
+        for (rs, c) in self.ranks.iter_mut().zip(&mut self.cold) {
+            let ops = &mut self.ops[rs.op_base..rs.op_base + rs.n as usize];
+            for op in ops.iter_mut() {
+                op.remaining = 0;
             }
-            self.try_sync(r);
-            self.advance(r, t);
+            if self.dependents {
+                for &d in &self.deps[rs.dep_base..rs.dep_base + rs.n_deps as usize] {
+                    ops[d as usize].remaining += 1;
+                }
+            }
+            for op in ops.iter_mut() {
+                op.st = if dataflow && op.remaining == 0 {
+                    St::Ready
+                } else {
+                    St::Pending
+                };
+                op.t = 0.0;
+            }
+            rs.cpu = 0.0;
+            rs.finish = 0.0;
+            rs.pc = 0;
+            rs.done = 0;
+            rs.wait = Wait::None;
+            rs.seeded = false;
+            rs.blocked = false;
+            c.puts.clear();
+            c.fences = 0;
+            c.exposed = None;
+            c.accessed.clear();
+            c.blocked_sync = None;
+        }
+        for side in &mut self.cs {
+            side.posted = 0;
+        }
+        self.events = Events::default();
+        self.startable.clear();
+        self.nic_out.fill(0.0);
+        self.nic_in.fill(0.0);
+        self.fence_entries.clear();
+        self.fence_ops.clear();
+    }
+
+    /// Runs the call; on a deadlock, the first rank that did not finish and
+    /// its first op not done.
+    fn run_inner(&mut self) -> Result<f64, (usize, usize)> {
+        for r in 0..self.ranks.len() as u32 {
+            self.push(0.0, r, WAKE);
+        }
+        while let Some(e) = self.events.pop() {
+            if let Some(&next) = self.events.peek() {
+                self.prefetch(next);
+            }
+            let t = key_time(e.key);
+            if e.ev != WAKE {
+                self.complete(e.r, e.ev, t);
+            }
+            self.try_sync(e.r);
+            self.advance(e.r, t);
         }
         let mut worst = 0f64;
         for (r, rs) in self.ranks.iter().enumerate() {
-            if rs.done < self.plans[r].schedule.ops.len() {
-                let first = rs.st.iter().position(|&s| s != St::Done).unwrap_or(0);
-                return Err(SimError::Stuck(format!(
-                    "rank {r} at op {first} ({:?})",
-                    self.plans[r].schedule.ops[first].kind
-                )));
+            if rs.done < rs.n {
+                let ops = &self.ops[rs.op_base..rs.op_base + rs.n as usize];
+                let first = ops.iter().position(|o| o.st != St::Done).unwrap_or(0);
+                return Err((r, first));
             }
             worst = worst.max(rs.finish);
         }
@@ -564,7 +1156,58 @@ impl<'a> Engine<'a> {
     }
 }
 
+#[inline]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+fn stuck(r: usize, first: usize, kind: Option<&OpKind>) -> SimError {
+    SimError::Stuck(match kind {
+        Some(k) => format!("rank {r} at op {first} ({k:?})"),
+        None => format!("rank {r} at op {first}"),
+    })
+}
+
+/// The last call simulated on this thread, packed, kept until it has run in
+/// the other execution too (the tuner asks for both in turn) or another call
+/// is simulated: at most one call's engine is kept, and it is dropped before
+/// another is built.
+struct Last {
+    c: Collective,
+    spec: AlgoSpec,
+    bytes: u64,
+    nodes: NodeMap,
+    /// Executions it has run in (by `Execution::ALL` order).
+    ran: [bool; 2],
+    engine: Engine<'static>,
+}
+
+thread_local! {
+    static LAST: RefCell<Option<Last>> = const { RefCell::new(None) };
+}
+
+/// Drops the call [`simulate`] keeps on this thread for its other execution,
+/// if any (frees its memory; the next call builds afresh).
+pub fn drop_kept_call() {
+    LAST.with(|l| l.borrow_mut().take());
+}
+
 /// Simulates one call of `spec` (root 0) on `nodes`; microseconds.
+///
+/// Builds the ranks' schedules one at a time (as [`build_all`] would) and
+/// packs each into the engine at once, so that no more than one schedule is
+/// ever held. The packed call is kept until it has been simulated in the
+/// other execution as well, which then skips building (see [`Last`] and
+/// [`drop_kept_call`]).
+///
+/// [`build_all`]: colltune_algorithms::build_all
 pub fn simulate(
     m: &Model,
     c: Collective,
@@ -573,11 +1216,65 @@ pub fn simulate(
     nodes: &NodeMap,
     bytes: u64,
 ) -> Result<f64, SimError> {
-    let plans: Vec<Plan> = build_all(c, spec, 0, bytes, nodes)?
-        .into_iter()
-        .map(Plan::new)
-        .collect();
-    Engine::new(m, nodes, &plans, exec).run()
+    let spec = resolve(c, spec).map_err(BuildError::from)?;
+    let shape = |rank| Shape {
+        rank,
+        size: nodes.size(),
+        root: 0,
+        bytes,
+        nodes,
+    };
+    let which = Execution::ALL
+        .iter()
+        .position(|&x| x == exec)
+        .expect("an execution");
+    // Take the kept call; drop it at once unless it is this one.
+    let last = LAST
+        .with(|l| l.borrow_mut().take())
+        .filter(|l| l.c == c && l.bytes == bytes && l.spec == spec && l.nodes == *nodes);
+    let (mut engine, mut ran) = match last {
+        Some(l) => {
+            let mut e = l.engine;
+            e.reset(m, exec);
+            (e, l.ran)
+        }
+        None => {
+            let mut e = Engine::empty(m, nodes, exec, true);
+            // One builder for all ranks: what `build_resolved` does, keeping
+            // the builder's memory and taking the dependencies flat.
+            let mut b = Builder::new();
+            let (mut deps, mut ends) = (Vec::new(), Vec::new());
+            for rank in 0..nodes.size() {
+                b.clear();
+                build_into(c, &spec, &shape(rank), &mut b).map_err(BuildError::from)?;
+                let ops = b.finish_flat(&mut deps, &mut ends);
+                e.add_rank(ops, Some((&deps, &ends)));
+            }
+            e.link_channels();
+            (e, [false; 2])
+        }
+    };
+    let t = engine
+        .run_inner()
+        .map_err(|(r, first)| match build_resolved(c, &spec, &shape(r)) {
+            Ok(s) => stuck(r, first, Some(&s.ops[first].kind)),
+            Err(b) => b.into(),
+        })?;
+    ran[which] = true;
+    if ran.contains(&false) {
+        let nodes = nodes.clone();
+        LAST.with(|l| {
+            *l.borrow_mut() = Some(Last {
+                c,
+                spec,
+                bytes,
+                nodes,
+                ran,
+                engine,
+            })
+        });
+    }
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -684,6 +1381,29 @@ mod tests {
         );
         assert!(n < whole / 2.0, "segmented {n} vs whole {whole}");
         assert!(n <= b, "dataflow {n} vs blocking {b}");
+    }
+
+    #[test]
+    fn a_deadlock_names_the_first_stuck_op() {
+        use colltune_algorithms::{Builder, Region};
+        // Both ranks receive first: neither send is ever reached.
+        let plans: Vec<Plan> = (0..2)
+            .map(|r| {
+                let mut b = Builder::new();
+                b.recv(1 - r, Region::data(0, 8), Post::Blocking);
+                b.send(1 - r, Region::data(0, 8), Post::Blocking);
+                Plan::new(b.finish())
+            })
+            .collect();
+        let nodes = NodeMap::single(2);
+        for exec in Execution::ALL {
+            match Engine::new(&model(), &nodes, &plans, exec).run() {
+                Err(SimError::Stuck(why)) => {
+                    assert!(why.starts_with("rank 0 at op 0 (Recv {"), "{exec}: {why}")
+                }
+                other => panic!("{exec}: {other:?}"),
+            }
+        }
     }
 
     #[test]
