@@ -30,6 +30,7 @@ fn model() -> Model {
             gap_us: 0.05,
             bandwidth_gbs: 10.0,
             eager_limit: 4096,
+            eager_bandwidth_gbs: None,
         },
         inter: Link {
             latency_us: 1.5,
@@ -37,6 +38,7 @@ fn model() -> Model {
             gap_us: 0.1,
             bandwidth_gbs: 12.5,
             eager_limit: 65536,
+            eager_bandwidth_gbs: None,
         },
         copy_gbs: 10.0,
     }

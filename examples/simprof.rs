@@ -24,6 +24,7 @@ fn model() -> Model {
             gap_us: 0.05,
             bandwidth_gbs: 10.0,
             eager_limit: 4096,
+            eager_bandwidth_gbs: None,
         },
         inter: Link {
             latency_us: 1.5,
@@ -31,6 +32,7 @@ fn model() -> Model {
             gap_us: 0.1,
             bandwidth_gbs: 12.5,
             eager_limit: 65536,
+            eager_bandwidth_gbs: None,
         },
         copy_gbs: 10.0,
     }
@@ -47,6 +49,7 @@ fn slow_model() -> Model {
             gap_us: 0.1,
             bandwidth_gbs: 10.0,
             eager_limit: 8192,
+            eager_bandwidth_gbs: None,
         },
         inter: Link {
             latency_us: 2.0,
@@ -54,6 +57,7 @@ fn slow_model() -> Model {
             gap_us: 0.3,
             bandwidth_gbs: 1.0,
             eager_limit: 8192,
+            eager_bandwidth_gbs: None,
         },
         copy_gbs: 7.0,
     }

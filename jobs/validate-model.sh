@@ -10,7 +10,8 @@
 # Parameters (environment):
 #   NODES (4: the most any layout uses), LAYOUTS ("2x2 3x1 4x1"),
 #   SIZES (1,16,256,4K,16K,64K,256K,1M,4M), RUNS (3), BUDGET_MS (60),
-#   RATE (1gbit), DELAY_US (0), OUT (results/model-validation)
+#   RATE (1gbit), BURST (64kb), DELAY_US (0), OUT (results/model-validation),
+#   BASELINE (none: the library's own collectives have no model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs/install-deps.sh
@@ -50,6 +51,7 @@ for layout in $LAYOUTS; do
   echo "== measure every broadcast algorithm on $layout ($np ranks)"
   $EMU run -np "$np" --host "$h" "$BIN" bench --collective bcast --sizes "$SIZES" \
     --runs "${RUNS:-3}" --budget-ms "${BUDGET_MS:-60}" --summary-only \
+    --baseline "${BASELINE:-none}" \
     --csv "$OUT/measured-$layout.csv" > "$OUT/measured-$layout.txt"
   echo "== model against measurement on $layout"
   "$BIN" simulate --model "$model" --compare "$OUT/measured-$layout.csv" \

@@ -9,6 +9,13 @@
 //! candidate limit (between two measured sizes, or none) argmin's
 //! Nelder-Mead minimises the squared relative error over `L >= 0, G >= 0`,
 //! and the limit with the smallest error wins.
+//!
+//! `G` is LogGP's gap per byte of a long stream. Where the sustained rate
+//! of a stream of large messages was measured, `G` is that rate and the fit
+//! finds `L` and the eager limit alone: a ping-pong leaves each direction
+//! idle half the time, which a link with burst credit (a token bucket, a
+//! NIC's or switch's buffers) rewards with more than its sustained rate,
+//! while a collective's back-to-back messages get the sustained one.
 
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
@@ -43,7 +50,7 @@ pub fn one_way(l: &Link, bytes: u64) -> f64 {
     } else {
         0.0
     };
-    2.0 * l.overhead_us + l.latency_us + rendezvous + bytes as f64 * l.per_byte()
+    2.0 * l.overhead_us + l.latency_us + rendezvous + bytes as f64 * l.per_byte_for(bytes)
 }
 
 struct Cost<'a> {
@@ -53,26 +60,62 @@ struct Cost<'a> {
     /// 1 where the point is above the candidate eager limit.
     rdv: &'a [f64],
     two_o: f64,
+    /// The rendezvous slope (per scaled byte) when it is held at a measured
+    /// value.
+    held: Option<f64>,
+    /// Whether p[1] is the eager messages' own slope (held rate, a limit
+    /// inside the sizes); otherwise p[1], if any, is every message's slope.
+    eager_param: bool,
+}
+
+impl Cost<'_> {
+    /// (eager slope, rendezvous slope) for parameters `p`.
+    fn slopes(&self, p: &[f64]) -> (f64, f64) {
+        let free = p.get(1).map_or(0.0, |x| x.abs());
+        let rdv = self.held.unwrap_or(free);
+        (if self.eager_param { free } else { rdv }, rdv)
+    }
 }
 
 impl CostFunction for Cost<'_> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, p: &Vec<f64>) -> Result<f64, Error> {
-        let (lat, slope) = (p[0].abs(), p[1].abs());
+        let lat = p[0].abs();
+        let (se, sr) = self.slopes(p);
         Ok(self
             .x
             .iter()
             .zip(self.t)
             .zip(self.rdv)
-            .map(|((&x, &t), &r)| ((self.two_o + lat * (1.0 + r) + slope * x - t) / t).powi(2))
+            .map(|((&x, &t), &r)| {
+                let slope = if r > 0.0 { sr } else { se };
+                ((self.two_o + lat * (1.0 + r) + slope * x - t) / t).powi(2)
+            })
             .sum())
     }
 }
 
+/// A bandwidth from microseconds per byte (a flat time: far above any link).
+fn gbs(per_byte: f64) -> f64 {
+    if per_byte > 0.0 {
+        1e-3 / per_byte
+    } else {
+        1e6
+    }
+}
+
 /// Fits `L`, `G` and the eager limit to the points, with the measured
-/// overhead `o` and gap `g`. Needs two sizes with positive times.
-pub fn fit_link(points: &[PingPoint], overhead_us: f64, gap_us: f64) -> Result<LinkFit, String> {
+/// overhead `o` and gap `g`. With `per_byte_us` (a measured sustained
+/// rate) `G` is that, and a candidate limit inside the sizes gets its own
+/// eager bandwidth, fitted (as LogGPS prices the two protocols apart).
+/// Needs two sizes with positive times.
+pub fn fit_link(
+    points: &[PingPoint],
+    overhead_us: f64,
+    gap_us: f64,
+    per_byte_us: Option<f64>,
+) -> Result<LinkFit, String> {
     let mut pts: Vec<&PingPoint> = points
         .iter()
         .filter(|p| p.one_way_us.is_finite() && p.one_way_us > 0.0)
@@ -94,46 +137,54 @@ pub fn fit_link(points: &[PingPoint], overhead_us: f64, gap_us: f64) -> Result<L
     let nmax = pts.last().map(|p| p.bytes as f64).unwrap_or(1.0).max(1.0);
     let x: Vec<f64> = pts.iter().map(|p| p.bytes as f64 / nmax).collect();
     let t: Vec<f64> = pts.iter().map(|p| p.one_way_us).collect();
+    let held = per_byte_us
+        .filter(|g| g.is_finite() && *g >= 0.0)
+        .map(|g| g * nmax);
     // Candidate limits: every measured size but the largest (above it:
     // rendezvous), and the largest (everything eager).
-    let mut best: Option<(f64, u64, f64, f64)> = None;
+    // (cost, limit, L, eager slope, rendezvous slope, eager has its own)
+    let mut best: Option<(f64, u64, f64, f64, f64, bool)> = None;
     for (k, lim) in pts.iter().map(|p| p.bytes).enumerate() {
         let rdv: Vec<f64> = pts
             .iter()
             .map(|p| if p.bytes > lim { 1.0 } else { 0.0 })
             .collect();
-        let cost = Cost {
+        let eager_param = held.is_some() && k + 1 < pts.len();
+        let cost = || Cost {
             x: &x,
             t: &t,
             rdv: &rdv,
             two_o: 2.0 * o,
+            held,
+            eager_param,
         };
         let lat0 = (tmin - 2.0 * o).max(tmin * 0.1);
-        let slope0 = (t[t.len() - 1] - tmin).max(tmin * 0.01);
-        let simplex = vec![
-            vec![lat0, slope0],
-            vec![lat0 * 1.5 + 1e-3, slope0],
-            vec![lat0, slope0 * 1.5 + 1e-3],
-        ];
+        // The eager points' slope (or all points' when nothing is held).
+        let last_eager = if eager_param { k } else { t.len() - 1 };
+        let slope0 = ((t[last_eager] - tmin) / x[last_eager].max(1e-12)).max(tmin * 0.01);
+        let simplex = if held.is_some() && !eager_param {
+            vec![vec![lat0], vec![lat0 * 1.5 + 1e-3]]
+        } else {
+            vec![
+                vec![lat0, slope0],
+                vec![lat0 * 1.5 + 1e-3, slope0],
+                vec![lat0, slope0 * 1.5 + 1e-3],
+            ]
+        };
+        let start = simplex[0].clone();
         let p = NelderMead::new(simplex)
             .with_sd_tolerance(1e-12)
             .ok()
             .and_then(|solver| {
-                Executor::new(cost, solver)
+                Executor::new(cost(), solver)
                     .configure(|s| s.max_iters(4000))
                     .run()
                     .ok()
             })
             .and_then(|r| r.state().get_best_param().cloned())
-            .unwrap_or(vec![lat0, slope0]);
-        let c = Cost {
-            x: &x,
-            t: &t,
-            rdv: &rdv,
-            two_o: 2.0 * o,
-        }
-        .cost(&p)
-        .unwrap_or(f64::INFINITY);
+            .unwrap_or(start);
+        let c = cost().cost(&p).unwrap_or(f64::INFINITY);
+        let (se, sr) = cost().slopes(&p);
         // A rendezvous step must earn its keep: prefer "all eager" (the
         // last candidate) unless a step cuts the error by a tenth.
         let better = match best {
@@ -142,23 +193,17 @@ pub fn fit_link(points: &[PingPoint], overhead_us: f64, gap_us: f64) -> Result<L
             Some((bc, ..)) => c < bc,
         };
         if better {
-            best = Some((c, lim, p[0].abs(), p[1].abs()));
+            best = Some((c, lim, p[0].abs(), se, sr, eager_param));
         }
     }
-    let (_, lim, lat, slope) = best.expect("at least two candidates");
-    let per_byte = slope / nmax;
+    let (_, lim, lat, se, sr, own) = best.expect("at least two candidates");
     let link = Link {
         latency_us: lat,
         overhead_us: o,
         gap_us: gap_us.max(0.0),
-        bandwidth_gbs: if per_byte > 0.0 {
-            1e-3 / per_byte
-        } else {
-            // Time does not grow with size at the measured sizes: report
-            // a bandwidth far above any real link rather than infinity.
-            1e6
-        },
+        bandwidth_gbs: gbs(sr / nmax),
         eager_limit: lim,
+        eager_bandwidth_gbs: own.then(|| gbs(se / nmax)),
     };
     let points: Vec<(u64, f64, f64)> = pts
         .iter()
@@ -206,8 +251,9 @@ mod tests {
             gap_us: 4.0,
             bandwidth_gbs: 0.125,
             eager_limit: 65536,
+            eager_bandwidth_gbs: None,
         };
-        let f = fit_link(&synth(&truth, &sizes(), 0.0), 3.0, 4.0).unwrap();
+        let f = fit_link(&synth(&truth, &sizes(), 0.0), 3.0, 4.0, None).unwrap();
         assert_eq!(f.link.eager_limit, 65536);
         assert!((f.link.latency_us - 20.0).abs() < 0.2, "{f:?}");
         assert!((f.link.bandwidth_gbs / 0.125 - 1.0).abs() < 0.01, "{f:?}");
@@ -222,8 +268,9 @@ mod tests {
             gap_us: 0.1,
             bandwidth_gbs: 5.0,
             eager_limit: u64::MAX,
+            eager_bandwidth_gbs: None,
         };
-        let f = fit_link(&synth(&truth, &sizes(), 0.03), 0.2, 0.1).unwrap();
+        let f = fit_link(&synth(&truth, &sizes(), 0.03), 0.2, 0.1, None).unwrap();
         assert_eq!(f.link.eager_limit, 1 << 22, "{f:?}");
         assert!((f.link.bandwidth_gbs / 5.0 - 1.0).abs() < 0.1, "{f:?}");
         assert!(f.max_rel_error < 0.1, "{f:?}");
@@ -243,8 +290,52 @@ mod tests {
                 spread: 1.0,
             },
         ];
-        let f = fit_link(&pts, 5.0, 0.0).unwrap();
+        let f = fit_link(&pts, 5.0, 0.0, None).unwrap();
         assert!(f.link.overhead_us <= 1.0);
-        assert!(fit_link(&pts[..1], 0.1, 0.0).is_err());
+        assert!(fit_link(&pts[..1], 0.1, 0.0, None).is_err());
+    }
+
+    #[test]
+    fn a_measured_stream_rate_is_kept_and_the_latency_fitted() {
+        // A token-bucket link: up to 64 KiB a message passes at twice the
+        // sustained rate; the stream measured the sustained rate.
+        let sustained = Link {
+            latency_us: 12.0,
+            overhead_us: 2.0,
+            gap_us: 1.0,
+            bandwidth_gbs: 0.125,
+            eager_limit: u64::MAX,
+            eager_bandwidth_gbs: None,
+        };
+        let pts: Vec<PingPoint> = sizes()
+            .into_iter()
+            .map(|b| {
+                let g = if b <= 65536 { 0.5 } else { 1.0 } * sustained.per_byte();
+                PingPoint {
+                    bytes: b,
+                    one_way_us: 2.0 * 2.0 + 12.0 + b as f64 * g,
+                    spread: 1.0,
+                }
+            })
+            .collect();
+        let free = fit_link(&pts, 2.0, 1.0, None).unwrap();
+        let held = fit_link(&pts, 2.0, 1.0, Some(sustained.per_byte())).unwrap();
+        assert!(
+            (held.link.bandwidth_gbs / 0.125 - 1.0).abs() < 1e-9,
+            "{held:?}"
+        );
+        assert!((held.link.latency_us - 12.0).abs() < 1.0, "{held:?}");
+        // ... and the faster eager messages get their own rate.
+        assert_eq!(held.link.eager_limit, 65536, "{held:?}");
+        let e = held.link.eager_bandwidth_gbs.expect("an eager rate");
+        assert!((e / 0.25 - 1.0).abs() < 0.05, "{held:?}");
+        assert!(held.max_rel_error < 0.05, "{held:?}");
+        // The largest message is priced right only with the stream's rate.
+        let last = |f: &LinkFit| {
+            let &(_, m, p) = f.points.last().unwrap();
+            (p - m).abs() / m
+        };
+        assert!(last(&held) < 0.01, "{held:?}");
+        assert!(last(&free) > last(&held), "{free:?}");
     }
 }

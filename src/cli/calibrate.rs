@@ -53,6 +53,10 @@ const TAG_ACK: i32 = 44;
 /// Messages per window when timing send overhead and the gap.
 const WINDOW: usize = 32;
 const OVERHEAD_REPS: usize = 41;
+/// Repetitions of the sustained-rate stream (the median counts).
+const STREAM_REPS: usize = 3;
+/// The stream's rate is measured when the largest size is at least this.
+const STREAM_MIN_BYTES: u64 = 256 << 10;
 
 /// One pair of ranks to measure.
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +70,9 @@ struct LinkData {
     points: Vec<PingPoint>,
     overhead_us: f64,
     gap_us: f64,
+    /// Microseconds per byte of a back-to-back stream of the largest
+    /// messages (0: not measured).
+    stream_per_byte: f64,
     /// (what, bytes, run, iterations, microseconds) rows for the CSV.
     raw: Vec<(String, u64, u32, u64, f64)>,
 }
@@ -134,9 +141,11 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let host = ffi::processor_name();
     let t0 = Instant::now();
     let mut fits: Vec<(&str, Option<Pair>, Option<LinkFit>, Vec<_>)> = Vec::new();
+    let mut notes = Vec::new();
     for (what, pair) in [("intra", intra), ("inter", inter)] {
         let Some(pair) = pair else {
             fits.push((what, None, None, Vec::new()));
+            notes.push(String::new());
             continue;
         };
         if lead {
@@ -150,8 +159,24 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         }
         let data = measure_link(&comm, pair, &sizes, a.runs, a.budget_ms)
             .with_context(|| format!("measuring the {what} link"))?;
-        let fit = fit_link(&data.points, data.overhead_us, data.gap_us)
+        let stream = (data.stream_per_byte > 0.0).then_some(data.stream_per_byte);
+        let fit = fit_link(&data.points, data.overhead_us, data.gap_us, stream)
             .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
+        let free = fit_link(&data.points, data.overhead_us, data.gap_us, None)
+            .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
+        notes.push(match stream {
+            Some(_) => format!(
+                "  rendezvous bandwidth from a stream of back-to-back {} messages: {:.3} GB/s \
+                 (the ping-pong alone fits {:.3} GB/s to every size)",
+                human_bytes(*sizes.last().expect("sizes")),
+                fit.link.bandwidth_gbs,
+                free.link.bandwidth_gbs
+            ),
+            None => format!(
+                "  bandwidth from the ping-pong (sizes below {} measure no stream)",
+                human_bytes(STREAM_MIN_BYTES)
+            ),
+        });
         fits.push((what, Some(pair), Some(fit), data.raw));
     }
     let copy_gbs = copy_bandwidth();
@@ -237,7 +262,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         w.flush()?;
         println!("raw runs: {}", p.display());
     }
-    for (what, _, f, raw) in &fits {
+    for ((what, _, f, raw), note) in fits.iter().zip(&notes) {
         let Some(f) = f else { continue };
         println!("\n{what}-node link, one-way ping-pong time:");
         println!(
@@ -257,16 +282,20 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         }
         let l = &f.link;
         println!(
-            "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s, eager limit = {} B; \
+            "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s{}, eager limit = {} B; \
              max error {:.1}%, median {:.1}%",
             l.latency_us,
             l.overhead_us,
             l.gap_us,
             l.bandwidth_gbs,
+            l.eager_bandwidth_gbs
+                .map(|e| format!(" ({e:.3} GB/s eager)"))
+                .unwrap_or_default(),
             l.eager_limit,
             100.0 * f.max_rel_error,
             100.0 * f.median_rel_error
         );
+        println!("{note}");
     }
     println!("copy bandwidth (one core): {copy_gbs:.2} GB/s");
     std::fs::write(&a.out, model.to_yaml())
@@ -433,7 +462,14 @@ fn measure_link(
         }
         let (o, g, more) = overhead_and_gap(&peer, leader, small_one_way)?;
         raw.extend(more);
-        flat.extend([o, g]);
+        let large = flat[flat.len() - 2];
+        let (per_byte, more) = if maxb as u64 >= STREAM_MIN_BYTES {
+            stream_rate(&peer, leader, &buf, large)?
+        } else {
+            (0.0, Vec::new())
+        };
+        raw.extend(more);
+        flat.extend([o, g, per_byte]);
     }
     // The leader's view is the measurement.
     let bytes: Vec<u8> = flat.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -442,7 +478,7 @@ fn measure_link(
         .chunks_exact(8)
         .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
         .collect();
-    if vals.len() != sizes.len() * 3 + 2 {
+    if vals.len() != sizes.len() * 3 + 3 {
         anyhow::bail!("the pair's results are incomplete ({} values)", vals.len());
     }
     let points = vals[..sizes.len() * 3]
@@ -476,8 +512,73 @@ fn measure_link(
         points,
         overhead_us: vals[sizes.len() * 3],
         gap_us: vals[sizes.len() * 3 + 1],
+        stream_per_byte: vals[sizes.len() * 3 + 2],
         raw,
     })
+}
+
+/// The sustained rate: the leader sends k messages of `msg`'s size back to
+/// back (the follower has posted k receives), then waits for an
+/// acknowledgement; beyond the first message's one-way time, each further
+/// message adds its bytes times the per-byte cost. Microseconds per byte,
+/// the median of [`STREAM_REPS`] (the leader's; 0 on the follower).
+fn stream_rate(
+    peer: &Peer,
+    leader: bool,
+    msg: &[u8],
+    one_way: f64,
+) -> anyhow::Result<(f64, RawRows)> {
+    let n = msg.len();
+    // 4..8 messages, at most 64 MiB of receive buffers.
+    let k = ((64usize << 20) / n.max(1)).clamp(4, 8);
+    let mut raw = Vec::new();
+    let mut rates = Vec::new();
+    let mut bufs = if leader {
+        Vec::new()
+    } else {
+        vec![vec![0u8; n]; k]
+    };
+    for rep in 0..STREAM_REPS {
+        if leader {
+            // Starts once the follower's receives are posted.
+            let mut ready = [0u8; 1];
+            peer.recv(&mut ready, TAG_CTL)?;
+            let t = ffi::wtime();
+            let mut reqs = Vec::with_capacity(k);
+            for _ in 0..k {
+                // SAFETY: msg outlives the waitall below; sends only read it.
+                reqs.push(unsafe {
+                    ffi::isend(
+                        msg.as_ptr(),
+                        n as u64,
+                        peer.other,
+                        TAG_STREAM,
+                        false,
+                        peer.comm,
+                    )?
+                });
+            }
+            ffi::waitall(&mut reqs)?;
+            let mut ack = [0u8; 1];
+            peer.recv(&mut ack, TAG_ACK)?;
+            let total = (ffi::wtime() - t) * 1e6;
+            let per_byte = ((total - one_way) / ((k - 1) * n) as f64).max(0.0);
+            rates.push(per_byte);
+            raw.push(("stream".into(), n as u64, rep as u32 + 1, k as u64, total));
+        } else {
+            let mut reqs = Vec::with_capacity(k);
+            for b in bufs.iter_mut() {
+                // SAFETY: each buffer is its own and outlives the waitall.
+                reqs.push(unsafe {
+                    ffi::irecv(b.as_mut_ptr(), n as u64, peer.other, TAG_STREAM, peer.comm)?
+                });
+            }
+            peer.send(&[1u8], TAG_CTL)?;
+            ffi::waitall(&mut reqs)?;
+            peer.send(&[1u8], TAG_ACK)?;
+        }
+    }
+    Ok((if leader { median(&rates) } else { 0.0 }, raw))
 }
 
 /// `iters` round trips of `msg`; the leader's elapsed microseconds.

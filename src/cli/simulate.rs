@@ -9,9 +9,10 @@ use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
 use super::bench::{parse_sweeps, subjects_for};
 use super::{parse_sizes, Code, UsageError};
 use crate::bench::report::{comparison, imb_tables, series};
+use crate::bench::RootPolicy;
 use crate::bench::Subject;
 use crate::record::{Sample, Writer};
-use crate::sim::{simulate, Model};
+use crate::sim::{rotation_roots, simulate_at, Model};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -38,6 +39,11 @@ pub struct Args {
     /// Message sizes (default 1..4M).
     #[arg(long)]
     sizes: Option<String>,
+    /// Root: `rotate` (as bench and tune measure: a repetition per root,
+    /// on large communicators the roots that differ, see ARCHITECTURE.md)
+    /// or a rank.
+    #[arg(long, default_value = "rotate")]
+    root: String,
     /// Raw samples (one simulated repetition per point).
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -50,7 +56,8 @@ pub struct Args {
     #[arg(long, value_name = "MEASURED.csv")]
     compare: Option<PathBuf>,
     /// With --compare: a predicted time counts as right within this
-    /// fraction of the measured median.
+    /// fraction of the measured one (both: each root's time averaged over
+    /// the roots measured).
     #[arg(long, default_value_t = 0.3)]
     tolerance: f64,
     /// With --compare: a predicted winner counts as a near match when its
@@ -80,8 +87,16 @@ pub fn layout(
     NodeMap::blocks(&sizes).map_err(|e| UsageError(e.to_string()))
 }
 
-/// One simulated sample row.
-pub fn sample(m: &Model, nodes: &NodeMap, s: &Subject, bytes: u64, run: u32, t: f64) -> Sample {
+/// One simulated sample row: repetition `(run, rep)` from `root`.
+pub fn sample(
+    m: &Model,
+    nodes: &NodeMap,
+    s: &Subject,
+    bytes: u64,
+    (run, rep): (u32, u32),
+    root: usize,
+    t: f64,
+) -> Sample {
     Sample {
         collective: s.collective().to_string(),
         algorithm: s.algorithm(),
@@ -95,13 +110,13 @@ pub fn sample(m: &Model, nodes: &NodeMap, s: &Subject, bytes: u64, run: u32, t: 
         root: if s.collective() == Collective::Swap {
             -1
         } else {
-            0
+            root as i64
         },
         cache: "warm".into(),
         iterations: 1,
         overlap_us: 0.0,
         run,
-        rep: 1,
+        rep,
         time_us: t,
         outlier: 0,
         mpi: format!("model {}", m.name),
@@ -118,6 +133,19 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     }
     let nodes = layout(a.ranks, a.ppn, a.layout.as_deref())?;
     let sizes = parse_sizes(a.sizes.as_deref().unwrap_or("1..4M"))?;
+    let root = match a.root.as_str() {
+        "rotate" => RootPolicy::Rotate,
+        r => match r.parse::<usize>() {
+            Ok(x) if x < nodes.size() => RootPolicy::Fixed(x),
+            _ => {
+                return Err(UsageError(format!(
+                    "--root `{r}`: write rotate or a rank below {}",
+                    nodes.size()
+                ))
+                .into())
+            }
+        },
+    };
     let colls = if a.collective.is_empty() {
         Collective::ALL.to_vec()
     } else {
@@ -153,13 +181,19 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             let Subject::Ours { spec, exec, .. } = &s else {
                 continue;
             };
+            let roots = match root {
+                RootPolicy::Fixed(x) => vec![x],
+                RootPolicy::Rotate => rotation_roots(c, &nodes),
+            };
             for &b in &sizes {
-                let t = simulate(&m, c, spec, *exec, &nodes, b)?;
-                let row = sample(&m, &nodes, &s, b, 1, t);
-                if let Some(w) = writer.as_mut() {
-                    w.write(std::slice::from_ref(&row))?;
+                for (i, &r) in roots.iter().enumerate() {
+                    let t = simulate_at(&m, c, spec, *exec, &nodes, b, r)?;
+                    let row = sample(&m, &nodes, &s, b, (1, i as u32 + 1), r, t);
+                    if let Some(w) = writer.as_mut() {
+                        w.write(std::slice::from_ref(&row))?;
+                    }
+                    samples.push(row);
                 }
-                samples.push(row);
             }
         }
     }
@@ -200,22 +234,31 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     // (group, spec, execution, bytes) -> run -> times.
     type Point = (Key, String, String, u64);
     let mut raw: BTreeMap<Point, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
+    // Each point's times by the root they were measured from.
+    let mut roots: BTreeMap<Point, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
     let mut skipped = 0usize;
     for s in &samples {
         if s.is_library() || s.outlier != 0 {
             skipped += usize::from(s.is_library());
             continue;
         }
-        raw.entry((
+        let point = (
             (s.collective.clone(), s.layout.clone()),
             s.spec.clone(),
             s.execution.clone(),
             s.bytes,
-        ))
-        .or_default()
-        .entry(s.run)
-        .or_default()
-        .push(s.time_us);
+        );
+        roots
+            .entry(point.clone())
+            .or_default()
+            .entry(s.root.max(0) as usize)
+            .or_default()
+            .push(s.time_us);
+        raw.entry(point)
+            .or_default()
+            .entry(s.run)
+            .or_default()
+            .push(s.time_us);
     }
     if raw.is_empty() {
         return Err(UsageError(format!(
@@ -229,7 +272,9 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         Some(p) => Some(Writer::open(p, false)?),
         None => None,
     };
-    for (((coll, layout), spec, exec, bytes), runs) in raw {
+    for (point, runs) in raw {
+        let from = roots.remove(&point).unwrap_or_default();
+        let ((coll, layout), spec, exec, bytes) = point;
         let place = || format!("{}: {coll} {spec} [{exec}] on {layout}", path.display());
         let c: Collective = coll
             .parse()
@@ -239,18 +284,39 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             .parse()
             .map_err(|e| UsageError(format!("{}: {e}", place())))?;
         let nodes = NodeMap::parse(&layout).map_err(|e| UsageError(format!("{}: {e}", place())))?;
-        let t = simulate(m, c, &sp, ex, &nodes, bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", place()))?;
         let subject = Subject::Ours {
             collective: c,
-            spec: sp,
+            spec: sp.clone(),
             exec: ex,
         };
-        let row = sample(m, &nodes, &subject, bytes, 1, t);
-        if let Some(w) = writer.as_mut() {
-            w.write(std::slice::from_ref(&row))?;
+        // With a rotating root the times mix fast and slow roots (a tree
+        // aligned with the nodes or not), and a median of the mixture flips
+        // between them: both sides are compared as the mean over the
+        // measured roots (weighted by their repetitions) of each root's
+        // time, measured as that root's median.
+        let (mut predicted, mut measured, mut reps_all) = (0.0, 0.0, 0usize);
+        for (i, (&root, times)) in from.iter().enumerate() {
+            if root >= nodes.size() {
+                return Err(UsageError(format!(
+                    "{}: root {root} outside the layout's {} ranks",
+                    place(),
+                    nodes.size()
+                ))
+                .into());
+            }
+            let t = simulate_at(m, c, &sp, ex, &nodes, bytes, root)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", place()))?;
+            let row = sample(m, &nodes, &subject, bytes, (1, i as u32 + 1), root, t);
+            if let Some(w) = writer.as_mut() {
+                w.write(std::slice::from_ref(&row))?;
+            }
+            simulated.push(row);
+            predicted += t * times.len() as f64;
+            measured += crate::stats::median(times) * times.len() as f64;
+            reps_all += times.len();
         }
-        simulated.push(row);
+        let t = predicted / reps_all.max(1) as f64;
+        let measured = measured / reps_all.max(1) as f64;
         let runs: Vec<Vec<f64>> = runs.into_values().collect();
         let sum = crate::stats::summarize(&runs);
         groups
@@ -260,12 +326,12 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             .or_default()
             .push(Versus {
                 label: format!("{spec} [{exec}]"),
-                measured: sum.median,
+                measured,
                 spread: sum.run_spread(),
                 predicted: t,
             });
     }
-    let (mut sizes, mut exact, mut near, mut within, mut points) = (0, 0, 0, 0, 0);
+    let (mut sizes, mut exact, mut tie, mut near, mut within, mut points) = (0, 0, 0, 0, 0, 0);
     let mut errs = Vec::new();
     let mut regrets = Vec::new();
     for ((coll, layout), by_size) in &groups {
@@ -288,7 +354,14 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
                 .min_by(|x, y| x.predicted.total_cmp(&y.predicted))
                 .expect("a point");
             let regret = best_p.measured / best_m.measured;
+            // The model may price several schedules the same (on 3 ranks
+            // every tree is the root sending to both): it then cannot
+            // choose between them, and a measured winner among them is a
+            // tie called, counted apart. The table takes the first.
+            let tied = |v: &Versus| v.predicted <= best_p.predicted * (1.0 + 1e-9);
             let is_exact = best_m.label == best_p.label;
+            let is_tie = !is_exact && tied(best_m);
+            let ties = pts.iter().filter(|v| tied(v)).count();
             let is_near = regret <= 1.0 + a.near;
             let mut e: Vec<f64> = pts
                 .iter()
@@ -300,15 +373,23 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             e.sort_by(f64::total_cmp);
             sizes += 1;
             exact += usize::from(is_exact);
+            tie += usize::from(is_tie);
             near += usize::from(is_near);
             regrets.push(regret);
             println!(
                 "{:>10}  {:<34} {:<34} {:>7} {:>8.3}x {:>8.1}%",
                 bytes,
                 trunc(&best_m.label, 34),
-                trunc(&best_p.label, 34),
+                if ties > 1 {
+                    let also = format!(" +{} tied", ties - 1);
+                    format!("{}{also}", trunc(&best_p.label, 34 - also.len()))
+                } else {
+                    trunc(&best_p.label, 34)
+                },
                 if is_exact {
                     "yes"
+                } else if is_tie {
+                    "tie"
                 } else if is_near {
                     "near"
                 } else {
@@ -319,7 +400,10 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             );
         }
         if !a.summary_only {
-            println!("\n  per point (measured median, run spread, predicted, error):");
+            println!(
+                "\n  per point (measured: each root's median, averaged over the roots; run spread; \
+                 predicted, averaged alike; error):"
+            );
             for (bytes, pts) in by_size {
                 for v in pts {
                     println!(
@@ -338,16 +422,19 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     errs.sort_by(f64::total_cmp);
     println!(
         "\nmodel {} against {}: predicted winner = measured winner at {exact} of {sizes} sizes \
-         ({:.0}%), within {:.0}% of the measured best at {near} ({:.0}%); geomean regret {:.3}x",
+         ({:.0}%), {} with ties called ({:.0}%); within {:.0}% of the measured best at {near} \
+         ({:.0}%); geomean regret {:.3}x",
         m.name,
         path.display(),
         100.0 * exact as f64 / sizes.max(1) as f64,
+        exact + tie,
+        100.0 * (exact + tie) as f64 / sizes.max(1) as f64,
         100.0 * a.near,
         100.0 * near as f64 / sizes.max(1) as f64,
         crate::stats::geomean(&regrets)
     );
     println!(
-        "predicted times: {within} of {points} points ({:.0}%) within {:.0}% of the measured median; \
+        "predicted times: {within} of {points} points ({:.0}%) within {:.0}% of the measured time; \
          median error {:.1}%, 90th percentile {:.1}%{}",
         100.0 * within as f64 / points.max(1) as f64,
         100.0 * a.tolerance,

@@ -136,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         args.executions.clone()
     };
     if let Some(model) = args.model.clone() {
-        return run_model(&args, &model, sizes, collectives, executions);
+        return run_model(&args, &model, sizes, collectives, executions, root);
     }
 
     let _universe = init_mpi()?;
@@ -403,9 +403,19 @@ fn run_model(
     sizes: Vec<u64>,
     collectives: Vec<Collective>,
     executions: Vec<Execution>,
+    root: RootPolicy,
 ) -> anyhow::Result<Code> {
     let m = crate::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
     let world = super::simulated_layout(args.ranks, args.ppn, args.layout.as_deref())?;
+    if let RootPolicy::Fixed(r) = root {
+        if r >= world.size() {
+            return Err(UsageError(format!(
+                "--root {r}: the simulated communicator has ranks 0..{}",
+                world.size() - 1
+            ))
+            .into());
+        }
+    }
     let mut comms = vec![world.clone()];
     for &k in &args.comm_sizes {
         if k == 0 || k as usize > world.size() {
@@ -453,7 +463,8 @@ fn run_model(
         true,
         "simulations",
     );
-    let mut oracle = crate::tune::sim::SimOracle::new(&m, comms.clone(), Some(writer), progress);
+    let mut oracle =
+        crate::tune::sim::SimOracle::new(&m, comms.clone(), root, Some(writer), progress);
     let mut cut_short = false;
     for (ci, nodes) in comms.iter().enumerate() {
         let opts = SpaceOptions {

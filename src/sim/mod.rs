@@ -57,8 +57,10 @@ fn key_time(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
-/// What an event does: wake the rank, or complete op `ev` of it.
+/// What an event does: wake the rank, or complete op `ev` of it, or (with
+/// this bit) start rendezvous transfer number `ev - RDV` (rank: the sender).
 const WAKE: u32 = u32::MAX;
+const RDV: u32 = 1 << 31;
 
 /// A pending event, ordered by (time, sequence number): the earliest first,
 /// and among equal times the one pushed first.
@@ -376,6 +378,9 @@ pub struct Engine<'a> {
     nic_in: Vec<f64>,
     fence_entries: Vec<(usize, f64)>,
     fence_ops: Vec<Vec<u32>>,
+    /// Rendezvous transfers waiting for their start event: (send rank, send
+    /// op, bytes, receive rank, receive op, receive posted).
+    rdv: Vec<(u32, u32, u64, u32, u32, f64)>,
     /// Whether ops' dependents are packed (the dataflow execution needs them).
     dependents: bool,
     /// Scratch for packing a rank.
@@ -434,6 +439,7 @@ impl<'a> Engine<'a> {
             nic_out: vec![0.0; nodes.num_nodes()],
             nic_in: vec![0.0; nodes.num_nodes()],
             fence_entries: Vec::new(),
+            rdv: Vec::new(),
             fence_ops: Vec::new(),
             dependents: dependents || exec == Execution::Nonblocking,
             chan_ids: ChanIds::default(),
@@ -671,11 +677,11 @@ impl<'a> Engine<'a> {
         );
         if na == nb {
             let l = &self.intra;
-            let end = t + bytes as f64 * l.per_byte();
+            let end = t + bytes as f64 * l.per_byte_for(bytes);
             return (end, end + l.latency_us);
         }
         let l = &self.inter;
-        let wire = bytes as f64 * l.per_byte();
+        let wire = bytes as f64 * l.per_byte_for(bytes);
         let start = t.max(self.nic_out[na]);
         let inject_end = start + wire;
         self.nic_out[na] = inject_end.max(start + l.gap_us);
@@ -734,17 +740,28 @@ impl<'a> Engine<'a> {
     #[allow(clippy::too_many_arguments)]
     fn deliver(&mut self, src: u32, si: u32, bytes: u64, s_t: f64, dst: u32, ri: u32, r_post: f64) {
         let l = self.link(src, dst);
-        let o_r = l.overhead_us;
-        let arrival = if bytes <= l.eager_limit {
-            s_t
+        if bytes <= l.eager_limit {
+            let o_r = l.overhead_us;
+            self.push(s_t.max(r_post) + o_r, dst, ri);
         } else {
-            // Rendezvous: the data leaves once the receive is known.
+            // Rendezvous: the data leaves once the receive is known, and
+            // takes its turn on the links when it leaves (an event then),
+            // not when the match was found: links serve in time order.
             let t0 = s_t.max(r_post) + l.latency_us;
-            let (free, arr) = self.transfer(src, dst, bytes, t0);
-            self.push(free, src, si);
-            arr
-        };
-        self.push(arrival.max(r_post) + o_r, dst, ri);
+            let k = u32_of(self.rdv.len());
+            assert!(k < RDV - 1, "simulated call too large");
+            self.rdv.push((src, si, bytes, dst, ri, r_post));
+            self.push(t0, src, RDV | k);
+        }
+    }
+
+    /// Rendezvous transfer `k` leaves at `t`.
+    fn start_rdv(&mut self, k: u32, t: f64) {
+        let (src, si, bytes, dst, ri, r_post) = self.rdv[k as usize];
+        let o_r = self.link(src, dst).overhead_us;
+        let (free, arr) = self.transfer(src, dst, bytes, t);
+        self.push(free, src, si);
+        self.push(arr.max(r_post) + o_r, dst, ri);
     }
 
     fn start(&mut self, r: u32, i: u32, t: f64) {
@@ -1053,7 +1070,7 @@ impl<'a> Engine<'a> {
     fn prefetch(&self, e: Event) {
         let rs = &self.ranks[e.r as usize];
         let mut at = rs.op_base + rs.pc as usize;
-        if e.ev != WAKE {
+        if e.ev & RDV == 0 {
             prefetch(&self.ops[rs.op_base + e.ev as usize]);
         }
         if self.exec == Execution::Blocking && rs.pc < rs.n {
@@ -1123,6 +1140,7 @@ impl<'a> Engine<'a> {
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
         self.fence_entries.clear();
+        self.rdv.clear();
         self.fence_ops.clear();
     }
 
@@ -1137,6 +1155,10 @@ impl<'a> Engine<'a> {
                 self.prefetch(next);
             }
             let t = key_time(e.key);
+            if e.ev != WAKE && e.ev & RDV != 0 {
+                self.start_rdv(e.ev & !RDV, t);
+                continue;
+            }
             if e.ev != WAKE {
                 self.complete(e.r, e.ev, t);
             }
@@ -1183,6 +1205,7 @@ struct Last {
     c: Collective,
     spec: AlgoSpec,
     bytes: u64,
+    root: usize,
     nodes: NodeMap,
     /// Executions it has run in (by `Execution::ALL` order).
     ran: [bool; 2],
@@ -1199,15 +1222,7 @@ pub fn drop_kept_call() {
     LAST.with(|l| l.borrow_mut().take());
 }
 
-/// Simulates one call of `spec` (root 0) on `nodes`; microseconds.
-///
-/// Builds the ranks' schedules one at a time (as [`build_all`] would) and
-/// packs each into the engine at once, so that no more than one schedule is
-/// ever held. The packed call is kept until it has been simulated in the
-/// other execution as well, which then skips building (see [`Last`] and
-/// [`drop_kept_call`]).
-///
-/// [`build_all`]: colltune_algorithms::build_all
+/// Simulates one call of `spec` with root 0 on `nodes`; microseconds.
 pub fn simulate(
     m: &Model,
     c: Collective,
@@ -1216,11 +1231,64 @@ pub fn simulate(
     nodes: &NodeMap,
     bytes: u64,
 ) -> Result<f64, SimError> {
+    simulate_at(m, c, spec, exec, nodes, bytes, 0)
+}
+
+/// The roots whose times stand for a rotating root (a benchmark's
+/// repetition i broadcasting from rank i mod p), each for an equal share of
+/// the ranks: every rank up to 8 ranks; on equal nodes of
+/// consecutive ranks (`256x64`), rotating the root by a whole node maps the
+/// cluster onto itself, so only the root's place inside its node matters:
+/// ranks 0..ppn, or 8 of them evenly spread; otherwise 8 ranks evenly
+/// spread. Swap has no root: rank 0 alone.
+pub fn rotation_roots(c: Collective, nodes: &NodeMap) -> Vec<usize> {
+    const MOST: usize = 8;
+    let p = nodes.size();
+    if c == Collective::Swap || p <= 1 {
+        return vec![0];
+    }
+    if p <= MOST {
+        return (0..p).collect();
+    }
+    let k = nodes.max_ppn();
+    let consecutive = nodes.is_uniform()
+        && (0..nodes.num_nodes()).all(|n| {
+            nodes
+                .ranks_on(n)
+                .iter()
+                .enumerate()
+                .all(|(i, &r)| r as usize == n * k + i)
+        });
+    let span = if consecutive { k } else { p };
+    if span <= MOST {
+        return (0..span).collect();
+    }
+    (0..MOST).map(|i| i * span / MOST).collect()
+}
+
+/// Simulates one call of `spec` from `root` on `nodes`; microseconds.
+///
+/// Builds the ranks' schedules one at a time (as [`build_all`] would) and
+/// packs each into the engine at once, so that no more than one schedule is
+/// ever held. The packed call is kept until it has been simulated in the
+/// other execution as well, which then skips building (see [`Last`] and
+/// [`drop_kept_call`]).
+///
+/// [`build_all`]: colltune_algorithms::build_all
+pub fn simulate_at(
+    m: &Model,
+    c: Collective,
+    spec: &AlgoSpec,
+    exec: Execution,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+) -> Result<f64, SimError> {
     let spec = resolve(c, spec).map_err(BuildError::from)?;
     let shape = |rank| Shape {
         rank,
         size: nodes.size(),
-        root: 0,
+        root,
         bytes,
         nodes,
     };
@@ -1229,9 +1297,9 @@ pub fn simulate(
         .position(|&x| x == exec)
         .expect("an execution");
     // Take the kept call; drop it at once unless it is this one.
-    let last = LAST
-        .with(|l| l.borrow_mut().take())
-        .filter(|l| l.c == c && l.bytes == bytes && l.spec == spec && l.nodes == *nodes);
+    let last = LAST.with(|l| l.borrow_mut().take()).filter(|l| {
+        l.c == c && l.bytes == bytes && l.root == root && l.spec == spec && l.nodes == *nodes
+    });
     let (mut engine, mut ran) = match last {
         Some(l) => {
             let mut e = l.engine;
@@ -1268,6 +1336,7 @@ pub fn simulate(
                 c,
                 spec,
                 bytes,
+                root,
                 nodes,
                 ran,
                 engine,
@@ -1291,6 +1360,7 @@ mod tests {
                 gap_us: 0.1,
                 bandwidth_gbs: 10.0,
                 eager_limit: 8192,
+                eager_bandwidth_gbs: None,
             },
             inter: Link {
                 latency_us: 2.0,
@@ -1298,6 +1368,7 @@ mod tests {
                 gap_us: 0.3,
                 bandwidth_gbs: 1.0,
                 eager_limit: 8192,
+                eager_bandwidth_gbs: None,
             },
             copy_gbs: 10.0,
         }
@@ -1404,6 +1475,64 @@ mod tests {
                 other => panic!("{exec}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn rotating_roots_are_sampled_where_they_differ() {
+        let b = |s: &[usize]| NodeMap::blocks(s).unwrap();
+        assert_eq!(
+            rotation_roots(Collective::Bcast, &b(&[2, 2])),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(rotation_roots(Collective::Bcast, &b(&[1; 1024])), vec![0]);
+        assert_eq!(
+            rotation_roots(Collective::Bcast, &b(&[4; 64])),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            rotation_roots(Collective::Bcast, &b(&[64; 4])),
+            vec![0, 8, 16, 24, 32, 40, 48, 56]
+        );
+        assert_eq!(
+            rotation_roots(Collective::Bcast, &b(&[7, 6, 7])),
+            vec![0, 2, 5, 7, 10, 12, 15, 17]
+        );
+        assert_eq!(rotation_roots(Collective::Swap, &b(&[2, 2])), vec![0]);
+        // Round-robin placement is not rotation-symmetric by whole nodes.
+        assert_eq!(
+            rotation_roots(Collective::Bcast, &NodeMap::round_robin(16, 4)).len(),
+            8
+        );
+    }
+
+    #[test]
+    fn moving_the_root_by_a_whole_node_changes_no_time() {
+        // What rotation_roots relies on: on equal nodes of consecutive
+        // ranks, every algorithm costs the same from root r and r + ppn.
+        let nodes = NodeMap::blocks(&[3, 3, 3, 3]).unwrap();
+        let mut seen = 0;
+        for a in colltune_algorithms::algorithms(Collective::Bcast) {
+            for spec in colltune_algorithms::variants(a, 65536) {
+                for exec in Execution::ALL {
+                    for bytes in [1, 100_000] {
+                        let at = |r| {
+                            simulate_at(&model(), Collective::Bcast, &spec, exec, &nodes, bytes, r)
+                                .unwrap()
+                        };
+                        for r in [1, 2] {
+                            let (t0, t1) = (at(r), at(r + 3));
+                            assert!(
+                                (t0 - t1).abs() <= 1e-9 * t0,
+                                "{spec} [{exec}] {bytes} B: root {r} {t0} us, root {} {t1} us",
+                                r + 3
+                            );
+                            seen += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen > 40, "{seen}");
     }
 
     #[test]

@@ -22,12 +22,28 @@ pub struct Link {
     /// their receive (a rendezvous costing one extra latency). Open MPI's
     /// defaults: 4 KiB over shared memory (vader), 64 KiB over TCP.
     pub eager_limit: u64,
+    /// Bandwidth of eager messages, GB/s, where it differs from
+    /// `bandwidth_gbs` (which then prices rendezvous messages only): the two
+    /// protocols move bytes differently (copies through bounce buffers
+    /// against zero-copy), as LogGPS models them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_bandwidth_gbs: Option<f64>,
 }
 
 impl Link {
-    /// Microseconds per byte.
+    /// Microseconds per byte (of a rendezvous message, or of every message
+    /// when no eager bandwidth is given).
     pub fn per_byte(&self) -> f64 {
         1e-3 / self.bandwidth_gbs
+    }
+
+    /// Microseconds per byte of a message of `bytes`.
+    #[inline]
+    pub fn per_byte_for(&self, bytes: u64) -> f64 {
+        match self.eager_bandwidth_gbs {
+            Some(e) if bytes <= self.eager_limit => 1e-3 / e,
+            _ => 1e-3 / self.bandwidth_gbs,
+        }
     }
 }
 
@@ -99,6 +115,11 @@ impl Model {
                     "{what}.bandwidth_gbs = {}: must be > 0",
                     l.bandwidth_gbs
                 ));
+            }
+            if let Some(e) = l.eager_bandwidth_gbs {
+                if !(e.is_finite() && e > 0.0) {
+                    return Err(format!("{what}.eager_bandwidth_gbs = {e}: must be > 0"));
+                }
             }
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
