@@ -376,6 +376,10 @@ pub struct Engine<'a> {
     startable: BinaryHeap<Reverse<u32>>,
     nic_out: Vec<f64>,
     nic_in: Vec<f64>,
+    /// Per rank: when its shared-memory copies out (sending) and in
+    /// (receiving) are free: one process copies one message at a time.
+    shm_out: Vec<f64>,
+    shm_in: Vec<f64>,
     fence_entries: Vec<(usize, f64)>,
     fence_ops: Vec<Vec<u32>>,
     /// Rendezvous transfers waiting for their start event: (send rank, send
@@ -438,6 +442,8 @@ impl<'a> Engine<'a> {
             startable: BinaryHeap::new(),
             nic_out: vec![0.0; nodes.num_nodes()],
             nic_in: vec![0.0; nodes.num_nodes()],
+            shm_out: vec![0.0; p],
+            shm_in: vec![0.0; p],
             fence_entries: Vec::new(),
             rdv: Vec::new(),
             fence_ops: Vec::new(),
@@ -676,9 +682,19 @@ impl<'a> Engine<'a> {
             self.node_of[b as usize] as usize,
         );
         if na == nb {
+            // Shared memory: the sender's process copies the message out
+            // and the receiver's copies it in, each one message at a time
+            // (a root sending to 31 ranks of its node copies 31 times).
             let l = &self.intra;
-            let end = t + bytes as f64 * l.per_byte_for(bytes);
-            return (end, end + l.latency_us);
+            let wire = bytes as f64 * l.per_byte_for(bytes);
+            let (ra, rb) = (a as usize, b as usize);
+            let start = t.max(self.shm_out[ra]);
+            let out_end = start + wire;
+            self.shm_out[ra] = out_end;
+            let land_start = (start + l.latency_us).max(self.shm_in[rb]);
+            let arrival = land_start + wire;
+            self.shm_in[rb] = arrival;
+            return (out_end, arrival);
         }
         let l = &self.inter;
         let wire = bytes as f64 * l.per_byte_for(bytes);
@@ -1139,6 +1155,8 @@ impl<'a> Engine<'a> {
         self.startable.clear();
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
+        self.shm_out.fill(0.0);
+        self.shm_in.fill(0.0);
         self.fence_entries.clear();
         self.rdv.clear();
         self.fence_ops.clear();
@@ -1424,6 +1442,28 @@ mod tests {
             1_000_000,
         );
         assert!(h < 0.5 * t, "{h} vs {t}");
+    }
+
+    #[test]
+    fn a_process_copies_one_shared_memory_message_at_a_time() {
+        // root sends 1 MB to 7 ranks of its own node: seven copies out of
+        // the root's process, one after another.
+        let nodes = NodeMap::single(8);
+        let wire = 1_000_000.0 * model().intra.per_byte();
+        for exec in Execution::ALL {
+            let t = sim("linear", Collective::Bcast, exec, &nodes, 1_000_000);
+            assert!(t > 7.0 * wire, "{exec}: {t} <= 7 x {wire}");
+            assert!(t < 7.0 * wire + 50.0, "{exec}: {t}");
+        }
+        // a binomial tree copies log2(8) = 3 times on its longest path
+        let b = sim(
+            "binomial",
+            Collective::Bcast,
+            Execution::Blocking,
+            &nodes,
+            1_000_000,
+        );
+        assert!(b < 0.5 * 7.0 * wire, "{b}");
     }
 
     #[test]
