@@ -9,9 +9,13 @@
 #
 # Parameters (environment):
 #   NODES (4: the most any layout uses), LAYOUTS ("2x2 3x1 4x1"),
-#   SIZES (1,16,256,4K,16K,64K,256K,1M,4M), RUNS (3), BUDGET_MS (60),
-#   RATE (1gbit), BURST (64kb), DELAY_US (0), OUT (results/model-validation),
+#   SIZES (1,16,256,4K,16K,64K,256K,1M), RUNS (3), BUDGET_MS (60),
+#   RATE (100mbit), BURST (16kb), DELAY_US (0), OUT (results/model-validation),
 #   BASELINE (none: the library's own collectives have no model)
+# Why 100 Mbit: this machine's 2 cores host all 4 emulated nodes; at 1 Gbit
+# the processes, not the links, set the pace (4 ranks share 2 cores), which
+# no network model should be asked to predict. A small token bucket (BURST)
+# keeps the links near their nominal rate for messages of a few KiB too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs/install-deps.sh
@@ -22,7 +26,8 @@ BIN=$PWD/target/release/colltune
 EMU=$PWD/jobs/emucluster/emucluster
 NODES=${NODES:-4}
 LAYOUTS=${LAYOUTS:-2x2 3x1 4x1}
-SIZES=${SIZES:-1,16,256,4K,16K,64K,256K,1M,4M}
+SIZES=${SIZES:-1,16,256,4K,16K,64K,256K,1M}
+export RATE=${RATE:-100mbit} BURST=${BURST:-16kb}
 OUT=${OUT:-results/model-validation}
 mkdir -p "$OUT"
 trap '$EMU down >/dev/null 2>&1 || true' EXIT
@@ -40,11 +45,11 @@ hosts() {
   echo "$np $h"
 }
 
-model="$OUT/emulated-${RATE:-1gbit}.yaml"
+model="$OUT/emulated-$RATE.yaml"
 echo "== calibrate on 2 emulated nodes x 2 ranks"
 read -r np h < <(hosts 2x2)
 $EMU run -np "$np" --host "$h" "$BIN" calibrate --out "$model" \
-  --name "emulated-${RATE:-1gbit}" --csv "$OUT/calibrate.csv" | tee "$OUT/calibrate.txt"
+  --name "emulated-$RATE" --csv "$OUT/calibrate.csv" | tee "$OUT/calibrate.txt"
 
 for layout in $LAYOUTS; do
   read -r np h < <(hosts "$layout")

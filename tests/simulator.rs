@@ -78,14 +78,19 @@ fn simulate_writes_bench_csv_that_every_tool_reads() {
     let body = std::fs::read_to_string(&csv).unwrap();
     let rows = records(&csv);
     // Every broadcast algorithm (node-aware ones too: 3 nodes) x 2
-    // executions x 3 sizes, each with a positive time.
-    assert!(rows.len() >= 10 * 2 * 3, "{} rows\n{body}", rows.len());
+    // executions x 3 sizes x the rotating root's 4 places in a node (0..3:
+    // moving it by a whole node changes nothing), each a positive time.
+    assert!(rows.len() >= 10 * 2 * 3 * 4, "{} rows\n{body}", rows.len());
     assert!(body.contains(",hierarchical,"), "{body}");
     assert!(rows.iter().all(|r| r[19] == "simulated:fast"), "{body}");
-    // Within every series, a 1 MiB broadcast costs more than a 1-byte one.
-    let mut by: std::collections::HashMap<(String, String), Vec<(u64, f64)>> = Default::default();
+    let roots: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[9].as_str()).collect();
+    assert_eq!(roots.into_iter().collect::<Vec<_>>(), ["0", "1", "2", "3"]);
+    // Within every series and root, a 1 MiB broadcast costs more than a
+    // 1-byte one.
+    type Series = (String, String, String);
+    let mut by: std::collections::HashMap<Series, Vec<(u64, f64)>> = Default::default();
     for r in &rows {
-        by.entry((r[2].clone(), r[3].clone()))
+        by.entry((r[2].clone(), r[3].clone(), r[9].clone()))
             .or_default()
             .push((r[8].parse().unwrap(), r[15].parse().unwrap()));
     }
