@@ -465,6 +465,7 @@ fn run_model(
     );
     let mut oracle =
         crate::tune::sim::SimOracle::new(&m, comms.clone(), root, Some(writer), progress);
+    oracle.cutoff = !args.exhaustive;
     let mut cut_short = false;
     for (ci, nodes) in comms.iter().enumerate() {
         let opts = SpaceOptions {
@@ -512,12 +513,21 @@ fn run_model(
     table.save(&table_path)?;
     print!("{}", table::summary(&table));
     println!(
-        "\ntuned over model {} on {} ranks ({}) in {} ({} simulations){}",
+        "\ntuned over model {} on {} ranks ({}) in {} ({} simulations{}){}",
         m.name,
         world.size(),
         world,
         hms(seconds),
         oracle.simulated,
+        if oracle.abandoned > 0 {
+            format!(
+                ", {} candidate-sizes abandoned past {}x the best",
+                oracle.abandoned,
+                crate::tune::sim::CUTOFF
+            )
+        } else {
+            String::new()
+        },
         if cut_short {
             "; STOPPED EARLY (budget)"
         } else {

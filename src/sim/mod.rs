@@ -1101,7 +1101,7 @@ impl<'a> Engine<'a> {
     /// Runs the call; the slowest rank's finish time, microseconds.
     pub fn run(mut self) -> Result<f64, SimError> {
         let plans = self.plans;
-        self.run_inner().map_err(|(r, first)| {
+        self.run_inner(f64::INFINITY).map_err(|(r, first)| {
             let kind = plans.map(|p| &p[r].schedule.ops[first].kind);
             stuck(r, first, kind)
         })
@@ -1163,8 +1163,9 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the call; on a deadlock, the first rank that did not finish and
-    /// its first op not done.
-    fn run_inner(&mut self) -> Result<f64, (usize, usize)> {
+    /// its first op not done. Gives up once simulated time passes `limit`
+    /// (then returns a time above it).
+    fn run_inner(&mut self, limit: f64) -> Result<f64, (usize, usize)> {
         for r in 0..self.ranks.len() as u32 {
             self.push(0.0, r, WAKE);
         }
@@ -1173,6 +1174,10 @@ impl<'a> Engine<'a> {
                 self.prefetch(next);
             }
             let t = key_time(e.key);
+            if t > limit {
+                self.events = Events::default();
+                return Ok(t);
+            }
             if e.ev != WAKE && e.ev & RDV != 0 {
                 self.start_rdv(e.ev & !RDV, t);
                 continue;
@@ -1302,6 +1307,24 @@ pub fn simulate_at(
     bytes: u64,
     root: usize,
 ) -> Result<f64, SimError> {
+    simulate_within(m, c, spec, exec, nodes, bytes, root, f64::INFINITY)
+        .map(|t| t.expect("no limit"))
+}
+
+/// [`simulate_at`], giving up (`None`) once the call has taken longer than
+/// `limit` microseconds: what a tuner that already knows a faster candidate
+/// needs to know of a slow one, for a fraction of its cost.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_within(
+    m: &Model,
+    c: Collective,
+    spec: &AlgoSpec,
+    exec: Execution,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+    limit: f64,
+) -> Result<Option<f64>, SimError> {
     let spec = resolve(c, spec).map_err(BuildError::from)?;
     let shape = |rank| Shape {
         rank,
@@ -1340,12 +1363,12 @@ pub fn simulate_at(
             (e, [false; 2])
         }
     };
-    let t = engine
-        .run_inner()
-        .map_err(|(r, first)| match build_resolved(c, &spec, &shape(r)) {
+    let t = engine.run_inner(limit).map_err(|(r, first)| {
+        match build_resolved(c, &spec, &shape(r)) {
             Ok(s) => stuck(r, first, Some(&s.ops[first].kind)),
             Err(b) => b.into(),
-        })?;
+        }
+    })?;
     ran[which] = true;
     if ran.contains(&false) {
         let nodes = nodes.clone();
@@ -1361,7 +1384,7 @@ pub fn simulate_at(
             })
         });
     }
-    Ok(t)
+    Ok((t <= limit).then_some(t))
 }
 
 #[cfg(test)]
@@ -1464,6 +1487,33 @@ mod tests {
             1_000_000,
         );
         assert!(b < 0.5 * 7.0 * wire, "{b}");
+    }
+
+    #[test]
+    fn a_limit_gives_up_on_slower_calls_only() {
+        let nodes = NodeMap::blocks(&[4, 4, 4]).unwrap();
+        let spec = AlgoSpec::parse("scatter_allgather_ring").unwrap();
+        for exec in Execution::ALL {
+            let at = |root, limit| {
+                simulate_within(
+                    &model(),
+                    Collective::Bcast,
+                    &spec,
+                    exec,
+                    &nodes,
+                    1 << 20,
+                    root,
+                    limit,
+                )
+                .unwrap()
+            };
+            let t =
+                simulate_at(&model(), Collective::Bcast, &spec, exec, &nodes, 1 << 20, 1).unwrap();
+            assert_eq!(at(1, t * 0.5), None, "{exec}");
+            // the kept call, abandoned half-way, runs again in full
+            assert_eq!(at(1, t * 1.01), Some(t), "{exec}");
+            assert_eq!(at(1, f64::INFINITY), Some(t), "{exec}");
+        }
     }
 
     #[test]

@@ -3,6 +3,12 @@
 //! simulated once and every run reuses it. A rotating root (what the tuner
 //! measures by default) is simulated at [`rotation_roots`]: each root's time
 //! is one repetition, as each root is one repetition of a measurement.
+//!
+//! A candidate is abandoned, unrecorded, once more than half its roots have
+//! taken [`CUTOFF`] times the best candidate's time at that size (its median
+//! could then not come within 3x of the best; the search would drop it):
+//! a slow ring on thousands of ranks costs millions of events to finish but
+//! few to pass the mark. `--exhaustive` simulates everything.
 
 use std::collections::HashMap;
 
@@ -12,7 +18,18 @@ use super::{Oracle, Request, TuneError};
 use crate::bench::{RootPolicy, Subject};
 use crate::progress::Progress;
 use crate::record::{Sample, Writer};
-use crate::sim::{rotation_roots, simulate_at, Model};
+use crate::sim::{rotation_roots, simulate_within, Model};
+
+/// Abandon a candidate past this multiple of the best time at its size.
+pub const CUTOFF: f64 = 3.0;
+
+/// What became of one (communicator, candidate, size).
+enum Outcome {
+    /// (root, time) per simulated root.
+    Times(Vec<(usize, f64)>),
+    /// Abandoned past this many microseconds.
+    Abandoned(f64),
+}
 
 pub struct SimOracle<'m> {
     pub model: &'m Model,
@@ -21,8 +38,13 @@ pub struct SimOracle<'m> {
     pub root: RootPolicy,
     writer: Option<Writer>,
     pub samples: Vec<Sample>,
-    /// (comm, candidate, bytes) -> (root, time) per simulated root.
-    memo: HashMap<(usize, String, u64), Vec<(usize, f64)>>,
+    memo: HashMap<(usize, String, u64), Outcome>,
+    /// (comm, bytes) -> the best candidate's median over roots so far.
+    best: HashMap<(usize, u64), f64>,
+    /// Whether slow candidates may be abandoned (not with --exhaustive).
+    pub cutoff: bool,
+    /// Candidates abandoned.
+    pub abandoned: u64,
     pub simulated: u64,
     pub progress: Progress,
 }
@@ -42,6 +64,9 @@ impl<'m> SimOracle<'m> {
             writer,
             samples: Vec::new(),
             memo: HashMap::new(),
+            best: HashMap::new(),
+            cutoff: true,
+            abandoned: 0,
             simulated: 0,
             progress,
         }
@@ -61,9 +86,12 @@ impl Oracle for SimOracle<'_> {
                     RootPolicy::Fixed(x) => vec![x.min(nodes.size().saturating_sub(1))],
                     RootPolicy::Rotate => rotation_roots(r.cand.collective, nodes),
                 };
-                let mut times = Vec::with_capacity(roots.len());
-                for root in roots {
-                    let t = simulate_at(
+                let limit = match self.best.get(&(r.comm, r.bytes)) {
+                    Some(&b) if self.cutoff => b * CUTOFF,
+                    _ => f64::INFINITY,
+                };
+                let sim = |root, limit| {
+                    simulate_within(
                         self.model,
                         r.cand.collective,
                         &r.cand.spec,
@@ -71,15 +99,50 @@ impl Oracle for SimOracle<'_> {
                         nodes,
                         r.bytes,
                         root,
+                        limit,
                     )
-                    .map_err(|e| TuneError::Other(format!("simulating {}: {e}", r.cand)))?;
+                    .map_err(|e| TuneError::Other(format!("simulating {}: {e}", r.cand)))
+                };
+                let mut times = Vec::with_capacity(roots.len());
+                let mut over = Vec::new();
+                for &root in &roots {
                     self.simulated += 1;
-                    times.push((root, t));
+                    match sim(root, limit)? {
+                        Some(t) => times.push((root, t)),
+                        None => over.push(root),
+                    }
+                    if over.len() * 2 > roots.len() {
+                        break;
+                    }
                 }
+                let outcome = if over.len() * 2 > roots.len() {
+                    self.abandoned += 1;
+                    Outcome::Abandoned(limit)
+                } else {
+                    // A few slow roots: their times count, finish them.
+                    for root in over {
+                        self.simulated += 1;
+                        let t = sim(root, f64::INFINITY)?.expect("no limit");
+                        times.push((root, t));
+                    }
+                    times.sort_by_key(|&(root, _)| roots.iter().position(|&x| x == root));
+                    let v: Vec<f64> = times.iter().map(|&(_, t)| t).collect();
+                    let m = crate::stats::median(&v);
+                    let b = self.best.entry((r.comm, r.bytes)).or_insert(m);
+                    *b = b.min(m);
+                    Outcome::Times(times)
+                };
                 self.progress.inc(0);
-                self.memo.insert(key.clone(), times);
+                self.memo.insert(key.clone(), outcome);
             }
-            let times = &self.memo[&key];
+            let times = match &self.memo[&key] {
+                Outcome::Times(t) => t,
+                Outcome::Abandoned(limit) => {
+                    // The search sees a lower bound; nothing is recorded.
+                    out.push(vec![*limit]);
+                    continue;
+                }
+            };
             let subject = Subject::Ours {
                 collective: r.cand.collective,
                 spec: r.cand.spec.clone(),
