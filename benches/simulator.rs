@@ -4,7 +4,8 @@
 //!    algorithm at its defaults and both executions, each call built and run
 //!    on its own (target: <= 1 s each on one core); `scatter_allgather_ring`
 //!    sends O(p^2) messages (some 537 million ops here, more memory than
-//!    most machines have) and is left out unless named;
+//!    most machines have: the simulator refuses it, `SimError::TooLarge`)
+//!    and is left out unless named;
 //! 2. a whole decision table for a 1,024-node model: `colltune tune --model
 //!    tuning-tables/models/test-ib.yaml --layout 1024x1 --collective bcast`
 //!    (target: <= 60 s).

@@ -185,9 +185,16 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                 RootPolicy::Fixed(x) => vec![x],
                 RootPolicy::Rotate => rotation_roots(c, &nodes),
             };
-            for &b in &sizes {
+            'sizes: for &b in &sizes {
                 for (i, &r) in roots.iter().enumerate() {
-                    let t = simulate_at(&m, c, spec, *exec, &nodes, b, r)?;
+                    let t = match simulate_at(&m, c, spec, *exec, &nodes, b, r) {
+                        Ok(t) => t,
+                        Err(e @ crate::sim::SimError::TooLarge { .. }) => {
+                            println!("skipped {}: {e}", s.label());
+                            break 'sizes;
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
                     let row = sample(&m, &nodes, &s, b, (1, i as u32 + 1), r, t);
                     if let Some(w) = writer.as_mut() {
                         w.write(std::slice::from_ref(&row))?;

@@ -534,6 +534,18 @@ fn run_model(
             ""
         }
     );
+    let mut skipped = oracle.skipped.clone();
+    skipped.sort();
+    skipped.dedup();
+    for why in &skipped {
+        println!("not a candidate here: {why}");
+    }
+    let mut skipped = oracle.skipped.clone();
+    skipped.sort();
+    skipped.dedup();
+    for why in &skipped {
+        println!("not a candidate here: {why}");
+    }
     println!(
         "table: {}\nraw samples: {}",
         table_path.display(),

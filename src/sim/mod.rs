@@ -398,7 +398,22 @@ pub enum SimError {
     Build(#[from] BuildError),
     #[error("the simulated call did not finish: {0}")]
     Stuck(String),
+    #[error(
+        "too large to simulate: about {ops} million operations on {ranks} ranks \
+         (this simulator holds at most {max} million, some {gb} GB); \
+         leave this algorithm out (-a) or simulate fewer ranks"
+    )]
+    TooLarge {
+        ops: u64,
+        ranks: usize,
+        max: u64,
+        gb: u64,
+    },
 }
+
+/// The most operations (all ranks together) one simulated call may hold:
+/// some 64 bytes each, 9.6 GB.
+pub const MAX_OPS: u64 = 150_000_000;
 
 fn u32_of(n: usize) -> u32 {
     u32::try_from(n).expect("simulated call too large")
@@ -1341,6 +1356,29 @@ pub fn simulate_within(
     let last = LAST.with(|l| l.borrow_mut().take()).filter(|l| {
         l.c == c && l.bytes == bytes && l.root == root && l.spec == spec && l.nodes == *nodes
     });
+    if last.is_none() && nodes.size() > 1024 {
+        // A whole call is held at once: estimate it from a few ranks (the
+        // median, so that one root's many sends do not count for all).
+        let mut b = Builder::new();
+        let p = nodes.size();
+        let mut counts = Vec::new();
+        for k in 0..5 {
+            let rank = (root + 1 + k * (p - 1) / 5) % p;
+            b.clear();
+            build_into(c, &spec, &shape(rank), &mut b).map_err(BuildError::from)?;
+            counts.push(b.len() as u64);
+        }
+        counts.sort_unstable();
+        let ops = counts[2].saturating_mul(p as u64);
+        if ops > MAX_OPS {
+            return Err(SimError::TooLarge {
+                ops: ops / 1_000_000,
+                ranks: p,
+                max: MAX_OPS / 1_000_000,
+                gb: MAX_OPS * 64 / 1_000_000_000,
+            });
+        }
+    }
     let (mut engine, mut ran) = match last {
         Some(l) => {
             let mut e = l.engine;
@@ -1514,6 +1552,38 @@ mod tests {
             assert_eq!(at(1, t * 1.01), Some(t), "{exec}");
             assert_eq!(at(1, f64::INFINITY), Some(t), "{exec}");
         }
+    }
+
+    #[test]
+    fn a_call_too_large_to_hold_is_refused_before_it_is_built() {
+        // The ring sends O(p^2) messages: 16,384 ranks would need some 537
+        // million ops; a linear broadcast on as many ranks is small.
+        let nodes = NodeMap::blocks(&[64; 256]).unwrap();
+        let ring = AlgoSpec::parse("scatter_allgather_ring").unwrap();
+        match simulate(
+            &model(),
+            Collective::Bcast,
+            &ring,
+            Execution::Blocking,
+            &nodes,
+            1 << 20,
+        ) {
+            Err(SimError::TooLarge { ops, ranks, .. }) => {
+                assert!(ops > 400 && ops < 700, "{ops}");
+                assert_eq!(ranks, 16384);
+            }
+            other => panic!("{other:?}"),
+        }
+        let linear = AlgoSpec::parse("linear").unwrap();
+        assert!(simulate(
+            &model(),
+            Collective::Bcast,
+            &linear,
+            Execution::Blocking,
+            &nodes,
+            8
+        )
+        .is_ok());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::{Oracle, Request, TuneError};
 use crate::bench::{RootPolicy, Subject};
 use crate::progress::Progress;
 use crate::record::{Sample, Writer};
-use crate::sim::{rotation_roots, simulate_within, Model};
+use crate::sim::{rotation_roots, simulate_within, Model, SimError};
 
 /// Abandon a candidate past this multiple of the best time at its size.
 pub const CUTOFF: f64 = 3.0;
@@ -45,6 +45,8 @@ pub struct SimOracle<'m> {
     pub cutoff: bool,
     /// Candidates abandoned.
     pub abandoned: u64,
+    /// Candidates too large to simulate, with why.
+    pub skipped: Vec<String>,
     pub simulated: u64,
     pub progress: Progress,
 }
@@ -67,6 +69,7 @@ impl<'m> SimOracle<'m> {
             best: HashMap::new(),
             cutoff: true,
             abandoned: 0,
+            skipped: Vec::new(),
             simulated: 0,
             progress,
         }
@@ -101,28 +104,38 @@ impl Oracle for SimOracle<'_> {
                         root,
                         limit,
                     )
-                    .map_err(|e| TuneError::Other(format!("simulating {}: {e}", r.cand)))
                 };
+                let failed = |e: SimError| TuneError::Other(format!("simulating {}: {e}", r.cand));
                 let mut times = Vec::with_capacity(roots.len());
                 let mut over = Vec::new();
+                let mut too_large = None;
                 for &root in &roots {
                     self.simulated += 1;
-                    match sim(root, limit)? {
-                        Some(t) => times.push((root, t)),
-                        None => over.push(root),
+                    match sim(root, limit) {
+                        Ok(Some(t)) => times.push((root, t)),
+                        Ok(None) => over.push(root),
+                        Err(e @ SimError::TooLarge { .. }) => {
+                            too_large = Some(format!("{}: {e}", r.cand));
+                            break;
+                        }
+                        Err(e) => return Err(failed(e)),
                     }
                     if over.len() * 2 > roots.len() {
                         break;
                     }
                 }
-                let outcome = if over.len() * 2 > roots.len() {
+                let outcome = if let Some(why) = too_large {
+                    // O(p^2) schedules on huge layouts: not a candidate here.
+                    self.skipped.push(why);
+                    Outcome::Abandoned(f64::INFINITY)
+                } else if over.len() * 2 > roots.len() {
                     self.abandoned += 1;
                     Outcome::Abandoned(limit)
                 } else {
                     // A few slow roots: their times count, finish them.
                     for root in over {
                         self.simulated += 1;
-                        let t = sim(root, f64::INFINITY)?.expect("no limit");
+                        let t = sim(root, f64::INFINITY).map_err(failed)?.expect("no limit");
                         times.push((root, t));
                     }
                     times.sort_by_key(|&(root, _)| roots.iter().position(|&x| x == root));
