@@ -69,11 +69,14 @@ struct Cost<'a> {
 }
 
 impl Cost<'_> {
-    /// (eager slope, rendezvous slope) for parameters `p`.
+    /// (eager slope, rendezvous slope) for parameters `p`. An eager slope
+    /// is never below the held (stream) one: a stream of eager messages
+    /// cannot beat the link's sustained rate, and a ping-pong that does is
+    /// spending burst credit (a token bucket, buffers) no link model has.
     fn slopes(&self, p: &[f64]) -> (f64, f64) {
         let free = p.get(1).map_or(0.0, |x| x.abs());
         let rdv = self.held.unwrap_or(free);
-        (if self.eager_param { free } else { rdv }, rdv)
+        (if self.eager_param { free.max(rdv) } else { rdv }, rdv)
     }
 }
 
@@ -203,7 +206,7 @@ pub fn fit_link(
         gap_us: gap_us.max(0.0),
         bandwidth_gbs: gbs(sr / nmax),
         eager_limit: lim,
-        eager_bandwidth_gbs: own.then(|| gbs(se / nmax)),
+        eager_bandwidth_gbs: (own && se > sr * (1.0 + 1e-6)).then(|| gbs(se / nmax)),
     };
     let points: Vec<(u64, f64, f64)> = pts
         .iter()
@@ -296,6 +299,31 @@ mod tests {
     }
 
     #[test]
+    fn slower_eager_messages_get_their_own_rate() {
+        // Eager messages copied through bounce buffers at half the rate of
+        // zero-copy rendezvous ones, limit 64 KiB.
+        let truth = Link {
+            latency_us: 2.0,
+            overhead_us: 0.5,
+            gap_us: 0.1,
+            bandwidth_gbs: 10.0,
+            eager_limit: 65536,
+            eager_bandwidth_gbs: Some(5.0),
+        };
+        let f = fit_link(
+            &synth(&truth, &sizes(), 0.0),
+            0.5,
+            0.1,
+            Some(truth.per_byte()),
+        )
+        .unwrap();
+        assert_eq!(f.link.eager_limit, 65536, "{f:?}");
+        let e = f.link.eager_bandwidth_gbs.expect("an eager rate");
+        assert!((e / 5.0 - 1.0).abs() < 0.02, "{f:?}");
+        assert!(f.max_rel_error < 0.02, "{f:?}");
+    }
+
+    #[test]
     fn a_measured_stream_rate_is_kept_and_the_latency_fitted() {
         // A token-bucket link: up to 64 KiB a message passes at twice the
         // sustained rate; the stream measured the sustained rate.
@@ -324,12 +352,17 @@ mod tests {
             (held.link.bandwidth_gbs / 0.125 - 1.0).abs() < 1e-9,
             "{held:?}"
         );
-        assert!((held.link.latency_us - 12.0).abs() < 1.0, "{held:?}");
-        // ... and the faster eager messages get their own rate.
-        assert_eq!(held.link.eager_limit, 65536, "{held:?}");
-        let e = held.link.eager_bandwidth_gbs.expect("an eager rate");
-        assert!((e / 0.25 - 1.0).abs() < 0.05, "{held:?}");
-        assert!(held.max_rel_error < 0.05, "{held:?}");
+        // (the burst points pull L down somewhat: they are faster than any
+        // L with the sustained rate explains)
+        assert!((held.link.latency_us - 12.0).abs() < 3.0, "{held:?}");
+        // ... and no eager rate above the sustained one: a stream of small
+        // messages cannot beat the link (the ping-pong spent burst credit).
+        assert!(
+            held.link
+                .eager_bandwidth_gbs
+                .is_none_or(|e| e <= 0.125 * (1.0 + 1e-6)),
+            "{held:?}"
+        );
         // The largest message is priced right only with the stream's rate.
         let last = |f: &LinkFit| {
             let &(_, m, p) = f.points.last().unwrap();
