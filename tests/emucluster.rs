@@ -16,18 +16,22 @@ fn emu() -> String {
 }
 
 /// Whether this machine can host an emulated cluster; why not otherwise.
+/// Probed once per test binary (tests run in parallel threads), under a
+/// name of this process's own.
 fn unavailable() -> Option<String> {
+    static PROBED: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe).clone()
+}
+
+fn probe() -> Option<String> {
     if unsafe_uid() != 0 {
         return Some("not root".into());
     }
-    let probe = Command::new("ip")
-        .args(["netns", "add", "ctprobe"])
-        .output();
+    let name = format!("ctprobe{}", std::process::id());
+    let probe = Command::new("ip").args(["netns", "add", &name]).output();
     match probe {
         Ok(o) if o.status.success() => {
-            let _ = Command::new("ip")
-                .args(["netns", "del", "ctprobe"])
-                .status();
+            let _ = Command::new("ip").args(["netns", "del", &name]).status();
             None
         }
         Ok(o) => Some(format!(
