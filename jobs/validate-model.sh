@@ -10,12 +10,15 @@
 # Parameters (environment):
 #   NODES (4: the most any layout uses), LAYOUTS ("2x2 3x1 4x1"),
 #   SIZES (1,16,256,4K,16K,64K,256K,1M), RUNS (3), BUDGET_MS (60),
-#   RATE (100mbit), BURST (16kb), DELAY_US (0), OUT (results/model-validation),
+#   RATE (100mbit), BURST (2kb), DELAY_US (0), OUT (results/model-validation),
 #   BASELINE (none: the library's own collectives have no model)
 # Why 100 Mbit: this machine's 2 cores host all 4 emulated nodes; at 1 Gbit
 # the processes, not the links, set the pace (4 ranks share 2 cores), which
-# no network model should be asked to predict. A small token bucket (BURST)
-# keeps the links near their nominal rate for messages of a few KiB too.
+# no network model should be asked to predict. A token bucket of about one
+# packet (BURST) keeps the links at their nominal rate for small messages
+# too: with 16 KiB, a 4 KiB linear broadcast on 4x1 took 45 us from 3 of
+# its 4 roots (burst credit) and 1 ms from the fourth; with 2 KiB, 0.9 ms
+# from every root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs/install-deps.sh
@@ -27,7 +30,7 @@ EMU=$PWD/jobs/emucluster/emucluster
 NODES=${NODES:-4}
 LAYOUTS=${LAYOUTS:-2x2 3x1 4x1}
 SIZES=${SIZES:-1,16,256,4K,16K,64K,256K,1M}
-export RATE=${RATE:-100mbit} BURST=${BURST:-16kb}
+export RATE=${RATE:-100mbit} BURST=${BURST:-2kb}
 OUT=${OUT:-results/model-validation}
 mkdir -p "$OUT"
 trap '$EMU down >/dev/null 2>&1 || true' EXIT
