@@ -18,31 +18,17 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use colltune::sim::{drop_kept_call, simulate, Link, Model};
+use colltune::sim::{drop_kept_call, simulate, Model};
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
 
+/// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table
+/// part runs the same file).
 fn model() -> Model {
-    Model {
-        name: "bench".into(),
-        source: "bench".into(),
-        intra: Link {
-            latency_us: 0.3,
-            overhead_us: 0.1,
-            gap_us: 0.05,
-            bandwidth_gbs: 10.0,
-            eager_limit: 4096,
-            eager_bandwidth_gbs: None,
-        },
-        inter: Link {
-            latency_us: 1.5,
-            overhead_us: 0.3,
-            gap_us: 0.1,
-            bandwidth_gbs: 12.5,
-            eager_limit: 65536,
-            eager_bandwidth_gbs: None,
-        },
-        copy_gbs: 10.0,
-    }
+    Model::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tuning-tables/models/test-ib.yaml"
+    )))
+    .expect("tuning-tables/models/test-ib.yaml")
 }
 
 /// Algorithms whose message count grows as p^2: run only when named.

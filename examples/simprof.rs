@@ -9,33 +9,21 @@
 //! keeps its results bit for bit (it also checks that an `Engine` made from
 //! `Plan`s agrees with `simulate`); `simprof schedules` hashes the schedules
 //! those calls build, for the same check of the builder.
+use std::path::Path;
+
 use colltune::sim::{simulate, Engine, Link, Model};
 use colltune_algorithms::{
     algorithms, build_all, variants, AlgoSpec, Collective, Execution, NodeMap, Plan,
 };
 
+/// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table
+/// part runs the same file).
 fn model() -> Model {
-    Model {
-        name: "p".into(),
-        source: "p".into(),
-        intra: Link {
-            latency_us: 0.3,
-            overhead_us: 0.1,
-            gap_us: 0.05,
-            bandwidth_gbs: 10.0,
-            eager_limit: 4096,
-            eager_bandwidth_gbs: None,
-        },
-        inter: Link {
-            latency_us: 1.5,
-            overhead_us: 0.3,
-            gap_us: 0.1,
-            bandwidth_gbs: 12.5,
-            eager_limit: 65536,
-            eager_bandwidth_gbs: None,
-        },
-        copy_gbs: 10.0,
-    }
+    Model::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tuning-tables/models/test-ib.yaml"
+    )))
+    .expect("tuning-tables/models/test-ib.yaml")
 }
 
 /// A second model: slow, high-latency links with equal eager limits.

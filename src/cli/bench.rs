@@ -20,9 +20,11 @@ use crate::progress::Progress;
 use crate::record::Writer;
 use crate::transport::mpi::Comm;
 
+/// What to time (bench) or simulate (simulate): collectives, algorithms,
+/// parameter sweeps, executions and sizes.
 #[derive(clap::Args, Debug)]
-pub struct Args {
-    /// Collectives to measure: bcast, swap (default both).
+pub struct Selection {
+    /// Collectives: bcast, swap (default both).
     #[arg(long, value_delimiter = ',')]
     collective: Vec<Collective>,
     /// Algorithms (repeatable), e.g. `pipeline:segment=8K`; default every
@@ -41,7 +43,82 @@ pub struct Args {
     /// Message sizes: a list (`1,7,64K`) or a range of powers of two
     /// (`1..4M`, the default).
     #[arg(long)]
-    sizes: Option<String>,
+    pub sizes: Option<String>,
+}
+
+/// A [`Selection`], parsed and checked.
+pub struct Selected {
+    pub sizes: Vec<u64>,
+    /// Per collective, the requested algorithms that belong to it (empty:
+    /// every algorithm); only collectives with some, when any was named.
+    pub per_coll: Vec<(Collective, Vec<AlgoSpec>)>,
+    pub sweeps: Vec<(String, Vec<String>)>,
+    pub execs: Vec<Execution>,
+}
+
+impl Selection {
+    /// Parses and checks everything; an algorithm no selected collective
+    /// has is an error naming it.
+    pub fn resolve(&self) -> Result<Selected, UsageError> {
+        let sizes = parse_sizes(self.sizes.as_deref().unwrap_or("1..4M"))?;
+        let collectives = if self.collective.is_empty() {
+            Collective::ALL.to_vec()
+        } else {
+            self.collective.clone()
+        };
+        let execs = if self.executions.is_empty() {
+            Execution::ALL.to_vec()
+        } else {
+            self.executions.clone()
+        };
+        let requested: Vec<AlgoSpec> = self
+            .algorithms
+            .iter()
+            .map(|t| AlgoSpec::parse(t).map_err(|e| UsageError(format!("--algorithm: {e}"))))
+            .collect::<Result<_, _>>()?;
+        let sweeps = parse_sweeps(&self.sweeps)?;
+        let mut per_coll: Vec<(Collective, Vec<AlgoSpec>)> = Vec::new();
+        for &c in &collectives {
+            let mine: Vec<AlgoSpec> = requested
+                .iter()
+                .filter(|s| lookup(c, &s.name).is_ok())
+                .cloned()
+                .collect();
+            per_coll.push((c, mine));
+        }
+        for s in &requested {
+            if !collectives.iter().any(|&c| lookup(c, &s.name).is_ok()) {
+                let e = lookup(collectives[0], &s.name).expect_err("unknown");
+                return Err(UsageError(format!("--algorithm {s}: {e}")));
+            }
+        }
+        if !requested.is_empty() {
+            per_coll.retain(|(_, specs)| !specs.is_empty());
+        }
+        Ok(Selected {
+            sizes,
+            per_coll,
+            sweeps,
+            execs,
+        })
+    }
+}
+
+/// `--root`: `rotate` or a rank.
+pub fn parse_root(r: &str) -> Result<RootPolicy, UsageError> {
+    match r {
+        "rotate" => Ok(RootPolicy::Rotate),
+        r => r
+            .parse()
+            .map(RootPolicy::Fixed)
+            .map_err(|_| UsageError(format!("--root `{r}`: write `rotate` or a rank number"))),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    sel: Selection,
     /// Independent runs, interleaved.
     #[arg(long, default_value_t = 3)]
     runs: u32,
@@ -176,13 +253,20 @@ pub fn parse_sweeps(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>, Usa
 
 pub fn run(mut args: Args) -> anyhow::Result<Code> {
     if args.quick {
-        args.sizes.get_or_insert_with(|| "1,64,4K,64K,1M".into());
+        args.sel
+            .sizes
+            .get_or_insert_with(|| "1,64,4K,64K,1M".into());
         args.runs = args.runs.min(2);
         args.budget_ms = args.budget_ms.min(10);
         args.max_reps = args.max_reps.min(200);
     }
     // Everything the user asked for is checked before MPI starts.
-    let sizes = parse_sizes(args.sizes.as_deref().unwrap_or("1..4M"))?;
+    let Selected {
+        sizes,
+        per_coll,
+        sweeps,
+        execs,
+    } = args.sel.resolve()?;
     if let Some(&b) = sizes.iter().find(|&&b| b > MAX_BYTES) {
         return Err(UsageError(format!(
             "--sizes: {b} bytes is more than one MPI message can carry ({MAX_BYTES})"
@@ -201,29 +285,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         )
         .into());
     }
-    let collectives = if args.collective.is_empty() {
-        Collective::ALL.to_vec()
-    } else {
-        args.collective.clone()
-    };
-    let execs = if args.executions.is_empty() {
-        Execution::ALL.to_vec()
-    } else {
-        args.executions.clone()
-    };
-    let requested: Vec<AlgoSpec> = args
-        .algorithms
-        .iter()
-        .map(|t| AlgoSpec::parse(t).map_err(|e| UsageError(format!("--algorithm: {e}"))))
-        .collect::<Result<_, _>>()?;
-    let sweeps = parse_sweeps(&args.sweeps)?;
-    let root =
-        match args.root.as_str() {
-            "rotate" => RootPolicy::Rotate,
-            r => RootPolicy::Fixed(r.parse().map_err(|_| {
-                UsageError(format!("--root `{r}`: write `rotate` or a rank number"))
-            })?),
-        };
+    let root = parse_root(&args.root)?;
     let cache = match args.cache.as_str() {
         "warm" => CacheMode::Warm,
         "off" => CacheMode::Off(2 * llc_bytes()),
@@ -241,26 +303,6 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             );
         }
     }
-    // Per collective: the requested algorithms that belong to it.
-    let mut per_coll: Vec<(Collective, Vec<AlgoSpec>)> = Vec::new();
-    for &c in &collectives {
-        let mine: Vec<AlgoSpec> = requested
-            .iter()
-            .filter(|s| lookup(c, &s.name).is_ok())
-            .cloned()
-            .collect();
-        per_coll.push((c, mine));
-    }
-    for s in &requested {
-        if !collectives.iter().any(|&c| lookup(c, &s.name).is_ok()) {
-            let e = lookup(collectives[0], &s.name).expect_err("unknown");
-            return Err(UsageError(format!("--algorithm {s}: {e}")).into());
-        }
-    }
-    if !requested.is_empty() {
-        per_coll.retain(|(_, specs)| !specs.is_empty());
-    }
-
     let want_tuned = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-tuned");
     let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
     let has_bcast = per_coll.iter().any(|(c, _)| *c == Collective::Bcast);

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
 
-use super::bench::{parse_sweeps, subjects_for};
-use super::{parse_sizes, Code, UsageError};
+use super::bench::{parse_root, subjects_for, Selected, Selection};
+use super::{Code, UsageError};
 use crate::bench::report::{comparison, imb_tables, series};
 use crate::bench::RootPolicy;
 use crate::bench::Subject;
@@ -28,17 +28,8 @@ pub struct Args {
     /// Or an explicit layout: `256x64`, `3+2`.
     #[arg(long)]
     pub layout: Option<String>,
-    #[arg(long, value_delimiter = ',')]
-    collective: Vec<Collective>,
-    #[arg(long = "algorithm", short = 'a')]
-    algorithms: Vec<String>,
-    #[arg(long = "sweep")]
-    sweeps: Vec<String>,
-    #[arg(long, value_delimiter = ',')]
-    executions: Vec<Execution>,
-    /// Message sizes (default 1..4M).
-    #[arg(long)]
-    sizes: Option<String>,
+    #[command(flatten)]
+    sel: Selection,
     /// Root: `rotate` (as bench and tune measure: a repetition per root,
     /// on large communicators the roots that differ, see ARCHITECTURE.md)
     /// or a rank.
@@ -132,51 +123,29 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         return compare(&a, &m, measured);
     }
     let nodes = layout(a.ranks, a.ppn, a.layout.as_deref())?;
-    let sizes = parse_sizes(a.sizes.as_deref().unwrap_or("1..4M"))?;
-    let root = match a.root.as_str() {
-        "rotate" => RootPolicy::Rotate,
-        r => match r.parse::<usize>() {
-            Ok(x) if x < nodes.size() => RootPolicy::Fixed(x),
-            _ => {
-                return Err(UsageError(format!(
-                    "--root `{r}`: write rotate or a rank below {}",
-                    nodes.size()
-                ))
-                .into())
-            }
-        },
-    };
-    let colls = if a.collective.is_empty() {
-        Collective::ALL.to_vec()
-    } else {
-        a.collective.clone()
-    };
-    let execs = if a.executions.is_empty() {
-        Execution::ALL.to_vec()
-    } else {
-        a.executions.clone()
-    };
-    let sweeps = parse_sweeps(&a.sweeps)?;
-    let requested: Vec<AlgoSpec> = a
-        .algorithms
-        .iter()
-        .map(|t| AlgoSpec::parse(t).map_err(|e| UsageError(format!("--algorithm: {e}"))))
-        .collect::<Result<_, _>>()?;
+    let Selected {
+        sizes,
+        per_coll,
+        sweeps,
+        execs,
+    } = a.sel.resolve()?;
+    let root = parse_root(&a.root)?;
+    if let RootPolicy::Fixed(r) = root {
+        if r >= nodes.size() {
+            return Err(UsageError(format!(
+                "--root `{r}`: write rotate or a rank below {}",
+                nodes.size()
+            ))
+            .into());
+        }
+    }
     let mut writer = match &a.csv {
         Some(p) => Some(Writer::open(p, false)?),
         None => None,
     };
     let mut samples = Vec::new();
     let t0 = std::time::Instant::now();
-    for c in colls {
-        let mine: Vec<AlgoSpec> = requested
-            .iter()
-            .filter(|s| colltune_algorithms::lookup(c, &s.name).is_ok())
-            .cloned()
-            .collect();
-        if !requested.is_empty() && mine.is_empty() {
-            continue;
-        }
+    for (c, mine) in per_coll {
         for s in subjects_for(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)? {
             let Subject::Ours { spec, exec, .. } = &s else {
                 continue;

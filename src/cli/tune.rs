@@ -117,13 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         ))
         .into());
     }
-    let root = match args.root.as_str() {
-        "rotate" => RootPolicy::Rotate,
-        r => RootPolicy::Fixed(
-            r.parse()
-                .map_err(|_| UsageError(format!("--root `{r}`: write rotate or a rank")))?,
-        ),
-    };
+    let root = super::bench::parse_root(&args.root)?;
     let cache = match args.cache.as_str() {
         "warm" => CacheMode::Warm,
         "off" => CacheMode::Off(2 * llc_bytes()),
