@@ -38,6 +38,8 @@ fn slow_model() -> Model {
             bandwidth_gbs: 10.0,
             eager_limit: 8192,
             eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         },
         inter: Link {
             latency_us: 2.0,
@@ -46,6 +48,8 @@ fn slow_model() -> Model {
             bandwidth_gbs: 1.0,
             eager_limit: 8192,
             eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         },
         copy_gbs: 7.0,
     }

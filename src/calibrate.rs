@@ -31,6 +31,16 @@ pub struct PingPoint {
     pub spread: f64,
 }
 
+/// What the MPI library says of its protocols on a link (Open MPI: the
+/// transport's `btl_*_eager_limit`, less the headers): a message of up to
+/// `eager_limit` bytes is eager; a larger one carries `first_bytes` with
+/// its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocol {
+    pub eager_limit: u64,
+    pub first_bytes: u64,
+}
+
 /// A fitted link and how well it fits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkFit {
@@ -44,13 +54,25 @@ pub struct LinkFit {
 }
 
 /// The one-way ping-pong time the simulator gives a link.
+///
+/// On a token bucket (`burst_bytes` B) each direction sends one message per
+/// round trip, and its bucket refills meanwhile: a message up to B leaves
+/// at once, but no faster than the bucket refills (a round trip of at
+/// least nG, so half that one way); a larger one pays for its bytes past B.
 pub fn one_way(l: &Link, bytes: u64) -> f64 {
-    let rendezvous = if bytes > l.eager_limit {
-        l.latency_us
-    } else {
-        0.0
+    // A rendezvous adds the answer's latency, and the request's too where
+    // it carries a first fragment (it is matched on arrival, not on post).
+    let rendezvous = match (bytes > l.eager_limit, l.rendezvous_first_bytes) {
+        (false, _) => 0.0,
+        (true, None) => l.latency_us,
+        (true, Some(_)) => 2.0 * l.latency_us,
     };
-    2.0 * l.overhead_us + l.latency_us + rendezvous + bytes as f64 * l.per_byte_for(bytes)
+    let base = 2.0 * l.overhead_us + l.latency_us + rendezvous;
+    let n = bytes as f64;
+    match l.burst_bytes.map(|b| b as f64) {
+        None => base + n * l.per_byte_for(bytes),
+        Some(b) => (base + (n - b).max(0.0) * l.per_byte_for(bytes)).max(0.5 * n * l.per_byte()),
+    }
 }
 
 struct Cost<'a> {
@@ -66,6 +88,9 @@ struct Cost<'a> {
     /// Whether p[1] is the eager messages' own slope (held rate, a limit
     /// inside the sizes); otherwise p[1], if any, is every message's slope.
     eager_param: bool,
+    /// A token bucket of this many (scaled) bytes, refilled at the
+    /// rendezvous slope; see [`one_way`].
+    burst: Option<f64>,
 }
 
 impl Cost<'_> {
@@ -93,7 +118,12 @@ impl CostFunction for Cost<'_> {
             .zip(self.rdv)
             .map(|((&x, &t), &r)| {
                 let slope = if r > 0.0 { sr } else { se };
-                ((self.two_o + lat * (1.0 + r) + slope * x - t) / t).powi(2)
+                let base = self.two_o + lat * (1.0 + r);
+                let model = match self.burst {
+                    None => base + slope * x,
+                    Some(b) => (base + slope * (x - b).max(0.0)).max(0.5 * sr * x),
+                };
+                ((model - t) / t).powi(2)
             })
             .sum())
     }
@@ -112,12 +142,16 @@ fn gbs(per_byte: f64) -> f64 {
 /// overhead `o` and gap `g`. With `per_byte_us` (a measured sustained
 /// rate) `G` is that, and a candidate limit inside the sizes gets its own
 /// eager bandwidth, fitted (as LogGPS prices the two protocols apart).
-/// Needs two sizes with positive times.
+/// With `bucket` and a measured rate, a token bucket (`burst_bytes`) is
+/// tried too. With a `known` protocol (the MPI library's own eager limit)
+/// no limit is fitted. Needs two sizes with positive times.
 pub fn fit_link(
     points: &[PingPoint],
     overhead_us: f64,
     gap_us: f64,
     per_byte_us: Option<f64>,
+    bucket: bool,
+    known: Option<Protocol>,
 ) -> Result<LinkFit, String> {
     let mut pts: Vec<&PingPoint> = points
         .iter()
@@ -146,60 +180,93 @@ pub fn fit_link(
     // Candidate limits: every measured size but the largest (above it:
     // rendezvous), and the largest (everything eager).
     // (cost, limit, L, eager slope, rendezvous slope, eager has its own)
-    let mut best: Option<(f64, u64, f64, f64, f64, bool)> = None;
-    for (k, lim) in pts.iter().map(|p| p.bytes).enumerate() {
-        let rdv: Vec<f64> = pts
+    let fit_with = |burst: Option<f64>| {
+        let mut best: Option<(f64, u64, f64, f64, f64, bool)> = None;
+        let candidates: Vec<(usize, u64)> = match known {
+            // k: the last eager point's index (the largest size: none above)
+            Some(pr) => vec![(
+                pts.iter()
+                    .rposition(|p| p.bytes <= pr.eager_limit)
+                    .unwrap_or(0),
+                pr.eager_limit,
+            )],
+            None => pts.iter().map(|p| p.bytes).enumerate().collect(),
+        };
+        // A rendezvous costs one more latency, two with a first fragment.
+        let extra = if known.is_some() { 2.0 } else { 1.0 };
+        for (k, lim) in candidates {
+            let rdv: Vec<f64> = pts
+                .iter()
+                .map(|p| if p.bytes > lim { extra } else { 0.0 })
+                .collect();
+            let eager_param = held.is_some() && pts.iter().any(|p| p.bytes > lim);
+            let cost = || Cost {
+                x: &x,
+                t: &t,
+                rdv: &rdv,
+                two_o: 2.0 * o,
+                held,
+                eager_param,
+                burst,
+            };
+            let lat0 = (tmin - 2.0 * o).max(tmin * 0.1);
+            // The eager points' slope (or all points' when nothing is held).
+            let last_eager = if eager_param { k } else { t.len() - 1 };
+            let slope0 = ((t[last_eager] - tmin) / x[last_eager].max(1e-12)).max(tmin * 0.01);
+            let simplex = if held.is_some() && !eager_param {
+                vec![vec![lat0], vec![lat0 * 1.5 + 1e-3]]
+            } else {
+                vec![
+                    vec![lat0, slope0],
+                    vec![lat0 * 1.5 + 1e-3, slope0],
+                    vec![lat0, slope0 * 1.5 + 1e-3],
+                ]
+            };
+            let start = simplex[0].clone();
+            let p = NelderMead::new(simplex)
+                .with_sd_tolerance(1e-12)
+                .ok()
+                .and_then(|solver| {
+                    Executor::new(cost(), solver)
+                        .configure(|s| s.max_iters(4000))
+                        .run()
+                        .ok()
+                })
+                .and_then(|r| r.state().get_best_param().cloned())
+                .unwrap_or(start);
+            let c = cost().cost(&p).unwrap_or(f64::INFINITY);
+            let (se, sr) = cost().slopes(&p);
+            // A rendezvous step must earn its keep: prefer "all eager" (the
+            // last candidate) unless a step cuts the error by a tenth.
+            let better = match best {
+                None => true,
+                Some((bc, ..)) if k + 1 == pts.len() => c < bc / 0.9,
+                Some((bc, ..)) => c < bc,
+            };
+            if better {
+                best = Some((c, lim, p[0].abs(), se, sr, eager_param));
+            }
+        }
+        best.expect("at least two candidates")
+    };
+    let mut best = fit_with(None);
+    let mut burst = None;
+    // A token bucket (only with a measured stream rate, which refills it)
+    // must earn its keep too: a tenth less error than none. Candidates: the
+    // measured sizes from 256 bytes to a quarter of the largest.
+    if bucket && held.is_some() {
+        let with = pts
             .iter()
-            .map(|p| if p.bytes > lim { 1.0 } else { 0.0 })
-            .collect();
-        let eager_param = held.is_some() && k + 1 < pts.len();
-        let cost = || Cost {
-            x: &x,
-            t: &t,
-            rdv: &rdv,
-            two_o: 2.0 * o,
-            held,
-            eager_param,
-        };
-        let lat0 = (tmin - 2.0 * o).max(tmin * 0.1);
-        // The eager points' slope (or all points' when nothing is held).
-        let last_eager = if eager_param { k } else { t.len() - 1 };
-        let slope0 = ((t[last_eager] - tmin) / x[last_eager].max(1e-12)).max(tmin * 0.01);
-        let simplex = if held.is_some() && !eager_param {
-            vec![vec![lat0], vec![lat0 * 1.5 + 1e-3]]
-        } else {
-            vec![
-                vec![lat0, slope0],
-                vec![lat0 * 1.5 + 1e-3, slope0],
-                vec![lat0, slope0 * 1.5 + 1e-3],
-            ]
-        };
-        let start = simplex[0].clone();
-        let p = NelderMead::new(simplex)
-            .with_sd_tolerance(1e-12)
-            .ok()
-            .and_then(|solver| {
-                Executor::new(cost(), solver)
-                    .configure(|s| s.max_iters(4000))
-                    .run()
-                    .ok()
-            })
-            .and_then(|r| r.state().get_best_param().cloned())
-            .unwrap_or(start);
-        let c = cost().cost(&p).unwrap_or(f64::INFINITY);
-        let (se, sr) = cost().slopes(&p);
-        // A rendezvous step must earn its keep: prefer "all eager" (the
-        // last candidate) unless a step cuts the error by a tenth.
-        let better = match best {
-            None => true,
-            Some((bc, ..)) if k + 1 == pts.len() => c < bc / 0.9,
-            Some((bc, ..)) => c < bc,
-        };
-        if better {
-            best = Some((c, lim, p[0].abs(), se, sr, eager_param));
+            .map(|p| p.bytes)
+            .filter(|&b| b >= 256 && b as f64 <= nmax / 4.0)
+            .map(|b| (fit_with(Some(b as f64 / nmax)), b))
+            .min_by(|x, y| x.0 .0.total_cmp(&y.0 .0));
+        if let Some((f, b)) = with.filter(|(f, _)| f.0 < best.0 * 0.9) {
+            best = f;
+            burst = Some(b);
         }
     }
-    let (_, lim, lat, se, sr, own) = best.expect("at least two candidates");
+    let (_, lim, lat, se, sr, own) = best;
     let link = Link {
         latency_us: lat,
         overhead_us: o,
@@ -207,6 +274,8 @@ pub fn fit_link(
         bandwidth_gbs: gbs(sr / nmax),
         eager_limit: lim,
         eager_bandwidth_gbs: (own && se > sr * (1.0 + 1e-6)).then(|| gbs(se / nmax)),
+        burst_bytes: burst,
+        rendezvous_first_bytes: known.map(|p| p.first_bytes),
     };
     let points: Vec<(u64, f64, f64)> = pts
         .iter()
@@ -255,8 +324,10 @@ mod tests {
             bandwidth_gbs: 0.125,
             eager_limit: 65536,
             eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         };
-        let f = fit_link(&synth(&truth, &sizes(), 0.0), 3.0, 4.0, None).unwrap();
+        let f = fit_link(&synth(&truth, &sizes(), 0.0), 3.0, 4.0, None, false, None).unwrap();
         assert_eq!(f.link.eager_limit, 65536);
         assert!((f.link.latency_us - 20.0).abs() < 0.2, "{f:?}");
         assert!((f.link.bandwidth_gbs / 0.125 - 1.0).abs() < 0.01, "{f:?}");
@@ -272,8 +343,10 @@ mod tests {
             bandwidth_gbs: 5.0,
             eager_limit: u64::MAX,
             eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         };
-        let f = fit_link(&synth(&truth, &sizes(), 0.03), 0.2, 0.1, None).unwrap();
+        let f = fit_link(&synth(&truth, &sizes(), 0.03), 0.2, 0.1, None, false, None).unwrap();
         assert_eq!(f.link.eager_limit, 1 << 22, "{f:?}");
         assert!((f.link.bandwidth_gbs / 5.0 - 1.0).abs() < 0.1, "{f:?}");
         assert!(f.max_rel_error < 0.1, "{f:?}");
@@ -293,9 +366,9 @@ mod tests {
                 spread: 1.0,
             },
         ];
-        let f = fit_link(&pts, 5.0, 0.0, None).unwrap();
+        let f = fit_link(&pts, 5.0, 0.0, None, false, None).unwrap();
         assert!(f.link.overhead_us <= 1.0);
-        assert!(fit_link(&pts[..1], 0.1, 0.0, None).is_err());
+        assert!(fit_link(&pts[..1], 0.1, 0.0, None, false, None).is_err());
     }
 
     #[test]
@@ -309,12 +382,16 @@ mod tests {
             bandwidth_gbs: 10.0,
             eager_limit: 65536,
             eager_bandwidth_gbs: Some(5.0),
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         };
         let f = fit_link(
             &synth(&truth, &sizes(), 0.0),
             0.5,
             0.1,
             Some(truth.per_byte()),
+            false,
+            None,
         )
         .unwrap();
         assert_eq!(f.link.eager_limit, 65536, "{f:?}");
@@ -334,6 +411,8 @@ mod tests {
             bandwidth_gbs: 0.125,
             eager_limit: u64::MAX,
             eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
         };
         let pts: Vec<PingPoint> = sizes()
             .into_iter()
@@ -346,8 +425,8 @@ mod tests {
                 }
             })
             .collect();
-        let free = fit_link(&pts, 2.0, 1.0, None).unwrap();
-        let held = fit_link(&pts, 2.0, 1.0, Some(sustained.per_byte())).unwrap();
+        let free = fit_link(&pts, 2.0, 1.0, None, false, None).unwrap();
+        let held = fit_link(&pts, 2.0, 1.0, Some(sustained.per_byte()), false, None).unwrap();
         assert!(
             (held.link.bandwidth_gbs / 0.125 - 1.0).abs() < 1e-9,
             "{held:?}"
@@ -370,5 +449,36 @@ mod tests {
         };
         assert!(last(&held) < 0.01, "{held:?}");
         assert!(last(&free) > last(&held), "{free:?}");
+    }
+
+    #[test]
+    fn a_token_bucket_is_found_where_it_shapes_the_link() {
+        // A 100 Mbit/s link shaped with a 2 KiB bucket: small ping-pongs
+        // run at twice the rate (the bucket refills while the reply flies).
+        let truth = Link {
+            latency_us: 3.0,
+            overhead_us: 2.0,
+            gap_us: 5.0,
+            bandwidth_gbs: 0.0125,
+            eager_limit: 1 << 22,
+            eager_bandwidth_gbs: None,
+            burst_bytes: Some(2048),
+            rendezvous_first_bytes: None,
+        };
+        let pts = synth(&truth, &sizes(), 0.0);
+        assert!(pts[9].one_way_us < 0.6 * 1024.0 * truth.per_byte(), "{pts:?}");
+        let f = fit_link(&pts, 2.0, 5.0, Some(truth.per_byte()), true, None).unwrap();
+        assert_eq!(f.link.burst_bytes, Some(2048), "{f:?}");
+        assert!(f.max_rel_error < 0.02, "{f:?}");
+        // Not where the link has none, nor where the caller forbids it.
+        let plain = Link {
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
+            ..truth.clone()
+        };
+        let f = fit_link(&synth(&plain, &sizes(), 0.0), 2.0, 5.0, Some(plain.per_byte()), true, None).unwrap();
+        assert_eq!(f.link.burst_bytes, None, "{f:?}");
+        let f = fit_link(&pts, 2.0, 5.0, Some(truth.per_byte()), false, None).unwrap();
+        assert_eq!(f.link.burst_bytes, None, "{f:?}");
     }
 }

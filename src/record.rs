@@ -22,10 +22,10 @@
 //! | run         | independent run, from 1 |
 //! | rep         | repetition within the run, from 1 |
 //! | time_us     | the slowest rank's time for one call in this repetition, microseconds |
-//! | outlier     | 1 if the modified z-score (median absolute deviation) of this sample within its run exceeds 3.5 |
+//! | outlier     | 1 if the modified z-score (median absolute deviation) of this sample within its run exceeds 3.5, or (window-synchronised) a rank reached the repetition's start late |
 //! | mpi         | MPI library and version |
 //! | host        | the host rank 0 ran on |
-//! | source      | `measured`, or `simulated:<model>` |
+//! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
 //! | colltune    | colltune version |
 
 use std::fs::{File, OpenOptions};

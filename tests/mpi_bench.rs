@@ -166,6 +166,58 @@ fn bench_swap_study_iterations_and_overlap() {
         .all(|r| r.time_us >= 200.0));
 }
 
+#[test]
+fn window_synchronised_repetitions_cover_every_root() {
+    let dir = tmpdir("window");
+    for ranks in [3, 4] {
+        let csv = dir.join(format!("window-{ranks}.csv"));
+        let mut c = mpirun(ranks);
+        c.arg(colltune()).args([
+            "bench",
+            "--collective",
+            "bcast",
+            "-a",
+            "binomial",
+            "--sizes",
+            "1,64K",
+            "--runs",
+            "2",
+            "--budget-ms",
+            "5",
+            "--min-reps",
+            "8",
+            "--baseline",
+            "none",
+            "--overlap-us",
+            "0,100",
+            "--sync",
+            "window",
+            "--csv",
+        ]);
+        c.arg(&csv);
+        let o = run(c);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        assert!(out.contains("start at synchronised instants"), "{out}");
+        let rows = samples(&csv);
+        assert!(
+            rows.iter().all(|r| r.source == "measured:window"),
+            "{ranks} ranks"
+        );
+        for root in 0..ranks as i64 {
+            assert!(
+                rows.iter().any(|r| r.root == root),
+                "{ranks} ranks: root {root}"
+            );
+        }
+        // A time runs from the agreed instant to the end of the call: never
+        // less than the computation inside it.
+        assert!(rows
+            .iter()
+            .all(|r| r.time_us.is_finite() && r.time_us > r.overlap_us));
+    }
+}
+
 fn colltune_plain(args: &[&str]) -> std::process::Output {
     run({
         let mut c = Command::new(colltune());
@@ -187,6 +239,10 @@ fn bad_input_is_refused_clearly() {
         (&["bench", "--sweep", "segment"], "--sweep `segment`"),
         (&["bench", "--root", "middle"], "--root `middle`"),
         (&["bench", "--cache", "lukewarm"], "--cache `lukewarm`"),
+        (
+            &["bench", "--sync", "sometimes"],
+            "write `barrier` or `window`",
+        ),
         (&["bench", "--baseline", "mvapich"], "--baseline `mvapich`"),
         (&["fit", "/nonexistent.csv"], "cannot open"),
     ] {

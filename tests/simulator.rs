@@ -288,6 +288,11 @@ fn bad_model_files_name_the_file_and_the_place() {
             good.replace("bandwidth_gbs: 12.5", "bandwidth_gbs: 0"),
             "inter.bandwidth_gbs",
         ),
+        (
+            "intra-bucket",
+            good.replacen("latency_us: 0.3,", "latency_us: 0.3, burst_bytes: 2048,", 1),
+            "intra.burst_bytes",
+        ),
         ("not-yaml", "intra: [".to_string(), "bad"),
     ];
     for (name, body, what) in cases {

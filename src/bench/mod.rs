@@ -6,8 +6,15 @@
 //!   synchronised call (barrier included) and the repetition count is the
 //!   budget divided by that, clamped to `[min_reps, max_reps]`; every rank
 //!   computes the same count from the probe's slowest-rank time.
-//! - **Each repetition starts synchronised** (`MPI_Barrier`), and its time is
-//!   the **slowest rank's** (an element-wise `MPI_Reduce(MAX)` after the run).
+//! - **Each repetition starts synchronised** and its time is the **slowest
+//!   rank's** (an element-wise `MPI_Reduce(MAX)` after the run). Two ways
+//!   ([`Sync`]): `MPI_Barrier` before each repetition, each rank timing from
+//!   leaving it (IMB, OSU; ranks leave a barrier at different times, which
+//!   the times include), or window synchronisation (SKaMPI, ReproMPI):
+//!   clocks are synchronised to rank 0's, repetition k starts on every rank
+//!   at one agreed instant and its time runs from that instant to the end of
+//!   the call; a rank that reaches the instant late flags the repetition as
+//!   an outlier.
 //! - **Several independent runs** (default 3), interleaved: run 1 of every
 //!   point, then run 2, ..., so slow drifts of the machine hit every
 //!   algorithm alike.
@@ -17,6 +24,7 @@
 //! - **Overlap**: optional computation between starting a call and waiting
 //!   for it; `iterations` calls per repetition (time reported per call).
 
+pub mod clock;
 pub mod report;
 
 use std::time::Duration;
@@ -98,6 +106,39 @@ pub enum CacheMode {
     Off(u64),
 }
 
+/// How the ranks of a repetition start together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sync {
+    /// `MPI_Barrier`, each rank timing from leaving it (IMB, OSU).
+    #[default]
+    Barrier,
+    /// Synchronised clocks and one agreed start instant per repetition
+    /// (SKaMPI, ReproMPI): what a simulated call, all ranks starting at
+    /// time 0, predicts.
+    Window,
+}
+
+impl Sync {
+    /// The `source` column of samples measured this way.
+    pub fn source(self) -> &'static str {
+        match self {
+            Sync::Barrier => "measured",
+            Sync::Window => "measured:window",
+        }
+    }
+}
+
+impl std::str::FromStr for Sync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "barrier" => Ok(Sync::Barrier),
+            "window" => Ok(Sync::Window),
+            _ => Err(format!("`{s}`: write `barrier` or `window`")),
+        }
+    }
+}
+
 /// How points are timed.
 #[derive(Clone, Debug)]
 pub struct Method {
@@ -107,6 +148,7 @@ pub struct Method {
     pub warmup: u32,
     pub root: RootPolicy,
     pub cache: CacheMode,
+    pub sync: Sync,
 }
 
 impl Default for Method {
@@ -118,6 +160,7 @@ impl Default for Method {
             warmup: 2,
             root: RootPolicy::Rotate,
             cache: CacheMode::Warm,
+            sync: Sync::Barrier,
         }
     }
 }
@@ -243,7 +286,12 @@ impl Drop for Measurer<'_> {
 }
 
 impl<'c> Measurer<'c> {
-    pub fn new(comm: &'c Comm, method: Method, prov: Provenance) -> Self {
+    /// A measurer; samples say how their repetitions were synchronised
+    /// (`source`: `measured` or `measured:window`).
+    pub fn new(comm: &'c Comm, method: Method, mut prov: Provenance) -> Self {
+        if prov.source == Sync::Barrier.source() {
+            prov.source = method.sync.source().into();
+        }
         Measurer {
             comm,
             method,
@@ -394,18 +442,52 @@ impl<'c> Measurer<'c> {
             self.method.max_reps.max(self.method.min_reps),
         ) as usize;
 
-        let mut local = vec![0f64; reps];
-        for (rep, t) in local.iter_mut().enumerate() {
-            ffi::barrier(raw)?;
-            let t0 = ffi::wtime();
-            one_call(root_of(rep))?;
-            *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
+        // Per repetition: this rank's time, then (window) whether it was late.
+        let mut local = vec![0f64; 2 * reps];
+        let (times_local, late_local) = local.split_at_mut(reps);
+        match self.method.sync {
+            Sync::Barrier => {
+                for (rep, t) in times_local.iter_mut().enumerate() {
+                    ffi::barrier(raw)?;
+                    let t0 = ffi::wtime();
+                    one_call(root_of(rep))?;
+                    *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
+                }
+            }
+            Sync::Window => {
+                // A window twice the synchronised repetition's cost (and 50 us
+                // more): room for the call and for ranks that lag.
+                let window = 2.0 * per_rep + 50e-6;
+                let offset = clock::offset_from_root(raw, rank, size, 10)?;
+                // Rank 0's clock is the reference: it picks the first start.
+                let first = if rank == 0 {
+                    ffi::wtime() + window.max(1e-3)
+                } else {
+                    0.0
+                };
+                let first = f64::from_bits(ffi::bcast_u64(first.to_bits(), 0, raw)?);
+                for (rep, (t, late)) in times_local
+                    .iter_mut()
+                    .zip(late_local.iter_mut())
+                    .enumerate()
+                {
+                    let at = first + rep as f64 * window + offset;
+                    *late = f64::from(u8::from(clock::wait_until(at)));
+                    one_call(root_of(rep))?;
+                    *t = (ffi::wtime() - at) * 1e6 / f64::from(pt.iterations);
+                }
+            }
         }
-        let times = ffi::reduce_max_f64(&local, 0, raw)?;
+        let all = ffi::reduce_max_f64(&local, 0, raw)?;
         if rank != 0 {
             return Ok(Vec::new());
         }
-        let flags = stats::outlier_flags(&times);
+        let (times, late) = all.split_at(reps);
+        let flags: Vec<bool> = stats::outlier_flags(times)
+            .into_iter()
+            .zip(late)
+            .map(|(o, &l)| o || l > 0.0)
+            .collect();
         let nodes = self.comm.nodes();
         Ok(times
             .iter()

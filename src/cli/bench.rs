@@ -141,6 +141,12 @@ pub struct Args {
     /// last-level cache).
     #[arg(long, default_value = "warm")]
     cache: String,
+    /// How the ranks of a repetition start together: `barrier` (each after
+    /// MPI_Barrier, timing from leaving it: IMB, OSU) or `window` (clocks
+    /// synchronised to rank 0's, one agreed start instant per repetition:
+    /// SKaMPI, ReproMPI; what `simulate` predicts).
+    #[arg(long, default_value = "barrier")]
+    sync: crate::bench::Sync,
     /// Calls per repetition (swap study: 1 and k).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     iterations: Vec<u32>,
@@ -354,6 +360,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         warmup: args.warmup,
         root,
         cache,
+        sync: args.sync,
     };
     let mut writer = match (&args.csv, lead) {
         (Some(p), true) => Some(Writer::open(p, false)?),
@@ -378,7 +385,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     points.sort_by_key(|p| p.bytes);
     if lead {
         println!(
-            "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; budget {} ms/point",
+            "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; start {}; budget {} ms/point",
             comm.size(),
             comm.nodes(),
             prov.mpi,
@@ -388,6 +395,10 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             points.len() as u64 * u64::from(args.runs),
             root,
             args.cache,
+            match args.sync {
+                crate::bench::Sync::Barrier => "after a barrier",
+                crate::bench::Sync::Window => "at synchronised instants",
+            },
             args.budget_ms
         );
     }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use crate::calibrate::{fit_link, LinkFit, PingPoint};
+use crate::calibrate::{fit_link, LinkFit, PingPoint, Protocol};
 use crate::fit::human_bytes;
 use crate::sim::{Link, Model};
 use crate::stats::median;
@@ -44,6 +44,42 @@ pub struct Args {
     /// Every measured run (link, what, bytes, run, iterations, microseconds).
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Open MPI's ob1 protocol limits of a link, `inter=EAGER/FIRST` or
+    /// `intra=EAGER/FIRST`: the transport's `btl_*_eager_limit` and
+    /// `btl_*_rndv_eager_limit` (`ompi_info --param btl tcp --level 9`;
+    /// vader inside a node). Messages up to EAGER less ob1's 16-byte header
+    /// are eager; a larger one carries FIRST less its 32-byte header with
+    /// its request, the rest after the answer. Without it, the eager limit
+    /// is fitted and a rendezvous sends everything after the answer.
+    #[arg(long = "ob1", value_name = "LINK=EAGER/FIRST")]
+    ob1: Vec<String>,
+}
+
+/// ob1's match header (eager messages) and rendezvous header, bytes.
+const OB1_MATCH_HDR: u64 = 16;
+const OB1_RNDV_HDR: u64 = 32;
+
+/// `--ob1 inter=65536/65536`: (link, protocol).
+fn parse_ob1(s: &str) -> Result<(String, Protocol), UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--ob1 `{s}`: write LINK=EAGER/FIRST with LINK intra or inter, e.g. inter=64K/64K"
+        ))
+    };
+    let (link, limits) = s.split_once('=').ok_or_else(bad)?;
+    let (eager, first) = limits.split_once('/').ok_or_else(bad)?;
+    let size = |v: &str| colltune_algorithms::parse_size(v.trim()).map_err(|_| bad());
+    let (eager, first) = (size(eager)?, size(first)?);
+    if !matches!(link, "intra" | "inter") || eager <= OB1_MATCH_HDR || first < OB1_RNDV_HDR {
+        return Err(bad());
+    }
+    Ok((
+        link.to_string(),
+        Protocol {
+            eager_limit: eager - OB1_MATCH_HDR,
+            first_bytes: first - OB1_RNDV_HDR,
+        },
+    ))
 }
 
 const TAG_PP: i32 = 41;
@@ -79,6 +115,12 @@ struct LinkData {
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
     let sizes = parse_sizes(&a.sizes)?;
+    let ob1 = a
+        .ob1
+        .iter()
+        .map(|s| parse_ob1(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let known = |what: &str| ob1.iter().rev().find(|(l, _)| l == what).map(|(_, p)| *p);
     if a.runs == 0 {
         return Err(UsageError("--runs must be at least 1".into()).into());
     }
@@ -160,9 +202,17 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         let data = measure_link(&comm, pair, &sizes, a.runs, a.budget_ms)
             .with_context(|| format!("measuring the {what} link"))?;
         let stream = (data.stream_per_byte > 0.0).then_some(data.stream_per_byte);
-        let fit = fit_link(&data.points, data.overhead_us, data.gap_us, stream)
+        // Only links between nodes may be token buckets (shaped ports).
+        let fit = fit_link(
+            &data.points,
+            data.overhead_us,
+            data.gap_us,
+            stream,
+            what == "inter",
+            known(what),
+        )
             .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
-        let free = fit_link(&data.points, data.overhead_us, data.gap_us, None)
+        let free = fit_link(&data.points, data.overhead_us, data.gap_us, None, false, known(what))
             .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
         notes.push(match stream {
             Some(_) => format!(
@@ -282,7 +332,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         }
         let l = &f.link;
         println!(
-            "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s{}, eager limit = {} B; \
+            "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s{}{}, eager limit = {}; \
              max error {:.1}%, median {:.1}%",
             l.latency_us,
             l.overhead_us,
@@ -291,7 +341,13 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             l.eager_bandwidth_gbs
                 .map(|e| format!(" ({e:.3} GB/s eager)"))
                 .unwrap_or_default(),
-            l.eager_limit,
+            l.burst_bytes
+                .map(|b| format!(", token bucket {b} B"))
+                .unwrap_or_default(),
+            match l.rendezvous_first_bytes {
+                Some(f) => format!("{} B (ob1; a rendezvous sends {f} B first)", l.eager_limit),
+                None => format!("{} B", l.eager_limit),
+            },
             100.0 * f.max_rel_error,
             100.0 * f.median_rel_error
         );

@@ -198,6 +198,64 @@ struct Versus {
     measured: f64,
     spread: f64,
     predicted: f64,
+    /// The same measure from each run alone (run -> time): the
+    /// measurement's agreement with itself, the most a model can show.
+    per_run: std::collections::BTreeMap<u32, f64>,
+}
+
+/// The measurement against itself: each run's winner and times judged
+/// against every other run, as the model's are against all runs.
+#[derive(Default)]
+struct SelfAgreement {
+    /// (winner of run a within `near` of run b's best, pairs of runs).
+    near: (usize, usize),
+    /// (a point's time in run a within `tolerance` of run b's, pairs).
+    within: (usize, usize),
+}
+
+impl SelfAgreement {
+    fn add(&mut self, pts: &[Versus], near: f64, tolerance: f64) {
+        let runs: std::collections::BTreeSet<u32> =
+            pts.iter().flat_map(|v| v.per_run.keys().copied()).collect();
+        for &a in &runs {
+            for &b in &runs {
+                if a == b {
+                    continue;
+                }
+                let both: Vec<(f64, f64)> = pts
+                    .iter()
+                    .filter_map(|v| Some((*v.per_run.get(&a)?, *v.per_run.get(&b)?)))
+                    .collect();
+                let Some(&(_, at_b)) = both.iter().min_by(|x, y| x.0.total_cmp(&y.0)) else {
+                    continue;
+                };
+                let best_b = both.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+                self.near.0 += usize::from(at_b <= best_b * (1.0 + near));
+                self.near.1 += 1;
+                self.within.0 += both
+                    .iter()
+                    .filter(|(ta, tb)| ((ta - tb) / tb).abs() <= tolerance)
+                    .count();
+                self.within.1 += both.len();
+            }
+        }
+    }
+
+    fn line(&self, near: f64, tolerance: f64) -> String {
+        let pct = |(k, n): (usize, usize)| 100.0 * k as f64 / n.max(1) as f64;
+        format!(
+            "the measurement against itself (each run against each other run): winner within {:.0}% \
+             of the other run's best at {} of {} ({:.0}%); times within {:.0}% at {} of {} ({:.0}%)",
+            100.0 * near,
+            self.near.0,
+            self.near.1,
+            pct(self.near),
+            100.0 * tolerance,
+            self.within.0,
+            self.within.1,
+            pct(self.within)
+        )
+    }
 }
 
 /// `simulate --compare`: the model against a measured CSV.
@@ -212,6 +270,8 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     let mut raw: BTreeMap<Point, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
     // Each point's times by the root they were measured from.
     let mut roots: BTreeMap<Point, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+    // And by run, then root.
+    let mut run_roots: BTreeMap<Point, BTreeMap<u32, BTreeMap<usize, Vec<f64>>>> = BTreeMap::new();
     let mut skipped = 0usize;
     for s in &samples {
         if s.is_library() || s.outlier != 0 {
@@ -226,6 +286,14 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         );
         roots
             .entry(point.clone())
+            .or_default()
+            .entry(s.root.max(0) as usize)
+            .or_default()
+            .push(s.time_us);
+        run_roots
+            .entry(point.clone())
+            .or_default()
+            .entry(s.run)
             .or_default()
             .entry(s.root.max(0) as usize)
             .or_default()
@@ -250,6 +318,12 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     };
     for (point, runs) in raw {
         let from = roots.remove(&point).unwrap_or_default();
+        let per_run = run_roots
+            .remove(&point)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(run, by_root)| (run, mean_of_root_medians(by_root.values())))
+            .collect();
         let ((coll, layout), spec, exec, bytes) = point;
         let place = || format!("{}: {coll} {spec} [{exec}] on {layout}", path.display());
         let c: Collective = coll
@@ -270,7 +344,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         // between them: both sides are compared as the mean over the
         // measured roots (weighted by their repetitions) of each root's
         // time, measured as that root's median.
-        let (mut predicted, mut measured, mut reps_all) = (0.0, 0.0, 0usize);
+        let mut predicted = 0.0;
         for (i, (&root, times)) in from.iter().enumerate() {
             if root >= nodes.size() {
                 return Err(UsageError(format!(
@@ -288,11 +362,9 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             }
             simulated.push(row);
             predicted += t * times.len() as f64;
-            measured += crate::stats::median(times) * times.len() as f64;
-            reps_all += times.len();
         }
-        let t = predicted / reps_all.max(1) as f64;
-        let measured = measured / reps_all.max(1) as f64;
+        let t = predicted / from.values().map(Vec::len).sum::<usize>().max(1) as f64;
+        let measured = mean_of_root_medians(from.values());
         let runs: Vec<Vec<f64>> = runs.into_values().collect();
         let sum = crate::stats::summarize(&runs);
         groups
@@ -305,12 +377,15 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
                 measured,
                 spread: sum.run_spread(),
                 predicted: t,
+                per_run,
             });
     }
     let (mut sizes, mut exact, mut tie, mut near, mut within, mut points) = (0, 0, 0, 0, 0, 0);
     let mut errs = Vec::new();
     let mut regrets = Vec::new();
+    let mut itself = SelfAgreement::default();
     for ((coll, layout), by_size) in &groups {
+        let mut here = SelfAgreement::default();
         println!(
             "\n{coll} on {layout}: measured ({}) against model {}",
             path.display(),
@@ -339,6 +414,8 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             let is_tie = !is_exact && tied(best_m);
             let ties = pts.iter().filter(|v| tied(v)).count();
             let is_near = regret <= 1.0 + a.near;
+            here.add(pts, a.near, a.tolerance);
+            itself.add(pts, a.near, a.tolerance);
             let mut e: Vec<f64> = pts
                 .iter()
                 .map(|v| ((v.predicted - v.measured) / v.measured).abs())
@@ -375,6 +452,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
                 100.0 * crate::stats::median_sorted(&e)
             );
         }
+        println!("  {}", here.line(a.near, a.tolerance));
         if !a.summary_only {
             println!(
                 "\n  per point (measured: each root's median, averaged over the roots; run spread; \
@@ -422,10 +500,21 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             String::new()
         }
     );
+    println!("{}", itself.line(a.near, a.tolerance));
     if let Some(w) = &writer {
         println!("simulated samples: {}", w.path().display());
     }
     Ok(Code::Ok)
+}
+
+/// The mean over roots of each root's median, weighted by its repetitions.
+fn mean_of_root_medians<'v>(by_root: impl Iterator<Item = &'v Vec<f64>>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for times in by_root {
+        sum += crate::stats::median(times) * times.len() as f64;
+        n += times.len();
+    }
+    sum / n.max(1) as f64
 }
 
 fn trunc(s: &str, n: usize) -> String {

@@ -77,6 +77,10 @@ pub struct Args {
     /// Cache: warm or off.
     #[arg(long, default_value = "warm")]
     cache: String,
+    /// Repetition start: `barrier` (MPI_Barrier) or `window` (synchronised
+    /// clocks, one agreed start instant; see `colltune bench --help`).
+    #[arg(long, default_value = "barrier")]
+    sync: crate::bench::Sync,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -246,6 +250,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         warmup: 2,
         root,
         cache,
+        sync: args.sync,
     };
     let writer = if lead {
         Some(Writer::open(&csv, true)?)

@@ -378,6 +378,10 @@ pub struct Engine<'a> {
     startable: BinaryHeap<Reverse<u32>>,
     nic_out: Vec<f64>,
     nic_in: Vec<f64>,
+    /// Token buckets (`burst_bytes`): bytes of credit each port had when it
+    /// was last free (`nic_out`/`nic_in`); full at the start.
+    tok_out: Vec<f64>,
+    tok_in: Vec<f64>,
     /// Per rank: when its shared-memory copies out (sending) and in
     /// (receiving) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
@@ -385,7 +389,7 @@ pub struct Engine<'a> {
     fence_entries: Vec<(usize, f64)>,
     fence_ops: Vec<Vec<u32>>,
     /// Rendezvous transfers waiting for their start event: (send rank, send
-    /// op, bytes, receive rank, receive op, receive posted).
+    /// op, bytes still to move, receive rank, receive op, receive posted).
     rdv: Vec<(u32, u32, u64, u32, u32, f64)>,
     /// Whether ops' dependents are packed (the dataflow execution needs them).
     dependents: bool,
@@ -416,6 +420,11 @@ pub enum SimError {
 /// The most operations (all ranks together) one simulated call may hold:
 /// some 64 bytes each, 9.6 GB.
 pub const MAX_OPS: u64 = 150_000_000;
+
+/// A link's token-bucket size in bytes (0: none).
+fn burst(l: &Link) -> f64 {
+    l.burst_bytes.map_or(0.0, |b| b as f64)
+}
 
 fn u32_of(n: usize) -> u32 {
     u32::try_from(n).expect("simulated call too large")
@@ -459,6 +468,8 @@ impl<'a> Engine<'a> {
             startable: BinaryHeap::new(),
             nic_out: vec![0.0; nodes.num_nodes()],
             nic_in: vec![0.0; nodes.num_nodes()],
+            tok_out: vec![burst(&m.inter); nodes.num_nodes()],
+            tok_in: vec![burst(&m.inter); nodes.num_nodes()],
             shm_out: vec![0.0; p],
             shm_in: vec![0.0; p],
             fence_entries: Vec::new(),
@@ -714,12 +725,29 @@ impl<'a> Engine<'a> {
             return (out_end, arrival);
         }
         let l = &self.inter;
-        let wire = bytes as f64 * l.per_byte_for(bytes);
+        let per_byte = l.per_byte_for(bytes);
         let start = t.max(self.nic_out[na]);
-        let inject_end = start + wire;
-        self.nic_out[na] = inject_end.max(start + l.gap_us);
         let land_start = (start + l.latency_us).max(self.nic_in[nb]);
-        let arrival = land_start + wire;
+        let Some(cap) = l.burst_bytes.map(|b| b as f64) else {
+            let wire = bytes as f64 * per_byte;
+            let inject_end = start + wire;
+            self.nic_out[na] = inject_end.max(start + l.gap_us);
+            let arrival = land_start + wire;
+            self.nic_in[nb] = arrival;
+            return (inject_end, arrival);
+        };
+        // Token buckets: each port's credit grew at the link's rate while it
+        // was free, up to `cap`; the bytes it covers leave at once.
+        let refill = l.per_byte();
+        let n = bytes as f64;
+        let credit_out = (self.tok_out[na] + (start - self.nic_out[na]) / refill).min(cap);
+        let inject_end = start + (n - credit_out).max(0.0) * per_byte;
+        self.tok_out[na] = (credit_out - n).max(0.0);
+        self.nic_out[na] = inject_end.max(start + l.gap_us);
+        let credit_in = (self.tok_in[nb] + (land_start - self.nic_in[nb]) / refill).min(cap);
+        let arrival =
+            (land_start + (n - credit_in).max(0.0) * per_byte).max(inject_end + l.latency_us);
+        self.tok_in[nb] = (credit_in - n).max(0.0);
         self.nic_in[nb] = arrival;
         (inject_end, arrival)
     }
@@ -781,9 +809,10 @@ impl<'a> Engine<'a> {
             // takes its turn on the links when it leaves (an event then),
             // not when the match was found: links serve in time order.
             let t0 = s_t.max(r_post) + l.latency_us;
+            let rest = bytes - l.rendezvous_first_bytes.unwrap_or(0).min(bytes);
             let k = u32_of(self.rdv.len());
             assert!(k < RDV - 1, "simulated call too large");
-            self.rdv.push((src, si, bytes, dst, ri, r_post));
+            self.rdv.push((src, si, rest, dst, ri, r_post));
             self.push(t0, src, RDV | k);
         }
     }
@@ -810,11 +839,17 @@ impl<'a> Engine<'a> {
                 let l = self.link(r, to);
                 let t_post = ts + l.overhead_us;
                 let eager = op.len <= l.eager_limit;
+                let first = l.rendezvous_first_bytes;
                 self.ranks[r as usize].cpu = t_post;
                 let t = if eager {
                     let (free, arr) = self.transfer(r, to, op.len, t_post);
                     self.push(free, r, i);
                     arr
+                } else if let Some(first) = first {
+                    // The request carries a first fragment: it is matched
+                    // when that has arrived.
+                    let first = first.min(op.len);
+                    self.transfer(r, to, first, t_post).1
                 } else {
                     t_post
                 };
@@ -1172,6 +1207,8 @@ impl<'a> Engine<'a> {
         self.startable.clear();
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
+        self.tok_out.fill(burst(&m.inter));
+        self.tok_in.fill(burst(&m.inter));
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
         self.fence_entries.clear();
@@ -1442,6 +1479,8 @@ mod tests {
                 bandwidth_gbs: 10.0,
                 eager_limit: 8192,
                 eager_bandwidth_gbs: None,
+                burst_bytes: None,
+                rendezvous_first_bytes: None,
             },
             inter: Link {
                 latency_us: 2.0,
@@ -1450,6 +1489,8 @@ mod tests {
                 bandwidth_gbs: 1.0,
                 eager_limit: 8192,
                 eager_bandwidth_gbs: None,
+                burst_bytes: None,
+                rendezvous_first_bytes: None,
             },
             copy_gbs: 10.0,
         }
@@ -1481,6 +1522,82 @@ mod tests {
         // inside a node it is cheaper
         let one = NodeMap::single(2);
         assert!(sim("linear", Collective::Bcast, Execution::Blocking, &one, 1000) < t);
+    }
+
+    #[test]
+    fn a_token_bucket_lets_its_burst_leave_at_once() {
+        let mut m = model();
+        m.inter.burst_bytes = Some(2000);
+        let two = NodeMap::blocks(&[1, 1]).unwrap();
+        let bcast = |m: &Model, nodes: &NodeMap, bytes| {
+            simulate(
+                m,
+                Collective::Bcast,
+                &AlgoSpec::parse("linear").unwrap(),
+                Execution::Blocking,
+                nodes,
+                bytes,
+            )
+            .unwrap()
+        };
+        let (o, l, g) = (m.inter.overhead_us, m.inter.latency_us, m.inter.per_byte());
+        // within the burst: no byte is paid for; past it, the rest is
+        let t = bcast(&m, &two, 1000);
+        assert!((t - (2.0 * o + l)).abs() < 1e-6, "{t}");
+        let t = bcast(&m, &two, 3000);
+        assert!((t - (2.0 * o + l + 1000.0 * g)).abs() < 1e-6, "{t}");
+        // The root's port sends three 1000-byte messages to three nodes on
+        // a slow link (0.1 us a byte, a few bytes of refill between sends):
+        // a 3000-byte bucket covers all three, a 2000-byte one the first
+        // two, and the third pays for its bytes.
+        m.inter.bandwidth_gbs = 0.01;
+        let four = NodeMap::blocks(&[1, 1, 1, 1]).unwrap();
+        let plain = {
+            let mut p = m.clone();
+            p.inter.burst_bytes = None;
+            bcast(&p, &four, 1000)
+        };
+        let small = bcast(&m, &four, 1000);
+        m.inter.burst_bytes = Some(3000);
+        let big = bcast(&m, &four, 1000);
+        let pay = 1000.0 * m.inter.per_byte();
+        assert!((plain - big - 3.0 * pay).abs() < 0.02 * pay, "{plain} {big}");
+        assert!((small - big - pay).abs() < 0.02 * pay, "{small} {big}");
+    }
+
+    #[test]
+    fn a_first_fragment_goes_with_the_request_and_the_rest_waits_its_turn() {
+        // Open MPI's ob1 over TCP: 64 KiB segments are just above the eager
+        // limit; each request carries all but 32 bytes.
+        let mut m = model();
+        m.inter.eager_limit = 65520;
+        m.inter.rendezvous_first_bytes = Some(65504);
+        let run = |m: &Model, spec: &str, exec, nodes: &NodeMap, bytes| {
+            simulate(m, Collective::Bcast, &AlgoSpec::parse(spec).unwrap(), exec, nodes, bytes)
+                .unwrap()
+        };
+        // One message: request and first fragment (L), answer (L), rest (L).
+        let two = NodeMap::blocks(&[1, 1]).unwrap();
+        let l = &m.inter;
+        let want = 2.0 * l.overhead_us + 3.0 * l.latency_us + 65536.0 * l.per_byte();
+        let t = run(&m, "linear", Execution::Blocking, &two, 65536);
+        assert!((t - want).abs() < 1e-6, "{t} vs {want}");
+        // A relay: posting every segment's send at once (the dataflow
+        // execution) queues the first fragments of later segments before
+        // the rest of the earlier ones, so a segment is complete, and
+        // forwarded, only once nearly all have crossed: store and forward.
+        // One segment at a time (blocking) keeps the pipeline.
+        let three = NodeMap::blocks(&[1, 1, 1]).unwrap();
+        let spec = "pipeline:segment=65536";
+        let blocking = run(&m, spec, Execution::Blocking, &three, 1 << 20);
+        let dataflow = run(&m, spec, Execution::Nonblocking, &three, 1 << 20);
+        let wire = (1u64 << 20) as f64 * l.per_byte();
+        assert!(blocking < 1.3 * wire, "{blocking} vs {wire}");
+        assert!(dataflow > 1.8 * wire, "{dataflow} vs {wire}");
+        // Without first fragments both pipeline.
+        m.inter.rendezvous_first_bytes = None;
+        let dataflow = run(&m, spec, Execution::Nonblocking, &three, 1 << 20);
+        assert!(dataflow < 1.3 * wire, "{dataflow} vs {wire}");
     }
 
     #[test]

@@ -28,6 +28,20 @@ pub struct Link {
     /// against zero-copy), as LogGPS models them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_bandwidth_gbs: Option<f64>,
+    /// A shaped link (a token bucket: cloud instances' network limits, Linux
+    /// `tc`): after an idle spell, up to this many bytes leave at once and
+    /// only the rest pays the per-byte cost; the bucket refills at
+    /// `bandwidth_gbs`. Between nodes only (each port has its bucket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_bytes: Option<u64>,
+    /// A rendezvous message carries this many bytes with its request, and
+    /// the rest once the receiver has answered (Open MPI's ob1: a first
+    /// fragment of the transport's eager limit less its header). None: all
+    /// of it after the answer. The first fragment takes its turn on the
+    /// links when sent, the rest when answered, behind what was queued
+    /// meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous_first_bytes: Option<u64>,
 }
 
 impl Link {
@@ -121,6 +135,11 @@ impl Model {
                     return Err(format!("{what}.eager_bandwidth_gbs = {e}: must be > 0"));
                 }
             }
+        }
+        if self.intra.burst_bytes.is_some() {
+            return Err(
+                "intra.burst_bytes: only links between nodes (inter) are token buckets".into(),
+            );
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));

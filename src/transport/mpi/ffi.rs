@@ -609,16 +609,19 @@ pub fn gather_bytes(bytes: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>
 /// Writes an integer control variable of the MPI library through the MPI
 /// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
 /// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
-pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
-    use std::sync::Once;
-    static INIT: Once = Once::new();
-    let mut init_rc = ffi::MPI_SUCCESS as c_int;
-    INIT.call_once(|| {
+/// Initialises the MPI tool interface once.
+fn t_init() -> Result<(), MpiError> {
+    static RC: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
+    let rc = *RC.get_or_init(|| {
         let mut provided: c_int = 0;
         // SAFETY: valid out pointer; MPI_T may be initialised at any time.
-        init_rc = unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) };
+        unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) }
     });
-    check(init_rc, "MPI_T_init_thread")?;
+    check(rc, "MPI_T_init_thread")
+}
+
+pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
+    t_init()?;
     let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
         call: "MPI_T_cvar_get_index",
         code: -1,
