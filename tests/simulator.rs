@@ -177,6 +177,39 @@ fn compare_scores_a_model_against_measurements() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("points (0%) within 30%"), "{out}");
+    // The measurement against itself: a second run, the same or twice as
+    // slow throughout (same winners, no time within 30%).
+    let rows = colltune::record::read(&csv).unwrap();
+    for (factor, times) in [(1.0, "(100%)"), (2.0, "(0%)")] {
+        let mut two = rows.clone();
+        two.extend(rows.iter().map(|r| colltune::record::Sample {
+            run: 2,
+            time_us: r.time_us * factor,
+            ..r.clone()
+        }));
+        let p = d.join(format!("two-runs-{factor}.csv"));
+        colltune::record::write_to(std::fs::File::create(&p).unwrap(), &two).unwrap();
+        let o = ct(&[
+            "simulate",
+            "--model",
+            s(&fast),
+            "--compare",
+            s(&p),
+            "--summary-only",
+        ]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("the measurement against itself"))
+            .unwrap_or_else(|| panic!("{out}"));
+        let (winners, within) = line
+            .split_once("; times")
+            .unwrap_or_else(|| panic!("{line}"));
+        // 3 sizes, each run against the other
+        assert!(winners.ends_with("best at 6 of 6 (100%)"), "{line}");
+        assert!(within.ends_with(times), "{line}");
+    }
     // A CSV with nothing of ours to compare is a usage error.
     let empty = d.join("empty.csv");
     std::fs::write(
@@ -417,6 +450,30 @@ fn calibrate_measures_and_fits_a_model_under_mpirun() {
             assert_eq!(n, 17 * 3, "{link}: {raw}");
             assert!(raw.contains(&format!("{link},recv-overhead,")), "{raw}");
         }
+    }
+    // Open MPI's protocol limits, given: not fitted, and a rendezvous
+    // carries its first fragment (less ob1's headers).
+    let o = calibrate(
+        4,
+        "2+2",
+        &model,
+        &["--ob1", "inter=64K/64K", "--ob1", "intra=4K/32K"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("eager limit = 65520 B (ob1; a rendezvous sends 65504 B first)"),
+        "{}",
+        text(&o)
+    );
+    let y = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        y.contains("eager_limit: 4080") && y.contains("rendezvous_first_bytes: 32736"),
+        "{y}"
+    );
+    for bad in ["inter=64K", "wire=1K/1K", "inter=8/64K"] {
+        let o = ct(&["calibrate", "--out", s(&model), "--ob1", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert!(text(&o).contains(&format!("--ob1 `{bad}`")), "{}", text(&o));
     }
     // One node: the inter-node link cannot be measured; a base model
     // supplies it.

@@ -211,9 +211,16 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             what == "inter",
             known(what),
         )
-            .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
-        let free = fit_link(&data.points, data.overhead_us, data.gap_us, None, false, known(what))
-            .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
+        let free = fit_link(
+            &data.points,
+            data.overhead_us,
+            data.gap_us,
+            None,
+            false,
+            known(what),
+        )
+        .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))?;
         notes.push(match stream {
             Some(_) => format!(
                 "  rendezvous bandwidth from a stream of back-to-back {} messages: {:.3} GB/s \

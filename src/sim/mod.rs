@@ -421,6 +421,17 @@ pub enum SimError {
 /// some 64 bytes each, 9.6 GB.
 pub const MAX_OPS: u64 = 150_000_000;
 
+/// Microseconds per byte of `bytes` moved on `l`, as part of a rendezvous
+/// message (`rdv`) or as a whole message.
+#[inline]
+fn rate(l: &Link, bytes: u64, rdv: bool) -> f64 {
+    if rdv {
+        l.per_byte()
+    } else {
+        l.per_byte_for(bytes)
+    }
+}
+
 /// A link's token-bucket size in bytes (0: none).
 fn burst(l: &Link) -> f64 {
     l.burst_bytes.map_or(0.0, |b| b as f64)
@@ -703,8 +714,9 @@ impl<'a> Engine<'a> {
     }
 
     /// Moves `bytes` from rank `a` to rank `b` starting at `t`: (when the
-    /// sender's buffer is free again, when the data has arrived).
-    fn transfer(&mut self, a: u32, b: u32, bytes: u64, t: f64) -> (f64, f64) {
+    /// sender's buffer is free again, when the data has arrived). `rdv`:
+    /// part of a rendezvous message (its bytes move at the rendezvous rate).
+    fn transfer(&mut self, a: u32, b: u32, bytes: u64, t: f64, rdv: bool) -> (f64, f64) {
         let (na, nb) = (
             self.node_of[a as usize] as usize,
             self.node_of[b as usize] as usize,
@@ -714,7 +726,7 @@ impl<'a> Engine<'a> {
             // and the receiver's copies it in, each one message at a time
             // (a root sending to 31 ranks of its node copies 31 times).
             let l = &self.intra;
-            let wire = bytes as f64 * l.per_byte_for(bytes);
+            let wire = bytes as f64 * rate(l, bytes, rdv);
             let (ra, rb) = (a as usize, b as usize);
             let start = t.max(self.shm_out[ra]);
             let out_end = start + wire;
@@ -725,7 +737,7 @@ impl<'a> Engine<'a> {
             return (out_end, arrival);
         }
         let l = &self.inter;
-        let per_byte = l.per_byte_for(bytes);
+        let per_byte = rate(l, bytes, rdv);
         let start = t.max(self.nic_out[na]);
         let land_start = (start + l.latency_us).max(self.nic_in[nb]);
         let Some(cap) = l.burst_bytes.map(|b| b as f64) else {
@@ -821,7 +833,7 @@ impl<'a> Engine<'a> {
     fn start_rdv(&mut self, k: u32, t: f64) {
         let (src, si, bytes, dst, ri, r_post) = self.rdv[k as usize];
         let o_r = self.link(src, dst).overhead_us;
-        let (free, arr) = self.transfer(src, dst, bytes, t);
+        let (free, arr) = self.transfer(src, dst, bytes, t, true);
         self.push(free, src, si);
         self.push(arr.max(r_post) + o_r, dst, ri);
     }
@@ -842,14 +854,14 @@ impl<'a> Engine<'a> {
                 let first = l.rendezvous_first_bytes;
                 self.ranks[r as usize].cpu = t_post;
                 let t = if eager {
-                    let (free, arr) = self.transfer(r, to, op.len, t_post);
+                    let (free, arr) = self.transfer(r, to, op.len, t_post, false);
                     self.push(free, r, i);
                     arr
                 } else if let Some(first) = first {
                     // The request carries a first fragment: it is matched
                     // when that has arrived.
                     let first = first.min(op.len);
-                    self.transfer(r, to, first, t_post).1
+                    self.transfer(r, to, first, t_post, true).1
                 } else {
                     t_post
                 };
@@ -870,7 +882,7 @@ impl<'a> Engine<'a> {
                 let o = self.link(r, to).overhead_us;
                 let t_post = ts + o;
                 self.ranks[r as usize].cpu = t_post;
-                let (free, arr) = self.transfer(r, to, op.len, t_post);
+                let (free, arr) = self.transfer(r, to, op.len, t_post, false);
                 self.cold[r as usize].puts.push((i, to, free, arr));
             }
             K::Fence => {
@@ -1561,7 +1573,10 @@ mod tests {
         m.inter.burst_bytes = Some(3000);
         let big = bcast(&m, &four, 1000);
         let pay = 1000.0 * m.inter.per_byte();
-        assert!((plain - big - 3.0 * pay).abs() < 0.02 * pay, "{plain} {big}");
+        assert!(
+            (plain - big - 3.0 * pay).abs() < 0.02 * pay,
+            "{plain} {big}"
+        );
         assert!((small - big - pay).abs() < 0.02 * pay, "{small} {big}");
     }
 
@@ -1573,8 +1588,15 @@ mod tests {
         m.inter.eager_limit = 65520;
         m.inter.rendezvous_first_bytes = Some(65504);
         let run = |m: &Model, spec: &str, exec, nodes: &NodeMap, bytes| {
-            simulate(m, Collective::Bcast, &AlgoSpec::parse(spec).unwrap(), exec, nodes, bytes)
-                .unwrap()
+            simulate(
+                m,
+                Collective::Bcast,
+                &AlgoSpec::parse(spec).unwrap(),
+                exec,
+                nodes,
+                bytes,
+            )
+            .unwrap()
         };
         // One message: request and first fragment (L), answer (L), rest (L).
         let two = NodeMap::blocks(&[1, 1]).unwrap();
