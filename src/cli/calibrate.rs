@@ -164,20 +164,22 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         ("inter", inter, "run on two nodes or more"),
     ] {
         if pair.is_none() && base.is_none() {
-            if !lead {
-                // Every rank sees the same layout; rank 0 says why.
-                return Ok(Code::Usage);
+            // Every rank sees the same layout; rank 0 says why, and the
+            // others wait for that (mpirun ends the job at the first
+            // non-zero exit, which could cut the message off).
+            if lead {
+                eprintln!(
+                    "colltune: error: no two ranks of this job are {}: cannot measure the {what} \
+                     link ({nodes}); {fix}, or give --base MODEL.yaml to take it from there",
+                    if what == "intra" {
+                        "on one node"
+                    } else {
+                        "on different nodes"
+                    }
+                );
             }
-            return Err(UsageError(format!(
-                "no two ranks of this job are {}: cannot measure the {what} link ({nodes}); \
-                 {fix}, or give --base MODEL.yaml to take it from there",
-                if what == "intra" {
-                    "on one node"
-                } else {
-                    "on different nodes"
-                }
-            ))
-            .into());
+            ffi::barrier(comm.raw())?;
+            return Ok(Code::Usage);
         }
     }
     let host = ffi::processor_name();

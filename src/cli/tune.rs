@@ -160,6 +160,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     world.size()
                 );
             }
+            // The others exit once rank 0 has said why (see calibrate).
+            ffi::barrier(world.raw())?;
             return Ok(Code::Usage);
         }
         if !comm_sizes.contains(&k) {
@@ -208,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         if let Some(p) = problem {
             eprintln!("colltune: error: {p}");
         }
+        ffi::barrier(world.raw())?;
         return Ok(Code::Usage);
     }
 
