@@ -186,30 +186,38 @@ pub fn fit_link(
     // Candidate limits: every measured size but the largest (above it:
     // rendezvous), and the largest (everything eager).
     // (cost, limit, L, eager slope, rendezvous slope, eager has its own)
-    let fit_with = |burst: Option<f64>| {
-        let mut best: Option<(f64, u64, f64, f64, f64, bool)> = None;
-        let candidates: Vec<(usize, u64)> = match known {
-            // k: the last eager point's index (the largest size: none above)
-            Some(pr) => vec![(
-                pts.iter()
-                    .rposition(|p| p.bytes <= pr.eager_limit)
-                    .unwrap_or(0),
-                pr.eager_limit,
-            )],
-            None => pts.iter().map(|p| p.bytes).enumerate().collect(),
-        };
-        // A rendezvous costs one more latency, two with a first fragment.
-        let extra = if known.is_some() { 2.0 } else { 1.0 };
-        for (k, lim) in candidates {
-            let rdv: Vec<f64> = pts
+    let limits: Vec<(usize, u64)> = match known {
+        // k: the last eager point's index (the largest size: none above)
+        Some(pr) => vec![(
+            pts.iter()
+                .rposition(|p| p.bytes <= pr.eager_limit)
+                .unwrap_or(0),
+            pr.eager_limit,
+        )],
+        None => pts.iter().map(|p| p.bytes).enumerate().collect(),
+    };
+    // Per candidate limit, the latencies a rendezvous adds to each point:
+    // one, two with a first fragment. Built once for every bucket tried.
+    let extra = if known.is_some() { 2.0 } else { 1.0 };
+    let candidates: Vec<(usize, u64, Vec<f64>)> = limits
+        .into_iter()
+        .map(|(k, lim)| {
+            let rdv = pts
                 .iter()
                 .map(|p| if p.bytes > lim { extra } else { 0.0 })
                 .collect();
+            (k, lim, rdv)
+        })
+        .collect();
+    let fit_with = |burst: Option<f64>| {
+        let mut best: Option<(f64, u64, f64, f64, f64, bool)> = None;
+        for (k, lim, rdv) in &candidates {
+            let (k, lim) = (*k, *lim);
             let eager_param = held.is_some() && pts.iter().any(|p| p.bytes > lim);
             let cost = || Cost {
                 x: &x,
                 t: &t,
-                rdv: &rdv,
+                rdv,
                 two_o: 2.0 * o,
                 held,
                 eager_param,

@@ -241,6 +241,14 @@ impl SelfAgreement {
         }
     }
 
+    /// Adds another group's counts to these.
+    fn absorb(&mut self, o: &SelfAgreement) {
+        self.near.0 += o.near.0;
+        self.near.1 += o.near.1;
+        self.within.0 += o.within.0;
+        self.within.1 += o.within.1;
+    }
+
     fn line(&self, near: f64, tolerance: f64) -> String {
         let pct = |(k, n): (usize, usize)| 100.0 * k as f64 / n.max(1) as f64;
         format!(
@@ -265,13 +273,9 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
     // (collective, layout) -> bytes -> points.
     type Key = (String, String);
     let mut groups: BTreeMap<Key, BTreeMap<u64, Vec<Versus>>> = BTreeMap::new();
-    // (group, spec, execution, bytes) -> run -> times.
+    // (group, spec, execution, bytes) -> run -> root -> times.
     type Point = (Key, String, String, u64);
-    let mut raw: BTreeMap<Point, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
-    // Each point's times by the root they were measured from.
-    let mut roots: BTreeMap<Point, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
-    // And by run, then root.
-    let mut run_roots: BTreeMap<Point, BTreeMap<u32, BTreeMap<usize, Vec<f64>>>> = BTreeMap::new();
+    let mut raw: BTreeMap<Point, BTreeMap<u32, BTreeMap<usize, Vec<f64>>>> = BTreeMap::new();
     let mut skipped = 0usize;
     for s in &samples {
         if s.is_library() || s.outlier != 0 {
@@ -284,23 +288,11 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             s.execution.clone(),
             s.bytes,
         );
-        roots
-            .entry(point.clone())
-            .or_default()
-            .entry(s.root.max(0) as usize)
-            .or_default()
-            .push(s.time_us);
-        run_roots
-            .entry(point.clone())
-            .or_default()
-            .entry(s.run)
-            .or_default()
-            .entry(s.root.max(0) as usize)
-            .or_default()
-            .push(s.time_us);
         raw.entry(point)
             .or_default()
             .entry(s.run)
+            .or_default()
+            .entry(s.root.max(0) as usize)
             .or_default()
             .push(s.time_us);
     }
@@ -316,13 +308,20 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         Some(p) => Some(Writer::open(p, false)?),
         None => None,
     };
-    for (point, runs) in raw {
-        let from = roots.remove(&point).unwrap_or_default();
-        let per_run = run_roots
-            .remove(&point)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(run, by_root)| (run, mean_of_root_medians(by_root.values())))
+    for (point, by_run) in raw {
+        // The same times three ways: by root (all runs), by run (all roots),
+        // and each run's mean over roots.
+        let mut from: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for (&root, times) in by_run.values().flatten() {
+            from.entry(root).or_default().extend(times);
+        }
+        let runs: Vec<Vec<f64>> = by_run
+            .values()
+            .map(|by_root| by_root.values().flatten().copied().collect())
+            .collect();
+        let per_run = by_run
+            .iter()
+            .map(|(&run, by_root)| (run, mean_of_root_medians(by_root.values())))
             .collect();
         let ((coll, layout), spec, exec, bytes) = point;
         let place = || format!("{}: {coll} {spec} [{exec}] on {layout}", path.display());
@@ -365,7 +364,6 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         }
         let t = predicted / from.values().map(Vec::len).sum::<usize>().max(1) as f64;
         let measured = mean_of_root_medians(from.values());
-        let runs: Vec<Vec<f64>> = runs.into_values().collect();
         let sum = crate::stats::summarize(&runs);
         groups
             .entry((coll, layout))
@@ -415,7 +413,6 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             let ties = pts.iter().filter(|v| tied(v)).count();
             let is_near = regret <= 1.0 + a.near;
             here.add(pts, a.near, a.tolerance);
-            itself.add(pts, a.near, a.tolerance);
             let mut e: Vec<f64> = pts
                 .iter()
                 .map(|v| ((v.predicted - v.measured) / v.measured).abs())
@@ -453,6 +450,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             );
         }
         println!("  {}", here.line(a.near, a.tolerance));
+        itself.absorb(&here);
         if !a.summary_only {
             println!(
                 "\n  per point (measured: each root's median, averaged over the roots; run spread; \
