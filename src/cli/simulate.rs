@@ -57,66 +57,6 @@ pub struct Args {
     near: f64,
 }
 
-/// The simulated cluster's layout from --ranks/--ppn or --layout.
-pub fn layout(
-    ranks: Option<usize>,
-    ppn: Option<usize>,
-    layout: Option<&str>,
-) -> Result<NodeMap, UsageError> {
-    if let Some(l) = layout {
-        return NodeMap::parse(l).map_err(|e| UsageError(format!("--layout: {e}")));
-    }
-    let ranks = ranks.ok_or_else(|| UsageError("give --ranks (and --ppn) or --layout".into()))?;
-    let ppn = ppn.unwrap_or(ranks);
-    if ranks == 0 || ppn == 0 {
-        return Err(UsageError("--ranks and --ppn must be at least 1".into()));
-    }
-    let mut sizes = vec![ppn; ranks / ppn];
-    if ranks % ppn != 0 {
-        sizes.push(ranks % ppn);
-    }
-    NodeMap::blocks(&sizes).map_err(|e| UsageError(e.to_string()))
-}
-
-/// One simulated sample row: repetition `(run, rep)` from `root`.
-pub fn sample(
-    m: &Model,
-    nodes: &NodeMap,
-    s: &Subject,
-    bytes: u64,
-    (run, rep): (u32, u32),
-    root: usize,
-    t: f64,
-) -> Sample {
-    Sample {
-        collective: s.collective().to_string(),
-        algorithm: s.algorithm(),
-        spec: s.spec(),
-        execution: s.execution().into(),
-        ranks: nodes.size() as u32,
-        ppn: nodes.max_ppn() as u32,
-        nodes: nodes.num_nodes() as u32,
-        layout: nodes.to_string(),
-        bytes,
-        root: if s.collective() == Collective::Swap {
-            -1
-        } else {
-            root as i64
-        },
-        cache: "warm".into(),
-        iterations: 1,
-        overlap_us: 0.0,
-        run,
-        rep,
-        time_us: t,
-        outlier: 0,
-        mpi: format!("model {}", m.name),
-        host: "simulator".into(),
-        source: format!("simulated:{}", m.name),
-        colltune: env!("CARGO_PKG_VERSION").into(),
-    }
-}
-
 pub fn run(a: Args) -> anyhow::Result<Code> {
     let m = Model::load(&a.model).map_err(|e| UsageError(e.to_string()))?;
     if let Some(measured) = &a.compare {

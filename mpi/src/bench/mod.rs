@@ -8,7 +8,7 @@
 //!   computes the same count from the probe's slowest-rank time.
 //! - **Each repetition starts synchronised** and its time is the **slowest
 //!   rank's** (an element-wise `MPI_Reduce(MAX)` after the run). Two ways
-//!   ([`Sync`]): `MPI_Barrier` before each repetition, each rank timing from
+//!   ([`SyncMode`]): `MPI_Barrier` before each repetition, each rank timing from
 //!   leaving it (IMB, OSU; ranks leave a barrier at different times, which
 //!   the times include), or window synchronisation (SKaMPI, ReproMPI):
 //!   clocks are synchronised to rank 0's, repetition k starts on every rank
@@ -25,153 +25,16 @@
 //!   for it; `iterations` calls per repetition (time reported per call).
 
 pub mod clock;
-pub mod report;
 
 use std::time::Duration;
 
 use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Shape};
 use thiserror::Error;
 
-use crate::ompi::TunedBcast;
-use crate::record::Sample;
-use crate::stats;
+use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};
+use colltune_core::record::Sample;
+use colltune_core::stats;
 use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
-
-/// What is measured.
-#[derive(Clone, Debug)]
-pub enum Subject {
-    /// One of colltune's algorithms under one execution.
-    Ours {
-        collective: Collective,
-        spec: AlgoSpec,
-        exec: Execution,
-    },
-    /// The MPI library's own `MPI_Bcast`, as its default decision picks.
-    Library,
-    /// An Open MPI coll/tuned algorithm forced through its MCA variables on a
-    /// communicator of its own.
-    OmpiTuned {
-        tuned: &'static TunedBcast,
-        segment: u64,
-    },
-}
-
-impl Subject {
-    pub fn collective(&self) -> Collective {
-        match self {
-            Subject::Ours { collective, .. } => *collective,
-            _ => Collective::Bcast,
-        }
-    }
-    pub fn algorithm(&self) -> String {
-        match self {
-            Subject::Ours { spec, .. } => spec.name.clone(),
-            Subject::Library => "mpi".into(),
-            Subject::OmpiTuned { .. } => "ompi_tuned".into(),
-        }
-    }
-    pub fn spec(&self) -> String {
-        match self {
-            Subject::Ours { spec, .. } => spec.to_string(),
-            Subject::Library => "mpi".into(),
-            Subject::OmpiTuned { tuned, segment } => {
-                format!(
-                    "ompi_tuned:algorithm={},name={},segment={segment}",
-                    tuned.id, tuned.name
-                )
-            }
-        }
-    }
-    pub fn execution(&self) -> &'static str {
-        match self {
-            Subject::Ours { exec, .. } => exec.name(),
-            _ => "library",
-        }
-    }
-    pub fn label(&self) -> String {
-        format!("{} [{}]", self.spec(), self.execution())
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RootPolicy {
-    Rotate,
-    Fixed(usize),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheMode {
-    Warm,
-    /// Rotate buffers over a region of this many bytes.
-    Off(u64),
-}
-
-/// How the ranks of a repetition start together.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Sync {
-    /// `MPI_Barrier`, each rank timing from leaving it (IMB, OSU).
-    #[default]
-    Barrier,
-    /// Synchronised clocks and one agreed start instant per repetition
-    /// (SKaMPI, ReproMPI): what a simulated call, all ranks starting at
-    /// time 0, predicts.
-    Window,
-}
-
-impl Sync {
-    /// The `source` column of samples measured this way.
-    pub fn source(self) -> &'static str {
-        match self {
-            Sync::Barrier => "measured",
-            Sync::Window => "measured:window",
-        }
-    }
-}
-
-impl std::str::FromStr for Sync {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "barrier" => Ok(Sync::Barrier),
-            "window" => Ok(Sync::Window),
-            _ => Err(format!("`{s}`: write `barrier` or `window`")),
-        }
-    }
-}
-
-/// How points are timed.
-#[derive(Clone, Debug)]
-pub struct Method {
-    pub budget: Duration,
-    pub min_reps: u32,
-    pub max_reps: u32,
-    pub warmup: u32,
-    pub root: RootPolicy,
-    pub cache: CacheMode,
-    pub sync: Sync,
-}
-
-impl Default for Method {
-    fn default() -> Self {
-        Method {
-            budget: Duration::from_millis(50),
-            min_reps: 5,
-            max_reps: 300,
-            warmup: 2,
-            root: RootPolicy::Rotate,
-            cache: CacheMode::Warm,
-            sync: Sync::Barrier,
-        }
-    }
-}
-
-/// Where and with what the samples were taken (repeated in every row).
-#[derive(Clone, Debug)]
-pub struct Provenance {
-    pub mpi: String,
-    pub host: String,
-    pub source: String,
-}
 
 /// One point: a subject at a size, with calls per repetition and overlap.
 #[derive(Clone, Debug)]
@@ -269,7 +132,7 @@ fn compute(us: f64) {
 pub struct Measurer<'c> {
     comm: &'c Comm,
     pub method: Method,
-    prov: Provenance,
+    prov: Origin,
     /// Communicators for forced Open MPI algorithms, by subject label.
     tuned_comms: Vec<(String, ffi::MPI_Comm)>,
 }
@@ -288,8 +151,8 @@ impl Drop for Measurer<'_> {
 impl<'c> Measurer<'c> {
     /// A measurer; samples say how their repetitions were synchronised
     /// (`source`: `measured` or `measured:window`).
-    pub fn new(comm: &'c Comm, method: Method, mut prov: Provenance) -> Self {
-        if prov.source == Sync::Barrier.source() {
+    pub fn new(comm: &'c Comm, method: Method, mut prov: Origin) -> Self {
+        if prov.source == SyncMode::Barrier.source() {
             prov.source = method.sync.source().into();
         }
         Measurer {
@@ -446,7 +309,7 @@ impl<'c> Measurer<'c> {
         let mut local = vec![0f64; 2 * reps];
         let (times_local, late_local) = local.split_at_mut(reps);
         match self.method.sync {
-            Sync::Barrier => {
+            SyncMode::Barrier => {
                 for (rep, t) in times_local.iter_mut().enumerate() {
                     ffi::barrier(raw)?;
                     let t0 = ffi::wtime();
@@ -454,7 +317,7 @@ impl<'c> Measurer<'c> {
                     *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
                 }
             }
-            Sync::Window => {
+            SyncMode::Window => {
                 // A window twice the synchronised repetition's cost (and 50 us
                 // more): room for the call and for ranks that lag.
                 let window = 2.0 * per_rep + 50e-6;
@@ -533,8 +396,8 @@ pub fn library_short() -> String {
     v.split(',').next().unwrap_or(&v).trim().to_string()
 }
 
-/// Provenance for samples measured on this communicator now.
-pub fn provenance(comm: &Comm) -> Result<Provenance, MpiError> {
+/// The origin of samples measured on this communicator now.
+pub fn provenance(comm: &Comm) -> Result<Origin, MpiError> {
     // Every rank reports rank 0's host: agree on it with a byte gather.
     let name = ffi::processor_name();
     let mut host = [0u8; 64];
@@ -548,7 +411,7 @@ pub fn provenance(comm: &Comm) -> Result<Provenance, MpiError> {
     } else {
         name
     };
-    Ok(Provenance {
+    Ok(Origin {
         mpi: library_short(),
         host,
         source: "measured".into(),

@@ -142,15 +142,6 @@ impl Events {
         Some(e)
     }
 
-    /// The next event, if it is at hand (no refill needed).
-    #[inline]
-    fn peek(&self) -> Option<&Event> {
-        match self.late.peek() {
-            Some(Reverse(e)) => Some(e),
-            None => self.buckets[0].get(self.head),
-        }
-    }
-
     /// Bucket 0 is spent: moves the smallest key's events into it.
     fn refill(&mut self) -> Option<()> {
         self.buckets[0].clear();
@@ -1143,25 +1134,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Asks the CPU for what the event after this one will touch first, so
-    /// that it is fetched while this one is handled (ops are touched in no
-    /// order a cache could guess).
-    #[inline]
-    fn prefetch(&self, e: Event) {
-        let rs = &self.ranks[e.r as usize];
-        let mut at = rs.op_base + rs.pc as usize;
-        if e.ev & RDV == 0 {
-            prefetch(&self.ops[rs.op_base + e.ev as usize]);
-        }
-        if self.exec == Execution::Blocking && rs.pc < rs.n {
-            prefetch(&self.ops[at]);
-            at += 1;
-            if at < self.ops.len() {
-                prefetch(&self.ops[at]);
-            }
-        }
-    }
-
     /// Runs the call; the slowest rank's finish time, microseconds.
     pub fn run(mut self) -> Result<f64, SimError> {
         let plans = self.plans;
@@ -1236,9 +1208,6 @@ impl<'a> Engine<'a> {
             self.push(0.0, r, WAKE);
         }
         while let Some(e) = self.events.pop() {
-            if let Some(&next) = self.events.peek() {
-                self.prefetch(next);
-            }
             let t = key_time(e.key);
             if t > limit {
                 self.events = Events::default();
@@ -1265,18 +1234,6 @@ impl<'a> Engine<'a> {
         }
         Ok(worst)
     }
-}
-
-#[inline]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 fn stuck(r: usize, first: usize, kind: Option<&OpKind>) -> SimError {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use colltune_algorithms::NodeMap;
 
 use super::{Oracle, Request, TuneError};
-use crate::bench::{RootPolicy, Subject};
+use crate::method::{RootPolicy, Subject};
 use crate::progress::Progress;
 use crate::record::{Sample, Writer};
 use crate::sim::{rotation_roots, simulate_within, Model, SimError};
@@ -48,7 +48,7 @@ pub struct SimOracle<'m> {
     /// Candidates too large to simulate, with why.
     pub skipped: Vec<String>,
     pub simulated: u64,
-    pub progress: Progress,
+    pub progress: Box<dyn Progress + 'm>,
 }
 
 impl<'m> SimOracle<'m> {
@@ -57,7 +57,7 @@ impl<'m> SimOracle<'m> {
         comms: Vec<NodeMap>,
         root: RootPolicy,
         writer: Option<Writer>,
-        progress: Progress,
+        progress: Box<dyn Progress + 'm>,
     ) -> Self {
         SimOracle {
             model,
@@ -83,8 +83,7 @@ impl Oracle for SimOracle<'_> {
             let nodes = &self.comms[r.comm];
             let key = (r.comm, r.cand.label(), r.bytes);
             if !self.memo.contains_key(&key) {
-                self.progress
-                    .set_message(format!("{} {} B", r.cand, r.bytes));
+                self.progress.set_message(&format!("{} {} B", r.cand, r.bytes));
                 let roots = match self.root {
                     RootPolicy::Fixed(x) => vec![x.min(nodes.size().saturating_sub(1))],
                     RootPolicy::Rotate => rotation_roots(r.cand.collective, nodes),
@@ -165,7 +164,7 @@ impl Oracle for SimOracle<'_> {
                 .iter()
                 .enumerate()
                 .map(|(i, &(root, t))| {
-                    crate::cli::simulate_sample(
+                    crate::simulate::sample(
                         self.model,
                         nodes,
                         &subject,

@@ -26,7 +26,6 @@
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
 //! reference the adaptive search is judged against.
 
-pub mod driver;
 pub mod sim;
 pub mod space;
 
@@ -56,12 +55,9 @@ pub struct Request {
 
 #[derive(Debug, Error)]
 pub enum TuneError {
+    /// The oracle could not measure (an MPI error, say).
     #[error(transparent)]
-    Bench(#[from] crate::bench::BenchError),
-    #[error(transparent)]
-    Mpi(#[from] crate::transport::mpi::MpiError),
-    #[error(transparent)]
-    Transport(#[from] crate::transport::mpi::TransportError),
+    Measure(Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
     #[error("{0}")]

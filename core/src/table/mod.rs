@@ -264,17 +264,32 @@ impl Table {
 
     /// Writes the table as YAML (through a temporary file, so a crash never
     /// leaves half a table).
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        use anyhow::Context;
-        let text = self.to_yaml().context("serialising the table")?;
+    pub fn save(&self, path: &Path) -> Result<(), SaveError> {
+        let io = |what: &Path| {
+            let what = what.to_path_buf();
+            move |source| SaveError::Io { path: what, source }
+        };
+        let text = self.to_yaml().map_err(SaveError::Serialise)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
         let tmp = path.with_extension("yaml.tmp");
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&tmp, text).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, path).map_err(io(path))?;
         Ok(())
     }
+}
+
+/// Why a table could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("serialising the table: {0}")]
+    Serialise(serde_yaml::Error),
+    #[error("writing {}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Now, as ISO 8601 UTC (`2026-11-30T14:05:09Z`).
@@ -348,7 +363,7 @@ pub fn summary(t: &Table) -> String {
                         .map(|x| format!("{x:.2}"))
                         .unwrap_or_else(|| "-".into()),
                     r.at_bytes
-                        .map(crate::fit::human_bytes)
+                        .map(crate::units::human_bytes)
                         .unwrap_or_else(|| "-".into()),
                     match (&r.runner_up, r.margin) {
                         (Some(u), Some(m)) => format!("{u} (+{:.1}%)", 100.0 * m),

@@ -11,8 +11,9 @@ use std::fmt::Write;
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
 
-use crate::bench::report::{Series, SeriesKey};
+use crate::report::{Series, SeriesKey};
 use crate::stats::Summary;
+pub use crate::units::human_bytes;
 
 /// The fit of one series.
 #[derive(Clone, Debug, PartialEq)]
@@ -147,16 +148,6 @@ pub fn knees(points: &BTreeMap<u64, Summary>, drop: f64) -> Vec<Knee> {
             bw_to: w[1].1,
         })
         .collect()
-}
-
-/// `4 MiB`, `64 KiB`, `7 B`.
-pub fn human_bytes(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
 }
 
 /// The fit table and the knees, for every series that `keep` accepts.

@@ -1,0 +1,147 @@
+//! What is measured and how: the subjects of a measurement (colltune's
+//! algorithms under an execution, the MPI library's own collective, a forced
+//! library algorithm) and the timing method. The MPI benchmark
+//! (`colltune_mpi::bench`) measures them; the simulator predicts them; both
+//! write the same [`crate::record::Sample`] rows.
+
+use std::time::Duration;
+
+use colltune_algorithms::{AlgoSpec, Collective, Execution};
+
+use crate::ompi::TunedBcast;
+
+/// What is measured.
+#[derive(Clone, Debug)]
+pub enum Subject {
+    /// One of colltune's algorithms under one execution.
+    Ours {
+        collective: Collective,
+        spec: AlgoSpec,
+        exec: Execution,
+    },
+    /// The MPI library's own `MPI_Bcast`, as its default decision picks.
+    Library,
+    /// An Open MPI coll/tuned algorithm forced through its MCA variables on a
+    /// communicator of its own.
+    OmpiTuned {
+        tuned: &'static TunedBcast,
+        segment: u64,
+    },
+}
+
+impl Subject {
+    pub fn collective(&self) -> Collective {
+        match self {
+            Subject::Ours { collective, .. } => *collective,
+            _ => Collective::Bcast,
+        }
+    }
+    pub fn algorithm(&self) -> String {
+        match self {
+            Subject::Ours { spec, .. } => spec.name.clone(),
+            Subject::Library => "mpi".into(),
+            Subject::OmpiTuned { .. } => "ompi_tuned".into(),
+        }
+    }
+    pub fn spec(&self) -> String {
+        match self {
+            Subject::Ours { spec, .. } => spec.to_string(),
+            Subject::Library => "mpi".into(),
+            Subject::OmpiTuned { tuned, segment } => {
+                format!(
+                    "ompi_tuned:algorithm={},name={},segment={segment}",
+                    tuned.id, tuned.name
+                )
+            }
+        }
+    }
+    pub fn execution(&self) -> &'static str {
+        match self {
+            Subject::Ours { exec, .. } => exec.name(),
+            _ => "library",
+        }
+    }
+    pub fn label(&self) -> String {
+        format!("{} [{}]", self.spec(), self.execution())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootPolicy {
+    Rotate,
+    Fixed(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    Warm,
+    /// Rotate buffers over a region of this many bytes.
+    Off(u64),
+}
+
+/// How the ranks of a repetition start together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `MPI_Barrier`, each rank timing from leaving it (IMB, OSU).
+    #[default]
+    Barrier,
+    /// Synchronised clocks and one agreed start instant per repetition
+    /// (SKaMPI, ReproMPI): what a simulated call, all ranks starting at
+    /// time 0, predicts.
+    Window,
+}
+
+impl SyncMode {
+    /// The `source` column of samples measured this way.
+    pub fn source(self) -> &'static str {
+        match self {
+            SyncMode::Barrier => "measured",
+            SyncMode::Window => "measured:window",
+        }
+    }
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "barrier" => Ok(SyncMode::Barrier),
+            "window" => Ok(SyncMode::Window),
+            _ => Err(format!("`{s}`: write `barrier` or `window`")),
+        }
+    }
+}
+
+/// How points are timed.
+#[derive(Clone, Debug)]
+pub struct Method {
+    pub budget: Duration,
+    pub min_reps: u32,
+    pub max_reps: u32,
+    pub warmup: u32,
+    pub root: RootPolicy,
+    pub cache: CacheMode,
+    pub sync: SyncMode,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            budget: Duration::from_millis(50),
+            min_reps: 5,
+            max_reps: 300,
+            warmup: 2,
+            root: RootPolicy::Rotate,
+            cache: CacheMode::Warm,
+            sync: SyncMode::Barrier,
+        }
+    }
+}
+
+/// Where and with what the samples were taken (repeated in every row).
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub mpi: String,
+    pub host: String,
+    pub source: String,
+}

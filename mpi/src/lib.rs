@@ -1,0 +1,21 @@
+//! # colltune-mpi
+//!
+//! colltune on a live MPI library: the one crate that holds `unsafe` code
+//! and raw MPI calls. [`transport`] executes the algorithms' schedules (and
+//! checks every MPI return code); [`bench`] measures them; [`verify`] checks
+//! every byte; [`driver`] is the tuner's MPI oracle; [`select`] is the
+//! runtime selector and [`capi`] its C-facing side, shared by the
+//! `libcolltune.so` and `LD_PRELOAD` libraries. [`emu`], the emulated
+//! cluster's delay relay, lives here too: it is the other code that talks
+//! to the operating system through raw calls.
+
+pub use colltune_algorithms as algorithms;
+pub use colltune_core as core;
+
+pub mod bench;
+pub mod capi;
+pub mod driver;
+pub mod emu;
+pub mod select;
+pub mod transport;
+pub mod verify;
