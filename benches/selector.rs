@@ -7,8 +7,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use colltune::select::{Selector, Settings};
-use colltune::table::{self, CommKey};
+use colltune_mpi::select::{Selector, Settings};
+use colltune_core::table::{self, CommKey};
 use colltune_algorithms::Collective;
 
 /// A realistic table: 2 collectives x 5 shapes x 100 rules, every field set.

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use colltune::sim::{drop_kept_call, simulate, Model};
+use colltune_core::sim::{drop_kept_call, simulate, Model};
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
 
 /// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table

@@ -1,6 +1,6 @@
 // Experiment: does writing coll_tuned_bcast_algorithm through MPI_T and then
 // duplicating a communicator force Open MPI's algorithm?
-use colltune::transport::mpi::ffi;
+use colltune_mpi::transport::mpi::ffi;
 fn main() {
     std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
     let _u = mpi::initialize().unwrap();

@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use colltune::pattern;
-use colltune::select::Selector;
-use colltune::transport::mpi::{ffi, Comm};
+use colltune_core::pattern;
+use colltune_mpi::select::Selector;
+use colltune_mpi::transport::mpi::{ffi, Comm};
 use colltune_algorithms::swap::partner;
 
 fn main() {

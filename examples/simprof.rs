@@ -11,7 +11,7 @@
 //! those calls build, for the same check of the builder.
 use std::path::Path;
 
-use colltune::sim::{simulate, Engine, Link, Model};
+use colltune_core::sim::{simulate, Engine, Link, Model};
 use colltune_algorithms::{
     algorithms, build_all, variants, AlgoSpec, Collective, Execution, NodeMap, Plan,
 };
@@ -178,7 +178,7 @@ fn main() {
         .collect();
     let t2 = std::time::Instant::now();
     let ops = plans.iter().map(|p| p.schedule.ops.len()).sum::<usize>();
-    let e = colltune::sim::Engine::new(&m, &nodes, &plans, exec);
+    let e = colltune_core::sim::Engine::new(&m, &nodes, &plans, exec);
     let t3 = std::time::Instant::now();
     let t = e.run().unwrap();
     let t4 = std::time::Instant::now();

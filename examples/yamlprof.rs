@@ -5,9 +5,9 @@ fn main() {
         let t0 = Instant::now();
         let text = std::fs::read_to_string(&path).unwrap();
         let t1 = Instant::now();
-        let (t, idx) = colltune::table::fast::parse(&text).unwrap().unwrap();
+        let (t, idx) = colltune_core::table::fast::parse(&text).unwrap().unwrap();
         let t2 = Instant::now();
-        let p = colltune::table::validate::check_with(&t, |c, ci, ri| idx.get(c.name(), ci, ri));
+        let p = colltune_core::table::validate::check_with(&t, |c, ci, ri| idx.get(c.name(), ci, ri));
         let t3 = Instant::now();
         println!(
             "read {:?} parse {:?} check {:?} ({})",

@@ -1,5 +1,11 @@
-//! The `colltune` command: parse, run, report; exit codes in `cli::ExitCode`.
+//! The `colltune` command: parse, run, report; exit codes in `cli::Code`.
+//! Subcommands parse their arguments, call `colltune_core` (no MPI) or
+//! `colltune_mpi`, and print.
+
+mod cli;
+mod plot;
+mod progress;
 
 fn main() {
-    std::process::exit(colltune::cli::main());
+    std::process::exit(cli::main());
 }

@@ -10,10 +10,10 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use crate::bench::report::{Series, SeriesKey};
-use crate::fit::{human_bytes, knees};
-use crate::stats::Summary;
-use crate::table::{CommKey, Table};
+use colltune_core::report::{Series, SeriesKey};
+use colltune_core::fit::{human_bytes, knees};
+use colltune_core::stats::Summary;
+use colltune_core::table::{CommKey, Table};
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 
@@ -345,7 +345,7 @@ where
         let sums: BTreeMap<u64, Summary> = l
             .points
             .iter()
-            .map(|(&b, p)| (b, crate::stats::summarize(&[vec![p.0]])))
+            .map(|(&b, p)| (b, colltune_core::stats::summarize(&[vec![p.0]])))
             .collect();
         for k in knees(&sums, 0.25) {
             let x = k.to as f64;
@@ -382,8 +382,8 @@ fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<Vec<(f64, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::series;
-    use crate::record::sample;
+    use colltune_core::report::series;
+    use colltune_core::record::sample;
 
     #[test]
     fn lines_crossovers_and_a_drawing() {

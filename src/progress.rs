@@ -12,6 +12,8 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use colltune_core::progress::Progress;
+use colltune_core::units::hms;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 /// The controlling terminal, for indicatif.
@@ -85,8 +87,9 @@ pub enum Mode {
     None,
 }
 
-/// Progress over a known number of steps.
-pub struct Progress {
+/// Progress over a known number of steps, shown as a bar, plain lines or
+/// not at all (see the module comment).
+pub struct Reporter {
     bar: Option<ProgressBar>,
     mode: Mode,
     total: u64,
@@ -97,9 +100,9 @@ pub struct Progress {
     what: String,
 }
 
-impl Progress {
+impl Reporter {
     /// `active`: only rank 0 reports. `what`: a noun for the plain lines.
-    pub fn new(total: u64, active: bool, what: &str) -> Progress {
+    pub fn new(total: u64, active: bool, what: &str) -> Reporter {
         let mode = if !active {
             Mode::None
         } else {
@@ -119,7 +122,7 @@ impl Progress {
         } else {
             mode
         };
-        Progress {
+        Reporter {
             bar,
             mode,
             total,
@@ -154,6 +157,7 @@ impl Progress {
         Some(bar)
     }
 
+    #[cfg(test)]
     pub fn mode(&self) -> Mode {
         self.mode
     }
@@ -230,7 +234,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for Reporter {
     fn drop(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
@@ -238,13 +242,18 @@ impl Drop for Progress {
     }
 }
 
-/// `1h02m03s`, `2m03s`, `3s`.
-pub fn hms(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    match (s / 3600, (s / 60) % 60, s % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s:02}s"),
-        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+impl Progress for Reporter {
+    fn set_message(&mut self, msg: &str) {
+        Reporter::set_message(self, msg);
+    }
+    fn inc(&mut self, more: u64) {
+        Reporter::inc(self, more);
+    }
+    fn println(&self, line: &str) {
+        Reporter::println(self, line);
+    }
+    fn finish(&mut self) {
+        Reporter::finish(self);
     }
 }
 
@@ -253,15 +262,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_read_well() {
-        assert_eq!(hms(3.2), "3s");
-        assert_eq!(hms(123.0), "2m03s");
-        assert_eq!(hms(3723.0), "1h02m03s");
-    }
-
-    #[test]
     fn inactive_ranks_report_nothing() {
-        let mut p = Progress::new(10, false, "points");
+        let mut p = Reporter::new(10, false, "points");
         assert_eq!(p.mode(), Mode::None);
         p.inc(0);
         p.finish();

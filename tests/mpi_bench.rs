@@ -11,8 +11,8 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
     d
 }
 
-fn samples(path: &std::path::Path) -> Vec<colltune::record::Sample> {
-    colltune::record::read(path).unwrap()
+fn samples(path: &std::path::Path) -> Vec<colltune_core::record::Sample> {
+    colltune_core::record::read(path).unwrap()
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn bench_writes_every_point_and_compares_with_the_library() {
     let header = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(
         header.lines().next().unwrap(),
-        colltune::record::COLUMNS.join(",")
+        colltune_core::record::COLUMNS.join(",")
     );
     let rows = samples(&csv);
     // every (subject, size, run) has at least min-reps samples
@@ -257,7 +257,7 @@ fn bad_input_is_refused_clearly() {
         &bad,
         format!(
             "{}\nbcast,linear,linear,blocking,4,4,1,4,lots,0,warm,1,0,1,1,3.0,0,x,h,measured,0\n",
-            colltune::record::COLUMNS.join(",")
+            colltune_core::record::COLUMNS.join(",")
         ),
     )
     .unwrap();

@@ -34,7 +34,7 @@ fn tune(ranks: usize, dir: &std::path::Path, extra: &[&str]) -> Command {
 }
 
 fn rules_only(path: &std::path::Path) -> (String, String) {
-    let t = colltune::table::load(path).unwrap();
+    let t = colltune_core::table::load(path).unwrap();
     (
         serde_yaml::to_string(&t.bcast).unwrap(),
         serde_yaml::to_string(&t.swap).unwrap(),
@@ -51,7 +51,7 @@ fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
         out.contains("bcast on 3 ranks") && out.contains("swap on 3 ranks"),
         "{out}"
     );
-    let t = colltune::table::load(&dir.join("table.yaml")).unwrap();
+    let t = colltune_core::table::load(&dir.join("table.yaml")).unwrap();
     assert_eq!(t.bcast[0].ranks, 3);
     assert_eq!(t.provenance.sweep.mode, "adaptive");
     assert!(t.provenance.mpi.contains("Open MPI"));
@@ -71,7 +71,7 @@ fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
 /// Sample groups of a raw CSV: (spec, execution, bytes, run) -> rep numbers.
 fn groups(csv: &std::path::Path) -> HashMap<(String, String, u64, u32), Vec<u32>> {
     let mut g: HashMap<_, Vec<u32>> = HashMap::new();
-    for s in colltune::record::read(csv).unwrap() {
+    for s in colltune_core::record::read(csv).unwrap() {
         g.entry((s.spec, s.execution, s.bytes, s.run))
             .or_default()
             .push(s.rep);
@@ -170,7 +170,7 @@ fn a_killed_tune_resumes_without_remeasuring() {
         measured_before.len(),
         after.len()
     );
-    assert!(colltune::table::load(&dir.join("table.yaml")).is_ok());
+    assert!(colltune_core::table::load(&dir.join("table.yaml")).is_ok());
 }
 
 fn kill_all(pattern: &str) {

@@ -179,16 +179,16 @@ fn compare_scores_a_model_against_measurements() {
     assert!(out.contains("points (0%) within 30%"), "{out}");
     // The measurement against itself: a second run, the same or twice as
     // slow throughout (same winners, no time within 30%).
-    let rows = colltune::record::read(&csv).unwrap();
+    let rows = colltune_core::record::read(&csv).unwrap();
     for (factor, times) in [(1.0, "(100%)"), (2.0, "(0%)")] {
         let mut two = rows.clone();
-        two.extend(rows.iter().map(|r| colltune::record::Sample {
+        two.extend(rows.iter().map(|r| colltune_core::record::Sample {
             run: 2,
             time_us: r.time_us * factor,
             ..r.clone()
         }));
         let p = d.join(format!("two-runs-{factor}.csv"));
-        colltune::record::write_to(std::fs::File::create(&p).unwrap(), &two).unwrap();
+        colltune_core::record::write_to(std::fs::File::create(&p).unwrap(), &two).unwrap();
         let o = ct(&[
             "simulate",
             "--model",

@@ -1,11 +1,11 @@
 //! C ABI of colltune's runtime selector: `libcolltune.so` with
-//! `include/colltune.h`. The logic lives in `colltune::capi`.
+//! `include/colltune.h`. The logic lives in `colltune_mpi::capi`.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune::capi::{bcast, explain, finalize, init, swap_call};
+use colltune_mpi::capi::{bcast, explain, finalize, init, swap_call};
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 const SUCCESS: c_int = mpi::ffi::MPI_SUCCESS as c_int;

@@ -101,6 +101,15 @@ impl SyncMode {
     }
 }
 
+impl std::fmt::Display for SyncMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SyncMode::Barrier => "barrier",
+            SyncMode::Window => "window",
+        })
+    }
+}
+
 impl std::str::FromStr for SyncMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

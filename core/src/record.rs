@@ -307,8 +307,10 @@ pub fn write_to(w: impl Write, samples: &[Sample]) -> csv::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-pub(crate) fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sample {
+/// A one-repetition sample of `spec` under `exec` on 4 ranks of one node
+/// (a swap when the spec names a pairing), for tests and examples of the
+/// commands that read samples.
+pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sample {
     Sample {
         collective: if spec.contains("pairing") {
             "swap"

@@ -5,180 +5,29 @@
 //! so no completed point is measured twice.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use colltune_algorithms::{AlgoSpec, Collective, Execution};
-use serde::{Deserialize, Serialize};
 
-use super::{Candidate, Oracle, Request, TuneError};
-use crate::bench::{Measurer, Method, Point, Provenance, Subject};
-use crate::progress::Progress;
-use crate::record::{self, Sample, Writer};
-use crate::transport::mpi::{ffi, Comm};
-
-/// The settings a raw CSV was produced with, kept beside it
-/// (`RAW.csv.tune.yaml`); a resume must match them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TuneConfig {
-    pub colltune: String,
-    pub mpi: String,
-    pub world_ranks: u32,
-    pub comm_sizes: Vec<u32>,
-    pub collectives: Vec<String>,
-    pub sizes: Vec<u64>,
-    pub executions: Vec<String>,
-    pub pairing: String,
-    pub mode: String,
-    pub screen_runs: u32,
-    pub full_runs: u32,
-    pub screen_scale: f64,
-    pub margin: f64,
-    pub stride: u32,
-    pub budget_ms: u64,
-    pub min_reps: u32,
-    pub max_reps: u32,
-    pub cache: String,
-    pub root: String,
-}
-
-impl TuneConfig {
-    pub fn sidecar(csv: &Path) -> PathBuf {
-        let mut p = csv.as_os_str().to_owned();
-        p.push(".tune.yaml");
-        PathBuf::from(p)
-    }
-
-    /// Fields that differ from `other`, as `name: ours vs theirs`.
-    pub fn differences(&self, other: &TuneConfig) -> Vec<String> {
-        let a = serde_yaml::to_value(self).unwrap_or_default();
-        let b = serde_yaml::to_value(other).unwrap_or_default();
-        let (Some(a), Some(b)) = (a.as_mapping(), b.as_mapping()) else {
-            return vec!["unreadable configuration".into()];
-        };
-        a.iter()
-            .filter(|(k, v)| b.get(*k) != Some(*v))
-            .map(|(k, v)| {
-                let show = |x: Option<&serde_yaml::Value>| {
-                    x.map(|x| {
-                        serde_yaml::to_string(x)
-                            .unwrap_or_default()
-                            .trim()
-                            .replace('\n', " ")
-                    })
-                    .unwrap_or_else(|| "absent".into())
-                };
-                format!(
-                    "{}: {} now vs {} in the CSV's run",
-                    k.as_str().unwrap_or("?"),
-                    show(Some(v)),
-                    show(b.get(k))
-                )
-            })
-            .collect()
-    }
-}
-
-/// Identifies a completed point-run in the CSV.
-type Key = (u32, u32, u32, String, String, String, u64, u32);
-
-fn key_of(s: &Sample) -> Key {
-    (
-        s.ranks,
-        s.ppn,
-        s.nodes,
-        s.collective.clone(),
-        s.spec.clone(),
-        s.execution.clone(),
-        s.bytes,
-        s.run,
-    )
-}
-
-/// Reads a raw CSV to resume from. A last line cut off by a kill is
-/// dropped with the rest of its point-run, which is then measured again.
-pub fn read_for_resume(path: &Path) -> Result<Vec<Sample>, TuneError> {
-    let text = std::fs::read(path).map_err(|source| record::RecordError::Open {
-        path: path.into(),
-        source,
-    })?;
-    let cut = !text.is_empty() && !text.ends_with(b"\n");
-    if cut {
-        let keep = text
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|source| record::RecordError::Open {
-                path: path.into(),
-                source,
-            })?;
-        f.set_len(keep as u64)
-            .map_err(|source| record::RecordError::Write {
-                path: path.into(),
-                source,
-            })?;
-    }
-    let mut samples = match record::read(path) {
-        Ok(s) => s,
-        Err(record::RecordError::Empty { .. }) => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
-    if cut {
-        if let Some(last) = samples.last().map(key_of) {
-            samples.retain(|s| key_of(s) != last);
-        }
-    }
-    Ok(samples)
-}
-
-/// One line of a broadcast plan.
-fn encode(r: &Request) -> String {
-    format!(
-        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
-        r.comm, r.cand.collective, r.cand.spec, r.cand.exec, r.bytes, r.run, r.budget_scale
-    )
-}
-
-fn decode(line: &str) -> Result<Request, TuneError> {
-    let bad = || TuneError::Other(format!("malformed measurement plan line `{line}`"));
-    let f: Vec<&str> = line.split('\t').collect();
-    if f.len() != 7 {
-        return Err(bad());
-    }
-    let collective: Collective = f[1].parse().map_err(|_| bad())?;
-    let exec: Execution = f[3].parse().map_err(|_| bad())?;
-    Ok(Request {
-        comm: f[0].parse().map_err(|_| bad())?,
-        cand: Candidate {
-            collective,
-            spec: AlgoSpec::parse(f[2])
-                .ok()
-                .and_then(|s| colltune_algorithms::resolve(collective, &s).ok())
-                .ok_or_else(bad)?,
-            exec,
-        },
-        bytes: f[4].parse().map_err(|_| bad())?,
-        run: f[5].parse().map_err(|_| bad())?,
-        budget_scale: f[6].parse().map_err(|_| bad())?,
-    })
-}
+use colltune_core::tune::resume::{key_of, Key};
+use colltune_core::tune::wire::{decode, encode};
+use colltune_core::tune::{Oracle, Request, TuneError};
+use crate::bench::{BenchError, Measurer, Point};
+use colltune_core::method::{Method, Origin, Subject};
+use colltune_core::progress::Progress;
+use colltune_core::record::{Sample, Writer};
+use crate::transport::mpi::{ffi, Comm, MpiError};
 
 /// Rank 0's side (the oracle) and every rank's measuring loop.
 pub struct MpiOracle<'c> {
     comms: &'c [Option<Comm>],
     method: Method,
-    prov: Provenance,
+    prov: Origin,
     measurers: Vec<Option<Measurer<'c>>>,
     cache: HashMap<Key, Vec<Sample>>,
     writer: Option<Writer>,
-    pub progress: Progress,
+    pub progress: Box<dyn Progress + 'c>,
     /// Every sample of this tune (resumed and new), on rank 0.
     pub samples: Vec<Sample>,
     pub measured: u64,
@@ -192,10 +41,10 @@ impl<'c> MpiOracle<'c> {
     pub fn new(
         comms: &'c [Option<Comm>],
         method: Method,
-        prov: Provenance,
+        prov: Origin,
         resumed: Vec<Sample>,
         writer: Option<Writer>,
-        progress: Progress,
+        progress: Box<dyn Progress + 'c>,
         stop: Arc<AtomicBool>,
     ) -> Self {
         let mut cache: HashMap<Key, Vec<Sample>> = HashMap::new();
@@ -303,7 +152,7 @@ impl<'c> MpiOracle<'c> {
         Ok(())
     }
 
-    pub fn provenance(&self) -> &Provenance {
+    pub fn provenance(&self) -> &Origin {
         &self.prov
     }
 }
@@ -323,7 +172,7 @@ impl Oracle for MpiOracle<'_> {
             ffi::bcast_bytes(plan.as_bytes(), 0, self.world())?;
             for r in todo {
                 self.progress
-                    .set_message(format!("{} {} B run {}", r.cand, r.bytes, r.run));
+                    .set_message(&format!("{} {} B run {}", r.cand, r.bytes, r.run));
                 let got = self.measure_one(r)?;
                 if let Some(w) = self.writer.as_mut() {
                     w.write(&got)?;
@@ -351,76 +200,14 @@ impl Oracle for MpiOracle<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plans_round_trip() {
-        let r = Request {
-            comm: 1,
-            cand: Candidate::new(
-                Collective::Bcast,
-                "hierarchical:inter=pipeline(segment=8192),intra=linear",
-                Execution::Nonblocking,
-            ),
-            bytes: 4096,
-            run: 3,
-            budget_scale: 0.25,
-        };
-        assert_eq!(decode(&encode(&r)).unwrap(), r);
-        assert!(decode("1\tbcast").is_err());
+impl From<BenchError> for TuneError {
+    fn from(e: BenchError) -> Self {
+        TuneError::Measure(Box::new(e))
     }
+}
 
-    #[test]
-    fn resume_drops_a_cut_last_line() {
-        let dir = std::env::temp_dir().join(format!("colltune-resume-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("raw.csv");
-        let mut a = crate::record::sample("linear", "blocking", 8, 1, 1.0);
-        let mut w = Writer::open(&p, false).unwrap();
-        w.write(&[a.clone()]).unwrap();
-        a.bytes = 16;
-        w.write(&[a.clone(), a.clone()]).unwrap();
-        drop(w);
-        let mut text = std::fs::read_to_string(&p).unwrap();
-        text.truncate(text.len() - 5);
-        std::fs::write(&p, &text).unwrap();
-        let got = read_for_resume(&p).unwrap();
-        assert_eq!(got.len(), 1, "the cut point-run is dropped whole");
-        assert_eq!(got[0].bytes, 8);
-        assert!(std::fs::read_to_string(&p).unwrap().ends_with('\n'));
-    }
-
-    #[test]
-    fn config_differences_are_named() {
-        let a = TuneConfig {
-            colltune: "0.1.0".into(),
-            mpi: "Open MPI v4.1.4".into(),
-            world_ranks: 4,
-            comm_sizes: vec![4],
-            collectives: vec!["bcast".into()],
-            sizes: vec![1, 2],
-            executions: vec!["blocking".into()],
-            pairing: "neighbors".into(),
-            mode: "adaptive".into(),
-            screen_runs: 2,
-            full_runs: 2,
-            screen_scale: 0.25,
-            margin: 0.05,
-            stride: 4,
-            budget_ms: 50,
-            min_reps: 5,
-            max_reps: 300,
-            cache: "warm".into(),
-            root: "rotate".into(),
-        };
-        let mut b = a.clone();
-        b.world_ranks = 8;
-        b.sizes = vec![1];
-        let d = a.differences(&b);
-        assert_eq!(d.len(), 2, "{d:?}");
-        assert!(d[0].starts_with("world_ranks: 4 now vs 8"), "{d:?}");
-        assert!(a.differences(&a).is_empty());
+impl From<MpiError> for TuneError {
+    fn from(e: MpiError) -> Self {
+        TuneError::Measure(Box::new(e))
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Shape};
 
-use crate::pattern;
+use colltune_core::pattern;
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, Prepared, TransportError};
 
 /// One call to check.

@@ -14,7 +14,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune::capi;
+use colltune_mpi::capi;
 use mpi::ffi;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 

@@ -11,14 +11,13 @@ use colltune_algorithms::{
 };
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use crate::bench::report::{comparison, imb_tables, series, spread_overall};
-use crate::bench::{
-    llc_bytes, provenance, CacheMode, Measurer, Method, Point, RootPolicy, Subject, MAX_BYTES,
-};
-use crate::ompi::{is_open_mpi, TUNED_BCAST};
-use crate::progress::Progress;
-use crate::record::Writer;
-use crate::transport::mpi::Comm;
+use colltune_core::report::{comparison, imb_tables, series, spread_overall};
+use colltune_core::method::{CacheMode, Method, RootPolicy, Subject};
+use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
+use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
+use crate::progress::Reporter;
+use colltune_core::record::Writer;
+use colltune_mpi::transport::mpi::Comm;
 
 /// What to time (bench) or simulate (simulate): collectives, algorithms,
 /// parameter sweeps, executions and sizes.
@@ -146,7 +145,7 @@ pub struct Args {
     /// synchronised to rank 0's, one agreed start instant per repetition:
     /// SKaMPI, ReproMPI; what `simulate` predicts).
     #[arg(long, default_value = "barrier")]
-    sync: crate::bench::Sync,
+    sync: colltune_core::method::SyncMode,
     /// Calls per repetition (swap study: 1 and k).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     iterations: Vec<u32>,
@@ -396,13 +395,13 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             root,
             args.cache,
             match args.sync {
-                crate::bench::Sync::Barrier => "after a barrier",
-                crate::bench::Sync::Window => "at synchronised instants",
+                colltune_core::method::SyncMode::Barrier => "after a barrier",
+                colltune_core::method::SyncMode::Window => "at synchronised instants",
             },
             args.budget_ms
         );
     }
-    let mut progress = Progress::new(points.len() as u64 * u64::from(args.runs), lead, "points");
+    let mut progress = Reporter::new(points.len() as u64 * u64::from(args.runs), lead, "points");
     let mut measurer = Measurer::new(&comm, method, prov);
     let mut samples = Vec::new();
     let mut unavailable: Vec<String> = Vec::new();

@@ -2,7 +2,7 @@
 //! ping-pong between two ranks of one node and between two nodes, the
 //! overhead of a send and a receive call, the message gap of a stream, and
 //! one core's copy bandwidth; fits the simulator's link parameters
-//! ([`crate::calibrate`]) and writes MODEL.yaml with the fit's errors in its
+//! ([`colltune_core::calibrate`]) and writes MODEL.yaml with the fit's errors in its
 //! `source`, and every measured run to CSV.
 
 use std::fmt::Write as _;
@@ -13,12 +13,12 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use crate::calibrate::{fit_link, LinkFit, PingPoint, Protocol};
-use crate::fit::human_bytes;
-use crate::sim::{Link, Model};
-use crate::stats::median;
-use crate::transport::mpi::ffi::{self, MPI_Comm};
-use crate::transport::mpi::Comm;
+use colltune_core::calibrate::{fit_link, LinkFit, PingPoint, Protocol};
+use colltune_core::fit::human_bytes;
+use colltune_core::sim::{Link, Model};
+use colltune_core::stats::median;
+use colltune_mpi::transport::mpi::ffi::{self, MPI_Comm};
+use colltune_mpi::transport::mpi::Comm;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -260,7 +260,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         "calibrated by `colltune calibrate` on {host} ({} ranks, layout {nodes}), {}, {}; \
          ping-pong {}..{}, median of {} runs per size.",
         comm.size(),
-        crate::bench::library_short(),
+        colltune_mpi::bench::library_short(),
         chrono_like_now(),
         human_bytes(sizes[0]),
         human_bytes(*sizes.last().expect("sizes")),

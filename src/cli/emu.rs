@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
-    crate::emu::relay(
+    colltune_mpi::emu::relay(
         Duration::from_micros(a.delay_us),
         &a.pairs,
         a.pid_file.as_deref(),

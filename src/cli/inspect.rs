@@ -7,12 +7,12 @@ use std::sync::Arc;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use crate::bench::report::{series, SeriesKey};
-use crate::export;
-use crate::fit::{fit_table, human_bytes};
-use crate::record;
-use crate::select::{parse_forced, Selector, Settings, Source};
-use crate::table::{self, CommKey, Table, TableError};
+use colltune_core::report::{series, SeriesKey};
+use colltune_core::export;
+use colltune_core::fit::{fit_table, human_bytes};
+use colltune_core::record;
+use colltune_mpi::select::{parse_forced, Selector, Settings, Source};
+use colltune_core::table::{self, CommKey, Table, TableError};
 
 fn load(path: &Path) -> Result<Table, UsageError> {
     table::load(path).map_err(|e| UsageError(e.to_string()))

@@ -137,8 +137,6 @@ pub fn main() -> i32 {
     }
 }
 
-pub use simulate::{layout as simulated_layout, sample as simulate_sample};
-
 /// An error in what the user asked for (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

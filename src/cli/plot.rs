@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use crate::bench::report::{series, SeriesKey};
+use colltune_core::report::{series, SeriesKey};
 use crate::plot::{draw, lines};
-use crate::record;
-use crate::table::{self, CommKey};
+use colltune_core::record;
+use colltune_core::table::{self, CommKey};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

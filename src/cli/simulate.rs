@@ -8,11 +8,11 @@ use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
 
 use super::bench::{parse_root, subjects_for, Selected, Selection};
 use super::{Code, UsageError};
-use crate::bench::report::{comparison, imb_tables, series};
-use crate::bench::RootPolicy;
-use crate::bench::Subject;
-use crate::record::{Sample, Writer};
-use crate::sim::{rotation_roots, simulate_at, Model};
+use colltune_core::report::{comparison, imb_tables, series};
+use colltune_core::method::{RootPolicy, Subject};
+use colltune_core::record::Writer;
+use colltune_core::simulate::sample;
+use colltune_core::sim::{rotation_roots, simulate_at, Model};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -62,7 +62,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     if let Some(measured) = &a.compare {
         return compare(&a, &m, measured);
     }
-    let nodes = layout(a.ranks, a.ppn, a.layout.as_deref())?;
+    let nodes = colltune_core::simulate::layout(a.ranks, a.ppn, a.layout.as_deref())
+        .map_err(|e| UsageError(e.to_string()))?;
     let Selected {
         sizes,
         per_coll,
@@ -98,7 +99,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                 for (i, &r) in roots.iter().enumerate() {
                     let t = match simulate_at(&m, c, spec, *exec, &nodes, b, r) {
                         Ok(t) => t,
-                        Err(e @ crate::sim::SimError::TooLarge { .. }) => {
+                        Err(e @ colltune_core::sim::SimError::TooLarge { .. }) => {
                             println!("skipped {}: {e}", s.label());
                             break 'sizes;
                         }
@@ -209,7 +210,7 @@ impl SelfAgreement {
 /// `simulate --compare`: the model against a measured CSV.
 fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> {
     use std::collections::BTreeMap;
-    let samples = crate::record::read(path).map_err(|e| UsageError(e.to_string()))?;
+    let samples = colltune_core::record::read(path).map_err(|e| UsageError(e.to_string()))?;
     // (collective, layout) -> bytes -> points.
     type Key = (String, String);
     let mut groups: BTreeMap<Key, BTreeMap<u64, Vec<Versus>>> = BTreeMap::new();
@@ -304,7 +305,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         }
         let t = predicted / from.values().map(Vec::len).sum::<usize>().max(1) as f64;
         let measured = mean_of_root_medians(from.values());
-        let sum = crate::stats::summarize(&runs);
+        let sum = colltune_core::stats::summarize(&runs);
         groups
             .entry((coll, layout))
             .or_default()
@@ -386,7 +387,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
                     "no"
                 },
                 regret,
-                100.0 * crate::stats::median_sorted(&e)
+                100.0 * colltune_core::stats::median_sorted(&e)
             );
         }
         println!("  {}", here.line(a.near, a.tolerance));
@@ -423,14 +424,14 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         100.0 * (exact + tie) as f64 / sizes.max(1) as f64,
         100.0 * a.near,
         100.0 * near as f64 / sizes.max(1) as f64,
-        crate::stats::geomean(&regrets)
+        colltune_core::stats::geomean(&regrets)
     );
     println!(
         "predicted times: {within} of {points} points ({:.0}%) within {:.0}% of the measured time; \
          median error {:.1}%, 90th percentile {:.1}%{}",
         100.0 * within as f64 / points.max(1) as f64,
         100.0 * a.tolerance,
-        100.0 * crate::stats::median_sorted(&errs),
+        100.0 * colltune_core::stats::median_sorted(&errs),
         100.0 * errs[((errs.len() as f64 * 0.9) as usize).min(errs.len() - 1)],
         if skipped > 0 {
             format!(" ({skipped} samples of the MPI library's own collectives skipped)")
@@ -449,7 +450,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
 fn mean_of_root_medians<'v>(by_root: impl Iterator<Item = &'v Vec<f64>>) -> f64 {
     let (mut sum, mut n) = (0.0, 0usize);
     for times in by_root {
-        sum += crate::stats::median(times) * times.len() as f64;
+        sum += colltune_core::stats::median(times) * times.len() as f64;
         n += times.len();
     }
     sum / n.max(1) as f64

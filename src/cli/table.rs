@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::{Code, UsageError};
-use crate::record;
-use crate::table::{self, build::build, Provenance, Sweep};
+use colltune_core::record;
+use colltune_core::table::{self, build::build, Provenance, Sweep};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -40,10 +40,10 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 samples.extend(record::read(p).map_err(|e| UsageError(e.to_string()))?);
             }
             // Sweep settings recorded beside tuner CSVs carry over.
-            let configs: Vec<crate::tune::driver::TuneConfig> = csv
+            let configs: Vec<colltune_core::tune::resume::TuneConfig> = csv
                 .iter()
                 .filter_map(|p| {
-                    std::fs::read_to_string(crate::tune::driver::TuneConfig::sidecar(p)).ok()
+                    std::fs::read_to_string(colltune_core::tune::resume::TuneConfig::sidecar(p)).ok()
                 })
                 .filter_map(|t| serde_yaml::from_str(&t).ok())
                 .collect();

@@ -10,13 +10,16 @@ use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use crate::bench::{llc_bytes, provenance, CacheMode, Method, RootPolicy, MAX_BYTES};
-use crate::progress::{hms, Progress};
-use crate::record::Writer;
-use crate::table::{self, build::build, Provenance, Sweep};
-use crate::transport::mpi::{ffi, Comm};
-use crate::tune::driver::{read_for_resume, MpiOracle, TuneConfig};
-use crate::tune::{candidates, collectives_of, Search, Settings, SpaceOptions};
+use colltune_core::method::{CacheMode, Method, RootPolicy};
+use colltune_mpi::bench::{llc_bytes, provenance, MAX_BYTES};
+use crate::progress::Reporter;
+use colltune_core::units::hms;
+use colltune_core::record::Writer;
+use colltune_core::table::{self, build::build, Provenance, Sweep};
+use colltune_mpi::transport::mpi::{ffi, Comm};
+use colltune_core::tune::resume::{read_for_resume, TuneConfig};
+use colltune_mpi::driver::MpiOracle;
+use colltune_core::tune::{candidates, collectives_of, Search, Settings, SpaceOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -80,7 +83,7 @@ pub struct Args {
     /// Repetition start: `barrier` (MPI_Barrier) or `window` (synchronised
     /// clocks, one agreed start instant; see `colltune bench --help`).
     #[arg(long, default_value = "barrier")]
-    sync: crate::bench::Sync,
+    sync: colltune_core::method::SyncMode,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -193,6 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         max_reps: args.max_reps,
         cache: args.cache.clone(),
         root: args.root.clone(),
+        sync: args.sync.to_string(),
     };
 
     // Rank 0 checks the CSV (refusing to overwrite, or checking that a
@@ -265,14 +269,14 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         * sizes.len().div_ceil(args.stride as usize) as u64
         * 24
         * u64::from(args.screen_runs + 1);
-    let progress = Progress::new(estimate, lead, "points");
+    let progress = Reporter::new(estimate, lead, "points");
     let mut oracle = MpiOracle::new(
         &comms,
         method,
         prov.clone(),
         resumed,
         writer,
-        progress,
+        Box::new(progress),
         Arc::clone(&stop),
     );
 
@@ -359,7 +363,7 @@ fn prepare_csv(
     csv: &std::path::Path,
     config: &TuneConfig,
     resume: bool,
-) -> Result<Vec<crate::record::Sample>, String> {
+) -> Result<Vec<colltune_core::record::Sample>, String> {
     let side = TuneConfig::sidecar(csv);
     let exists = csv.metadata().map(|m| m.len() > 0).unwrap_or(false);
     if !resume {
@@ -407,8 +411,9 @@ fn run_model(
     executions: Vec<Execution>,
     root: RootPolicy,
 ) -> anyhow::Result<Code> {
-    let m = crate::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
-    let world = super::simulated_layout(args.ranks, args.ppn, args.layout.as_deref())?;
+    let m = colltune_core::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
+    let world = colltune_core::simulate::layout(args.ranks, args.ppn, args.layout.as_deref())
+        .map_err(|e| UsageError(e.to_string()))?;
     if let RootPolicy::Fixed(r) = root {
         if r >= world.size() {
             return Err(UsageError(format!(
@@ -460,13 +465,13 @@ fn run_model(
         exhaustive: args.exhaustive,
         deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
     };
-    let progress = Progress::new(
+    let progress = Reporter::new(
         comms.len() as u64 * collectives.len() as u64 * 200,
         true,
         "simulations",
     );
     let mut oracle =
-        crate::tune::sim::SimOracle::new(&m, comms.clone(), root, Some(writer), progress);
+        colltune_core::tune::sim::SimOracle::new(&m, comms.clone(), root, Some(writer), Box::new(progress));
     oracle.cutoff = !args.exhaustive;
     let mut cut_short = false;
     for (ci, nodes) in comms.iter().enumerate() {
@@ -525,7 +530,7 @@ fn run_model(
             format!(
                 ", {} candidate-sizes abandoned past {}x the best",
                 oracle.abandoned,
-                crate::tune::sim::CUTOFF
+                colltune_core::tune::sim::CUTOFF
             )
         } else {
             String::new()

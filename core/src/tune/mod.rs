@@ -26,8 +26,10 @@
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
 //! reference the adaptive search is judged against.
 
+pub mod resume;
 pub mod sim;
 pub mod space;
+pub mod wire;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};

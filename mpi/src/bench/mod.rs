@@ -26,9 +26,7 @@
 
 pub mod clock;
 
-use std::time::Duration;
-
-use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Shape};
+use colltune_algorithms::{build_resolved, Collective, Shape};
 use thiserror::Error;
 
 use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};

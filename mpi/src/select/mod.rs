@@ -26,7 +26,7 @@ use std::sync::Arc;
 use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Shape};
 use thiserror::Error;
 
-use crate::table::{self, CommKey, Table, TableError};
+use colltune_core::table::{self, CommKey, Table, TableError};
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, MpiError, Prepared, TransportError};
 
 /// Where a decision came from.
