@@ -363,7 +363,10 @@ fn mpich_loads_the_exported_json() {
         .is_err()
         || !Path::new("/usr/bin/mpicc.mpich").exists()
     {
-        eprintln!("SKIPPED: MPICH is not installed (apt-get install mpich libmpich-dev; jobs/install-deps.sh does)");
+        skip(
+            "mpich",
+            "MPICH is not installed (apt-get install mpich libmpich-dev; jobs/install-deps.sh does)",
+        );
         return;
     }
     let d = scratch("mpich-export");

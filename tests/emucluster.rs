@@ -108,7 +108,7 @@ const HIER: &[&str] = &[
 #[test]
 fn hierarchical_across_emulated_nodes() {
     if let Some(why) = unavailable() {
-        eprintln!("SKIPPED: no emulated cluster here ({why})");
+        skip("emucluster", &format!("no emulated cluster here ({why})"));
         return;
     }
     let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
@@ -140,7 +140,7 @@ fn hierarchical_across_emulated_nodes() {
 #[test]
 fn a_tune_on_emulated_nodes_keys_its_table_by_node_count() {
     if let Some(why) = unavailable() {
-        eprintln!("SKIPPED: no emulated cluster here ({why})");
+        skip("emucluster", &format!("no emulated cluster here ({why})"));
         return;
     }
     let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());

@@ -12,6 +12,8 @@
 //! The [`registry`] lists every algorithm by name with its parameters and
 //! restrictions; everything else finds algorithms there.
 
+#![forbid(unsafe_code)]
+
 pub mod bcast;
 pub mod builder;
 pub mod check;

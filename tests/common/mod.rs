@@ -101,3 +101,22 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Says why a test cannot run here and returns, so the caller can return:
+/// a skip is loud, and where the environment promises the feature (its name
+/// in `COLLTUNE_REQUIRE`, a comma-separated list, or `all`; `jobs/test.sh`
+/// sets it in CI to what CI installs) it fails instead, so a test expected
+/// to run can never pass by not running.
+pub fn skip(feature: &str, why: &str) {
+    let required = std::env::var("COLLTUNE_REQUIRE").unwrap_or_default();
+    if required
+        .split(',')
+        .map(str::trim)
+        .any(|r| r == feature || r == "all")
+    {
+        panic!(
+            "`{feature}` is required here (COLLTUNE_REQUIRE={required}) but cannot run: {why}"
+        );
+    }
+    eprintln!("SKIPPED ({feature}): {why}");
+}
