@@ -3,7 +3,6 @@
 //! written with serde (YAML), documented in `tuning-tables/README.md`.
 
 pub mod build;
-pub mod fast;
 pub mod validate;
 
 use std::collections::BTreeMap;
@@ -119,7 +118,7 @@ impl fmt::Display for CommKey {
 }
 
 /// A parameter value as a table stores it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Param {
     Int(u64),

@@ -2,7 +2,7 @@
 //! what to do. Used by `colltune validate` (report all), by every command
 //! that reads a table, and by the runtime selector (warn once, fall back).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -35,6 +35,10 @@ pub enum TableError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: not a regular file (a table must be a file, not a pipe or a device); point COLLTUNE_TABLE or the argument at a table file")]
+    NotAFile { path: PathBuf },
+    #[error("{path}: {bytes} bytes is larger than a table can be ({MAX_TABLE_BYTES} bytes at most); is this the right file?")]
+    TooLarge { path: PathBuf, bytes: u64 },
     #[error("{}", fmt_problems(.path, .problems))]
     Invalid {
         path: PathBuf,
@@ -57,21 +61,57 @@ impl TableError {
     pub fn problems(&self) -> &[Problem] {
         match self {
             TableError::Invalid { problems, .. } => problems,
-            TableError::Read { .. } => &[],
+            TableError::Read { .. } | TableError::NotAFile { .. } | TableError::TooLarge { .. } => &[],
         }
     }
 }
 
-/// Reads and checks a table file.
+/// The largest table file colltune reads (4 MiB: a table of 1,024
+/// communicator shapes of 20 rules each is under 3 MiB). A bigger file is
+/// refused before it is read: a table is read inside `MPI_Init`.
+pub const MAX_TABLE_BYTES: u64 = 4 << 20;
+
+/// Reads and checks a table file: a regular file (not a FIFO or a device,
+/// which could block or never end) of at most [`MAX_TABLE_BYTES`].
 pub fn load(path: &Path) -> Result<Table, TableError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TableError::Read {
-        path: path.into(),
-        source,
-    })?;
+    let text = read_text(path)?;
     load_str(&text).map_err(|problems| TableError::Invalid {
         path: path.into(),
         problems,
     })
+}
+
+/// The text of a table file, refusing what is not a regular file of at
+/// most [`MAX_TABLE_BYTES`].
+pub fn read_text(path: &Path) -> Result<String, TableError> {
+    use std::io::Read;
+    let read = |source| TableError::Read {
+        path: path.into(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read)?;
+    if !meta.is_file() {
+        return Err(TableError::NotAFile { path: path.into() });
+    }
+    if meta.len() > MAX_TABLE_BYTES {
+        return Err(TableError::TooLarge {
+            path: path.into(),
+            bytes: meta.len(),
+        });
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(read)?
+        .take(MAX_TABLE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read)?;
+    if text.len() as u64 > MAX_TABLE_BYTES {
+        return Err(TableError::TooLarge {
+            path: path.into(),
+            bytes: text.len() as u64,
+        });
+    }
+    Ok(text)
 }
 
 /// Parses and checks table text; every problem found, not only the first.
@@ -92,26 +132,14 @@ pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
             }]);
         }
     }
-    // The fast reader handles what colltune writes; anything else goes to
-    // the general YAML parser.
-    let (table, problems) = match super::fast::parse(text) {
-        Some(Ok((table, idx))) => {
-            let p = check_with(&table, |c, ci, ri| idx.get(c.name(), ci, ri));
-            (table, p)
-        }
-        Some(Err(problems)) => return Err(problems),
-        None => {
-            let table: Table = serde_yaml::from_str(text).map_err(|e| {
-                vec![Problem {
-                    line: e.location().map(|l| l.line()),
-                    what: e.to_string(),
-                    fix: "fix the YAML (see tuning-tables/README.md for the schema)".into(),
-                }]
-            })?;
-            let p = check(&table, text);
-            (table, p)
-        }
-    };
+    let table: Table = serde_yaml::from_str(text).map_err(|e| {
+        vec![Problem {
+            line: e.location().map(|l| l.line()),
+            what: e.to_string(),
+            fix: "fix the YAML (see tuning-tables/README.md for the schema)".into(),
+        }]
+    })?;
+    let problems = check(&table, text);
     if problems.is_empty() {
         Ok(table)
     } else {
@@ -119,17 +147,17 @@ pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
     }
 }
 
-/// Where each communicator entry and rule starts, in document order:
+/// Where each communicator entry and rule starts:
 /// (collective, comm index, rule index or None for the entry) -> line.
 struct Lines {
-    entries: Vec<(Collective, usize, Option<usize>, usize)>,
+    at: HashMap<(Collective, usize, Option<usize>), usize>,
 }
 
 impl Lines {
     /// Scans block-style YAML as colltune writes it (hand edits in the same
     /// style keep their line numbers; other styles lose them, not validity).
     fn scan(text: &str) -> Lines {
-        let mut entries = Vec::new();
+        let mut at = HashMap::new();
         let mut coll: Option<Collective> = None;
         let (mut comm, mut rule): (isize, isize) = (-1, -1);
         for (i, raw) in text.lines().enumerate() {
@@ -146,23 +174,21 @@ impl Lines {
                 Some(rest) if rest.starts_with("ranks:") => {
                     comm += 1;
                     rule = -1;
-                    entries.push((c, comm as usize, None, i + 1));
+                    at.entry((c, comm as usize, None)).or_insert(i + 1);
                 }
                 Some(rest) if rest.starts_with("min_bytes:") && comm >= 0 => {
                     rule += 1;
-                    entries.push((c, comm as usize, Some(rule as usize), i + 1));
+                    at.entry((c, comm as usize, Some(rule as usize)))
+                        .or_insert(i + 1);
                 }
                 _ => {}
             }
         }
-        Lines { entries }
+        Lines { at }
     }
 
     fn get(&self, c: Collective, comm: usize, rule: Option<usize>) -> Option<usize> {
-        self.entries
-            .iter()
-            .find(|e| e.0 == c && e.1 == comm && e.2 == rule)
-            .map(|e| e.3)
+        self.at.get(&(c, comm, rule)).copied()
     }
 }
 
@@ -180,15 +206,11 @@ pub fn check_with(
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     // Rules share few distinct algorithms: resolve each once.
-    type Seen<'t> = (
-        Collective,
-        &'t str,
-        &'t BTreeMap<String, Param>,
-        Option<String>,
-    );
-    let mut resolved: Vec<Seen> = Vec::new();
+    type Seen<'t> = (Collective, &'t str, &'t BTreeMap<String, Param>);
+    let mut resolved: HashMap<Seen, Option<String>> = HashMap::new();
     for c in Collective::ALL {
         let entries = table.rules(c);
+        let mut keys = HashSet::new();
         for (ci, cr) in entries.iter().enumerate() {
             let at = line_of(c, ci, None);
             let mut p = |line: Option<usize>, what: String, fix: &str| {
@@ -211,7 +233,7 @@ pub fn check_with(
             {
                 p(at, format!("{c} entry {key}: impossible shape ({} nodes of at most {} ranks cannot hold {} ranks)", cr.nodes, cr.ppn, cr.ranks), "correct ranks, ppn or nodes");
             }
-            if entries[..ci].iter().any(|o| o.key() == key) {
+            if !keys.insert(key) {
                 p(
                     at,
                     format!("{c} entry {key} appears twice"),
@@ -268,20 +290,13 @@ pub fn check_with(
                     Some(m) => expect_min = m.saturating_add(1),
                     None => ended = true,
                 }
-                let verdict = match resolved
-                    .iter()
-                    .find(|x| x.0 == c && x.1 == r.algorithm && *x.2 == r.params)
-                {
-                    Some(x) => x.3.clone(),
-                    None => {
-                        let v = match r.spec() {
-                            Err(e) => Some(e.to_string()),
-                            Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
-                        };
-                        resolved.push((c, &r.algorithm, &r.params, v.clone()));
-                        v
-                    }
-                };
+                let verdict = resolved
+                    .entry((c, &r.algorithm, &r.params))
+                    .or_insert_with(|| match r.spec() {
+                        Err(e) => Some(e.to_string()),
+                        Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
+                    })
+                    .clone();
                 if let Some(e) = verdict {
                     p(
                         at,
@@ -310,7 +325,13 @@ pub fn check_with(
                 }
             }
             if !cr.rules.is_empty() && !ended {
-                p(at, format!("{c} entry {key}: the last rule ends at {} bytes, so larger messages have no rule", expect_min - 1), "remove max_bytes from the last rule");
+                // The last rule's end (expect_min is 0 when no rule had
+                // valid bounds: then no rule covers anything).
+                let end = match expect_min.checked_sub(1) {
+                    Some(e) => format!("ends at {e} bytes"),
+                    None => "covers no size".into(),
+                };
+                p(at, format!("{c} entry {key}: the last rule {end}, so larger messages have no rule"), "remove max_bytes from the last rule");
             }
         }
     }
@@ -436,5 +457,84 @@ swap:
         ))
         .unwrap_err();
         assert!(e[0].what.contains("impossible shape"), "{:?}", e);
+    }
+
+    #[test]
+    fn what_yaml_refuses_is_refused_with_a_line() {
+        // a key twice inside one rule
+        let dup_key = GOOD.replace(
+            "    algorithm: linear\n",
+            "    algorithm: linear\n    algorithm: binomial\n",
+        );
+        let p = load_str(&dup_key).unwrap_err();
+        assert!(p[0].what.contains("duplicate"), "{p:?}");
+        assert!(p[0].line.is_some(), "{p:?}");
+        // a collective's section twice
+        let dup_section = format!("{GOOD}bcast: []\n");
+        assert!(load_str(&dup_section).is_err());
+        // two documents
+        let two = format!("{GOOD}---\n{GOOD}");
+        assert!(load_str(&two).is_err());
+    }
+
+    #[test]
+    fn a_last_rule_with_no_valid_bounds_is_reported_not_a_panic() {
+        let t = GOOD.replace(
+            "  - min_bytes: 0\n    algorithm: sendrecv",
+            "  - min_bytes: 5\n    max_bytes: 2\n    algorithm: sendrecv",
+        );
+        let p = load_str(&t).unwrap_err();
+        let all: Vec<String> = p.iter().map(|p| p.what.clone()).collect();
+        assert!(
+            all.iter().any(|w| w.contains("covers no size")),
+            "{all:?}"
+        );
+        assert!(all.iter().all(|w| !w.contains("18446744073709551615")), "{all:?}");
+    }
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let dir = std::env::temp_dir().join(format!("colltune-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // a directory, a device: refused before reading
+        assert!(matches!(load(&dir), Err(TableError::NotAFile { .. })));
+        assert!(matches!(
+            load(Path::new("/dev/zero")),
+            Err(TableError::NotAFile { .. })
+        ));
+        // too large: refused, whatever it holds
+        let big = dir.join("big.yaml");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_TABLE_BYTES + 1).unwrap();
+        let e = load(&big).unwrap_err();
+        assert!(matches!(e, TableError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("big.yaml"), "{e}");
+        let good = dir.join("good.yaml");
+        std::fs::write(&good, GOOD).unwrap();
+        assert!(load(&good).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn many_rules_validate_with_every_problem_on_its_line() {
+        // 2,000 entries of 3 rules, each rule its own (algorithm, params):
+        // lookups by key, not scans (this once took quadratic time).
+        let head = GOOD.split("bcast:").next().unwrap();
+        let mut t = format!("{head}bcast:\n");
+        for e in 0..2000u32 {
+            t += &format!(
+                "- ranks: {r}\n  ppn: {r}\n  nodes: 1\n  rules:\n  - min_bytes: 0\n    max_bytes: 99\n    algorithm: pipeline\n    params:\n      segment: {s}\n    execution: blocking\n  - min_bytes: 100\n    max_bytes: 199\n    algorithm: knomial\n    params:\n      radix: {k}\n    execution: blocking\n  - min_bytes: 200\n    algorithm: nosuch\n    execution: blocking\n",
+                r = e + 2,
+                s = 4096 + e,
+                k = 2 + e % 7
+            );
+        }
+        let p = load_str(&t).unwrap_err();
+        assert_eq!(p.len(), 2000, "one unknown algorithm per entry: {:?}", &p[..1]);
+        // entry e (19 lines) starts 19 e lines after the first, its third rule 16 lines in
+        let at = head.lines().count() + 2;
+        for (e, p) in p.iter().enumerate() {
+            assert_eq!(p.line, Some(at + 19 * e + 16), "{p:?}");
+        }
     }
 }
