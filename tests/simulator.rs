@@ -6,9 +6,13 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use colltune_core::compare::{compare, Comparison, Options, Tally};
+use colltune_core::record;
+use colltune_core::sim::Model;
 use common::{colltune, mpirun, run, text};
 
 fn ct(args: &[&str]) -> Output {
@@ -30,11 +34,18 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn records(p: &Path) -> Vec<Vec<String>> {
-    csv::Reader::from_path(p)
-        .unwrap()
-        .records()
-        .map(|r| r.unwrap().iter().map(String::from).collect())
+/// Every row of a CSV, by column name.
+fn records(p: &Path) -> Vec<HashMap<String, String>> {
+    let mut rdr = csv::Reader::from_path(p).unwrap();
+    let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+    rdr.records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
         .collect()
 }
 
@@ -82,17 +93,20 @@ fn simulate_writes_bench_csv_that_every_tool_reads() {
     // moving it by a whole node changes nothing), each a positive time.
     assert!(rows.len() >= 10 * 2 * 3 * 4, "{} rows\n{body}", rows.len());
     assert!(body.contains(",hierarchical,"), "{body}");
-    assert!(rows.iter().all(|r| r[19] == "simulated:fast"), "{body}");
-    let roots: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[9].as_str()).collect();
+    assert!(
+        rows.iter().all(|r| r["source"] == "simulated:fast"),
+        "{body}"
+    );
+    let roots: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["root"].as_str()).collect();
     assert_eq!(roots.into_iter().collect::<Vec<_>>(), ["0", "1", "2", "3"]);
     // Within every series and root, a 1 MiB broadcast costs more than a
     // 1-byte one.
     type Series = (String, String, String);
-    let mut by: std::collections::HashMap<Series, Vec<(u64, f64)>> = Default::default();
+    let mut by: HashMap<Series, Vec<(u64, f64)>> = Default::default();
     for r in &rows {
-        by.entry((r[2].clone(), r[3].clone(), r[9].clone()))
+        by.entry((r["spec"].clone(), r["execution"].clone(), r["root"].clone()))
             .or_default()
-            .push((r[8].parse().unwrap(), r[15].parse().unwrap()));
+            .push((r["bytes"].parse().unwrap(), r["time_us"].parse().unwrap()));
     }
     for (k, mut v) in by {
         v.sort_by_key(|p| p.0);
@@ -125,9 +139,66 @@ fn simulate_writes_bench_csv_that_every_tool_reads() {
         "--summary-only",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let times =
-        |p: &Path| -> Vec<String> { records(p).into_iter().map(|r| r[15].clone()).collect() };
+    let times = |p: &Path| -> Vec<String> {
+        records(p)
+            .into_iter()
+            .map(|r| r["time_us"].clone())
+            .collect()
+    };
     assert_eq!(times(&csv), times(&csv2));
+}
+
+/// `simulate --compare`'s summary lines carry the library's result.
+fn assert_prints(out: &str, c: &Comparison) {
+    let t = &c.totals;
+    let line = |start: &str| {
+        out.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line `{start}...`: {out}"))
+    };
+    let winners = line("model ");
+    assert!(
+        winners.contains(&format!(
+            "predicted winner = measured winner at {} of {} sizes ({:.0}%)",
+            t.exact.hits,
+            t.sizes,
+            t.exact.percent()
+        )),
+        "{winners}"
+    );
+    let times = line("predicted times: ");
+    assert!(
+        times.contains(&format!(
+            "{} of {} points ({:.0}%) within 30%",
+            t.within.hits,
+            t.within.of,
+            t.within.percent()
+        )),
+        "{times}"
+    );
+    let itself = line("the measurement against itself");
+    let (near, within) = itself
+        .split_once("; times")
+        .unwrap_or_else(|| panic!("{itself}"));
+    let i = &t.itself;
+    assert!(
+        near.ends_with(&format!(
+            "best at {} of {} ({:.0}%)",
+            i.near.hits,
+            i.near.of,
+            i.near.percent()
+        )),
+        "{itself}"
+    );
+    assert!(
+        within.ends_with(&format!(
+            "at {} of {} ({:.0}%)",
+            i.within.hits,
+            i.within.of,
+            i.within.percent()
+        )),
+        "{itself}"
+    );
 }
 
 #[test]
@@ -152,63 +223,62 @@ fn compare_scores_a_model_against_measurements() {
         "--summary-only",
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    // The command's defaults.
+    let opts = Options {
+        tolerance: 0.3,
+        near: 0.05,
+    };
+    let model = |p: &Path| Model::load(p).unwrap();
+    // Scores the model in `m` against the samples in `p`, in the library
+    // and with the command, which must print the library's figures.
+    let scored = |m: &Path, p: &Path| {
+        let c = compare(&model(m), &record::read(p).unwrap(), &opts).unwrap();
+        let o = ct(&[
+            "simulate",
+            "--model",
+            s(m),
+            "--compare",
+            s(p),
+            "--summary-only",
+        ]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        assert_prints(&out, &c);
+        c
+    };
     // The same model predicts its own data exactly.
-    let o = ct(&[
-        "simulate",
-        "--model",
-        s(&fast),
-        "--compare",
-        s(&csv),
-        "--summary-only",
-    ]);
-    let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    assert!(out.contains("at 3 of 3 sizes (100%)"), "{out}");
-    assert!(out.contains("(100%) within 30%"), "{out}");
+    let c = scored(&fast, &csv);
+    assert_eq!(c.totals.exact, Tally { hits: 3, of: 3 });
+    assert!(
+        c.totals.within.of > 0 && c.totals.within.hits == c.totals.within.of,
+        "{:?}",
+        c.totals
+    );
     // Another model does not.
-    let o = ct(&[
-        "simulate",
-        "--model",
-        s(&slow),
-        "--compare",
-        s(&csv),
-        "--summary-only",
-    ]);
-    let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    assert!(out.contains("points (0%) within 30%"), "{out}");
+    let c = scored(&slow, &csv);
+    assert!(
+        c.totals.within.of > 0 && c.totals.within.hits == 0,
+        "{:?}",
+        c.totals
+    );
     // The measurement against itself: a second run, the same or twice as
     // slow throughout (same winners, no time within 30%).
-    let rows = colltune_core::record::read(&csv).unwrap();
-    for (factor, times) in [(1.0, "(100%)"), (2.0, "(0%)")] {
+    let rows = record::read(&csv).unwrap();
+    for (factor, all_within) in [(1.0, true), (2.0, false)] {
         let mut two = rows.clone();
-        two.extend(rows.iter().map(|r| colltune_core::record::Sample {
+        two.extend(rows.iter().map(|r| record::Sample {
             run: 2,
             time_us: r.time_us * factor,
             ..r.clone()
         }));
         let p = d.join(format!("two-runs-{factor}.csv"));
-        colltune_core::record::write_to(std::fs::File::create(&p).unwrap(), &two).unwrap();
-        let o = ct(&[
-            "simulate",
-            "--model",
-            s(&fast),
-            "--compare",
-            s(&p),
-            "--summary-only",
-        ]);
-        let out = text(&o);
-        assert!(o.status.success(), "{out}");
-        let line = out
-            .lines()
-            .find(|l| l.starts_with("the measurement against itself"))
-            .unwrap_or_else(|| panic!("{out}"));
-        let (winners, within) = line
-            .split_once("; times")
-            .unwrap_or_else(|| panic!("{line}"));
+        record::write_to(std::fs::File::create(&p).unwrap(), &two).unwrap();
+        let i = scored(&fast, &p).totals.itself;
         // 3 sizes, each run against the other
-        assert!(winners.ends_with("best at 6 of 6 (100%)"), "{line}");
-        assert!(within.ends_with(times), "{line}");
+        assert_eq!(i.near, Tally { hits: 6, of: 6 }, "x{factor}");
+        assert!(i.within.of > 0, "x{factor}: {i:?}");
+        let expected = if all_within { i.within.of } else { 0 };
+        assert_eq!(i.within.hits, expected, "x{factor}: {i:?}");
     }
     // A CSV with nothing of ours to compare is a usage error.
     let empty = d.join("empty.csv");

@@ -18,6 +18,7 @@
 pub use colltune_algorithms as algorithms;
 
 pub mod calibrate;
+pub mod compare;
 pub mod export;
 pub mod fit;
 pub mod method;

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use colltune_core::report::{series, SeriesKey};
 use colltune_core::export;
 use colltune_core::fit::{fit_table, human_bytes};
 use colltune_core::record;
-use colltune_mpi::select::{parse_forced, Selector, Settings, Source};
+use colltune_core::report::{series, SeriesKey};
+use colltune_core::table::diff::{Kind, Side};
 use colltune_core::table::{self, CommKey, Table, TableError};
+use colltune_mpi::select::{parse_forced, Selector, Settings, Source};
 
 fn load(path: &Path) -> Result<Table, UsageError> {
     table::load(path).map_err(|e| UsageError(e.to_string()))
@@ -72,81 +73,44 @@ pub struct DiffArgs {
 /// Where two tables decide differently.
 pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
     let (ta, tb) = (load(&a.a)?, load(&a.b)?);
-    let mut differ = 0;
-    for c in Collective::ALL {
-        let mut keys: Vec<CommKey> = ta
-            .rules(c)
-            .iter()
-            .chain(tb.rules(c))
-            .map(|r| r.key())
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for key in keys {
-            let ra = ta.rules(c).iter().find(|r| r.key() == key);
-            let rb = tb.rules(c).iter().find(|r| r.key() == key);
-            let (Some(ra), Some(rb)) = (ra, rb) else {
-                let only = if ra.is_some() { &a.a } else { &a.b };
+    let differences = table::diff::diff(&ta, &tb);
+    for d in &differences {
+        let (c, key) = (d.collective, d.key);
+        match &d.kind {
+            Kind::OnlyIn(side) => {
+                let only = match side {
+                    Side::A => &a.a,
+                    Side::B => &a.b,
+                };
                 println!("{c} on {key}: only in {}", only.display());
-                differ += 1;
-                continue;
-            };
-            // Walk the union of range boundaries.
-            let mut cuts: Vec<u64> = ra
-                .rules
-                .iter()
-                .chain(&rb.rules)
-                .map(|r| r.min_bytes)
-                .collect();
-            cuts.sort_unstable();
-            cuts.dedup();
-            let mut lines = Vec::new();
-            for (i, &lo) in cuts.iter().enumerate() {
-                let hi = cuts.get(i + 1).map(|n| n - 1);
-                let x = ra.rules.iter().find(|r| r.covers(lo));
-                let y = rb.rules.iter().find(|r| r.covers(lo));
-                let (Some(x), Some(y)) = (x, y) else { continue };
-                if x.label() == y.label() {
-                    continue;
-                }
-                // A ratio only where both figures were measured inside this range.
-                let inside =
-                    |at: Option<u64>| at.is_some_and(|b| b >= lo && hi.is_none_or(|h| b <= h));
-                let ratio = match (x.time_us, y.time_us) {
-                    (Some(tx), Some(ty))
-                        if tx > 0.0 && inside(x.at_bytes) && inside(y.at_bytes) =>
-                    {
-                        format!(
-                            "  B/A expected time {:.2}x ({:.2} us at {} vs {:.2} us at {})",
-                            ty / tx,
-                            tx,
-                            x.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into()),
-                            ty,
-                            y.at_bytes.map(human_bytes).unwrap_or_else(|| "?".into())
-                        )
-                    }
-                    _ => String::new(),
-                };
-                let range = match hi {
-                    Some(h) => format!("{lo}..={h}"),
-                    None => format!("{lo}.."),
-                };
-                lines.push(format!(
-                    "  {range:<24} A: {:<48} B: {}{ratio}",
-                    x.label(),
-                    y.label()
-                ));
             }
-            if !lines.is_empty() {
-                println!("{c} on {key}: {} range(s) decided differently", lines.len());
-                for l in &lines {
-                    println!("{l}");
+            Kind::Ranges(ranges) => {
+                println!(
+                    "{c} on {key}: {} range(s) decided differently",
+                    ranges.len()
+                );
+                for r in ranges {
+                    let ratio = match &r.expected {
+                        Some(e) => format!(
+                            "  B/A expected time {:.2}x ({:.2} us at {} vs {:.2} us at {})",
+                            e.ratio(),
+                            e.a_us,
+                            human_bytes(e.a_at),
+                            e.b_us,
+                            human_bytes(e.b_at)
+                        ),
+                        None => String::new(),
+                    };
+                    let range = match r.max_bytes {
+                        Some(h) => format!("{}..={h}", r.min_bytes),
+                        None => format!("{}..", r.min_bytes),
+                    };
+                    println!("  {range:<24} A: {:<48} B: {}{ratio}", r.a, r.b);
                 }
-                differ += lines.len();
             }
         }
     }
-    if differ == 0 {
+    if differences.is_empty() {
         println!(
             "{} and {} decide alike everywhere",
             a.a.display(),

@@ -3,6 +3,7 @@
 //! written with serde (YAML), documented in `tuning-tables/README.md`.
 
 pub mod build;
+pub mod diff;
 pub mod validate;
 
 use std::collections::BTreeMap;
