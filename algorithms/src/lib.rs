@@ -24,6 +24,7 @@ pub mod schedule;
 pub mod spec;
 pub mod swap;
 pub mod topo;
+pub mod variant;
 
 pub use builder::Builder;
 pub use error::{BuildError, ShapeError, SpecError};
@@ -35,3 +36,4 @@ pub use registry::{
 pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};
 pub use topo::NodeMap;
+pub use variant::{label, Variant};

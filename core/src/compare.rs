@@ -411,7 +411,7 @@ pub fn compare(m: &Model, samples: &[Sample], o: &Options) -> Result<Comparison,
             .map(|(&run, by_root)| (run, mean_of_root_medians(by_root.values())))
             .collect();
         let ((coll, layout), spec, exec, bytes) = point;
-        let place = || format!("{coll} {spec} [{exec}] on {layout}");
+        let place = || format!("{coll} {} on {layout}", colltune_algorithms::label(&spec, &exec));
         let bad = |why: String| CompareError::Bad {
             place: place(),
             why,
@@ -457,7 +457,7 @@ pub fn compare(m: &Model, samples: &[Sample], o: &Options) -> Result<Comparison,
             .entry(bytes)
             .or_default()
             .push(Point {
-                label: format!("{spec} [{exec}]"),
+                label: colltune_algorithms::label(spec, exec),
                 measured: mean_of_root_medians(from.values()),
                 spread: summarize(&runs).run_spread(),
                 predicted,

@@ -62,7 +62,7 @@ impl Subject {
         }
     }
     pub fn label(&self) -> String {
-        format!("{} [{}]", self.spec(), self.execution())
+        colltune_algorithms::label(self.spec(), self.execution())
     }
 }
 

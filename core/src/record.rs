@@ -99,7 +99,7 @@ impl Sample {
     }
     /// A readable name: `pipeline:segment=65536 [nonblocking]`.
     pub fn label(&self) -> String {
-        format!("{} [{}]", self.spec, self.execution)
+        colltune_algorithms::label(&self.spec, &self.execution)
     }
     /// The communicator the sample was taken on: (ranks, ppn, nodes).
     pub fn comm_key(&self) -> (u32, u32, u32) {

@@ -37,7 +37,7 @@ impl SeriesKey {
         }
     }
     pub fn label(&self) -> String {
-        format!("{} [{}]", self.spec, self.execution)
+        colltune_algorithms::label(&self.spec, &self.execution)
     }
     /// The key without the subject: which series are comparable.
     pub fn context(&self) -> SeriesKey {

@@ -214,7 +214,7 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                 },
                 example,
             )
-            .map(|(s, e)| format!("{s} [{e}]"))
+            .map(|(s, e)| colltune_algorithms::label(s, e))
             .unwrap_or_default();
             println!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
         }

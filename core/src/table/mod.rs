@@ -195,7 +195,7 @@ impl Rule {
                 .to_string(),
             Err(_) => self.algorithm.clone(),
         };
-        format!("{spec} [{}]", self.execution)
+        colltune_algorithms::label(spec, &self.execution)
     }
 
     /// `0..=4095`, `4096..`.
