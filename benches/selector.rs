@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use colltune_mpi::select::{Selector, Settings};
-use colltune_core::table::{self, CommKey};
 use colltune_algorithms::Collective;
+use colltune_core::table::{self, CommKey};
+use colltune_mpi::select::{Selector, Settings};
 
 /// A realistic table: 2 collectives x 5 shapes x 100 rules, every field set.
 fn big_table() -> String {

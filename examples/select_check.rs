@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use colltune_algorithms::swap::partner;
 use colltune_core::pattern;
 use colltune_mpi::select::Selector;
 use colltune_mpi::transport::mpi::{ffi, Comm};
-use colltune_algorithms::swap::partner;
 
 fn main() {
     let universe = mpi::initialize().expect("MPI");

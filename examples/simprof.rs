@@ -11,10 +11,10 @@
 //! those calls build, for the same check of the builder.
 use std::path::Path;
 
-use colltune_core::sim::{simulate, Engine, Link, Model};
 use colltune_algorithms::{
     algorithms, build_all, variants, AlgoSpec, Collective, Execution, NodeMap, Plan,
 };
+use colltune_core::sim::{simulate, Engine, Link, Model};
 
 /// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table
 /// part runs the same file).

@@ -10,8 +10,8 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use colltune_core::report::{Series, SeriesKey};
 use colltune_core::fit::{human_bytes, knees};
+use colltune_core::report::{Series, SeriesKey};
 use colltune_core::stats::Summary;
 use colltune_core::table::{CommKey, Table};
 
@@ -382,8 +382,8 @@ fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<Vec<(f64, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use colltune_core::report::series;
     use colltune_core::record::sample;
+    use colltune_core::report::series;
 
     #[test]
     fn lines_crossovers_and_a_drawing() {

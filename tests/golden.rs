@@ -47,7 +47,8 @@ fn mask(text: &str, dir: &Path) -> String {
                     && w.as_bytes().get(4) == Some(&b'-')
                     && w.contains('T')
                     && w.trim_end_matches([',', ')']).ends_with('Z');
-                let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.');
+                let number =
+                    |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.');
                 if is_date {
                     out.push_str("DATE");
                     out.push_str(&w[w.trim_end_matches([',', ')']).len()..]);
@@ -58,7 +59,9 @@ fn mask(text: &str, dir: &Path) -> String {
                 } else if prev == "in"
                     && w.ends_with('s')
                     && next.starts_with('(')
-                    && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit() || c == 'h' || c == 'm')
+                    && w[..w.len() - 1]
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == 'h' || c == 'm')
                 {
                     out.push_str("Xs");
                 } else {
@@ -138,7 +141,11 @@ impl Run<'_> {
         let text = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
         let text = mask(&text, self.dir);
         if big {
-            expect(&format!("{name}.digest"), &(digest(&text) + "\n"), &mut self.failures);
+            expect(
+                &format!("{name}.digest"),
+                &(digest(&text) + "\n"),
+                &mut self.failures,
+            );
             if std::env::var_os("COLLTUNE_BLESS").is_none() {
                 let keep = std::env::temp_dir().join(format!("colltune-golden-{name}"));
                 let _ = std::fs::write(keep, &text);
@@ -159,37 +166,109 @@ fn the_mpi_free_commands_print_what_they_printed() {
     let sizes = "1,64,4K,64K,1M";
     r.cmd(
         "simulate",
-        &["simulate", "--model", MODEL, "--ranks", "6", "--ppn", "3", "--sizes", sizes, "--csv", "{}/sim.csv"],
+        &[
+            "simulate",
+            "--model",
+            MODEL,
+            "--ranks",
+            "6",
+            "--ppn",
+            "3",
+            "--sizes",
+            sizes,
+            "--csv",
+            "{}/sim.csv",
+        ],
         true,
     );
     r.file("sim.csv", true);
     r.cmd(
         "tune-model",
-        &["tune", "--model", MODEL, "--ranks", "12", "--ppn", "4", "--sizes", "1..1M", "--table", "{}/tune.yaml", "--csv", "{}/tune.csv"],
+        &[
+            "tune",
+            "--model",
+            MODEL,
+            "--ranks",
+            "12",
+            "--ppn",
+            "4",
+            "--sizes",
+            "1..1M",
+            "--table",
+            "{}/tune.yaml",
+            "--csv",
+            "{}/tune.csv",
+        ],
         false,
     );
     r.file("tune.yaml", false);
     r.file("tune.csv", true);
     r.cmd(
         "tune-model-exhaustive",
-        &["tune", "--model", MODEL, "--layout", "3+2+2", "--exhaustive", "--collective", "bcast", "--sizes", "1..64K", "--table", "{}/tune2.yaml", "--csv", "{}/tune2.csv"],
+        &[
+            "tune",
+            "--model",
+            MODEL,
+            "--layout",
+            "3+2+2",
+            "--exhaustive",
+            "--collective",
+            "bcast",
+            "--sizes",
+            "1..64K",
+            "--table",
+            "{}/tune2.yaml",
+            "--csv",
+            "{}/tune2.csv",
+        ],
         false,
     );
     r.file("tune2.yaml", false);
     r.file("tune2.csv", true);
-    r.cmd("table-build", &["table", "build", "{}/sim.csv", "-o", "{}/built.yaml"], true);
+    r.cmd(
+        "table-build",
+        &["table", "build", "{}/sim.csv", "-o", "{}/built.yaml"],
+        true,
+    );
     r.file("built.yaml", false);
-    r.cmd("show-shipped", &["show", "tuning-tables/vm-2core.yaml"], true);
+    r.cmd(
+        "show-shipped",
+        &["show", "tuning-tables/vm-2core.yaml"],
+        true,
+    );
     r.cmd("show-tuned", &["show", "{}/tune.yaml"], true);
     r.cmd(
         "diff-models",
-        &["diff", "tuning-tables/models/table-ib-edr-skylake-64x32.yaml", "tuning-tables/models/table-roce-25gbe-broadwell-64x32.yaml"],
+        &[
+            "diff",
+            "tuning-tables/models/table-ib-edr-skylake-64x32.yaml",
+            "tuning-tables/models/table-roce-25gbe-broadwell-64x32.yaml",
+        ],
         true,
     );
-    r.cmd("diff-tunes", &["diff", "{}/tune.yaml", "{}/built.yaml"], true);
-    r.cmd("explain", &["explain", "tuning-tables/vm-2core.yaml", "--ranks", "4", "--bytes", "65536"], true);
+    r.cmd(
+        "diff-tunes",
+        &["diff", "{}/tune.yaml", "{}/built.yaml"],
+        true,
+    );
+    r.cmd(
+        "explain",
+        &[
+            "explain",
+            "tuning-tables/vm-2core.yaml",
+            "--ranks",
+            "4",
+            "--bytes",
+            "65536",
+        ],
+        true,
+    );
     for f in ["openmpi", "openmpi-json", "mpich"] {
-        r.cmd(&format!("export-{f}"), &["export", "tuning-tables/vm-2core.yaml", "--format", f], true);
+        r.cmd(
+            &format!("export-{f}"),
+            &["export", "tuning-tables/vm-2core.yaml", "--format", f],
+            true,
+        );
     }
     r.cmd("report", &["report", "{}/sim.csv"], true);
     r.cmd("fit", &["fit", "{}/sim.csv"], true);
@@ -203,7 +282,10 @@ fn the_mpi_free_commands_print_what_they_printed() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("table-")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("table-"))
+        })
         .map(|p| p.strip_prefix(ROOT).unwrap().display().to_string())
         .collect();
     tables.sort();

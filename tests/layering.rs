@@ -95,7 +95,11 @@ fn unsafe_lines(dir: &str) -> Vec<String> {
 fn unsafe_lives_in_the_mpi_crate_only() {
     for dir in ["algorithms/src", "core/src", "src"] {
         let found = unsafe_lines(dir);
-        assert!(found.is_empty(), "unsafe outside mpi/:\n{}", found.join("\n"));
+        assert!(
+            found.is_empty(),
+            "unsafe outside mpi/:\n{}",
+            found.join("\n")
+        );
     }
     for lib in ["algorithms/src/lib.rs", "core/src/lib.rs", "src/main.rs"] {
         let text = std::fs::read_to_string(Path::new(ROOT).join(lib)).unwrap();

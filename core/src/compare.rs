@@ -411,7 +411,12 @@ pub fn compare(m: &Model, samples: &[Sample], o: &Options) -> Result<Comparison,
             .map(|(&run, by_root)| (run, mean_of_root_medians(by_root.values())))
             .collect();
         let ((coll, layout), spec, exec, bytes) = point;
-        let place = || format!("{coll} {} on {layout}", colltune_algorithms::label(&spec, &exec));
+        let place = || {
+            format!(
+                "{coll} {} on {layout}",
+                colltune_algorithms::label(&spec, &exec)
+            )
+        };
         let bad = |why: String| CompareError::Bad {
             place: place(),
             why,

@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use colltune_algorithms::{AlgoSpec, Collective, Execution};
+use colltune_algorithms::{
+    algorithms, lookup, resolve, AlgoSpec, Collective, Execution, ParamKind, ParamValue,
+    Restriction, SpecError,
+};
 
 use crate::ompi::TunedBcast;
 
@@ -153,4 +156,124 @@ pub struct Origin {
     pub mpi: String,
     pub host: String,
     pub source: String,
+}
+
+/// `rotate` or a rank number.
+impl std::str::FromStr for RootPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "rotate" => Ok(RootPolicy::Rotate),
+            r => r
+                .parse()
+                .map(RootPolicy::Fixed)
+                .map_err(|_| format!("`{r}`: write `rotate` or a rank number")),
+        }
+    }
+}
+
+/// What to measure cannot be expanded into subjects.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    #[error(transparent)]
+    Unknown(#[from] SpecError),
+    #[error("{what}: {error}")]
+    Spec { what: String, error: SpecError },
+    #[error("`{sweep}`: {why}")]
+    Sweep { sweep: String, why: String },
+}
+
+/// Expands the requested algorithms (every algorithm of the collective at
+/// its defaults when none is named; node-aware ones only on several nodes)
+/// by the parameter sweeps, under each execution: the subjects to measure
+/// or simulate, each once.
+pub fn expand(
+    collective: Collective,
+    requested: &[AlgoSpec],
+    sweeps: &[(String, Vec<String>)],
+    execs: &[Execution],
+    multi_node: bool,
+) -> Result<Vec<Subject>, SelectionError> {
+    let mut specs: Vec<AlgoSpec> = if requested.is_empty() {
+        algorithms(collective)
+            .filter(|a| multi_node || !a.has(Restriction::NodeAware))
+            .map(|a| AlgoSpec::new(a.name))
+            .collect()
+    } else {
+        requested.to_vec()
+    };
+    for (key, values) in sweeps {
+        let mut next = Vec::new();
+        for spec in &specs {
+            let info = lookup(collective, &spec.name)?;
+            let Some(p) = info.param(key) else {
+                next.push(spec.clone());
+                continue;
+            };
+            for v in values {
+                let value = match p.kind {
+                    ParamKind::Segment { .. } | ParamKind::Count { .. } => {
+                        ParamValue::Int(colltune_algorithms::parse_size(v).map_err(|e| {
+                            SelectionError::Sweep {
+                                sweep: key.clone(),
+                                why: e,
+                            }
+                        })?)
+                    }
+                    ParamKind::Choice(_) => ParamValue::Word(v.clone()),
+                    ParamKind::Algorithm(_) => {
+                        ParamValue::Algo(AlgoSpec::parse(v).map_err(|e| SelectionError::Sweep {
+                            sweep: key.clone(),
+                            why: e.to_string(),
+                        })?)
+                    }
+                };
+                next.push(spec.clone().with(key, value));
+            }
+        }
+        specs = next;
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        let r = resolve(collective, &spec).map_err(|e| SelectionError::Spec {
+            what: format!("{collective} {spec}"),
+            error: e,
+        })?;
+        for &exec in execs {
+            let s = Subject::Ours {
+                collective,
+                spec: r.clone(),
+                exec,
+            };
+            if !out.iter().any(|o: &Subject| o.label() == s.label()) {
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `key=value,value` sweeps (`segment=8K,64K`).
+pub fn parse_sweeps(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>, SelectionError> {
+    sweeps
+        .iter()
+        .map(|s| {
+            let (k, v) = s.split_once('=').ok_or_else(|| SelectionError::Sweep {
+                sweep: s.clone(),
+                why: "write key=value,value (e.g. segment=8K,64K)".into(),
+            })?;
+            let values: Vec<String> = v
+                .split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect();
+            if values.is_empty() {
+                return Err(SelectionError::Sweep {
+                    sweep: s.clone(),
+                    why: "no values".into(),
+                });
+            }
+            Ok((k.trim().to_string(), values))
+        })
+        .collect()
 }

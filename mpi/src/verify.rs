@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Shape};
 
-use colltune_core::pattern;
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, Prepared, TransportError};
+use colltune_core::pattern;
 
 /// One call to check.
 #[derive(Clone, Debug)]

@@ -5,114 +5,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use colltune_algorithms::{
-    algorithms, lookup, resolve, AlgoSpec, Collective, Execution, ParamKind, ParamValue,
-    Restriction,
-};
+use colltune_algorithms::Collective;
 
-use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::report::{comparison, imb_tables, series, spread_overall};
-use colltune_core::method::{CacheMode, Method, RootPolicy, Subject};
-use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
-use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
+use super::args::{parse_root, Selected, Selection};
+use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
+use colltune_core::method::{expand, CacheMode, Method, Subject};
+use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
 use colltune_core::record::Writer;
+use colltune_core::report::{comparison, imb_tables, series, spread_overall};
+use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
 use colltune_mpi::transport::mpi::Comm;
-
-/// What to time (bench) or simulate (simulate): collectives, algorithms,
-/// parameter sweeps, executions and sizes.
-#[derive(clap::Args, Debug)]
-pub struct Selection {
-    /// Collectives: bcast, swap (default both).
-    #[arg(long, value_delimiter = ',')]
-    collective: Vec<Collective>,
-    /// Algorithms (repeatable), e.g. `pipeline:segment=8K`; default every
-    /// algorithm at its default parameters (node-aware ones only when the
-    /// ranks span several nodes).
-    #[arg(long = "algorithm", short = 'a')]
-    algorithms: Vec<String>,
-    /// Vary a parameter over values for every algorithm that has it
-    /// (repeatable): `segment=8K,64K`, `radix=2,4,8`, `fanout=1,2`,
-    /// `inter=binomial,pipeline`, `pairing=neighbors,halves`.
-    #[arg(long = "sweep")]
-    sweeps: Vec<String>,
-    /// Executions: blocking, nonblocking (default both).
-    #[arg(long, value_delimiter = ',')]
-    executions: Vec<Execution>,
-    /// Message sizes: a list (`1,7,64K`) or a range of powers of two
-    /// (`1..4M`, the default).
-    #[arg(long)]
-    pub sizes: Option<String>,
-}
-
-/// A [`Selection`], parsed and checked.
-pub struct Selected {
-    pub sizes: Vec<u64>,
-    /// Per collective, the requested algorithms that belong to it (empty:
-    /// every algorithm); only collectives with some, when any was named.
-    pub per_coll: Vec<(Collective, Vec<AlgoSpec>)>,
-    pub sweeps: Vec<(String, Vec<String>)>,
-    pub execs: Vec<Execution>,
-}
-
-impl Selection {
-    /// Parses and checks everything; an algorithm no selected collective
-    /// has is an error naming it.
-    pub fn resolve(&self) -> Result<Selected, UsageError> {
-        let sizes = parse_sizes(self.sizes.as_deref().unwrap_or("1..4M"))?;
-        let collectives = if self.collective.is_empty() {
-            Collective::ALL.to_vec()
-        } else {
-            self.collective.clone()
-        };
-        let execs = if self.executions.is_empty() {
-            Execution::ALL.to_vec()
-        } else {
-            self.executions.clone()
-        };
-        let requested: Vec<AlgoSpec> = self
-            .algorithms
-            .iter()
-            .map(|t| AlgoSpec::parse(t).map_err(|e| UsageError(format!("--algorithm: {e}"))))
-            .collect::<Result<_, _>>()?;
-        let sweeps = parse_sweeps(&self.sweeps)?;
-        let mut per_coll: Vec<(Collective, Vec<AlgoSpec>)> = Vec::new();
-        for &c in &collectives {
-            let mine: Vec<AlgoSpec> = requested
-                .iter()
-                .filter(|s| lookup(c, &s.name).is_ok())
-                .cloned()
-                .collect();
-            per_coll.push((c, mine));
-        }
-        for s in &requested {
-            if !collectives.iter().any(|&c| lookup(c, &s.name).is_ok()) {
-                let e = lookup(collectives[0], &s.name).expect_err("unknown");
-                return Err(UsageError(format!("--algorithm {s}: {e}")));
-            }
-        }
-        if !requested.is_empty() {
-            per_coll.retain(|(_, specs)| !specs.is_empty());
-        }
-        Ok(Selected {
-            sizes,
-            per_coll,
-            sweeps,
-            execs,
-        })
-    }
-}
-
-/// `--root`: `rotate` or a rank.
-pub fn parse_root(r: &str) -> Result<RootPolicy, UsageError> {
-    match r {
-        "rotate" => Ok(RootPolicy::Rotate),
-        r => r
-            .parse()
-            .map(RootPolicy::Fixed)
-            .map_err(|_| UsageError(format!("--root `{r}`: write `rotate` or a rank number"))),
-    }
-}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -173,87 +76,6 @@ pub struct Args {
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
     colltune_algorithms::parse_size(s)
-}
-
-/// Expands the requested algorithms by the sweeps.
-pub fn subjects_for(
-    collective: Collective,
-    requested: &[AlgoSpec],
-    sweeps: &[(String, Vec<String>)],
-    execs: &[Execution],
-    multi_node: bool,
-) -> Result<Vec<Subject>, UsageError> {
-    let mut specs: Vec<AlgoSpec> = if requested.is_empty() {
-        algorithms(collective)
-            .filter(|a| multi_node || !a.has(Restriction::NodeAware))
-            .map(|a| AlgoSpec::new(a.name))
-            .collect()
-    } else {
-        requested.to_vec()
-    };
-    for (key, values) in sweeps {
-        let mut next = Vec::new();
-        for spec in &specs {
-            let info = lookup(collective, &spec.name).map_err(|e| UsageError(e.to_string()))?;
-            let Some(p) = info.param(key) else {
-                next.push(spec.clone());
-                continue;
-            };
-            for v in values {
-                let value = match p.kind {
-                    ParamKind::Segment { .. } | ParamKind::Count { .. } => ParamValue::Int(
-                        colltune_algorithms::parse_size(v)
-                            .map_err(|e| UsageError(format!("--sweep {key}: {e}")))?,
-                    ),
-                    ParamKind::Choice(_) => ParamValue::Word(v.clone()),
-                    ParamKind::Algorithm(_) => ParamValue::Algo(
-                        AlgoSpec::parse(v)
-                            .map_err(|e| UsageError(format!("--sweep {key}: {e}")))?,
-                    ),
-                };
-                next.push(spec.clone().with(key, value));
-            }
-        }
-        specs = next;
-    }
-    let mut out = Vec::new();
-    for spec in specs {
-        let r = resolve(collective, &spec)
-            .map_err(|e| UsageError(format!("{collective} {spec}: {e}")))?;
-        for &exec in execs {
-            let s = Subject::Ours {
-                collective,
-                spec: r.clone(),
-                exec,
-            };
-            if !out.iter().any(|o: &Subject| o.label() == s.label()) {
-                out.push(s);
-            }
-        }
-    }
-    Ok(out)
-}
-
-pub fn parse_sweeps(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>, UsageError> {
-    sweeps
-        .iter()
-        .map(|s| {
-            let (k, v) = s.split_once('=').ok_or_else(|| {
-                UsageError(format!(
-                    "--sweep `{s}`: write key=value,value (e.g. segment=8K,64K)"
-                ))
-            })?;
-            let values: Vec<String> = v
-                .split(',')
-                .map(|x| x.trim().to_string())
-                .filter(|x| !x.is_empty())
-                .collect();
-            if values.is_empty() {
-                return Err(UsageError(format!("--sweep `{s}`: no values")));
-            }
-            Ok((k.trim().to_string(), values))
-        })
-        .collect()
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<Code> {
@@ -325,7 +147,10 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
 
     let mut subjects: Vec<Subject> = Vec::new();
     for (c, specs) in &per_coll {
-        subjects.extend(subjects_for(*c, specs, &sweeps, &execs, multi_node)?);
+        subjects.extend(
+            expand(*c, specs, &sweeps, &execs, multi_node)
+                .map_err(|e| UsageError(e.to_string()))?,
+        );
         if *c == Collective::Bcast {
             if want_mpi {
                 subjects.push(Subject::Library);

@@ -11,14 +11,14 @@ use anyhow::Context;
 use colltune_algorithms::{resolve, Collective, Execution};
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::report::{series, SeriesKey};
 use colltune_core::method::{Method, RootPolicy, Subject};
-use colltune_mpi::bench::{provenance, Measurer, Point};
 use colltune_core::record::Writer;
+use colltune_core::report::{series, SeriesKey};
 use colltune_core::stats::geomean;
 use colltune_core::table::{self, CommKey};
-use colltune_mpi::transport::mpi::Comm;
 use colltune_core::tune::{candidates, segment_grid, Candidate, SpaceOptions};
+use colltune_mpi::bench::{provenance, Measurer, Point};
+use colltune_mpi::transport::mpi::Comm;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

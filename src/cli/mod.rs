@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand, each with
 //! `run(args) -> anyhow::Result<Code>`.
 
+mod args;
 mod bench;
 mod calibrate;
 mod emu;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use colltune_core::report::{series, SeriesKey};
 use crate::plot::{draw, lines};
 use colltune_core::record;
+use colltune_core::report::{series, SeriesKey};
 use colltune_core::table::{self, CommKey};
 
 #[derive(clap::Args, Debug)]

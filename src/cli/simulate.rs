@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::bench::{parse_root, subjects_for, Selected, Selection};
+use super::args::{parse_root, Selected, Selection};
 use super::{Code, UsageError};
 use colltune_core::compare::{self, Options, SelfAgreement, Verdict};
+use colltune_core::method::expand;
 use colltune_core::method::{RootPolicy, Subject};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series};
@@ -86,7 +87,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let mut samples = Vec::new();
     let t0 = std::time::Instant::now();
     for (c, mine) in per_coll {
-        for s in subjects_for(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)? {
+        for s in expand(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)
+            .map_err(|e| UsageError(e.to_string()))?
+        {
             let Subject::Ours { spec, exec, .. } = &s else {
                 continue;
             };

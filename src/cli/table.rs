@@ -43,7 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             let configs: Vec<colltune_core::tune::resume::TuneConfig> = csv
                 .iter()
                 .filter_map(|p| {
-                    std::fs::read_to_string(colltune_core::tune::resume::TuneConfig::sidecar(p)).ok()
+                    std::fs::read_to_string(colltune_core::tune::resume::TuneConfig::sidecar(p))
+                        .ok()
                 })
                 .filter_map(|t| serde_yaml::from_str(&t).ok())
                 .collect();

@@ -10,16 +10,16 @@ use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::method::{CacheMode, Method, RootPolicy};
-use colltune_mpi::bench::{llc_bytes, provenance, MAX_BYTES};
 use crate::progress::Reporter;
-use colltune_core::units::hms;
+use colltune_core::method::{CacheMode, Method, RootPolicy};
 use colltune_core::record::Writer;
 use colltune_core::table::{self, build::build, Provenance, Sweep};
-use colltune_mpi::transport::mpi::{ffi, Comm};
 use colltune_core::tune::resume::{read_for_resume, TuneConfig};
-use colltune_mpi::driver::MpiOracle;
 use colltune_core::tune::{candidates, collectives_of, Search, Settings, SpaceOptions};
+use colltune_core::units::hms;
+use colltune_mpi::bench::{llc_bytes, provenance, MAX_BYTES};
+use colltune_mpi::driver::MpiOracle;
+use colltune_mpi::transport::mpi::{ffi, Comm};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         ))
         .into());
     }
-    let root = super::bench::parse_root(&args.root)?;
+    let root = super::args::parse_root(&args.root)?;
     let cache = match args.cache.as_str() {
         "warm" => CacheMode::Warm,
         "off" => CacheMode::Off(2 * llc_bytes()),
@@ -470,8 +470,13 @@ fn run_model(
         true,
         "simulations",
     );
-    let mut oracle =
-        colltune_core::tune::sim::SimOracle::new(&m, comms.clone(), root, Some(writer), Box::new(progress));
+    let mut oracle = colltune_core::tune::sim::SimOracle::new(
+        &m,
+        comms.clone(),
+        root,
+        Some(writer),
+        Box::new(progress),
+    );
     oracle.cutoff = !args.exhaustive;
     let mut cut_short = false;
     for (ci, nodes) in comms.iter().enumerate() {

@@ -9,7 +9,9 @@ use colltune_algorithms::{algorithms, resolve, variants, AlgoSpec, Collective, E
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
 use colltune_mpi::transport::mpi::Comm;
-use colltune_mpi::verify::{default_roots, default_sizes, report_line, run_algorithm, Case, Matrix};
+use colltune_mpi::verify::{
+    default_roots, default_sizes, report_line, run_algorithm, Case, Matrix,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -141,7 +143,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         }) {
             Ok(o) => o,
             // Window creation is collective: every rank skips alike.
-            Err(colltune_mpi::transport::mpi::TransportError::Mpi(m)) if m.call == "MPI_Win_allocate" => {
+            Err(colltune_mpi::transport::mpi::TransportError::Mpi(m))
+                if m.call == "MPI_Win_allocate" =>
+            {
                 skipped += 1;
                 if lead {
                     println!("SKIPPED {c} {spec}: not available with this MPI and network ({m})");

@@ -114,9 +114,7 @@ pub fn skip(feature: &str, why: &str) {
         .map(str::trim)
         .any(|r| r == feature || r == "all")
     {
-        panic!(
-            "`{feature}` is required here (COLLTUNE_REQUIRE={required}) but cannot run: {why}"
-        );
+        panic!("`{feature}` is required here (COLLTUNE_REQUIRE={required}) but cannot run: {why}");
     }
     eprintln!("SKIPPED ({feature}): {why}");
 }

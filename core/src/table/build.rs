@@ -76,7 +76,9 @@ pub fn decisions(m: &Medians, c: Collective, key: CommKey) -> Vec<Decision> {
                 spec: spec.clone(),
                 execution: exec.clone(),
                 time_us: *t,
-                runner_up: v.get(1).map(|((s, e), t)| (colltune_algorithms::label(s, e), *t)),
+                runner_up: v
+                    .get(1)
+                    .map(|((s, e), t)| (colltune_algorithms::label(s, e), *t)),
             })
         })
         .collect()

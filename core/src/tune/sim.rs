@@ -83,7 +83,8 @@ impl Oracle for SimOracle<'_> {
             let nodes = &self.comms[r.comm];
             let key = (r.comm, r.cand.label(), r.bytes);
             if !self.memo.contains_key(&key) {
-                self.progress.set_message(&format!("{} {} B", r.cand, r.bytes));
+                self.progress
+                    .set_message(&format!("{} {} B", r.cand, r.bytes));
                 let roots = match self.root {
                     RootPolicy::Fixed(x) => vec![x.min(nodes.size().saturating_sub(1))],
                     RootPolicy::Rotate => rotation_roots(r.cand.collective, nodes),

@@ -29,10 +29,10 @@ pub mod clock;
 use colltune_algorithms::{build_resolved, Collective, Shape};
 use thiserror::Error;
 
+use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
 use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};
 use colltune_core::record::Sample;
 use colltune_core::stats;
-use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
 
 /// One point: a subject at a size, with calls per repetition and overlap.
 #[derive(Clone, Debug)]

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Shape};
 use thiserror::Error;
 
-use colltune_core::table::{self, CommKey, Table, TableError};
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, MpiError, Prepared, TransportError};
+use colltune_core::table::{self, CommKey, Table, TableError};
 
 /// Where a decision came from.
 #[derive(Clone, Debug, PartialEq)]
