@@ -14,6 +14,7 @@
 
 pub mod bcast;
 pub mod builder;
+pub mod channel;
 pub mod check;
 pub mod error;
 pub mod plan;
@@ -24,6 +25,7 @@ pub mod swap;
 pub mod topo;
 
 pub use builder::Builder;
+pub use channel::{number_channels, Channel, ChannelNumbering, Direction};
 pub use error::{BuildError, ShapeError, SpecError};
 pub use plan::Plan;
 pub use registry::{

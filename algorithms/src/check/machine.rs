@@ -10,8 +10,8 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::content::{Content, Origin};
-use super::walk::chan_index;
 use super::CheckError;
+use crate::channel::number_channels;
 use crate::schedule::{Buf, OpKind, Rank, Region, Schedule, SendMode, Tag};
 use crate::spec::Execution;
 
@@ -34,8 +34,10 @@ pub(super) struct RankState {
     pub(super) remaining: Vec<u32>,
     pub(super) dependents: Vec<Vec<u32>>,
     pub(super) ready: BTreeSet<u32>,
-    pub(super) chan_pos: Vec<usize>,
-    pub(super) chan_next: Vec<usize>,
+    /// Each send's or receive's (channel, position in it).
+    pub(super) chan: Vec<Option<(u32, u32)>>,
+    /// Per channel, the position whose turn it is to start.
+    pub(super) chan_next: Vec<u32>,
     // both
     pub(super) active: Vec<u32>,
     pub(super) fences: Vec<u32>,
@@ -86,12 +88,13 @@ impl<'a> Machine<'a> {
         };
         for (r, s) in sched.iter().enumerate() {
             let n = s.ops.len();
+            let (chan, channels) = number_channels(&s.ops);
             let mut rs = RankState {
                 st: vec![St::Pending; n],
                 remaining: s.ops.iter().map(|o| o.deps.len() as u32).collect(),
                 dependents: vec![Vec::new(); n],
-                chan_pos: vec![0; n],
-                chan_next: vec![0; sched.len() * 4],
+                chan,
+                chan_next: vec![0; channels],
                 content: Buf::ALL.map(|b| Some(Content::identity(r as u32, b))),
                 has_epochs: s
                     .ops
@@ -99,17 +102,12 @@ impl<'a> Machine<'a> {
                     .any(|o| matches!(o.kind, OpKind::AccessTo { .. } | OpKind::EndExposure)),
                 ..Default::default()
             };
-            let mut counts = vec![0usize; sched.len() * 4];
             for (i, op) in s.ops.iter().enumerate() {
                 for &d in &op.deps {
                     rs.dependents[d as usize].push(i as u32);
                 }
                 if op.deps.is_empty() {
                     rs.ready.insert(i as u32);
-                }
-                if let Some(k) = chan_index(&op.kind) {
-                    rs.chan_pos[i] = counts[k];
-                    counts[k] += 1;
                 }
             }
             m.ranks.push(rs);

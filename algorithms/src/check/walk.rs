@@ -9,22 +9,8 @@
 
 use super::machine::{Machine, St};
 use super::CheckError;
-use crate::schedule::{OpKind, Post, Tag};
+use crate::schedule::{OpKind, Post};
 use crate::spec::Execution;
-
-/// Index of one rank's channel (outgoing or incoming, peer, tag) among its
-/// `4 p` channels.
-pub(super) fn chan_index(k: &OpKind) -> Option<usize> {
-    let tag = |t: &Tag| match t {
-        Tag::Data => 0,
-        Tag::Control => 1,
-    };
-    match k {
-        OpKind::Send { to, tag: t, .. } => Some((to.idx() * 2 + tag(t)) * 2),
-        OpKind::Recv { from, tag: t, .. } => Some((from.idx() * 2 + tag(t)) * 2 + 1),
-        _ => None,
-    }
-}
 
 impl Machine<'_> {
     /// Runs rank `r` as far as it goes now (its execution's steps and any
@@ -92,12 +78,12 @@ impl Machine<'_> {
         let candidates: Vec<u32> = self.ranks[r].ready.iter().copied().collect();
         let mut progress = false;
         for i in candidates {
-            if let Some(k) = chan_index(self.op(r, i)) {
-                let rs = &mut self.ranks[r];
-                if rs.chan_next[k] != rs.chan_pos[i as usize] {
+            let rs = &mut self.ranks[r];
+            if let Some((k, pos)) = rs.chan[i as usize] {
+                if rs.chan_next[k as usize] != pos {
                     continue;
                 }
-                rs.chan_next[k] += 1;
+                rs.chan_next[k as usize] += 1;
             }
             self.ranks[r].ready.remove(&i);
             if matches!(self.op(r, i), OpKind::WaitAll) {
