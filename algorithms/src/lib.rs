@@ -30,7 +30,7 @@ pub use error::{BuildError, ShapeError, SpecError};
 pub use plan::Plan;
 pub use registry::{
     algorithms, build, build_all, build_resolved, lookup, resolve, variants, AlgorithmInfo,
-    ParamInfo, ParamKind, Restriction, Shape, REGISTRY,
+    ParamInfo, ParamKind, ParamTuning, Restriction, Shape, Tuning, REGISTRY,
 };
 pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};
