@@ -16,6 +16,7 @@
 
 pub mod bcast;
 pub mod builder;
+pub mod channel;
 pub mod check;
 pub mod error;
 pub mod plan;
@@ -27,11 +28,12 @@ pub mod topo;
 pub mod variant;
 
 pub use builder::Builder;
+pub use channel::{number_channels, Channel, ChannelNumbering, Direction};
 pub use error::{BuildError, ShapeError, SpecError};
 pub use plan::Plan;
 pub use registry::{
     algorithms, build, build_all, build_resolved, lookup, resolve, variants, AlgorithmInfo,
-    ParamInfo, ParamKind, Restriction, Shape, REGISTRY,
+    ParamInfo, ParamKind, ParamTuning, Restriction, Shape, Tuning, REGISTRY,
 };
 pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};

@@ -1,7 +1,9 @@
 //! Every algorithm, by name, with its parameters and restrictions, as data.
 //!
 //! Nothing outside this file knows the list: the CLI, the benchmark, the
-//! tuner, the checker and the exporters all iterate [`REGISTRY`].
+//! tuner, the checker and the exporters all iterate [`REGISTRY`]. Each entry
+//! also says how the tuner treats it ([`Tuning`], and each parameter's
+//! [`ParamTuning`]): the tuning space is derived from these, not listed.
 
 use crate::builder::Builder;
 use crate::error::{BuildError, ShapeError, SpecError};
@@ -59,12 +61,30 @@ pub enum DefaultValue {
     Algo(&'static str),
 }
 
+/// How the tuner sets a parameter of an algorithm it compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamTuning {
+    /// Each of these values (written as in a specification: `3`,
+    /// `knomial(radix=4)`) makes a candidate of its own; several swept
+    /// parameters give every combination, the first parameter's values
+    /// outermost.
+    Sweep(&'static [&'static str]),
+    /// A segment size tuned per message size: the candidate starts
+    /// unsegmented (0) and the search tunes the size (Brent's method over
+    /// log2(segment); an exhaustive search tries every size of a grid).
+    Brent,
+    /// Part of the call, not a choice (a swap's pairing): the tuning space
+    /// gives its value.
+    FromCall,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct ParamInfo {
     pub name: &'static str,
     pub kind: ParamKind,
     pub default: DefaultValue,
     pub help: &'static str,
+    pub tuning: ParamTuning,
 }
 
 /// A restriction on where an algorithm may be used.
@@ -79,6 +99,16 @@ pub enum Restriction {
     NodeAware,
 }
 
+/// Whether the tuner compares an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tuning {
+    /// A candidate, with each parameter set as its [`ParamTuning`] says
+    /// (a [`Restriction::NodeAware`] one only where ranks span nodes).
+    Candidate,
+    /// Never a candidate, for this reason.
+    Excluded(&'static str),
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct AlgorithmInfo {
     pub name: &'static str,
@@ -86,6 +116,7 @@ pub struct AlgorithmInfo {
     pub summary: &'static str,
     pub params: &'static [ParamInfo],
     pub restrictions: &'static [Restriction],
+    pub tuning: Tuning,
     pub build: BuildFn,
 }
 
@@ -98,8 +129,10 @@ impl AlgorithmInfo {
     }
 }
 
-const SEGMENT_MIN: u64 = 64;
-const SEGMENT_MAX: u64 = 1 << 30;
+/// Smallest segment size a specification may give (besides 0: unsegmented).
+pub const SEGMENT_MIN: u64 = 64;
+/// Largest segment size a specification may give.
+pub const SEGMENT_MAX: u64 = 1 << 30;
 
 const fn segment(default: u64) -> ParamInfo {
     ParamInfo {
@@ -110,6 +143,7 @@ const fn segment(default: u64) -> ParamInfo {
         },
         default: DefaultValue::Int(default),
         help: "segment size in bytes (0: send the message whole)",
+        tuning: ParamTuning::Brent,
     }
 }
 
@@ -118,6 +152,7 @@ const PAIRING: ParamInfo = ParamInfo {
     kind: ParamKind::Choice(&["neighbors", "halves"]),
     default: DefaultValue::Word("neighbors"),
     help: "partners: neighbors (0-1, 2-3, ...) or halves (i with i+p/2); an odd rank out idles",
+    tuning: ParamTuning::FromCall,
 };
 
 const fn swap_algo(name: &'static str, summary: &'static str, build: BuildFn) -> AlgorithmInfo {
@@ -127,6 +162,7 @@ const fn swap_algo(name: &'static str, summary: &'static str, build: BuildFn) ->
         summary,
         params: &[PAIRING],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build,
     }
 }
@@ -139,6 +175,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "root sends the whole message to every other rank",
         params: &[],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::linear::build,
     },
     AlgorithmInfo {
@@ -147,6 +184,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "binomial tree, ceil(log2 p) rounds",
         params: &[segment(0)],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::binomial::build,
     },
     AlgorithmInfo {
@@ -159,10 +197,12 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                 kind: ParamKind::Count { min: 2, max: 64 },
                 default: DefaultValue::Int(4),
                 help: "tree radix k (2: binomial)",
+                tuning: ParamTuning::Sweep(&["3", "4", "8"]),
             },
             segment(0),
         ],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::knomial::build,
     },
     AlgorithmInfo {
@@ -171,6 +211,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "complete binary tree",
         params: &[segment(0)],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::binary::build,
     },
     AlgorithmInfo {
@@ -179,6 +220,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "binary tree, each half of the message down one subtree, then halves swapped",
         params: &[segment(0)],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::split_binary::build,
     },
     AlgorithmInfo {
@@ -191,10 +233,12 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                 kind: ParamKind::Count { min: 1, max: 64 },
                 default: DefaultValue::Int(4),
                 help: "number of chains the root feeds",
+                tuning: ParamTuning::Sweep(&["2", "4"]),
             },
             segment(65536),
         ],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::chain::build,
     },
     AlgorithmInfo {
@@ -203,6 +247,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "one chain through all ranks, segments forwarded as they arrive",
         params: &[segment(65536)],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::pipeline::build,
     },
     AlgorithmInfo {
@@ -211,6 +256,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "binomial scatter of p chunks, then recursive-doubling allgather",
         params: &[],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::scatter_allgather::build_doubling,
     },
     AlgorithmInfo {
@@ -219,6 +265,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "binomial scatter of p chunks, then ring allgather",
         params: &[],
         restrictions: &[],
+        tuning: Tuning::Candidate,
         build: bcast::scatter_allgather::build_ring,
     },
     AlgorithmInfo {
@@ -231,15 +278,23 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                 kind: ParamKind::Algorithm(Collective::Bcast),
                 default: DefaultValue::Algo("binomial"),
                 help: "broadcast among node leaders",
+                tuning: ParamTuning::Sweep(&[
+                    "binomial",
+                    "linear",
+                    "pipeline",
+                    "scatter_allgather_ring",
+                ]),
             },
             ParamInfo {
                 name: "intra",
                 kind: ParamKind::Algorithm(Collective::Bcast),
                 default: DefaultValue::Algo("binomial"),
                 help: "broadcast inside each node from its leader",
+                tuning: ParamTuning::Sweep(&["linear", "binomial", "knomial(radix=4)"]),
             },
         ],
         restrictions: &[Restriction::NotNested, Restriction::NodeAware],
+        tuning: Tuning::Candidate,
         build: bcast::hierarchical::build,
     },
     swap_algo(
@@ -274,6 +329,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "one-sided put into the partner's window between two fences",
         params: &[PAIRING],
         restrictions: &[Restriction::OneSided],
+        tuning: Tuning::Candidate,
         build: swap::put::build_fence,
     },
     AlgorithmInfo {
@@ -282,6 +338,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         summary: "one-sided put with post-start-complete-wait synchronisation",
         params: &[PAIRING],
         restrictions: &[Restriction::OneSided],
+        tuning: Tuning::Candidate,
         build: swap::put::build_pscw,
     },
 ];
@@ -552,6 +609,40 @@ mod tests {
             );
             let r = resolve(a.collective, &AlgoSpec::new(a.name)).unwrap();
             assert_eq!(r.params.len(), a.params.len());
+        }
+    }
+
+    #[test]
+    fn tuning_data_is_coherent() {
+        for a in REGISTRY {
+            if let Tuning::Excluded(why) = a.tuning {
+                assert!(
+                    !why.trim().is_empty(),
+                    "{}: say why it is not a tuning candidate",
+                    a.name
+                );
+            }
+            for p in a.params {
+                match p.tuning {
+                    ParamTuning::Brent => assert!(
+                        matches!(p.kind, ParamKind::Segment { .. }),
+                        "{} {}: only segment sizes are tuned by Brent's method",
+                        a.name,
+                        p.name
+                    ),
+                    ParamTuning::Sweep(values) => {
+                        assert!(!values.is_empty(), "{} {}: sweeps nothing", a.name, p.name);
+                        for v in values {
+                            let text = format!("{}:{}={v}", a.name, p.name);
+                            let spec = AlgoSpec::parse(&text).unwrap();
+                            if let Err(e) = resolve(a.collective, &spec) {
+                                panic!("{text}: a swept value does not resolve: {e}");
+                            }
+                        }
+                    }
+                    ParamTuning::FromCall => {}
+                }
+            }
         }
     }
 

@@ -1,9 +1,24 @@
 //! The tuning space: which (algorithm, parameters, execution) candidates the
 //! tuner compares, and the segment sizes an exhaustive sweep tries.
+//!
+//! Derived from the registry, which says of every algorithm whether it is a
+//! candidate ([`Tuning`]) and how each parameter is set ([`ParamTuning`]):
+//!
+//! ```text
+//!   knomial   radix: Sweep 3, 4, 8    segment: Brent   ─►  knomial:radix=3,segment=0
+//!                                                          knomial:radix=4,segment=0
+//!                                                          knomial:radix=8,segment=0
+//! ```
+//!
+//! each under every execution, in registry order.
 
 use std::fmt;
 
-use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution, ParamValue};
+use colltune_algorithms::registry::{SEGMENT_MAX, SEGMENT_MIN};
+use colltune_algorithms::{
+    algorithms, resolve, AlgoSpec, AlgorithmInfo, Collective, Execution, ParamTuning, ParamValue,
+    Restriction, Tuning,
+};
 
 /// One thing the tuner can choose.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,72 +86,82 @@ pub struct SpaceOptions {
     pub multi_node: bool,
 }
 
-/// Every candidate for a collective, segmented ones unsegmented (the tuner
-/// then tunes their segment size).
-pub fn candidates(c: Collective, o: &SpaceOptions) -> Vec<Candidate> {
-    let specs: Vec<String> = match c {
-        Collective::Bcast => {
-            let mut v: Vec<String> = [
-                "linear",
-                "binomial:segment=0",
-                "knomial:radix=3,segment=0",
-                "knomial:radix=4,segment=0",
-                "knomial:radix=8,segment=0",
-                "binary:segment=0",
-                "split_binary:segment=0",
-                "chain:fanout=2,segment=0",
-                "chain:fanout=4,segment=0",
-                "pipeline:segment=0",
-                "scatter_allgather",
-                "scatter_allgather_ring",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            if o.multi_node {
-                for inter in ["binomial", "linear", "pipeline", "scatter_allgather_ring"] {
-                    for intra in ["linear", "binomial", "knomial(radix=4)"] {
-                        v.push(format!("hierarchical:inter={inter},intra={intra}"));
-                    }
-                }
-            }
-            v
+impl SpaceOptions {
+    /// The call's value of a parameter the registry says the call sets
+    /// ([`ParamTuning::FromCall`]).
+    fn call_value(&self, param: &str) -> &str {
+        match param {
+            "pairing" => &self.pairing,
+            other => panic!(
+                "the registry says the call sets `{other}`, but SpaceOptions has no value for it: add one"
+            ),
         }
-        Collective::Swap => [
-            "ordered",
-            "sendrecv",
-            "isend_recv",
-            "irecv_send",
-            "isend_irecv",
-            "rsend",
-            "put_fence",
-            "put_pscw",
-        ]
-        .iter()
-        .map(|s| format!("{s}:pairing={}", o.pairing))
-        .collect(),
-    };
+    }
+}
+
+/// Every candidate for a collective: each registry algorithm marked a
+/// candidate (node-aware ones only on several nodes), in registry order,
+/// one per combination of its swept values, segmented ones unsegmented (the
+/// tuner then tunes their segment size), each under every execution.
+pub fn candidates(c: Collective, o: &SpaceOptions) -> Vec<Candidate> {
     let mut out = Vec::new();
-    for s in specs {
-        for &e in &o.executions {
-            out.push(Candidate::new(c, &s, e));
+    for info in algorithms(c) {
+        if info.tuning != Tuning::Candidate || (info.has(Restriction::NodeAware) && !o.multi_node) {
+            continue;
+        }
+        for spec in specs(info, o) {
+            for &e in &o.executions {
+                out.push(Candidate::new(c, &spec, e));
+            }
         }
     }
     out
 }
 
-/// Smallest segment the tuner tries.
-pub const SEGMENT_MIN: u64 = 4096;
-/// Largest segment the tuner tries.
-pub const SEGMENT_MAX: u64 = 1 << 20;
+/// The specifications (as text) one candidate algorithm is compared in.
+fn specs(info: &AlgorithmInfo, o: &SpaceOptions) -> Vec<String> {
+    let mut settings: Vec<Vec<String>> = vec![Vec::new()];
+    for p in info.params {
+        let values: Vec<&str> = match p.tuning {
+            ParamTuning::Sweep(values) => values.to_vec(),
+            ParamTuning::Brent => vec!["0"],
+            ParamTuning::FromCall => vec![o.call_value(p.name)],
+        };
+        settings = settings
+            .iter()
+            .flat_map(|s| {
+                values.iter().map(move |v| {
+                    let mut s = s.clone();
+                    s.push(format!("{}={v}", p.name));
+                    s
+                })
+            })
+            .collect();
+    }
+    settings
+        .into_iter()
+        .map(|s| match s.is_empty() {
+            true => info.name.to_string(),
+            false => format!("{}:{}", info.name, s.join(",")),
+        })
+        .collect()
+}
+
+/// Smallest segment the tuner tries (a specification may give any size
+/// down to the registry's [`SEGMENT_MIN`]).
+pub const TUNED_SEGMENT_MIN: u64 = 4096;
+/// Largest segment the tuner tries (the registry's limit is [`SEGMENT_MAX`]).
+pub const TUNED_SEGMENT_MAX: u64 = 1 << 20;
+
+const _: () = assert!(SEGMENT_MIN <= TUNED_SEGMENT_MIN && TUNED_SEGMENT_MAX <= SEGMENT_MAX);
 
 /// Segment sizes worth trying at `bytes`: powers of two from 4 KiB up to
 /// half the message (at least two segments) and 1 MiB. Empty when the
 /// message is too small to split.
 pub fn segment_grid(bytes: u64) -> Vec<u64> {
-    let top = (bytes / 2).min(SEGMENT_MAX);
+    let top = (bytes / 2).min(TUNED_SEGMENT_MAX);
     let mut v = Vec::new();
-    let mut s = SEGMENT_MIN;
+    let mut s = TUNED_SEGMENT_MIN;
     while s <= top {
         v.push(s);
         s *= 2;
@@ -177,5 +202,37 @@ mod tests {
         assert!(segment_grid(4096).is_empty());
         assert_eq!(segment_grid(32768), vec![4096, 8192, 16384]);
         assert_eq!(*segment_grid(1 << 30).last().unwrap(), 1 << 20);
+    }
+
+    /// A registry algorithm is a candidate (and then in the space, on
+    /// several nodes) or says why it is not.
+    #[test]
+    fn every_registry_algorithm_is_a_candidate_or_says_why_not() {
+        let o = SpaceOptions {
+            executions: Execution::ALL.to_vec(),
+            pairing: "neighbors".into(),
+            multi_node: true,
+        };
+        for c in Collective::ALL {
+            let space = candidates(c, &o);
+            for info in algorithms(c) {
+                let n = space.iter().filter(|k| k.spec.name == info.name).count();
+                match info.tuning {
+                    Tuning::Candidate => assert!(
+                        n >= o.executions.len(),
+                        "{c} {}: a tuning candidate, yet not in the tuning space",
+                        info.name
+                    ),
+                    Tuning::Excluded(why) => {
+                        assert_eq!(n, 0, "{c} {}: excluded, yet in the space", info.name);
+                        assert!(
+                            !why.trim().is_empty(),
+                            "{c} {}: not a tuning candidate: the registry must say why",
+                            info.name
+                        );
+                    }
+                }
+            }
+        }
     }
 }

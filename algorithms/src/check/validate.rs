@@ -1,0 +1,89 @@
+//! What a schedule must be before it runs: dependencies point backwards,
+//! peers are other ranks of the communicator, every region lies inside its
+//! buffer, and an exchange (`Post::ExchangeWithNext`) pairs a standard send
+//! with a blocking receive. The walkers then assume all of it.
+
+use super::CheckError;
+use crate::schedule::{Buf, OpKind, Post, Region, Schedule, SendMode};
+
+/// Checks every op of every rank (`limits`: each buffer's length).
+pub(super) fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
+    let p = sched.len() as u32;
+    for (rank, s) in sched.iter().enumerate() {
+        for (op, o) in s.ops.iter().enumerate() {
+            let mal = |why: String| CheckError::Malformed { rank, op, why };
+            for &d in &o.deps {
+                if d as usize >= op {
+                    return Err(mal(format!("depends on later op {d}")));
+                }
+            }
+            let mut regions: Vec<Region> = [o.kind.reads(), o.kind.writes()]
+                .into_iter()
+                .flatten()
+                .collect();
+            match &o.kind {
+                OpKind::Send { to: peer, .. } | OpKind::Recv { from: peer, .. }
+                    if (peer.0 >= p || peer.idx() == rank) =>
+                {
+                    return Err(mal(format!("peer {peer} is not another rank")));
+                }
+                OpKind::Put {
+                    to,
+                    src,
+                    dst_offset,
+                } => {
+                    if to.0 >= p || to.idx() == rank {
+                        return Err(mal(format!("put target {to} is not another rank")));
+                    }
+                    regions.push(Region::new(Buf::Window, *dst_offset, src.len));
+                }
+                OpKind::ExposeTo { group } | OpKind::AccessTo { group }
+                    if group.iter().any(|g| g.0 >= p || g.idx() == rank) =>
+                {
+                    return Err(mal("epoch group names an invalid rank".into()));
+                }
+                _ => {}
+            }
+            for region in regions {
+                let limit = limits[region.buf.index()];
+                if region.end() > limit {
+                    return Err(CheckError::OutOfBounds {
+                        rank,
+                        op,
+                        region,
+                        limit,
+                    });
+                }
+            }
+            if o.post == Post::ExchangeWithNext {
+                let next = s.ops.get(op + 1);
+                let ok = matches!(
+                    (&o.kind, next.map(|n| (&n.kind, n.post))),
+                    (
+                        OpKind::Send {
+                            mode: SendMode::Standard,
+                            ..
+                        },
+                        Some((OpKind::Recv { .. }, Post::Blocking)),
+                    ) | (
+                        OpKind::Recv { .. },
+                        Some((
+                            OpKind::Send {
+                                mode: SendMode::Standard,
+                                ..
+                            },
+                            Post::Blocking,
+                        )),
+                    )
+                );
+                if !ok {
+                    return Err(mal(
+                        "an exchange must be a standard send and a receive, the second blocking"
+                            .into(),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
