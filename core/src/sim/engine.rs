@@ -189,6 +189,7 @@ pub struct Engine<'a> {
     pub(super) scratch: Vec<u32>,
 }
 
+/// An index or count as the packed arrays hold it.
 pub(super) fn u32_of(n: usize) -> u32 {
     u32::try_from(n).expect("simulated call too large")
 }

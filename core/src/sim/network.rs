@@ -257,8 +257,8 @@ impl Network {
         ts + bytes as f64 * 1e-3 / self.copy_gbs
     }
 
-    /// What a barrier of `ranks` ranks costs (window fences): a
-    /// dissemination across the nodes, then inside them, and back.
+    /// What a barrier of `ranks` ranks costs (window fences): log2 steps of
+    /// `L + 2o` across the nodes and log2 steps inside a node, each way.
     pub fn barrier_cost(&self, ranks: usize) -> f64 {
         let log = |n: usize| (n.max(1) as f64).log2().ceil();
         let ppn = (ranks / self.nodes.max(1)).max(1);
