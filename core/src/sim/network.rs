@@ -1,0 +1,268 @@
+//! The network: what moving bytes costs and which resources it holds.
+//!
+//! Between nodes, a node's network port is one resource per direction: a
+//! message occupies the sender node's outgoing port for `n G` (and at least
+//! `g`), flies for `L`, and occupies the receiver node's incoming port for
+//! `n G`, so a node's messages queue on its ports (contention). A port may be
+//! a token bucket (`burst_bytes`): credit that refills at the link's rate
+//! while the port is free, spent before any per-byte cost. Inside a node the
+//! sender's process copies a message out and the receiver's copies it in,
+//! each one message at a time. Messages up to the eager limit leave when
+//! posted; larger ones (rendezvous) leave `L` after their receive is posted,
+//! the request optionally carrying a first fragment. The engine asks here
+//! for times and never looks at a [`Link`]'s figures itself.
+
+use colltune_algorithms::NodeMap;
+
+use super::model::{Link, Model};
+
+/// The links, the ports and copy resources of one simulated call, and when
+/// each is free.
+pub(super) struct Network {
+    intra: Link,
+    inter: Link,
+    copy_gbs: f64,
+    node_of: Vec<u32>,
+    nodes: usize,
+    /// Per node: when its outgoing and incoming ports are free.
+    nic_out: Vec<f64>,
+    nic_in: Vec<f64>,
+    /// Token buckets (`burst_bytes`): bytes of credit each port had when it
+    /// was last free (`nic_out`/`nic_in`); full at the start.
+    tok_out: Vec<f64>,
+    tok_in: Vec<f64>,
+    /// Per rank: when its shared-memory copies out (sending) and in
+    /// (receiving) are free: one process copies one message at a time.
+    shm_out: Vec<f64>,
+    shm_in: Vec<f64>,
+}
+
+/// A send just posted.
+pub(super) struct SendPosted {
+    /// When the sender's CPU is free again.
+    pub cpu: f64,
+    /// Eager: when the send completes (its buffer is free again); None for
+    /// a rendezvous send (it completes when its data has left).
+    pub free: Option<f64>,
+    /// When the receiver can match it: an eager message's arrival, a
+    /// rendezvous request's (with its first fragment, if any), or else when
+    /// it was posted.
+    pub t: f64,
+}
+
+/// What happens once a send has met its receive.
+pub(super) enum Matched {
+    /// The receive completes then.
+    Eager { recv_done: f64 },
+    /// The data (`rest` bytes of it: all but the first fragment) leaves
+    /// then, taking its turn on the links at that time
+    /// ([`Network::rendezvous_data`]).
+    Rendezvous { at: f64, rest: u64 },
+}
+
+/// Microseconds per byte of `bytes` moved on `l`, as part of a rendezvous
+/// message (`rdv`) or as a whole message.
+#[inline]
+fn rate(l: &Link, bytes: u64, rdv: bool) -> f64 {
+    if rdv {
+        l.per_byte()
+    } else {
+        l.per_byte_for(bytes)
+    }
+}
+
+/// A link's token-bucket size in bytes (0: none).
+fn burst(l: &Link) -> f64 {
+    l.burst_bytes.map_or(0.0, |b| b as f64)
+}
+
+impl Network {
+    /// Model `m` on `nodes`, every port and copy resource free at time 0.
+    pub fn new(m: &Model, nodes: &NodeMap) -> Self {
+        let p = nodes.size();
+        Network {
+            intra: m.intra.clone(),
+            inter: m.inter.clone(),
+            copy_gbs: m.copy_gbs,
+            node_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
+            nodes: nodes.num_nodes(),
+            nic_out: vec![0.0; nodes.num_nodes()],
+            nic_in: vec![0.0; nodes.num_nodes()],
+            tok_out: vec![burst(&m.inter); nodes.num_nodes()],
+            tok_in: vec![burst(&m.inter); nodes.num_nodes()],
+            shm_out: vec![0.0; p],
+            shm_in: vec![0.0; p],
+        }
+    }
+
+    /// The same nodes on model `m`, everything free at time 0 again.
+    pub fn reset(&mut self, m: &Model) {
+        self.intra = m.intra.clone();
+        self.inter = m.inter.clone();
+        self.copy_gbs = m.copy_gbs;
+        self.nic_out.fill(0.0);
+        self.nic_in.fill(0.0);
+        self.tok_out.fill(burst(&m.inter));
+        self.tok_in.fill(burst(&m.inter));
+        self.shm_out.fill(0.0);
+        self.shm_in.fill(0.0);
+    }
+
+    #[inline]
+    fn link(&self, a: u32, b: u32) -> &Link {
+        if self.node_of[a as usize] == self.node_of[b as usize] {
+            &self.intra
+        } else {
+            &self.inter
+        }
+    }
+
+    /// L between ranks `a` and `b`.
+    #[inline]
+    pub fn latency(&self, a: u32, b: u32) -> f64 {
+        self.link(a, b).latency_us
+    }
+
+    /// Moves `bytes` from rank `a` to rank `b` starting at `t`: (when the
+    /// sender's buffer is free again, when the data has arrived). `rdv`:
+    /// part of a rendezvous message (its bytes move at the rendezvous rate).
+    fn transfer(&mut self, a: u32, b: u32, bytes: u64, t: f64, rdv: bool) -> (f64, f64) {
+        let (na, nb) = (
+            self.node_of[a as usize] as usize,
+            self.node_of[b as usize] as usize,
+        );
+        if na == nb {
+            // Shared memory: the sender's process copies the message out
+            // and the receiver's copies it in, each one message at a time
+            // (a root sending to 31 ranks of its node copies 31 times).
+            let l = &self.intra;
+            let wire = bytes as f64 * rate(l, bytes, rdv);
+            let (ra, rb) = (a as usize, b as usize);
+            let start = t.max(self.shm_out[ra]);
+            let out_end = start + wire;
+            self.shm_out[ra] = out_end;
+            let land_start = (start + l.latency_us).max(self.shm_in[rb]);
+            let arrival = land_start + wire;
+            self.shm_in[rb] = arrival;
+            return (out_end, arrival);
+        }
+        let l = &self.inter;
+        let per_byte = rate(l, bytes, rdv);
+        let start = t.max(self.nic_out[na]);
+        let land_start = (start + l.latency_us).max(self.nic_in[nb]);
+        let Some(cap) = l.burst_bytes.map(|b| b as f64) else {
+            let wire = bytes as f64 * per_byte;
+            let inject_end = start + wire;
+            self.nic_out[na] = inject_end.max(start + l.gap_us);
+            let arrival = land_start + wire;
+            self.nic_in[nb] = arrival;
+            return (inject_end, arrival);
+        };
+        // Token buckets: each port's credit grew at the link's rate while it
+        // was free, up to `cap`; the bytes it covers leave at once.
+        let refill = l.per_byte();
+        let n = bytes as f64;
+        let credit_out = (self.tok_out[na] + (start - self.nic_out[na]) / refill).min(cap);
+        let inject_end = start + (n - credit_out).max(0.0) * per_byte;
+        self.tok_out[na] = (credit_out - n).max(0.0);
+        self.nic_out[na] = inject_end.max(start + l.gap_us);
+        let credit_in = (self.tok_in[nb] + (land_start - self.nic_in[nb]) / refill).min(cap);
+        let arrival =
+            (land_start + (n - credit_in).max(0.0) * per_byte).max(inject_end + l.latency_us);
+        self.tok_in[nb] = (credit_in - n).max(0.0);
+        self.nic_in[nb] = arrival;
+        (inject_end, arrival)
+    }
+
+    /// Rank `a`, its CPU free at `ts`, posts a send of `bytes` to rank `b`:
+    /// it spends `o`; an eager message then goes on the links, a rendezvous
+    /// request carries its first fragment (if the link has one) through
+    /// them.
+    pub fn post_send(&mut self, a: u32, b: u32, bytes: u64, ts: f64) -> SendPosted {
+        let l = self.link(a, b);
+        let t_post = ts + l.overhead_us;
+        let eager = bytes <= l.eager_limit;
+        let first = l.rendezvous_first_bytes;
+        if eager {
+            let (free, arr) = self.transfer(a, b, bytes, t_post, false);
+            SendPosted {
+                cpu: t_post,
+                free: Some(free),
+                t: arr,
+            }
+        } else if let Some(first) = first {
+            // The request carries a first fragment: it is matched when
+            // that has arrived.
+            let first = first.min(bytes);
+            let t = self.transfer(a, b, first, t_post, true).1;
+            SendPosted {
+                cpu: t_post,
+                free: None,
+                t,
+            }
+        } else {
+            SendPosted {
+                cpu: t_post,
+                free: None,
+                t: t_post,
+            }
+        }
+    }
+
+    /// A send of `bytes` from rank `src` (matchable at `s_t`) meets its
+    /// receive on rank `dst` (posted at `r_post`).
+    pub fn matched(&self, src: u32, dst: u32, bytes: u64, s_t: f64, r_post: f64) -> Matched {
+        let l = self.link(src, dst);
+        if bytes <= l.eager_limit {
+            Matched::Eager {
+                recv_done: s_t.max(r_post) + l.overhead_us,
+            }
+        } else {
+            // Rendezvous: the data leaves once the receive is known.
+            Matched::Rendezvous {
+                at: s_t.max(r_post) + l.latency_us,
+                rest: bytes - l.rendezvous_first_bytes.unwrap_or(0).min(bytes),
+            }
+        }
+    }
+
+    /// A rendezvous message's `bytes` (still to move) leave rank `src` for
+    /// `dst` at `t`, its receive posted at `r_post`: (when the send
+    /// completes, when the receive does).
+    pub fn rendezvous_data(
+        &mut self,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        t: f64,
+        r_post: f64,
+    ) -> (f64, f64) {
+        let o_r = self.link(src, dst).overhead_us;
+        let (free, arr) = self.transfer(src, dst, bytes, t, true);
+        (free, arr.max(r_post) + o_r)
+    }
+
+    /// Rank `a`, its CPU free at `ts`, puts `bytes` into rank `b`'s window:
+    /// (when its CPU is free again, when its buffer is, when the data has
+    /// arrived).
+    pub fn put(&mut self, a: u32, b: u32, bytes: u64, ts: f64) -> (f64, f64, f64) {
+        let t_post = ts + self.link(a, b).overhead_us;
+        let (free, arr) = self.transfer(a, b, bytes, t_post, false);
+        (t_post, free, arr)
+    }
+
+    /// When a copy of `bytes` started at `ts` ends.
+    #[inline]
+    pub fn copy_end(&self, ts: f64, bytes: u64) -> f64 {
+        ts + bytes as f64 * 1e-3 / self.copy_gbs
+    }
+
+    /// What a barrier of `ranks` ranks costs (window fences): log2 steps of
+    /// `L + 2o` across the nodes and log2 steps inside a node, each way.
+    pub fn barrier_cost(&self, ranks: usize) -> f64 {
+        let log = |n: usize| (n.max(1) as f64).log2().ceil();
+        let ppn = (ranks / self.nodes.max(1)).max(1);
+        2.0 * (log(self.nodes) * (self.inter.latency_us + 2.0 * self.inter.overhead_us)
+            + log(ppn) * (self.intra.latency_us + 2.0 * self.intra.overhead_us))
+    }
+}
