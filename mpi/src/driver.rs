@@ -9,15 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-
-use colltune_core::tune::resume::{key_of, Key};
-use colltune_core::tune::wire::{decode, encode};
-use colltune_core::tune::{Oracle, Request, TuneError};
 use crate::bench::{BenchError, Measurer, Point};
+use crate::transport::mpi::{ffi, Comm, MpiError};
 use colltune_core::method::{Method, Origin, Subject};
 use colltune_core::progress::Progress;
 use colltune_core::record::{Sample, Writer};
-use crate::transport::mpi::{ffi, Comm, MpiError};
+use colltune_core::tune::resume::{key_of, Key};
+use colltune_core::tune::wire::{decode, encode};
+use colltune_core::tune::{Oracle, Request, TuneError};
 
 /// Rank 0's side (the oracle) and every rank's measuring loop.
 pub struct MpiOracle<'c> {

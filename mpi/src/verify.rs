@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::time::Instant;
 
-use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Shape};
+use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Plan, Shape};
 
+use crate::transport::mpi::{execute, ffi, Buffers, Comm, TransportError};
 use colltune_core::pattern;
-use crate::transport::mpi::{execute, ffi, Buffers, Comm, Prepared, TransportError};
 
 /// One call to check.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ pub fn run_case(
             nodes: comm.nodes(),
         },
     )?;
-    let plan = Prepared::new(schedule);
+    let plan = Plan::new(schedule);
     // Seeds differ per call so that data left over from an earlier case
     // never passes for this one.
     let salt = case.bytes.wrapping_mul(31) ^ (case.root as u64) << 40 ^ case.exec as u64;

@@ -448,7 +448,7 @@ impl Peer {
                 buf.len() as u64,
                 self.other,
                 tag,
-                false,
+                colltune_algorithms::SendMode::Standard,
                 self.comm,
             )?
         };
@@ -618,7 +618,7 @@ fn stream_rate(
                         n as u64,
                         peer.other,
                         TAG_STREAM,
-                        false,
+                        colltune_algorithms::SendMode::Standard,
                         peer.comm,
                     )?
                 });
@@ -687,7 +687,7 @@ fn overhead_and_gap(
                 let a = ffi::wtime();
                 // SAFETY: tx outlives the waitall below.
                 reqs.push(unsafe {
-                    ffi::isend(tx.as_ptr(), 1, peer.other, TAG_STREAM, false, peer.comm)?
+                    ffi::isend(tx.as_ptr(), 1, peer.other, TAG_STREAM, colltune_algorithms::SendMode::Standard, peer.comm)?
                 });
                 inside += ffi::wtime() - a;
             }

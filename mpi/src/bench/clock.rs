@@ -9,6 +9,8 @@
 //! shortest round trip, the offset is `ti - (t0 + t1) / 2`, wrong by at most
 //! half that round trip's asymmetry. Cost: `(p - 1) * rounds` ping-pongs.
 
+use colltune_algorithms::SendMode;
+
 use crate::transport::mpi::{ffi, MpiError};
 
 /// Tag of the synchronisation messages (on the measurer's private
@@ -32,7 +34,7 @@ pub fn offset_from_root(
                 let t0 = ffi::wtime();
                 // SAFETY: buf holds 8 bytes, alive across each blocking call.
                 unsafe {
-                    ffi::send(bytes(&mut buf), 8, peer, TAG, false, comm)?;
+                    ffi::send(bytes(&mut buf), 8, peer, TAG, SendMode::Standard, comm)?;
                     ffi::recv(bytes(&mut buf), 8, peer, TAG, comm)?;
                 }
                 let t1 = ffi::wtime();
@@ -42,7 +44,7 @@ pub fn offset_from_root(
             }
             buf[0] = best.1;
             // SAFETY: as above.
-            unsafe { ffi::send(bytes(&mut buf), 8, peer, TAG, false, comm)? };
+            unsafe { ffi::send(bytes(&mut buf), 8, peer, TAG, SendMode::Standard, comm)? };
         }
         Ok(0.0)
     } else {
@@ -51,7 +53,7 @@ pub fn offset_from_root(
             unsafe {
                 ffi::recv(bytes(&mut buf), 8, 0, TAG, comm)?;
                 buf[0] = ffi::wtime();
-                ffi::send(bytes(&mut buf), 8, 0, TAG, false, comm)?;
+                ffi::send(bytes(&mut buf), 8, 0, TAG, SendMode::Standard, comm)?;
             }
         }
         // SAFETY: as above.

@@ -26,13 +26,13 @@
 
 pub mod clock;
 
-use colltune_algorithms::{build_resolved, Collective, Shape};
+use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
 use thiserror::Error;
 
+use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, TransportError};
 use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};
 use colltune_core::record::Sample;
 use colltune_core::stats;
-use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
 
 /// One point: a subject at a size, with calls per repetition and overlap.
 #[derive(Clone, Debug)]
@@ -228,7 +228,7 @@ impl<'c> Measurer<'c> {
             (_, RootPolicy::Fixed(r)) => vec![r.min(size - 1)],
             (_, RootPolicy::Rotate) => (0..size).collect(),
         };
-        let plans: Vec<Prepared> = match pt.subject {
+        let plans: Vec<Plan> = match pt.subject {
             Subject::Ours { spec, .. } => roots
                 .iter()
                 .map(|&root| {
@@ -243,7 +243,7 @@ impl<'c> Measurer<'c> {
                             nodes: self.comm.nodes(),
                         },
                     )
-                    .map(Prepared::new)
+                    .map(Plan::new)
                 })
                 .collect::<Result<_, _>>()
                 .map_err(TransportError::from)?,

@@ -11,6 +11,8 @@ use std::ptr;
 use mpi::ffi;
 pub use mpi::ffi::{MPI_Comm, MPI_Group, MPI_Request, MPI_Win};
 
+use colltune_algorithms::SendMode;
+
 use super::MpiError;
 
 /// Turns an MPI return code into a `Result` naming the call.
@@ -193,6 +195,8 @@ pub fn node_labels(comm: MPI_Comm) -> Result<Vec<u32>, MpiError> {
     Ok(labels.into_iter().map(|l| l as u32).collect())
 }
 
+/// `MPI_Send`, or `MPI_Rsend` in [`SendMode::Ready`].
+///
 /// # Safety
 /// `buf` must be valid for reads of `len` bytes until the send completes.
 pub unsafe fn send(
@@ -200,23 +204,24 @@ pub unsafe fn send(
     len: u64,
     to: usize,
     tag: c_int,
-    ready: bool,
+    mode: SendMode,
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     let n = count(len)?;
-    if ready {
-        check(
+    match mode {
+        SendMode::Ready => check(
             ffi::MPI_Rsend(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Rsend",
-        )
-    } else {
-        check(
+        ),
+        SendMode::Standard => check(
             ffi::MPI_Send(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Send",
-        )
+        ),
     }
 }
 
+/// `MPI_Isend`, or `MPI_Irsend` in [`SendMode::Ready`].
+///
 /// # Safety
 /// `buf` must stay valid for reads of `len` bytes until the request completes.
 pub unsafe fn isend(
@@ -224,37 +229,21 @@ pub unsafe fn isend(
     len: u64,
     to: usize,
     tag: c_int,
-    ready: bool,
+    mode: SendMode,
     comm: MPI_Comm,
 ) -> Result<MPI_Request, MpiError> {
     let n = count(len)?;
     let mut req = request_null();
-    if ready {
-        check(
-            ffi::MPI_Irsend(
-                buf_ptr(buf, len),
-                n,
-                byte(),
-                to as c_int,
-                tag,
-                comm,
-                &mut req,
-            ),
+    let buf = buf_ptr(buf, len);
+    match mode {
+        SendMode::Ready => check(
+            ffi::MPI_Irsend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Irsend",
-        )?;
-    } else {
-        check(
-            ffi::MPI_Isend(
-                buf_ptr(buf, len),
-                n,
-                byte(),
-                to as c_int,
-                tag,
-                comm,
-                &mut req,
-            ),
+        )?,
+        SendMode::Standard => check(
+            ffi::MPI_Isend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Isend",
-        )?;
+        )?,
     }
     Ok(req)
 }
@@ -459,32 +448,33 @@ fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
     Ok(g)
 }
 
-/// `MPI_Win_post` (`start == false`) or `MPI_Win_start` to these ranks.
-pub fn win_open_epoch(
+/// `MPI_Win_post`: exposes the window to these ranks.
+pub fn win_post(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
+    with_group(ranks, comm, |g| {
+        // SAFETY: g and win are valid handles.
+        check(unsafe { ffi::MPI_Win_post(g, 0, win) }, "MPI_Win_post")
+    })
+}
+
+/// `MPI_Win_start`: opens an access epoch to these ranks.
+pub fn win_start(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
+    with_group(ranks, comm, |g| {
+        // SAFETY: g and win are valid handles.
+        check(unsafe { ffi::MPI_Win_start(g, 0, win) }, "MPI_Win_start")
+    })
+}
+
+/// Runs `f` with the group of these ranks of `comm`, freed afterwards.
+fn with_group<R>(
     ranks: &[usize],
-    start: bool,
     comm: MPI_Comm,
-    win: MPI_Win,
-) -> Result<(), MpiError> {
+    f: impl FnOnce(MPI_Group) -> Result<R, MpiError>,
+) -> Result<R, MpiError> {
     let mut g = group_of(ranks, comm)?;
-    // SAFETY: g and win are valid handles.
-    let rc = unsafe {
-        if start {
-            ffi::MPI_Win_start(g, 0, win)
-        } else {
-            ffi::MPI_Win_post(g, 0, win)
-        }
-    };
+    let out = f(g);
     // SAFETY: g was created by group_of.
     unsafe { ffi::MPI_Group_free(&mut g) };
-    check(
-        rc,
-        if start {
-            "MPI_Win_start"
-        } else {
-            "MPI_Win_post"
-        },
-    )
+    out
 }
 
 pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {

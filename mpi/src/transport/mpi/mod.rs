@@ -14,7 +14,7 @@ use std::fmt;
 use colltune_algorithms::{BuildError, NodeMap, ShapeError};
 use thiserror::Error;
 
-pub use exec::{execute, start, Buffers, Pending, Prepared};
+pub use exec::{execute, start, Buffers, Pending};
 
 /// A failed MPI call.
 #[derive(Debug, Clone, Error)]
