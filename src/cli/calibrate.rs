@@ -18,7 +18,7 @@ use colltune_core::fit::human_bytes;
 use colltune_core::sim::{Link, Model};
 use colltune_core::stats::median;
 use colltune_mpi::transport::mpi::ffi::{self, MPI_Comm};
-use colltune_mpi::transport::mpi::Comm;
+use colltune_mpi::transport::mpi::{Comm, Control};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -178,7 +178,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                     }
                 );
             }
-            ffi::barrier(comm.raw())?;
+            comm.barrier()?;
             return Ok(Code::Usage);
         }
     }
@@ -239,7 +239,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         fits.push((what, Some(pair), Some(fit), data.raw));
     }
     let copy_gbs = copy_bandwidth();
-    ffi::barrier(comm.raw())?;
+    comm.barrier()?;
     if !lead {
         return Ok(Code::Ok);
     }
@@ -487,7 +487,7 @@ fn measure_link(
     budget_ms: u64,
 ) -> anyhow::Result<LinkData> {
     let me = comm.rank();
-    ffi::barrier(comm.raw())?;
+    comm.barrier()?;
     let mut flat: Vec<f64> = Vec::new();
     let mut raw = Vec::new();
     if me == pair.leader || me == pair.follower {
@@ -538,7 +538,7 @@ fn measure_link(
     }
     // The leader's view is the measurement.
     let bytes: Vec<u8> = flat.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let got = ffi::bcast_bytes(&bytes, pair.leader, comm.raw())?;
+    let got = comm.bcast_bytes(&bytes, pair.leader)?;
     let vals: Vec<f64> = got
         .chunks_exact(8)
         .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
@@ -559,7 +559,7 @@ fn measure_link(
         .iter()
         .map(|(w, b, r, it, t)| format!("{w} {b} {r} {it} {t}\n"))
         .collect();
-    let got = ffi::bcast_bytes(text.as_bytes(), pair.leader, comm.raw())?;
+    let got = comm.bcast_bytes(text.as_bytes(), pair.leader)?;
     let raw = String::from_utf8_lossy(&got)
         .lines()
         .filter_map(|l| {

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Plan, Shape};
 use thiserror::Error;
 
-use crate::transport::mpi::{execute, ffi, Buffers, Comm, MpiError, TransportError};
+use crate::transport::mpi::{execute, ffi, Buffers, Comm, Control, MpiError, Op, TransportError};
 use colltune_core::table::{self, CommKey, Table, TableError};
 
 /// Where a decision came from.
@@ -266,8 +266,8 @@ impl Selector {
         } else {
             settings.digest(&text)
         };
-        let lo = ffi::allreduce_u64(mine, true, world.raw())?;
-        let hi = ffi::allreduce_u64(mine, false, world.raw())?;
+        let lo = world.allreduce(mine, Op::Min)?;
+        let hi = world.allreduce(mine, Op::Max)?;
         let reason = match (error, problem) {
             (Some(e), _) => {
                 if settings.strict {
@@ -544,8 +544,7 @@ impl CommSelector {
                 execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
             }
             None => {
-                // SAFETY: buf holds `bytes` bytes.
-                unsafe { ffi::library_bcast(buf.as_mut_ptr(), bytes, root, self.comm.raw())? };
+                self.comm.library_bcast(buf, root)?;
             }
         }
         Ok(choice)
