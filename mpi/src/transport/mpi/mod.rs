@@ -11,7 +11,7 @@
 
 pub mod control;
 pub mod exec;
-pub mod ffi;
+pub(crate) mod ffi;
 pub mod p2p;
 
 use std::cell::RefCell;
@@ -157,7 +157,7 @@ impl Comm {
         &self.nodes
     }
     /// The private duplicate.
-    pub fn raw(&self) -> ffi::MPI_Comm {
+    pub(crate) fn raw(&self) -> ffi::MPI_Comm {
         self.handle.raw()
     }
 
