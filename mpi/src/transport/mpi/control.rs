@@ -1,11 +1,12 @@
 //! The control plane: the small collectives colltune itself runs around the
 //! collectives it measures and executes (agreeing on plans and settings,
 //! timing repetitions, gathering reports), safe, on any communicator it
-//! owns ([`Comm`](super::Comm) or a bare [`CommHandle`]).
+//! owns (a [`Comm`](super::Comm), or inside this crate a bare owned handle:
+//! a forced-algorithm duplicate, a split being set up).
 //!
 //! One generic reduction serves every element type and operation:
 //! `comm.allreduce(t, Op::Max)` on an `f64`, `comm.allreduce(n, Op::Sum)` on
-//! a `u64`. Everything goes through [`ffi`](super::ffi), so every return
+//! a `u64`. Everything goes through `ffi`, so every return
 //! code is checked.
 
 use std::ffi::c_void;
@@ -52,8 +53,8 @@ macro_rules! element {
 element!(u8 => U8, i32 => I32, u64 => U64, f64 => F64);
 
 /// An owned communicator without colltune's extras (no node map, no
-/// window): a duplicate or a split, freed on drop. Bring it in scope with
-/// [`Control`] for the control plane.
+/// window): a duplicate or a split, freed on drop; [`Control`] gives it
+/// the control plane.
 #[derive(Debug)]
 pub(crate) struct CommHandle {
     raw: MPI_Comm,

@@ -1,9 +1,12 @@
-//! Checked raw MPI calls: every return code becomes a `Result`.
+//! Checked raw MPI calls: every return code becomes a `Result`, and
+//! nothing more (the safe layers are [`control`](super::control),
+//! [`p2p`](super::p2p) and [`exec`](super::exec)).
 //!
 //! rsmpi has no dynamic request sets over borrowed sub-ranges of one buffer,
 //! no `MPI_Rsend`, no one-sided windows, and it ignores return codes; the
 //! executors need all four, so they call MPI here. Communicators used through
 //! this module carry `MPI_ERRORS_RETURN`, so failures come back as codes.
+//! Crate-private: nothing outside colltune-mpi calls MPI raw.
 
 use std::ffi::{c_int, c_void};
 use std::ptr;

@@ -1,7 +1,7 @@
 //! The MPI transport: executes schedules on a communicator.
 //!
 //! Everything unsafe in colltune lives in this crate, and the raw MPI calls
-//! in this module: [`ffi`] wraps them (every return code checked, nothing
+//! in this module: `ffi` wraps them (every return code checked, nothing
 //! more), [`exec`] runs schedules with raw pointers into the caller's
 //! buffers, [`Comm`] owns the private duplicate communicator, its node map
 //! (computed once) and its one-sided window. Safe layers above `ffi`:
