@@ -10,7 +10,7 @@ use std::sync::Arc;
 use colltune_algorithms::swap::partner;
 use colltune_core::pattern;
 use colltune_mpi::select::Selector;
-use colltune_mpi::transport::mpi::{ffi, Comm};
+use colltune_mpi::transport::mpi::{Comm, Control, Op};
 
 fn main() {
     let universe = mpi::initialize().expect("MPI");
@@ -60,7 +60,7 @@ fn run() -> i32 {
             }
         }
     }
-    let total = ffi::allreduce_sum_u64(bad, cs.comm().raw()).expect("allreduce");
+    let total = cs.comm().allreduce(bad, Op::Sum).expect("allreduce");
     if rank == 0 {
         for r in &ran {
             println!("ran: {r}");

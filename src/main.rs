@@ -2,6 +2,8 @@
 //! Subcommands parse their arguments, call `colltune_core` (no MPI) or
 //! `colltune_mpi`, and print.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod plot;
 mod progress;

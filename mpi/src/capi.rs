@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, Once};
 
 use crate::select::{CommSelector, Selector};
-use crate::transport::mpi::{ffi as cffi, Comm, TransportError};
+use crate::transport::mpi::{ffi as cffi, Comm, Control, TransportError};
 use colltune_algorithms::{swap, Collective};
 use mpi::ffi;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
@@ -96,7 +96,7 @@ pub fn init() -> c_int {
             }
             // Every rank fails alike; wait until rank 0 has said why, since
             // the first abort kills the others.
-            let _ = cffi::barrier(world.raw());
+            let _ = world.barrier();
             // SAFETY: aborting the job is always allowed.
             unsafe { ffi::MPI_Abort(cffi::comm_world(), 3) };
             return ERR_OTHER;

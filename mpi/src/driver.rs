@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::{BenchError, Measurer, Point};
-use crate::transport::mpi::{ffi, Comm, MpiError};
+use crate::transport::mpi::{Comm, Control, MpiError};
 use colltune_core::method::{Method, Origin, Subject};
 use colltune_core::progress::Progress;
 use colltune_core::record::{Sample, Writer};
@@ -72,11 +72,8 @@ impl<'c> MpiOracle<'c> {
         }
     }
 
-    fn world(&self) -> ffi::MPI_Comm {
-        self.comms[0]
-            .as_ref()
-            .expect("every rank is in the world")
-            .raw()
+    fn world(&self) -> &'c Comm {
+        self.comms[0].as_ref().expect("every rank is in the world")
     }
 
     fn cache_key(&self, r: &Request) -> Option<Key> {
@@ -132,7 +129,7 @@ impl<'c> MpiOracle<'c> {
     /// Every rank but 0: measure each broadcast plan until an empty one.
     pub fn serve(&mut self) -> Result<(), TuneError> {
         loop {
-            let plan = ffi::bcast_bytes(&[], 0, self.world())?;
+            let plan = self.world().bcast_bytes(&[], 0)?;
             if plan.is_empty() {
                 return Ok(());
             }
@@ -146,7 +143,7 @@ impl<'c> MpiOracle<'c> {
 
     /// Rank 0: tells every rank the search is over.
     pub fn finish(&mut self) -> Result<(), TuneError> {
-        ffi::bcast_bytes(&[], 0, self.world())?;
+        self.world().bcast_bytes(&[], 0)?;
         self.progress.finish();
         Ok(())
     }
@@ -168,7 +165,7 @@ impl Oracle for MpiOracle<'_> {
         self.reused += (reqs.len() - todo.len()) as u64;
         if !todo.is_empty() {
             let plan: String = todo.iter().map(|r| encode(r) + "\n").collect();
-            ffi::bcast_bytes(plan.as_bytes(), 0, self.world())?;
+            self.world().bcast_bytes(plan.as_bytes(), 0)?;
             for r in todo {
                 self.progress
                     .set_message(&format!("{} {} B run {}", r.cand, r.bytes, r.run));

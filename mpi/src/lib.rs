@@ -2,7 +2,8 @@
 //!
 //! colltune on a live MPI library: the one crate that holds `unsafe` code
 //! and raw MPI calls. [`transport`] executes the algorithms' schedules (and
-//! checks every MPI return code); [`bench`] measures them; [`verify`] checks
+//! checks every MPI return code); [`bench`] measures them; [`calibrate`]
+//! measures the links the simulator's model is fitted to; [`verify`] checks
 //! every byte; [`driver`] is the tuner's MPI oracle; [`select`] is the
 //! runtime selector and [`capi`] its C-facing side, shared by the
 //! `libcolltune.so` and `LD_PRELOAD` libraries. [`emu`], the emulated
@@ -13,6 +14,7 @@ pub use colltune_algorithms as algorithms;
 pub use colltune_core as core;
 
 pub mod bench;
+pub mod calibrate;
 pub mod capi;
 pub mod driver;
 pub mod emu;

@@ -4,9 +4,9 @@
 use std::io::Write;
 use std::time::Instant;
 
-use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Shape};
+use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Plan, Shape};
 
-use crate::transport::mpi::{execute, ffi, Buffers, Comm, Prepared, TransportError};
+use crate::transport::mpi::{execute, Buffers, Comm, Control, Op, TransportError};
 use colltune_core::pattern;
 
 /// One call to check.
@@ -51,7 +51,7 @@ pub fn run_case(
             nodes: comm.nodes(),
         },
     )?;
-    let plan = Prepared::new(schedule);
+    let plan = Plan::new(schedule);
     // Seeds differ per call so that data left over from an earlier case
     // never passes for this one.
     let salt = case.bytes.wrapping_mul(31) ^ (case.root as u64) << 40 ^ case.exec as u64;
@@ -64,7 +64,7 @@ pub fn run_case(
             } else {
                 pattern::fill_wrong(&mut data, seed);
             }
-            ffi::barrier(comm.raw())?;
+            comm.barrier()?;
             execute(comm, &plan, case.exec, Buffers::bcast(&mut data))?;
             if inject_fault && rank != case.root && n > 0 {
                 data[0] ^= 1;
@@ -83,7 +83,7 @@ pub fn run_case(
             // The odd rank out must find its receive buffer untouched.
             let want_in = partner.unwrap_or(rank);
             pattern::fill_wrong(&mut inn, seed_of(want_in));
-            ffi::barrier(comm.raw())?;
+            comm.barrier()?;
             execute(comm, &plan, case.exec, Buffers::swap(&mut out, &mut inn))?;
             if inject_fault && partner.is_some() && n > 0 {
                 inn[0] ^= 1;
@@ -159,7 +159,7 @@ pub fn run_algorithm(
                 before_case(&case);
                 let local = run_case(comm, &case, inject_fault)?;
                 cases += 1;
-                let failures = ffi::allreduce_sum_u64(u64::from(local.is_some()), comm.raw())?;
+                let failures = comm.allreduce(u64::from(local.is_some()), Op::Sum)?;
                 if failures > 0 {
                     let report = gather_first(comm, local.as_deref())?;
                     return Ok(Outcome {
@@ -191,7 +191,7 @@ fn gather_first(comm: &Comm, local: Option<&str>) -> Result<String, TransportErr
         let n = b.len().min(W);
         mine[..n].copy_from_slice(&b[..n]);
     }
-    let all = ffi::gather_bytes(&mine, 0, comm.raw())?;
+    let all = comm.gather(&mine, 0)?;
     Ok(all
         .chunks(W)
         .map(|c| {

@@ -19,7 +19,7 @@ use colltune_core::tune::{candidates, collectives_of, Search, Settings, SpaceOpt
 use colltune_core::units::hms;
 use colltune_mpi::bench::{llc_bytes, provenance, MAX_BYTES};
 use colltune_mpi::driver::MpiOracle;
-use colltune_mpi::transport::mpi::{ffi, Comm};
+use colltune_mpi::transport::mpi::{Comm, Control};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -164,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 );
             }
             // The others exit once rank 0 has said why (see calibrate).
-            ffi::barrier(world.raw())?;
+            world.barrier()?;
             return Ok(Code::Usage);
         }
         if !comm_sizes.contains(&k) {
@@ -209,29 +209,19 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             Err(e) => problem = Some(e),
         }
     }
-    let go = ffi::bcast_u64(u64::from(problem.is_none()), 0, world.raw())?;
+    let go = world.bcast(u64::from(problem.is_none()), 0)?;
     if go == 0 {
         if let Some(p) = problem {
             eprintln!("colltune: error: {p}");
         }
-        ffi::barrier(world.raw())?;
+        world.barrier()?;
         return Ok(Code::Usage);
     }
 
     // Sub-communicators: ranks 0..k-1.
     let mut comms: Vec<Option<Comm>> = vec![Some(world)];
     for &k in &comm_sizes[1..] {
-        let world_raw = comms[0].as_ref().expect("world").raw();
-        let sub = ffi::comm_prefix(world_raw, k as usize)?;
-        comms.push(match sub {
-            Some(mut raw) => {
-                // SAFETY: raw is the communicator just split off.
-                let c = unsafe { Comm::from_raw(raw) }?;
-                ffi::comm_free(&mut raw)?;
-                Some(c)
-            }
-            None => None,
-        });
+        comms.push(comms[0].as_ref().expect("world").prefix(k as usize)?);
     }
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -9,7 +9,7 @@
 //! shortest round trip, the offset is `ti - (t0 + t1) / 2`, wrong by at most
 //! half that round trip's asymmetry. Cost: `(p - 1) * rounds` ping-pongs.
 
-use crate::transport::mpi::{ffi, MpiError};
+use crate::transport::mpi::{ffi, Control, MpiError, Peer};
 
 /// Tag of the synchronisation messages (on the measurer's private
 /// communicator, between calls: nothing else is in flight).
@@ -18,45 +18,36 @@ const TAG: i32 = 0x7c10;
 /// This rank's clock minus rank 0's, seconds (0 on rank 0), measured with
 /// `rounds` ping-pongs per rank. Collective over `comm`.
 pub fn offset_from_root(
-    comm: ffi::MPI_Comm,
+    comm: &impl Control,
     rank: usize,
     size: usize,
     rounds: u32,
 ) -> Result<f64, MpiError> {
-    let mut buf = [0f64; 1];
-    let bytes = |b: &mut [f64; 1]| b.as_mut_ptr().cast::<u8>();
+    let mut buf = [0u8; 8];
     if rank == 0 {
-        for peer in 1..size {
+        for other in 1..size {
+            let peer = Peer::new(comm, other);
             let mut best = (f64::INFINITY, 0f64);
             for _ in 0..rounds {
                 let t0 = ffi::wtime();
-                // SAFETY: buf holds 8 bytes, alive across each blocking call.
-                unsafe {
-                    ffi::send(bytes(&mut buf), 8, peer, TAG, false, comm)?;
-                    ffi::recv(bytes(&mut buf), 8, peer, TAG, comm)?;
-                }
+                peer.ping(&mut buf, TAG)?;
                 let t1 = ffi::wtime();
                 if t1 - t0 < best.0 {
-                    best = (t1 - t0, buf[0] - 0.5 * (t0 + t1));
+                    best = (t1 - t0, f64::from_ne_bytes(buf) - 0.5 * (t0 + t1));
                 }
             }
-            buf[0] = best.1;
-            // SAFETY: as above.
-            unsafe { ffi::send(bytes(&mut buf), 8, peer, TAG, false, comm)? };
+            peer.send(&best.1.to_ne_bytes(), TAG)?;
         }
         Ok(0.0)
     } else {
+        let peer = Peer::new(comm, 0);
         for _ in 0..rounds {
-            // SAFETY: as above.
-            unsafe {
-                ffi::recv(bytes(&mut buf), 8, 0, TAG, comm)?;
-                buf[0] = ffi::wtime();
-                ffi::send(bytes(&mut buf), 8, 0, TAG, false, comm)?;
-            }
+            peer.pong(&mut buf, TAG, |b| {
+                b.copy_from_slice(&ffi::wtime().to_ne_bytes())
+            })?;
         }
-        // SAFETY: as above.
-        unsafe { ffi::recv(bytes(&mut buf), 8, 0, TAG, comm)? };
-        Ok(buf[0])
+        peer.recv(&mut buf, TAG)?;
+        Ok(f64::from_ne_bytes(buf))
     }
 }
 

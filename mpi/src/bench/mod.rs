@@ -26,10 +26,11 @@
 
 pub mod clock;
 
-use colltune_algorithms::{build_resolved, Collective, Shape};
+use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
 use thiserror::Error;
 
-use crate::transport::mpi::{ffi, start, Buffers, Comm, MpiError, Prepared, TransportError};
+use crate::transport::mpi::control::CommHandle;
+use crate::transport::mpi::{ffi, start, Buffers, Comm, Control, MpiError, Op, TransportError};
 use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};
 use colltune_core::record::Sample;
 use colltune_core::stats;
@@ -132,18 +133,7 @@ pub struct Measurer<'c> {
     pub method: Method,
     prov: Origin,
     /// Communicators for forced Open MPI algorithms, by subject label.
-    tuned_comms: Vec<(String, ffi::MPI_Comm)>,
-}
-
-impl Drop for Measurer<'_> {
-    fn drop(&mut self) {
-        if ffi::finalized() {
-            return;
-        }
-        for (_, c) in &mut self.tuned_comms {
-            let _ = ffi::comm_free(c);
-        }
-    }
+    tuned_comms: Vec<(String, CommHandle)>,
 }
 
 impl<'c> Measurer<'c> {
@@ -174,20 +164,34 @@ impl<'c> Measurer<'c> {
         )
     }
 
-    /// The communicator a forced Open MPI algorithm runs on (made once:
-    /// duplicated right after the variables are written).
-    fn tuned_comm(&mut self, s: &Subject) -> Result<ffi::MPI_Comm, BenchError> {
+    /// Makes the communicator a forced Open MPI algorithm runs on, once:
+    /// duplicated right after the variables are written.
+    fn make_tuned_comm(&mut self, s: &Subject) -> Result<(), BenchError> {
         let Subject::OmpiTuned { tuned, segment } = s else {
-            return Ok(self.comm.raw());
+            return Ok(());
         };
         let key = s.label();
-        if let Some((_, c)) = self.tuned_comms.iter().find(|(k, _)| *k == key) {
-            return Ok(*c);
+        if self.tuned_comms.iter().any(|(k, _)| *k == key) {
+            return Ok(());
         }
         self.force_tuned(tuned.id, *segment)?;
-        let c = ffi::comm_dup_private(self.comm.raw())?;
+        let c = CommHandle::dup_private(self.comm.raw())?;
         self.tuned_comms.push((key, c));
-        Ok(c)
+        Ok(())
+    }
+
+    /// The communicator subject `s` is timed on: its own for a forced Open
+    /// MPI algorithm (made by `make_tuned_comm`), else the measurer's.
+    fn comm_for(&self, s: &Subject) -> &CommHandle {
+        match s {
+            Subject::OmpiTuned { .. } => self
+                .tuned_comms
+                .iter()
+                .find(|(k, _)| *k == s.label())
+                .map(|(_, c)| c)
+                .expect("made by make_tuned_comm"),
+            _ => self.comm.handle(),
+        }
     }
 
     /// Times one point for one run; rank 0 gets the samples (one per
@@ -215,7 +219,8 @@ impl<'c> Measurer<'c> {
         }
         // Library and forced algorithms: set Open MPI's variables for this
         // subject (they may be read per call), on their own communicator.
-        let raw = self.tuned_comm(pt.subject)?;
+        self.make_tuned_comm(pt.subject)?;
+        let ctl = self.comm_for(pt.subject);
         match pt.subject {
             Subject::OmpiTuned { tuned, segment } => self.force_tuned(tuned.id, *segment)?,
             Subject::Library if !self.tuned_comms.is_empty() => self.force_tuned(0, 0)?,
@@ -228,7 +233,7 @@ impl<'c> Measurer<'c> {
             (_, RootPolicy::Fixed(r)) => vec![r.min(size - 1)],
             (_, RootPolicy::Rotate) => (0..size).collect(),
         };
-        let plans: Vec<Prepared> = match pt.subject {
+        let plans: Vec<Plan> = match pt.subject {
             Subject::Ours { spec, .. } => roots
                 .iter()
                 .map(|&root| {
@@ -243,7 +248,7 @@ impl<'c> Measurer<'c> {
                             nodes: self.comm.nodes(),
                         },
                     )
-                    .map(Prepared::new)
+                    .map(Plan::new)
                 })
                 .collect::<Result<_, _>>()
                 .map_err(TransportError::from)?,
@@ -273,11 +278,7 @@ impl<'c> Measurer<'c> {
                         pending.wait()?;
                     }
                     Subject::Library | Subject::OmpiTuned { .. } => {
-                        let d = data.slot(slot, n);
-                        // SAFETY: d holds n bytes.
-                        unsafe {
-                            ffi::library_bcast(d.as_mut_ptr(), pt.bytes, roots[root_idx], raw)?
-                        };
+                        ctl.library_bcast(data.slot(slot, n), roots[root_idx])?;
                         compute(pt.overlap_us);
                     }
                 }
@@ -287,17 +288,17 @@ impl<'c> Measurer<'c> {
         let root_of = |rep: usize| rep % roots.len();
 
         for w in 0..self.method.warmup as usize {
-            ffi::barrier(raw)?;
+            ctl.barrier()?;
             one_call(root_of(w))?;
         }
         // Probe: the cost of a synchronised repetition, slowest rank.
         let probe = 3;
         let t0 = ffi::wtime();
         for i in 0..probe {
-            ffi::barrier(raw)?;
+            ctl.barrier()?;
             one_call(root_of(i))?;
         }
-        let per_rep = ffi::allreduce_f64((ffi::wtime() - t0) / probe as f64, false, raw)?;
+        let per_rep = ctl.allreduce((ffi::wtime() - t0) / probe as f64, Op::Max)?;
         let reps = ((self.method.budget.as_secs_f64() / per_rep.max(1e-7)) as u32).clamp(
             self.method.min_reps,
             self.method.max_reps.max(self.method.min_reps),
@@ -309,7 +310,7 @@ impl<'c> Measurer<'c> {
         match self.method.sync {
             SyncMode::Barrier => {
                 for (rep, t) in times_local.iter_mut().enumerate() {
-                    ffi::barrier(raw)?;
+                    ctl.barrier()?;
                     let t0 = ffi::wtime();
                     one_call(root_of(rep))?;
                     *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
@@ -319,14 +320,14 @@ impl<'c> Measurer<'c> {
                 // A window twice the synchronised repetition's cost (and 50 us
                 // more): room for the call and for ranks that lag.
                 let window = 2.0 * per_rep + 50e-6;
-                let offset = clock::offset_from_root(raw, rank, size, 10)?;
+                let offset = clock::offset_from_root(ctl, rank, size, 10)?;
                 // Rank 0's clock is the reference: it picks the first start.
                 let first = if rank == 0 {
                     ffi::wtime() + window.max(1e-3)
                 } else {
                     0.0
                 };
-                let first = f64::from_bits(ffi::bcast_u64(first.to_bits(), 0, raw)?);
+                let first = f64::from_bits(ctl.bcast(first.to_bits(), 0)?);
                 for (rep, (t, late)) in times_local
                     .iter_mut()
                     .zip(late_local.iter_mut())
@@ -339,7 +340,7 @@ impl<'c> Measurer<'c> {
                 }
             }
         }
-        let all = ffi::reduce_max_f64(&local, 0, raw)?;
+        let all = ctl.reduce(&local, Op::Max, 0)?;
         if rank != 0 {
             return Ok(Vec::new());
         }
@@ -401,7 +402,7 @@ pub fn provenance(comm: &Comm) -> Result<Origin, MpiError> {
     let mut host = [0u8; 64];
     let b = name.as_bytes();
     host[..b.len().min(64)].copy_from_slice(&b[..b.len().min(64)]);
-    let all = ffi::gather_bytes(&host, 0, comm.raw())?;
+    let all = comm.gather(&host, 0)?;
     let host = if comm.rank() == 0 {
         String::from_utf8_lossy(&all[..64])
             .trim_end_matches('\0')

@@ -23,10 +23,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Shape};
+use colltune_algorithms::{build_resolved, resolve, AlgoSpec, Collective, Execution, Plan, Shape};
 use thiserror::Error;
 
-use crate::transport::mpi::{execute, ffi, Buffers, Comm, MpiError, Prepared, TransportError};
+use crate::transport::mpi::{execute, ffi, Buffers, Comm, Control, MpiError, Op, TransportError};
 use colltune_core::table::{self, CommKey, Table, TableError};
 
 /// Where a decision came from.
@@ -67,12 +67,28 @@ impl fmt::Display for Choice {
     }
 }
 
-/// The one precedence rule: forced > table > built-in > library.
-pub fn decide<T>(forced: Option<T>, table: Option<T>, builtin: Option<T>) -> Option<(T, usize)> {
-    forced
-        .map(|x| (x, 0))
-        .or(table.map(|x| (x, 1)))
-        .or(builtin.map(|x| (x, 2)))
+/// The layer of the precedence rule that answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// Forced by the environment.
+    Forced,
+    /// The table.
+    Table,
+    /// colltune's built-in default.
+    Builtin,
+    /// Nothing applies: the MPI library's own collective.
+    Library,
+}
+
+/// The one precedence rule: forced > table > built-in > library. Returns
+/// the layer that answers and its answer (none from [`Layer::Library`]).
+pub fn decide<T>(forced: Option<T>, table: Option<T>, builtin: Option<T>) -> (Layer, Option<T>) {
+    match (forced, table, builtin) {
+        (Some(x), _, _) => (Layer::Forced, Some(x)),
+        (None, Some(x), _) => (Layer::Table, Some(x)),
+        (None, None, Some(x)) => (Layer::Builtin, Some(x)),
+        (None, None, None) => (Layer::Library, None),
+    }
 }
 
 /// colltune's built-in default per collective (used when the table has no
@@ -250,8 +266,8 @@ impl Selector {
         } else {
             settings.digest(&text)
         };
-        let lo = ffi::allreduce_u64(mine, true, world.raw())?;
-        let hi = ffi::allreduce_u64(mine, false, world.raw())?;
+        let lo = world.allreduce(mine, Op::Min)?;
+        let hi = world.allreduce(mine, Op::Max)?;
         let reason = match (error, problem) {
             (Some(e), _) => {
                 if settings.strict {
@@ -319,14 +335,14 @@ impl Selector {
             .unwrap_or_default();
         // The precedence rule decides which layer answers; for the table
         // layer, the rule is looked up per call.
-        let layer = decide(
-            forced.clone().map(|_| ()),
+        let (layer, _) = decide(
+            forced.as_ref().map(|_| ()),
             (!rules.is_empty()).then_some(()),
             builtin_default(c).map(|_| ()),
         );
         Decisions {
             forced: match (layer, forced) {
-                (Some((_, 0)), Some(a)) => Some(Choice {
+                (Layer::Forced, Some(a)) => Some(Choice {
                     algorithm: Some(a),
                     source: Source::Forced,
                 }),
@@ -420,7 +436,7 @@ pub struct CommSelector {
     bcast: Decisions,
     swap: Decisions,
     /// Prepared schedules by (collective, choice id, pairing, root, bytes).
-    plans: RefCell<HashMap<PlanKey, Arc<Prepared>>>,
+    plans: RefCell<HashMap<PlanKey, Arc<Plan>>>,
 }
 
 type PlanKey = (Collective, usize, u8, usize, u64);
@@ -472,7 +488,7 @@ impl CommSelector {
         &self,
         key: PlanKey,
         spec: impl FnOnce() -> AlgoSpec,
-    ) -> Result<Arc<Prepared>, TransportError> {
+    ) -> Result<Arc<Plan>, TransportError> {
         let (c, _, _, root, bytes) = key;
         if let Some(p) = self.plans.borrow().get(&key) {
             return Ok(Arc::clone(p));
@@ -488,7 +504,7 @@ impl CommSelector {
                 nodes: self.comm.nodes(),
             },
         )?;
-        let p = Arc::new(Prepared::new(s));
+        let p = Arc::new(Plan::new(s));
         let mut plans = self.plans.borrow_mut();
         if plans.len() >= PLAN_CACHE {
             plans.clear();
@@ -528,8 +544,7 @@ impl CommSelector {
                 execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
             }
             None => {
-                // SAFETY: buf holds `bytes` bytes.
-                unsafe { ffi::library_bcast(buf.as_mut_ptr(), bytes, root, self.comm.raw())? };
+                self.comm.library_bcast(buf, root)?;
             }
         }
         Ok(choice)
@@ -587,10 +602,10 @@ mod tests {
 
     #[test]
     fn precedence() {
-        assert_eq!(decide(Some(1), Some(2), Some(3)), Some((1, 0)));
-        assert_eq!(decide(None, Some(2), Some(3)), Some((2, 1)));
-        assert_eq!(decide(None, None, Some(3)), Some((3, 2)));
-        assert_eq!(decide::<u8>(None, None, None), None);
+        assert_eq!(decide(Some(1), Some(2), Some(3)), (Layer::Forced, Some(1)));
+        assert_eq!(decide(None, Some(2), Some(3)), (Layer::Table, Some(2)));
+        assert_eq!(decide(None, None, Some(3)), (Layer::Builtin, Some(3)));
+        assert_eq!(decide::<u8>(None, None, None), (Layer::Library, None));
     }
 
     #[test]

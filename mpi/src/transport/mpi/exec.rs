@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::ffi::c_int;
 use std::marker::PhantomData;
 
-use colltune_algorithms::{Buf, Execution, OpKind, Post, Region, SendMode, Tag};
+use colltune_algorithms::{Buf, Execution, OpKind, Plan, Post, Region, Tag};
 
 use super::ffi::{self, MPI_Request, MPI_Win};
 use super::{Comm, TransportError};
@@ -30,9 +30,6 @@ fn tag(t: Tag) -> c_int {
         Tag::Control => 2,
     }
 }
-
-/// A schedule prepared for execution (shared with the simulator).
-pub type Prepared = colltune_algorithms::Plan;
 
 /// The caller's buffers for one call: the data buffer (broadcast buffer or
 /// swap's outgoing), and the swap's receive buffer.
@@ -54,7 +51,9 @@ impl<'a> Buffers<'a> {
 }
 
 /// A started call; [`Pending::wait`] completes it. Dropping it waits too
-/// (MPI must not write into freed buffers), ignoring errors.
+/// (MPI must not write into freed buffers), ignoring errors. It borrows the
+/// communicator, the plan and the buffers: none can go (the communicator's
+/// window with puts in flight, say) before the call completes.
 pub struct Pending<'a> {
     run: Option<Run<'a>>,
     _bufs: PhantomData<&'a mut [u8]>,
@@ -80,7 +79,7 @@ impl Drop for Pending<'_> {
 /// Runs one call to completion.
 pub fn execute(
     comm: &Comm,
-    plan: &Prepared,
+    plan: &Plan,
     exec: Execution,
     bufs: Buffers<'_>,
 ) -> Result<(), TransportError> {
@@ -89,8 +88,8 @@ pub fn execute(
 
 /// Starts one call: issues every op that need not wait for another rank.
 pub fn start<'a>(
-    comm: &Comm,
-    plan: &'a Prepared,
+    comm: &'a Comm,
+    plan: &'a Plan,
     exec: Execution,
     bufs: Buffers<'a>,
 ) -> Result<Pending<'a>, TransportError> {
@@ -118,7 +117,7 @@ pub fn start<'a>(
     let mut run = Run {
         plan,
         exec,
-        comm: comm.raw(),
+        comm,
         base: [bufs.data.as_mut_ptr(), bufs.recv.as_mut_ptr(), wbase],
         win,
         pc: 0,
@@ -143,9 +142,9 @@ pub fn start<'a>(
 }
 
 struct Run<'a> {
-    plan: &'a Prepared,
+    plan: &'a Plan,
     exec: Execution,
-    comm: ffi::MPI_Comm,
+    comm: &'a Comm,
     base: [*mut u8; 3],
     win: MPI_Win,
     // blocking: next op in program order
@@ -244,7 +243,7 @@ impl Run<'_> {
                             dst.len,
                             from.idx(),
                             tag(*rt),
-                            self.comm,
+                            self.comm.raw(),
                         )?;
                     }
                     self.pc += 2;
@@ -275,15 +274,21 @@ impl Run<'_> {
                                     src.len,
                                     to.idx(),
                                     tag(*t),
-                                    *mode == SendMode::Ready,
-                                    self.comm,
+                                    *mode,
+                                    self.comm.raw(),
                                 )?
                             };
                         }
                         OpKind::Recv { from, dst, tag: t } => {
                             // SAFETY: as above.
                             unsafe {
-                                ffi::recv(self.ptr(dst), dst.len, from.idx(), tag(*t), self.comm)?
+                                ffi::recv(
+                                    self.ptr(dst),
+                                    dst.len,
+                                    from.idx(),
+                                    tag(*t),
+                                    self.comm.raw(),
+                                )?
                             };
                         }
                         _ => {
@@ -354,8 +359,8 @@ impl Run<'_> {
                         src.len,
                         to.idx(),
                         tag(*t),
-                        *mode == SendMode::Ready,
-                        self.comm,
+                        *mode,
+                        self.comm.raw(),
                     )?
                 };
                 self.reqs.push(req);
@@ -363,8 +368,9 @@ impl Run<'_> {
             }
             OpKind::Recv { from, dst, tag: t } => {
                 // SAFETY: as above.
-                let req =
-                    unsafe { ffi::irecv(self.ptr(dst), dst.len, from.idx(), tag(*t), self.comm)? };
+                let req = unsafe {
+                    ffi::irecv(self.ptr(dst), dst.len, from.idx(), tag(*t), self.comm.raw())?
+                };
                 self.reqs.push(req);
                 self.req_ops.push(i);
             }
@@ -390,12 +396,12 @@ impl Run<'_> {
             }
             OpKind::ExposeTo { group } => {
                 let g: Vec<usize> = group.iter().map(|r| r.idx()).collect();
-                ffi::win_open_epoch(&g, false, self.comm, self.win)?;
+                ffi::win_post(&g, self.comm.raw(), self.win)?;
                 self.complete(i);
             }
             OpKind::AccessTo { group } => {
                 let g: Vec<usize> = group.iter().map(|r| r.idx()).collect();
-                ffi::win_open_epoch(&g, true, self.comm, self.win)?;
+                ffi::win_start(&g, self.comm.raw(), self.win)?;
                 self.complete(i);
             }
             OpKind::EndAccess => {

@@ -1,9 +1,12 @@
-//! Checked raw MPI calls: every return code becomes a `Result`.
+//! Checked raw MPI calls: every return code becomes a `Result`, and
+//! nothing more (the safe layers are [`control`](super::control),
+//! [`p2p`](super::p2p) and [`exec`](super::exec)).
 //!
 //! rsmpi has no dynamic request sets over borrowed sub-ranges of one buffer,
 //! no `MPI_Rsend`, no one-sided windows, and it ignores return codes; the
 //! executors need all four, so they call MPI here. Communicators used through
 //! this module carry `MPI_ERRORS_RETURN`, so failures come back as codes.
+//! Crate-private: nothing outside colltune-mpi calls MPI raw.
 
 use std::ffi::{c_int, c_void};
 use std::ptr;
@@ -11,6 +14,9 @@ use std::ptr;
 use mpi::ffi;
 pub use mpi::ffi::{MPI_Comm, MPI_Group, MPI_Request, MPI_Win};
 
+use colltune_algorithms::SendMode;
+
+use super::control::Op;
 use super::MpiError;
 
 /// Turns an MPI return code into a `Result` naming the call.
@@ -140,12 +146,9 @@ pub fn comm_free(comm: &mut MPI_Comm) -> Result<(), MpiError> {
     check(unsafe { ffi::MPI_Comm_free(comm) }, "MPI_Comm_free")
 }
 
-/// For every rank of `comm`, the lowest rank of `comm` on the same
-/// shared-memory node: a node label computed with one split and two small
-/// collectives.
-pub fn node_labels(comm: MPI_Comm) -> Result<Vec<u32>, MpiError> {
-    let rank = comm_rank(comm)? as c_int;
-    let size = comm_size(comm)?;
+/// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`: the ranks of `comm` that
+/// share this rank's node, ordered by `key`, as a new communicator.
+pub fn comm_split_shared(comm: MPI_Comm, key: usize) -> Result<MPI_Comm, MpiError> {
     let mut shared = comm_null();
     // SAFETY: valid handles and out pointer.
     check(
@@ -153,46 +156,36 @@ pub fn node_labels(comm: MPI_Comm) -> Result<Vec<u32>, MpiError> {
             ffi::MPI_Comm_split_type(
                 comm,
                 ffi::RSMPI_COMM_TYPE_SHARED,
-                rank,
+                key as c_int,
                 ffi::RSMPI_INFO_NULL,
                 &mut shared,
             )
         },
         "MPI_Comm_split_type",
     )?;
-    let mut leader: c_int = 0;
-    // SAFETY: one int in, one int out, on the communicator just created.
-    let rc = unsafe {
-        ffi::MPI_Allreduce(
-            (&rank as *const c_int).cast(),
-            (&mut leader as *mut c_int).cast(),
-            1,
-            ffi::RSMPI_INT32_T,
-            ffi::RSMPI_MIN,
-            shared,
-        )
-    };
-    comm_free(&mut shared)?;
-    check(rc, "MPI_Allreduce")?;
-    let mut labels = vec![0i32; size];
-    // SAFETY: labels holds `size` ints, one from each rank.
-    check(
-        unsafe {
-            ffi::MPI_Allgather(
-                (&leader as *const c_int).cast(),
-                1,
-                ffi::RSMPI_INT32_T,
-                labels.as_mut_ptr().cast(),
-                1,
-                ffi::RSMPI_INT32_T,
-                comm,
-            )
-        },
-        "MPI_Allgather",
-    )?;
-    Ok(labels.into_iter().map(|l| l as u32).collect())
+    Ok(shared)
 }
 
+/// `MPI_Comm_split`: the ranks of `comm` with the same `color`, ordered by
+/// `key`, as a new communicator; `None` (`MPI_UNDEFINED`) joins none and
+/// gets `MPI_COMM_NULL`. Collective over `comm`.
+pub fn comm_split(comm: MPI_Comm, color: Option<u32>, key: usize) -> Result<MPI_Comm, MpiError> {
+    let color = match color {
+        Some(c) => c as c_int,
+        // SAFETY: reading an immutable handle.
+        None => unsafe { ffi::RSMPI_UNDEFINED },
+    };
+    let mut out = comm_null();
+    // SAFETY: valid out pointer.
+    check(
+        unsafe { ffi::MPI_Comm_split(comm, color, key as c_int, &mut out) },
+        "MPI_Comm_split",
+    )?;
+    Ok(out)
+}
+
+/// `MPI_Send`, or `MPI_Rsend` in [`SendMode::Ready`].
+///
 /// # Safety
 /// `buf` must be valid for reads of `len` bytes until the send completes.
 pub unsafe fn send(
@@ -200,23 +193,24 @@ pub unsafe fn send(
     len: u64,
     to: usize,
     tag: c_int,
-    ready: bool,
+    mode: SendMode,
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     let n = count(len)?;
-    if ready {
-        check(
+    match mode {
+        SendMode::Ready => check(
             ffi::MPI_Rsend(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Rsend",
-        )
-    } else {
-        check(
+        ),
+        SendMode::Standard => check(
             ffi::MPI_Send(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Send",
-        )
+        ),
     }
 }
 
+/// `MPI_Isend`, or `MPI_Irsend` in [`SendMode::Ready`].
+///
 /// # Safety
 /// `buf` must stay valid for reads of `len` bytes until the request completes.
 pub unsafe fn isend(
@@ -224,37 +218,21 @@ pub unsafe fn isend(
     len: u64,
     to: usize,
     tag: c_int,
-    ready: bool,
+    mode: SendMode,
     comm: MPI_Comm,
 ) -> Result<MPI_Request, MpiError> {
     let n = count(len)?;
     let mut req = request_null();
-    if ready {
-        check(
-            ffi::MPI_Irsend(
-                buf_ptr(buf, len),
-                n,
-                byte(),
-                to as c_int,
-                tag,
-                comm,
-                &mut req,
-            ),
+    let buf = buf_ptr(buf, len);
+    match mode {
+        SendMode::Ready => check(
+            ffi::MPI_Irsend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Irsend",
-        )?;
-    } else {
-        check(
-            ffi::MPI_Isend(
-                buf_ptr(buf, len),
-                n,
-                byte(),
-                to as c_int,
-                tag,
-                comm,
-                &mut req,
-            ),
+        )?,
+        SendMode::Standard => check(
+            ffi::MPI_Isend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Isend",
-        )?;
+        )?,
     }
     Ok(req)
 }
@@ -459,32 +437,33 @@ fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
     Ok(g)
 }
 
-/// `MPI_Win_post` (`start == false`) or `MPI_Win_start` to these ranks.
-pub fn win_open_epoch(
+/// `MPI_Win_post`: exposes the window to these ranks.
+pub fn win_post(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
+    with_group(ranks, comm, |g| {
+        // SAFETY: g and win are valid handles.
+        check(unsafe { ffi::MPI_Win_post(g, 0, win) }, "MPI_Win_post")
+    })
+}
+
+/// `MPI_Win_start`: opens an access epoch to these ranks.
+pub fn win_start(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
+    with_group(ranks, comm, |g| {
+        // SAFETY: g and win are valid handles.
+        check(unsafe { ffi::MPI_Win_start(g, 0, win) }, "MPI_Win_start")
+    })
+}
+
+/// Runs `f` with the group of these ranks of `comm`, freed afterwards.
+fn with_group<R>(
     ranks: &[usize],
-    start: bool,
     comm: MPI_Comm,
-    win: MPI_Win,
-) -> Result<(), MpiError> {
+    f: impl FnOnce(MPI_Group) -> Result<R, MpiError>,
+) -> Result<R, MpiError> {
     let mut g = group_of(ranks, comm)?;
-    // SAFETY: g and win are valid handles.
-    let rc = unsafe {
-        if start {
-            ffi::MPI_Win_start(g, 0, win)
-        } else {
-            ffi::MPI_Win_post(g, 0, win)
-        }
-    };
+    let out = f(g);
     // SAFETY: g was created by group_of.
     unsafe { ffi::MPI_Group_free(&mut g) };
-    check(
-        rc,
-        if start {
-            "MPI_Win_start"
-        } else {
-            "MPI_Win_post"
-        },
-    )
+    out
 }
 
 pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {
@@ -537,78 +516,6 @@ pub fn library_version() -> String {
         .to_string()
 }
 
-/// Reduces one f64 per rank with max (min if `min`), on every rank.
-pub fn allreduce_f64(v: f64, min: bool, comm: MPI_Comm) -> Result<f64, MpiError> {
-    let mut out = 0f64;
-    // SAFETY: one double in, one out.
-    check(
-        unsafe {
-            ffi::MPI_Allreduce(
-                (&v as *const f64).cast(),
-                (&mut out as *mut f64).cast(),
-                1,
-                ffi::RSMPI_DOUBLE,
-                if min { ffi::RSMPI_MIN } else { ffi::RSMPI_MAX },
-                comm,
-            )
-        },
-        "MPI_Allreduce",
-    )?;
-    Ok(out)
-}
-
-/// Sums one u64 per rank, on every rank.
-pub fn allreduce_sum_u64(v: u64, comm: MPI_Comm) -> Result<u64, MpiError> {
-    let mut out = 0u64;
-    // SAFETY: one u64 in, one out.
-    check(
-        unsafe {
-            ffi::MPI_Allreduce(
-                (&v as *const u64).cast(),
-                (&mut out as *mut u64).cast(),
-                1,
-                ffi::RSMPI_UINT64_T,
-                ffi::RSMPI_SUM,
-                comm,
-            )
-        },
-        "MPI_Allreduce",
-    )?;
-    Ok(out)
-}
-
-/// Gathers `bytes` from every rank to `root` (equal lengths).
-pub fn gather_bytes(bytes: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>, MpiError> {
-    let size = comm_size(comm)?;
-    let me = comm_rank(comm)?;
-    let n = count(bytes.len() as u64)?;
-    let mut out = if me == root {
-        vec![0u8; bytes.len() * size]
-    } else {
-        Vec::new()
-    };
-    // SAFETY: out holds size * len bytes at the root; unused elsewhere.
-    check(
-        unsafe {
-            ffi::MPI_Gather(
-                bytes.as_ptr().cast(),
-                n,
-                byte(),
-                out.as_mut_ptr().cast(),
-                n,
-                byte(),
-                root as c_int,
-                comm,
-            )
-        },
-        "MPI_Gather",
-    )?;
-    Ok(out)
-}
-
-/// Writes an integer control variable of the MPI library through the MPI
-/// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
-/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
 /// Initialises the MPI tool interface once.
 fn t_init() -> Result<(), MpiError> {
     static RC: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
@@ -620,6 +527,9 @@ fn t_init() -> Result<(), MpiError> {
     check(rc, "MPI_T_init_thread")
 }
 
+/// Writes an integer control variable of the MPI library through the MPI
+/// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
+/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
 pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     t_init()?;
     let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
@@ -654,55 +564,6 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     })
 }
 
-/// Element-wise maximum of `v` over all ranks, at `root` (empty elsewhere).
-pub fn reduce_max_f64(v: &[f64], root: usize, comm: MPI_Comm) -> Result<Vec<f64>, MpiError> {
-    let me = comm_rank(comm)?;
-    let mut out = if me == root {
-        vec![0f64; v.len()]
-    } else {
-        Vec::new()
-    };
-    // SAFETY: v.len() doubles in; as many out at the root.
-    check(
-        unsafe {
-            ffi::MPI_Reduce(
-                v.as_ptr().cast(),
-                if me == root {
-                    out.as_mut_ptr().cast()
-                } else {
-                    ptr::null_mut()
-                },
-                count(v.len() as u64)?,
-                ffi::RSMPI_DOUBLE,
-                ffi::RSMPI_MAX,
-                root as c_int,
-                comm,
-            )
-        },
-        "MPI_Reduce",
-    )?;
-    Ok(out)
-}
-
-/// Broadcasts one u64 from `root` (for agreeing on plans).
-pub fn bcast_u64(v: u64, root: usize, comm: MPI_Comm) -> Result<u64, MpiError> {
-    let mut x = v;
-    // SAFETY: one u64 in place.
-    check(
-        unsafe {
-            ffi::MPI_Bcast(
-                (&mut x as *mut u64).cast(),
-                1,
-                ffi::RSMPI_UINT64_T,
-                root as c_int,
-                comm,
-            )
-        },
-        "MPI_Bcast",
-    )?;
-    Ok(x)
-}
-
 /// The name of the node this rank runs on.
 pub fn processor_name() -> String {
     let mut buf = vec![0u8; 1024];
@@ -715,53 +576,135 @@ pub fn processor_name() -> String {
     String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
 }
 
-/// Broadcasts a byte string of any length from `root`.
-pub fn bcast_bytes(data: &[u8], root: usize, comm: MPI_Comm) -> Result<Vec<u8>, MpiError> {
-    let len = bcast_u64(data.len() as u64, root, comm)?;
-    let mut buf = if comm_rank(comm)? == root {
-        data.to_vec()
-    } else {
-        vec![0u8; len as usize]
-    };
-    if len > 0 {
-        // SAFETY: buf holds len bytes on every rank.
-        unsafe { library_bcast(buf.as_mut_ptr(), len, root, comm)? };
+/// The predefined datatypes the control plane moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Datatype {
+    U8,
+    I32,
+    U64,
+    F64,
+}
+
+fn datatype(d: Datatype) -> ffi::MPI_Datatype {
+    // SAFETY: reading immutable handles exported by the MPI library.
+    unsafe {
+        match d {
+            Datatype::U8 => ffi::RSMPI_UINT8_T,
+            Datatype::I32 => ffi::RSMPI_INT32_T,
+            Datatype::U64 => ffi::RSMPI_UINT64_T,
+            Datatype::F64 => ffi::RSMPI_DOUBLE,
+        }
     }
-    Ok(buf)
 }
 
-/// The ranks `0..size` of `comm` as a new communicator (on those ranks;
-/// `None` elsewhere). Collective over `comm`.
-pub fn comm_prefix(comm: MPI_Comm, size: usize) -> Result<Option<MPI_Comm>, MpiError> {
-    let rank = comm_rank(comm)?;
-    // SAFETY: reading an immutable handle.
-    let undefined = unsafe { ffi::RSMPI_UNDEFINED };
-    let color = if rank < size { 0 } else { undefined };
-    let mut out = comm_null();
-    // SAFETY: valid out pointer.
-    check(
-        unsafe { ffi::MPI_Comm_split(comm, color, rank as c_int, &mut out) },
-        "MPI_Comm_split",
-    )?;
-    Ok((rank < size).then_some(out))
+fn op(o: Op) -> ffi::MPI_Op {
+    // SAFETY: reading immutable handles exported by the MPI library.
+    unsafe {
+        match o {
+            Op::Min => ffi::RSMPI_MIN,
+            Op::Max => ffi::RSMPI_MAX,
+            Op::Sum => ffi::RSMPI_SUM,
+        }
+    }
 }
 
-/// Min (or max) of one u64 over all ranks, on every rank.
-pub fn allreduce_u64(v: u64, min: bool, comm: MPI_Comm) -> Result<u64, MpiError> {
-    let mut out = 0u64;
-    // SAFETY: one u64 in, one out.
+/// `MPI_Allreduce` of `n` elements of `dt`.
+///
+/// # Safety
+/// `send` and `recv` each hold `n` elements of `dt`.
+pub unsafe fn allreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    n: u64,
+    dt: Datatype,
+    o: Op,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
     check(
-        unsafe {
-            ffi::MPI_Allreduce(
-                (&v as *const u64).cast(),
-                (&mut out as *mut u64).cast(),
-                1,
-                ffi::RSMPI_UINT64_T,
-                if min { ffi::RSMPI_MIN } else { ffi::RSMPI_MAX },
-                comm,
-            )
-        },
+        ffi::MPI_Allreduce(send, recv, count(n)?, datatype(dt), op(o), comm),
         "MPI_Allreduce",
-    )?;
-    Ok(out)
+    )
+}
+
+/// `MPI_Reduce` of `n` elements of `dt` to `root`.
+///
+/// # Safety
+/// `send` holds `n` elements of `dt`, and so does `recv` at the root (it
+/// may be null elsewhere).
+pub unsafe fn reduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    n: u64,
+    dt: Datatype,
+    o: Op,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::MPI_Reduce(
+            send,
+            recv,
+            count(n)?,
+            datatype(dt),
+            op(o),
+            root as c_int,
+            comm,
+        ),
+        "MPI_Reduce",
+    )
+}
+
+/// `MPI_Bcast` of `n` elements of `dt` from `root`.
+///
+/// # Safety
+/// `buf` holds `n` elements of `dt`.
+pub unsafe fn bcast(
+    buf: *mut c_void,
+    n: u64,
+    dt: Datatype,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::MPI_Bcast(buf, count(n)?, datatype(dt), root as c_int, comm),
+        "MPI_Bcast",
+    )
+}
+
+/// `MPI_Gather` of `n` elements of `dt` from every rank to `root`.
+///
+/// # Safety
+/// `send` holds `n` elements of `dt`; `recv` holds `n` per rank at the root
+/// (it is not read elsewhere).
+pub unsafe fn gather(
+    send: *const c_void,
+    recv: *mut c_void,
+    n: u64,
+    dt: Datatype,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    let (n, dt) = (count(n)?, datatype(dt));
+    check(
+        ffi::MPI_Gather(send, n, dt, recv, n, dt, root as c_int, comm),
+        "MPI_Gather",
+    )
+}
+
+/// `MPI_Allgather` of `n` elements of `dt` from every rank.
+///
+/// # Safety
+/// `send` holds `n` elements of `dt`, `recv` `n` per rank.
+pub unsafe fn allgather(
+    send: *const c_void,
+    recv: *mut c_void,
+    n: u64,
+    dt: Datatype,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    let (n, dt) = (count(n)?, datatype(dt));
+    check(
+        ffi::MPI_Allgather(send, n, dt, recv, n, dt, comm),
+        "MPI_Allgather",
+    )
 }

@@ -1,12 +1,18 @@
 //! The MPI transport: executes schedules on a communicator.
 //!
-//! Everything unsafe in colltune lives in this module: [`ffi`] wraps the raw
-//! calls (every return code checked), [`exec`] runs schedules with raw
-//! pointers into the caller's buffers, [`Comm`] owns the private duplicate
-//! communicator, its node map (computed once) and its one-sided window.
+//! Everything unsafe in colltune lives in this crate, and the raw MPI calls
+//! in this module: `ffi` wraps them (every return code checked, nothing
+//! more), [`exec`] runs schedules with raw pointers into the caller's
+//! buffers, [`Comm`] owns the private duplicate communicator, its node map
+//! (computed once) and its one-sided window. Safe layers above `ffi`:
+//! [`control`] (the control plane: barrier, one generic reduction,
+//! broadcasts, gathers, sub-communicators) and [`p2p`] (point-to-point
+//! messages between two ranks, and the one ping-pong).
 
+pub mod control;
 pub mod exec;
-pub mod ffi;
+pub(crate) mod ffi;
+pub mod p2p;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -14,7 +20,12 @@ use std::fmt;
 use colltune_algorithms::{BuildError, NodeMap, ShapeError};
 use thiserror::Error;
 
-pub use exec::{execute, start, Buffers, Pending, Prepared};
+pub use control::{Control, Element, Op};
+pub use exec::{execute, start, Buffers, Pending};
+pub use ffi::{cvar_write_int, processor_name, wtime};
+pub use p2p::{Batch, Peer};
+
+use control::CommHandle;
 
 /// A failed MPI call.
 #[derive(Debug, Clone, Error)]
@@ -62,7 +73,7 @@ struct Window {
 /// on demand. Create one per communicator and keep it: nothing here is
 /// rebuilt per call.
 pub struct Comm {
-    raw: ffi::MPI_Comm,
+    handle: CommHandle,
     rank: usize,
     size: usize,
     nodes: NodeMap,
@@ -91,10 +102,10 @@ impl Comm {
         if ffi::comm_is_inter(comm)? {
             return Err(TransportError::InterCommunicator);
         }
-        let raw = ffi::comm_dup_private(comm)?;
-        let rank = ffi::comm_rank(raw)?;
-        let size = ffi::comm_size(raw)?;
-        let labels = ffi::node_labels(raw)?;
+        let handle = CommHandle::dup_private(comm)?;
+        let rank = ffi::comm_rank(handle.raw())?;
+        let size = ffi::comm_size(handle.raw())?;
+        let labels = node_labels(&handle, rank)?;
         let nodes = match std::env::var("COLLTUNE_NODES") {
             Ok(text) if !text.trim().is_empty() => {
                 let m = NodeMap::parse(&text).map_err(|e| TransportError::NodeOverride {
@@ -115,7 +126,7 @@ impl Comm {
             _ => NodeMap::from_labels(&labels),
         };
         Ok(Comm {
-            raw,
+            handle,
             rank,
             size,
             nodes,
@@ -145,9 +156,31 @@ impl Comm {
     pub fn nodes(&self) -> &NodeMap {
         &self.nodes
     }
-    /// The private duplicate (for barriers and reductions around calls).
-    pub fn raw(&self) -> ffi::MPI_Comm {
-        self.raw
+    /// The private duplicate.
+    pub(crate) fn raw(&self) -> ffi::MPI_Comm {
+        self.handle.raw()
+    }
+
+    /// The private duplicate, as a bare handle.
+    pub(crate) fn handle(&self) -> &CommHandle {
+        &self.handle
+    }
+
+    /// Ranks `0..size` of this communicator as a communicator of their own
+    /// (set up as [`Comm::from_raw`] does: duplicated, its node map found);
+    /// `None` on the other ranks. Collective over this communicator.
+    pub fn prefix(&self, size: usize) -> Result<Option<Comm>, TransportError> {
+        let member = self.rank < size;
+        let split = ffi::comm_split(self.raw(), member.then_some(0), self.rank)?;
+        if !member {
+            return Ok(None);
+        }
+        // SAFETY: the communicator just split off, freed only here.
+        let split = unsafe { CommHandle::own(split) };
+        // SAFETY: a valid intra-communicator of an initialised MPI.
+        let comm = unsafe { Comm::from_raw(split.raw()) }?;
+        split.free()?;
+        Ok(Some(comm))
     }
 
     /// The communicator's window, at least `len` bytes (collective when it
@@ -162,7 +195,7 @@ impl Comm {
         if let Some(mut old) = w.take() {
             ffi::win_free(&mut old.win)?;
         }
-        let (win, base) = ffi::win_allocate(len.max(1), self.raw)?;
+        let (win, base) = ffi::win_allocate(len.max(1), self.raw())?;
         *w = Some(Window { win, base, len });
         Ok((win, base))
     }
@@ -176,6 +209,26 @@ impl Drop for Comm {
         if let Some(mut w) = self.window.borrow_mut().take() {
             let _ = ffi::win_free(&mut w.win);
         }
-        let _ = ffi::comm_free(&mut self.raw);
+        // The handle frees the communicator after this.
     }
+}
+
+impl control::Raw for Comm {
+    fn raw_handle(&self) -> ffi::MPI_Comm {
+        self.raw()
+    }
+}
+
+impl Control for Comm {}
+
+/// For every rank of `comm`, the lowest rank of `comm` on the same
+/// shared-memory node: a node label computed with one split and two small
+/// collectives.
+fn node_labels(comm: &CommHandle, rank: usize) -> Result<Vec<u32>, MpiError> {
+    // SAFETY: the communicator just split off, freed only here.
+    let shared = unsafe { CommHandle::own(ffi::comm_split_shared(comm.raw(), rank)?) };
+    let leader = shared.allreduce(rank as i32, Op::Min);
+    shared.free()?;
+    let labels = comm.allgather(leader?)?;
+    Ok(labels.into_iter().map(|l| l as u32).collect())
 }
