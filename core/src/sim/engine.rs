@@ -199,7 +199,7 @@ impl<'a> Engine<'a> {
     pub fn new(m: &'a Model, nodes: &NodeMap, plans: &'a [Plan], exec: Execution) -> Self {
         let mut e = Engine::empty(m, nodes, exec, exec == Execution::Nonblocking);
         for pl in plans {
-            e.add_rank(&pl.schedule.ops, None, Some(&pl.chan));
+            e.add_plan(pl);
         }
         e.link_channels();
         e.plans = Some(plans);

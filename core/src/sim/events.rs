@@ -112,7 +112,10 @@ impl Events {
         Some(e)
     }
 
-    /// Bucket 0 is spent: moves the smallest key's events into it.
+    /// Bucket 0 is spent: moves the smallest key's events into it. (Inlined
+    /// into the run loop, as it was when this queue lived in the engine's
+    /// file: called out of line it costs some 4% more instructions there.)
+    #[inline]
     fn refill(&mut self) -> Option<()> {
         self.buckets[0].clear();
         self.head = 0;

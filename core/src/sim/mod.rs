@@ -252,7 +252,7 @@ pub fn simulate_within(
                 b.clear();
                 build_into(c, &spec, &shape(rank), &mut b).map_err(BuildError::from)?;
                 let ops = b.finish_flat(&mut deps, &mut ends);
-                e.add_rank(ops, Some((&deps, &ends)), None);
+                e.add_rank(ops, (&deps, &ends));
             }
             e.link_channels();
             (e, [false; 2])

@@ -10,9 +10,7 @@
 //! [`ChanIds`], which gives the same numbers (a test checks it for every
 //! algorithm) without [`Plan::new`]'s allocations.
 
-#[cfg(doc)]
-use colltune_algorithms::Plan;
-use colltune_algorithms::{Op, OpKind};
+use colltune_algorithms::{Op, OpKind, Plan};
 
 use super::engine::{u32_of, ChanSide, Engine, FOp, Rank, RankCold, St, Wait, K, NONE};
 
@@ -34,7 +32,7 @@ impl ChanIds {
     }
 
     /// The number of `key`, `next` (and then added) if it is new.
-    fn id(&mut self, key: u64, next: u32) -> u32 {
+    pub(super) fn id(&mut self, key: u64, next: u32) -> u32 {
         if (self.used.len() + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -66,19 +64,37 @@ impl ChanIds {
 }
 
 impl Engine<'_> {
+    /// Packs the next rank's schedule, its dependencies flat as
+    /// [`Builder::finish_flat`] gives them, numbering its channels here.
+    ///
+    /// [`Builder::finish_flat`]: colltune_algorithms::Builder::finish_flat
+    pub(super) fn add_rank(&mut self, ops: &[Op], deps: (&[u32], &[u32])) {
+        self.pack_rank(ops, Some(deps), |ids, _, key, next| ids.id(key, next));
+    }
+
+    /// Packs the next rank's plan, its channels numbered as [`Plan::chan`]
+    /// numbers them.
+    pub(super) fn add_plan(&mut self, plan: &Plan) {
+        let chan = &plan.chan;
+        self.pack_rank(&plan.schedule.ops, None, |_, i, _, _| {
+            chan[i].expect("a send or receive has a channel").0
+        });
+    }
+
     /// Packs the next rank's schedule: its ops, channels (numbering
     /// positions in them as [`Plan`] does) and, for the dataflow execution,
     /// dependents (as [`Plan`] lists them).
     /// `deps`: every op's dependencies as [`Builder::finish_flat`] gives
-    /// them, or None: in the ops. `plan_chan`: each op's (channel, position) as
-    /// [`Plan::chan`] gives them, or None: numbered here.
+    /// them, or None: in the ops. `number(ids, i, key, next)`: the channel
+    /// of op `i` (a send or receive; `key` as [`ChanIds`] takes it), `next`
+    /// if it is new. A generic: `simulate`'s packing tests nothing per op.
     ///
     /// [`Builder::finish_flat`]: colltune_algorithms::Builder::finish_flat
-    pub(super) fn add_rank(
+    pub(super) fn pack_rank(
         &mut self,
         ops: &[Op],
         deps: Option<(&[u32], &[u32])>,
-        plan_chan: Option<&[Option<(u32, u32)>]>,
+        mut number: impl FnMut(&mut ChanIds, usize, u64, u32) -> u32,
     ) {
         let deps_of = |i: usize| match deps {
             Some((flat, ends)) => {
@@ -114,10 +130,7 @@ impl Engine<'_> {
                 let next = u32_of(self.cs.len() - cs_base);
                 // A channel is new when its number is the next one: both
                 // numberings go in order of first use.
-                let id = match plan_chan {
-                    Some(c) => c[i].expect("a send or receive has a channel").0,
-                    None => self.chan_ids.id(key, next),
-                };
+                let id = number(&mut self.chan_ids, i, key, next);
                 debug_assert!(id <= next, "channels numbered in order of first use");
                 if id == next {
                     self.cs.push(ChanSide {
@@ -138,7 +151,6 @@ impl Engine<'_> {
                     }
                 }
                 let side = &mut self.cs[cs_base + id as usize];
-                debug_assert!(plan_chan.is_none_or(|c| c[i].is_some_and(|c| c.1 == side.len)));
                 *cs = id;
                 *pos = side.len;
                 side.len += 1;

@@ -404,7 +404,9 @@ fn the_packed_channels_are_the_plans_channels() {
                         let from_plans = Engine::new(&m, &nodes, &plans, exec);
                         let mut own = Engine::empty(&m, &nodes, exec, false);
                         for pl in &plans {
-                            own.add_rank(&pl.schedule.ops, None, None);
+                            own.pack_rank(&pl.schedule.ops, None, |ids, _, key, next| {
+                                ids.id(key, next)
+                            });
                         }
                         own.link_channels();
                         let ops = |e: &Engine| -> Vec<(u32, u32)> {
@@ -414,6 +416,17 @@ fn the_packed_channels_are_the_plans_channels() {
                             e.cs.iter().map(|s| (s.start, s.len, s.peer)).collect()
                         };
                         assert_eq!(ops(&from_plans), ops(&own), "{c} {spec} [{exec}]");
+                        // ... and they are Plan's (channel, position).
+                        let mut at = 0;
+                        for pl in &plans {
+                            for (i, ch) in pl.chan.iter().enumerate() {
+                                if let Some(ch) = *ch {
+                                    let op = &own.ops[at + i];
+                                    assert_eq!((op.cs, op.pos), ch, "{c} {spec} op {i}");
+                                }
+                            }
+                            at += pl.schedule.ops.len();
+                        }
                         assert_eq!(sides(&from_plans), sides(&own), "{c} {spec} [{exec}]");
                         assert_eq!(
                             from_plans.run().unwrap().to_bits(),
