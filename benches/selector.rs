@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use colltune_algorithms::Collective;
 use colltune_core::table::{self, CommKey};
-use colltune_mpi::select::{Selector, Settings};
+use colltune_core::decide::{RuntimeSettings, Selector};
 
 /// A realistic table: 2 collectives x 5 shapes x 100 rules, every field set.
 fn big_table() -> String {
@@ -83,7 +83,7 @@ fn main() {
     );
 
     let sel = Arc::new(Selector {
-        settings: Settings::default(),
+        settings: RuntimeSettings::default(),
         table: Some(Arc::new(t)),
         fallback: None,
     });

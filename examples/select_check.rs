@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use colltune_algorithms::swap::partner;
 use colltune_core::pattern;
-use colltune_mpi::select::Selector;
+use colltune_mpi::select;
 use colltune_mpi::transport::mpi::{Comm, Control, Op};
 
 fn main() {
@@ -21,11 +21,11 @@ fn main() {
 
 fn run() -> i32 {
     let world = Comm::world().expect("world");
-    let selector = Arc::new(Selector::new(&world).unwrap_or_else(|e| {
+    let selector = Arc::new(select::load(&world).unwrap_or_else(|e| {
         eprintln!("colltune: error: {e}");
         std::process::exit(3)
     }));
-    let cs = selector.for_comm(Comm::world().expect("world"));
+    let cs = select::for_comm(&selector, Comm::world().expect("world"));
     let (rank, size) = (cs.comm().rank(), cs.comm().size());
     let mut bad = 0u64;
     let mut ran = BTreeSet::new();

@@ -19,6 +19,7 @@ pub use colltune_algorithms as algorithms;
 
 pub mod calibrate;
 pub mod compare;
+pub mod decide;
 pub mod export;
 pub mod fit;
 pub mod method;

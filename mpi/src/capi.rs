@@ -82,7 +82,7 @@ pub fn init() -> c_int {
             return ERR_OTHER;
         }
     };
-    let selector = match Selector::new(&world) {
+    let selector = match crate::select::load(&world) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             // COLLTUNE_STRICT=1: a bad table is fatal, on every rank alike.
@@ -115,7 +115,7 @@ pub fn init() -> c_int {
     if rc != SUCCESS {
         return rc;
     }
-    let slot = Box::new(Mutex::new(selector.for_comm(world)));
+    let slot = Box::new(Mutex::new(crate::select::for_comm(&selector, world)));
     // SAFETY: the attribute owns the box until MPI deletes it.
     let rc =
         unsafe { ffi::MPI_Comm_set_attr(cffi::comm_world(), keyval, Box::into_raw(slot).cast()) };
@@ -181,7 +181,7 @@ unsafe fn slot(comm: MPI_Comm) -> Result<Option<*mut Slot>, c_int> {
         ));
         ERR_OTHER
     })?;
-    let raw = Box::into_raw(Box::new(Mutex::new(selector.for_comm(c))));
+    let raw = Box::into_raw(Box::new(Mutex::new(crate::select::for_comm(&selector, c))));
     let rc = ffi::MPI_Comm_set_attr(comm, keyval, raw.cast());
     if rc != SUCCESS {
         drop(Box::from_raw(raw));

@@ -13,7 +13,7 @@ use colltune_core::record;
 use colltune_core::report::{series, SeriesKey};
 use colltune_core::table::diff::{Kind, Side};
 use colltune_core::table::{self, CommKey, Table, TableError};
-use colltune_mpi::select::{parse_forced, Selector, Settings, Source};
+use colltune_core::decide::{parse_forced, RuntimeSettings, Selector, Source};
 
 fn load(path: &Path) -> Result<Table, UsageError> {
     table::load(path).map_err(|e| UsageError(e.to_string()))
@@ -151,9 +151,9 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
         ppn,
         nodes: a.nodes.unwrap_or(a.ranks.div_ceil(ppn)),
     };
-    let env = Settings::from_env().map_err(|e| UsageError(e.to_string()))?;
+    let env = RuntimeSettings::from_env().map_err(|e| UsageError(e.to_string()))?;
     let sel = Arc::new(Selector {
-        settings: Settings {
+        settings: RuntimeSettings {
             table: Some(a.table.clone()),
             ..env.clone()
         },

@@ -13,7 +13,7 @@ use std::path::Path;
 use colltune_algorithms::{AlgoSpec, Collective, Execution, ParamValue};
 use serde::{Deserialize, Serialize};
 
-pub use validate::{load, load_str, Problem, TableError};
+pub use validate::{load, load_str, read_text, Problem, TableError, MAX_TABLE_BYTES};
 
 /// The schema version this colltune reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;

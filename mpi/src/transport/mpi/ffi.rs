@@ -654,7 +654,9 @@ pub unsafe fn reduce(
     )
 }
 
-/// `MPI_Bcast` of `n` elements of `dt` from `root`.
+/// `MPI_Bcast` of `n` elements of `dt` from `root`, through the profiling
+/// interface (`PMPI_Bcast`): the interposition library defines `MPI_Bcast`,
+/// and colltune's own traffic must never route through itself.
 ///
 /// # Safety
 /// `buf` holds `n` elements of `dt`.
@@ -666,7 +668,7 @@ pub unsafe fn bcast(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::MPI_Bcast(buf, count(n)?, datatype(dt), root as c_int, comm),
+        ffi::PMPI_Bcast(buf, count(n)?, datatype(dt), root as c_int, comm),
         "MPI_Bcast",
     )
 }
