@@ -13,6 +13,10 @@ use colltune_algorithms::{
 
 use crate::ompi::TunedBcast;
 
+/// Largest message colltune measures or runs as one MPI message: a count
+/// of bytes is a C int.
+pub const MAX_BYTES: u64 = (1 << 31) - 1;
+
 /// What is measured.
 #[derive(Clone, Debug)]
 pub enum Subject {

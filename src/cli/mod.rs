@@ -2,9 +2,13 @@
 //! `run(args) -> anyhow::Result<Code>`.
 
 mod args;
+#[cfg(feature = "mpi")]
 mod bench;
+#[cfg(feature = "mpi")]
 mod calibrate;
+#[cfg(feature = "mpi")]
 mod emu;
+#[cfg(feature = "mpi")]
 mod evaluate;
 mod fit;
 mod inspect;
@@ -13,6 +17,9 @@ mod plot;
 mod simulate;
 mod table;
 mod tune;
+#[cfg(feature = "mpi")]
+mod tune_mpi;
+#[cfg(feature = "mpi")]
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -50,9 +57,11 @@ pub struct Cli {
 pub enum Command {
     /// List every algorithm with its parameters and restrictions.
     List(list::Args),
+    #[cfg(feature = "mpi")]
     /// Run every algorithm x execution x root x size on this communicator
     /// and check every byte (under mpirun).
     Verify(verify::Args),
+    #[cfg(feature = "mpi")]
     /// Time algorithms and the MPI library's own collectives, IMB-style;
     /// raw samples to CSV (under mpirun).
     Bench(Box<bench::Args>),
@@ -64,6 +73,7 @@ pub enum Command {
     Tune(Box<tune::Args>),
     /// Build tables from raw CSVs.
     Table(table::Args),
+    #[cfg(feature = "mpi")]
     /// Judge a table's choices against every candidate, measured at sizes
     /// off the tuning grid (under mpirun).
     Evaluate(evaluate::Args),
@@ -85,9 +95,11 @@ pub enum Command {
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),
+    #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
     Calibrate(calibrate::Args),
+    #[cfg(feature = "mpi")]
     /// The emulated cluster's delay relay (started by jobs/emucluster).
     #[command(hide = true)]
     EmuRelay(emu::Args),
@@ -109,11 +121,14 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::List(a) => list::run(a),
+        #[cfg(feature = "mpi")]
         Command::Verify(a) => verify::run(a),
+        #[cfg(feature = "mpi")]
         Command::Bench(a) => bench::run(*a),
         Command::Fit(a) => fit::run(a),
         Command::Tune(a) => tune::run(*a),
         Command::Table(a) => table::run(a),
+        #[cfg(feature = "mpi")]
         Command::Evaluate(a) => evaluate::run(a),
         Command::Show(a) => inspect::show(a),
         Command::Validate(a) => inspect::validate(a),
@@ -122,8 +137,10 @@ pub fn main() -> i32 {
         Command::Export(a) => inspect::export_cmd(a),
         Command::Report(a) => inspect::report(a),
         Command::Plot(a) => plot::run(a),
+        #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
+        #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
     };
     match result {
@@ -144,6 +161,7 @@ pub fn main() -> i32 {
 pub struct UsageError(pub String);
 
 /// Initialises MPI (once per process) through rsmpi.
+#[cfg(feature = "mpi")]
 pub fn init_mpi() -> anyhow::Result<mpi::environment::Universe> {
     mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))
 }

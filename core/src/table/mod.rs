@@ -50,6 +50,23 @@ pub struct Provenance {
     pub sweep: Sweep,
 }
 
+impl Provenance {
+    /// The provenance of a table this process makes now: the date, its
+    /// command line and colltune's version filled in.
+    pub fn made_now(host: String, cluster: Option<String>, mpi: String, source: String, sweep: Sweep) -> Provenance {
+        Provenance {
+            host,
+            cluster,
+            mpi,
+            date: now_iso8601(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            colltune: env!("CARGO_PKG_VERSION").into(),
+            source,
+            sweep,
+        }
+    }
+}
+
 /// The settings of the sweep behind the table.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

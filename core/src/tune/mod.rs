@@ -480,6 +480,34 @@ pub fn collectives_of(list: &[Collective]) -> Vec<Collective> {
     }
 }
 
+/// Runs the search for every communicator (its index for the oracle and
+/// whether it spans several nodes) and every collective, in that order: the
+/// one campaign loop of `tune`, measured or simulated. Returns whether any
+/// search stopped early (budget, SIGTERM).
+pub fn search_all<O: Oracle>(
+    oracle: &mut O,
+    settings: &Settings,
+    comms: &[(usize, bool)],
+    collectives: &[Collective],
+    executions: &[colltune_algorithms::Execution],
+    pairing: &str,
+) -> Result<bool, TuneError> {
+    let mut cut_short = false;
+    for &(ci, multi_node) in comms {
+        let opts = SpaceOptions {
+            executions: executions.to_vec(),
+            pairing: pairing.to_string(),
+            multi_node,
+        };
+        for &coll in collectives {
+            let mut search = Search::new(oracle, settings, ci, candidates(coll, &opts));
+            search.run()?;
+            cut_short |= search.cut_short;
+        }
+    }
+    Ok(cut_short)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,8 +65,7 @@ impl BenchError {
     }
 }
 
-/// Largest message colltune measures: one MPI message of bytes (count is a C int).
-pub const MAX_BYTES: u64 = (1 << 31) - 1;
+pub use colltune_core::method::MAX_BYTES;
 
 /// The last-level cache of this machine in bytes (sysfs), or 32 MiB.
 pub fn llc_bytes() -> u64 {
