@@ -159,7 +159,10 @@ fn mixed_datatypes_take_one_path() {
     for (ranks, settings) in [
         (4, vec![("COLLTUNE_TABLE", t.as_str())]),
         (4, vec![("COLLTUNE_BCAST", "binomial")]),
-        (3, vec![("COLLTUNE_BCAST", "pipeline:segment=4096@nonblocking")]),
+        (
+            3,
+            vec![("COLLTUNE_BCAST", "pipeline:segment=4096@nonblocking")],
+        ),
     ] {
         let r = mpi_job(ranks, &preloaded(&settings), &exe, &["40"], 90);
         assert_line(&r, "regress_mixed: ok");
@@ -189,7 +192,10 @@ fn two_gib_goes_to_the_library() {
     for settings in [vec![], vec![("COLLTUNE_BCAST", "pipeline:segment=65536")]] {
         let r = mpi_job(2, &preloaded(&settings), &exe, &["300"], 400);
         if r.stdout.contains("regress_2gib: skipped (memory)") {
-            skip("memory", "about 5 GiB of available memory needed for two 2 GiB buffers");
+            skip(
+                "memory",
+                "about 5 GiB of available memory needed for two 2 GiB buffers",
+            );
             return;
         }
         assert_line(&r, "regress_2gib: ok");
@@ -218,8 +224,10 @@ fn failed_setup_is_agreed() {
     let wrap = rank1_wrapper();
     let _g = serial();
     // Every rank fails to set up the halves (2 ranks) and the first three
-    // ranks (3) against a 4-rank layout: the library's broadcast, one
-    // warning each, errors never reach the error handler.
+    // ranks (3) against a 4-rank layout: the library's broadcast, and
+    // errors never reach the error handler. The lowest rank of each such
+    // communicator says why, each distinct warning once: world rank 0
+    // warns twice (its half, the first three), rank 1 once (its half).
     let r = mpi_job(
         4,
         &preloaded(&[("COLLTUNE_BCAST", "binomial"), ("COLLTUNE_NODES", "4")]),
@@ -228,15 +236,18 @@ fn failed_setup_is_agreed() {
         90,
     );
     assert_line(&r, "regress_setup: ok");
-    for n in [2, 3] {
-        let w = format!("it lays out 4 ranks, the communicator has {n}");
+    for (rank, n) in [(0, 2), (1, 2), (0, 3)] {
+        let w = format!(
+            "rank {rank} could not set up a communicator of {n} ranks: COLLTUNE_NODES=4: it lays out 4 ranks, the communicator has {n}"
+        );
         assert_eq!(
             r.stderr.matches(&w).count(),
             1,
-            "one warning for the {n}-rank communicator (each distinct warning once):\n{}",
+            "`{w}` once (every distinct warning, once per process):\n{}",
             r.out
         );
     }
+    assert_eq!(r.stderr.matches("could not set up").count(), 3, "{}", r.out);
     // Only rank 1 fails, on its half (a 4-rank layout) or already at
     // MPI_Init (a 3-rank layout): every rank must take the same path.
     for nodes in ["4", "3"] {
@@ -275,7 +286,8 @@ fn errors_are_the_librarys() {
         90,
     );
     assert!(
-        r.stderr.contains("MPI_Bcast() function was called after MPI_FINALIZE"),
+        r.stderr
+            .contains("MPI_Bcast() function was called after MPI_FINALIZE"),
         "{}",
         r.out
     );
