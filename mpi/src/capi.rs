@@ -321,7 +321,11 @@ unsafe fn set_up(selector: &Arc<Selector>, comm: MPI_Comm) -> CommState {
     let built = Comm::from_raw(comm);
     let size = cffi::comm_size(comm).unwrap_or(0);
     let mine = built.as_ref().map(|_| ()).map_err(|e| e.to_string());
-    let agreed = agree(comm, mine, &format!("a communicator of {size} ranks"));
+    let what = format!(
+        "a communicator of {size} rank{}",
+        if size == 1 { "" } else { "s" }
+    );
+    let agreed = agree(comm, mine, &what);
     match built {
         Ok(c) if agreed => CommState::Colltune(Mutex::new(selector.for_comm(c))),
         // Dropping a set-up that succeeded here frees its duplicate.
