@@ -3,8 +3,11 @@
  * Call colltune_init() after MPI_Init and colltune_finalize() before
  * MPI_Finalize. colltune_bcast has MPI_Bcast's signature and semantics; it
  * runs the algorithm the decision table (COLLTUNE_TABLE) chooses for the
- * communicator's shape and the message size, or MPI_Bcast itself when no
- * rule applies or the datatype is not contiguous. colltune_swap exchanges
+ * communicator's shape and the bytes of the type signature (any datatype:
+ * layouts other than plain contiguous elements are packed), or MPI_Bcast
+ * itself with the caller's arguments when no rule applies, above 2^31 - 1
+ * bytes, on intercommunicators and on communicators colltune could not set
+ * up on every rank. colltune_swap exchanges
  * equal-size buffers between partners (pairing 0: neighbours 0-1, 2-3, ...;
  * 1: halves, i with i + p/2; an odd rank out receives nothing).
  *

@@ -1,23 +1,22 @@
 //! C ABI of colltune's runtime selector: `libcolltune.so` with
-//! `include/colltune.h`. The logic lives in `colltune_mpi::capi`.
+//! `include/colltune.h`. Each function only forwards to
+//! `colltune_mpi::capi`, where the logic lives.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune_mpi::capi::{bcast, explain, finalize, init, swap_call};
+use colltune_mpi::capi;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
-
-const SUCCESS: c_int = mpi::ffi::MPI_SUCCESS as c_int;
 
 #[no_mangle]
 pub extern "C" fn colltune_init() -> c_int {
-    init()
+    capi::init()
 }
 
 #[no_mangle]
 pub extern "C" fn colltune_finalize() -> c_int {
-    finalize()
+    capi::finalize()
 }
 
 #[no_mangle]
@@ -28,7 +27,7 @@ pub unsafe extern "C" fn colltune_bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    bcast(buffer, count, datatype, root, comm)
+    capi::bcast(buffer, count, datatype, root, comm)
 }
 
 #[no_mangle]
@@ -40,7 +39,7 @@ pub unsafe extern "C" fn colltune_swap(
     pairing: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    swap_call(sendbuf, recvbuf, count, datatype, pairing, comm)
+    capi::swap_call(sendbuf, recvbuf, count, datatype, pairing, comm)
 }
 
 #[no_mangle]
@@ -50,15 +49,5 @@ pub unsafe extern "C" fn colltune_explain(
     out: *mut c_char,
     len: c_int,
 ) -> c_int {
-    let text = match explain(comm, bytes.max(0) as u64) {
-        Ok(t) => t,
-        Err(rc) => return rc,
-    };
-    if !out.is_null() && len > 0 {
-        let b = text.as_bytes();
-        let n = b.len().min(len as usize - 1);
-        std::ptr::copy_nonoverlapping(b.as_ptr(), out as *mut u8, n);
-        *out.add(n) = 0;
-    }
-    SUCCESS
+    capi::explain_into(comm, bytes, out, len)
 }

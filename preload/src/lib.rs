@@ -1,30 +1,30 @@
 //! Drop-in interposition library: `LD_PRELOAD=libcolltune_preload.so` makes
-//! an unmodified MPI program's `MPI_Bcast` go through colltune, by the MPI
-//! profiling interface: this library defines `MPI_Init`,
-//! `MPI_Init_thread`, `MPI_Bcast` and `MPI_Finalize`, and calls the MPI
-//! library's `PMPI_` entry points. Everything else is untouched.
+//! an unmodified MPI program's broadcasts go through colltune, by the MPI
+//! profiling interface: this library defines `MPI_Init`, `MPI_Init_thread`,
+//! `MPI_Bcast` and `MPI_Finalize`, and the Fortran bindings' entry points
+//! for them (`mpi_bcast_` and its other manglings, `mpi_bcast_f08`, ...:
+//! Open MPI's Fortran bindings call `PMPI_Bcast` themselves, so the C
+//! symbol alone never sees a Fortran program). Everything else is
+//! untouched. Each function only forwards to `colltune_mpi::capi`, which
+//! calls the MPI library's `PMPI_` entry points.
 //!
 //! `MPI_Init` loads the table (`COLLTUNE_TABLE`) right after the library's
-//! own initialisation: one file read, a communicator duplicate and three
-//! small collectives; no per-call work is added at start-up.
-//! Datatypes that are not contiguous, intercommunicators and anything
-//! colltune cannot set up go to the library's own `MPI_Bcast`.
+//! own initialisation: one file read, a communicator duplicate and a few
+//! small collectives; no per-call work is added at start-up. Calls the
+//! library must handle (its own choice, arguments it rejects, more than
+//! 2^31 - 1 bytes, intercommunicators, communicators colltune could not set
+//! up) go to the library's own `MPI_Bcast` with the caller's arguments.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
 use colltune_mpi::capi;
-use mpi::ffi;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    let rc = ffi::PMPI_Init(argc, argv);
-    if rc == ffi::MPI_SUCCESS as c_int {
-        capi::init();
-    }
-    rc
+    capi::mpi_init(argc, argv)
 }
 
 #[no_mangle]
@@ -34,11 +34,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    let rc = ffi::PMPI_Init_thread(argc, argv, required, provided);
-    if rc == ffi::MPI_SUCCESS as c_int {
-        capi::init();
-    }
-    rc
+    capi::mpi_init_thread(argc, argv, required, provided)
 }
 
 #[no_mangle]
@@ -53,7 +49,53 @@ pub unsafe extern "C" fn MPI_Bcast(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    capi::finalize();
-    ffi::PMPI_Finalize()
+pub extern "C" fn MPI_Finalize() -> c_int {
+    capi::mpi_finalize()
+}
+
+/// The Fortran entry points, under each name a Fortran compiler may call
+/// them by (`mpi_bcast_` for gfortran, `mpi_bcast`, `mpi_bcast__`,
+/// `MPI_BCAST`, and the `mpi_f08` module's `mpi_bcast_f08_`). Integer
+/// arguments come by reference; `ierror` may be absent (null) in mpi_f08.
+macro_rules! fortran {
+    ($($bcast:ident $init:ident $init_thread:ident $finalize:ident;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $bcast(
+            buffer: *mut c_void,
+            count: *const c_int,
+            datatype: *const c_int,
+            root: *const c_int,
+            comm: *const c_int,
+            ierror: *mut c_int,
+        ) {
+            capi::fortran_bcast(buffer, count, datatype, root, comm, ierror)
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $init(ierror: *mut c_int) {
+            capi::fortran_init(ierror)
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $init_thread(
+            required: *const c_int,
+            provided: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            capi::fortran_init_thread(required, provided, ierror)
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $finalize(ierror: *mut c_int) {
+            capi::fortran_finalize(ierror)
+        }
+    )*};
+}
+
+fortran! {
+    mpi_bcast_ mpi_init_ mpi_init_thread_ mpi_finalize_;
+    mpi_bcast mpi_init mpi_init_thread mpi_finalize;
+    mpi_bcast__ mpi_init__ mpi_init_thread__ mpi_finalize__;
+    MPI_BCAST MPI_INIT MPI_INIT_THREAD MPI_FINALIZE;
+    mpi_bcast_f08_ mpi_init_f08_ mpi_init_thread_f08_ mpi_finalize_f08_;
 }

@@ -263,7 +263,16 @@ impl CommSelector {
         Ok(p)
     }
 
-    fn trace(&self, what: &str, bytes: u64, root: Option<usize>, choice: &Choice) {
+    /// With `COLLTUNE_TRACE`, one line saying what a call of `bytes` ran
+    /// (also used by [`capi`](crate::capi) for calls it hands to the
+    /// library).
+    pub(crate) fn trace(
+        &self,
+        what: &str,
+        bytes: u64,
+        root: Option<usize>,
+        choice: &dyn std::fmt::Display,
+    ) {
         let on = match self.sel.settings.trace {
             Trace::Off => false,
             Trace::Lead => self.comm.rank() == 0,

@@ -7,6 +7,15 @@
 //! executors need all four, so they call MPI here. Communicators used through
 //! this module carry `MPI_ERRORS_RETURN`, so failures come back as codes.
 //! Crate-private: nothing outside colltune-mpi calls MPI raw.
+//!
+//! Every call goes to the MPI library's profiling entry points (`PMPI_`):
+//! what colltune sends, receives and sets up for itself is not the
+//! application's traffic, so a profiling tool (which defines the `MPI_`
+//! names) never counts it, and the interposition library never calls
+//! itself. The last section holds what the C-facing layer
+//! ([`capi`](crate::capi)) needs: the user's own call passed to the library
+//! unchanged, datatype inspection, packing, attributes, error handlers,
+//! Fortran handles.
 
 use std::ffi::{c_int, c_void};
 use std::ptr;
@@ -27,7 +36,7 @@ pub fn check(code: c_int, call: &'static str) -> Result<(), MpiError> {
     let mut buf = vec![0u8; ffi::MPI_MAX_ERROR_STRING as usize + 1];
     let mut len: c_int = 0;
     // SAFETY: buf holds MPI_MAX_ERROR_STRING bytes as MPI_Error_string requires.
-    let rc = unsafe { ffi::MPI_Error_string(code, buf.as_mut_ptr().cast(), &mut len) };
+    let rc = unsafe { ffi::PMPI_Error_string(code, buf.as_mut_ptr().cast(), &mut len) };
     let message = if rc == ffi::MPI_SUCCESS as c_int {
         String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
     } else {
@@ -87,33 +96,39 @@ pub fn win_null() -> MPI_Win {
 pub fn initialized() -> bool {
     let mut flag: c_int = 0;
     // SAFETY: MPI_Initialized may be called at any time.
-    unsafe { ffi::MPI_Initialized(&mut flag) };
+    unsafe { ffi::PMPI_Initialized(&mut flag) };
     flag != 0
 }
 
 pub fn finalized() -> bool {
     let mut flag: c_int = 0;
     // SAFETY: MPI_Finalized may be called at any time.
-    unsafe { ffi::MPI_Finalized(&mut flag) };
+    unsafe { ffi::PMPI_Finalized(&mut flag) };
     flag != 0
 }
 
 pub fn wtime() -> f64 {
     // SAFETY: no arguments.
-    unsafe { ffi::RSMPI_Wtime() }
+    unsafe { ffi::PMPI_Wtime() }
 }
 
 pub fn comm_rank(comm: MPI_Comm) -> Result<usize, MpiError> {
     let mut r: c_int = 0;
     // SAFETY: valid out pointer.
-    check(unsafe { ffi::MPI_Comm_rank(comm, &mut r) }, "MPI_Comm_rank")?;
+    check(
+        unsafe { ffi::PMPI_Comm_rank(comm, &mut r) },
+        "MPI_Comm_rank",
+    )?;
     Ok(r as usize)
 }
 
 pub fn comm_size(comm: MPI_Comm) -> Result<usize, MpiError> {
     let mut s: c_int = 0;
     // SAFETY: valid out pointer.
-    check(unsafe { ffi::MPI_Comm_size(comm, &mut s) }, "MPI_Comm_size")?;
+    check(
+        unsafe { ffi::PMPI_Comm_size(comm, &mut s) },
+        "MPI_Comm_size",
+    )?;
     Ok(s as usize)
 }
 
@@ -122,7 +137,7 @@ pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
     let mut flag: c_int = 0;
     // SAFETY: valid out pointer.
     check(
-        unsafe { ffi::MPI_Comm_test_inter(comm, &mut flag) },
+        unsafe { ffi::PMPI_Comm_test_inter(comm, &mut flag) },
         "MPI_Comm_test_inter",
     )?;
     Ok(flag != 0)
@@ -132,10 +147,13 @@ pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
 pub fn comm_dup_private(comm: MPI_Comm) -> Result<MPI_Comm, MpiError> {
     let mut dup = comm_null();
     // SAFETY: valid out pointer; comm is a valid communicator by contract.
-    check(unsafe { ffi::MPI_Comm_dup(comm, &mut dup) }, "MPI_Comm_dup")?;
+    check(
+        unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) },
+        "MPI_Comm_dup",
+    )?;
     // SAFETY: dup is the communicator just created.
     check(
-        unsafe { ffi::MPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN) },
+        unsafe { ffi::PMPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN) },
         "MPI_Comm_set_errhandler",
     )?;
     Ok(dup)
@@ -143,7 +161,7 @@ pub fn comm_dup_private(comm: MPI_Comm) -> Result<MPI_Comm, MpiError> {
 
 pub fn comm_free(comm: &mut MPI_Comm) -> Result<(), MpiError> {
     // SAFETY: comm is a communicator this module created.
-    check(unsafe { ffi::MPI_Comm_free(comm) }, "MPI_Comm_free")
+    check(unsafe { ffi::PMPI_Comm_free(comm) }, "MPI_Comm_free")
 }
 
 /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`: the ranks of `comm` that
@@ -153,7 +171,7 @@ pub fn comm_split_shared(comm: MPI_Comm, key: usize) -> Result<MPI_Comm, MpiErro
     // SAFETY: valid handles and out pointer.
     check(
         unsafe {
-            ffi::MPI_Comm_split_type(
+            ffi::PMPI_Comm_split_type(
                 comm,
                 ffi::RSMPI_COMM_TYPE_SHARED,
                 key as c_int,
@@ -178,7 +196,7 @@ pub fn comm_split(comm: MPI_Comm, color: Option<u32>, key: usize) -> Result<MPI_
     let mut out = comm_null();
     // SAFETY: valid out pointer.
     check(
-        unsafe { ffi::MPI_Comm_split(comm, color, key as c_int, &mut out) },
+        unsafe { ffi::PMPI_Comm_split(comm, color, key as c_int, &mut out) },
         "MPI_Comm_split",
     )?;
     Ok(out)
@@ -199,11 +217,11 @@ pub unsafe fn send(
     let n = count(len)?;
     match mode {
         SendMode::Ready => check(
-            ffi::MPI_Rsend(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
+            ffi::PMPI_Rsend(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Rsend",
         ),
         SendMode::Standard => check(
-            ffi::MPI_Send(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
+            ffi::PMPI_Send(buf_ptr(buf, len), n, byte(), to as c_int, tag, comm),
             "MPI_Send",
         ),
     }
@@ -226,11 +244,11 @@ pub unsafe fn isend(
     let buf = buf_ptr(buf, len);
     match mode {
         SendMode::Ready => check(
-            ffi::MPI_Irsend(buf, n, byte(), to as c_int, tag, comm, &mut req),
+            ffi::PMPI_Irsend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Irsend",
         )?,
         SendMode::Standard => check(
-            ffi::MPI_Isend(buf, n, byte(), to as c_int, tag, comm, &mut req),
+            ffi::PMPI_Isend(buf, n, byte(), to as c_int, tag, comm, &mut req),
             "MPI_Isend",
         )?,
     }
@@ -247,7 +265,7 @@ pub unsafe fn recv(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::MPI_Recv(
+        ffi::PMPI_Recv(
             buf_ptr(buf, len),
             count(len)?,
             byte(),
@@ -271,7 +289,7 @@ pub unsafe fn irecv(
 ) -> Result<MPI_Request, MpiError> {
     let mut req = request_null();
     check(
-        ffi::MPI_Irecv(
+        ffi::PMPI_Irecv(
             buf_ptr(buf, len),
             count(len)?,
             byte(),
@@ -300,7 +318,7 @@ pub unsafe fn sendrecv(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::MPI_Sendrecv(
+        ffi::PMPI_Sendrecv(
             buf_ptr(sbuf, slen),
             count(slen)?,
             byte(),
@@ -324,7 +342,7 @@ pub fn waitany(reqs: &mut [MPI_Request]) -> Result<usize, MpiError> {
     // SAFETY: reqs is a valid array of requests owned by the caller.
     check(
         unsafe {
-            ffi::MPI_Waitany(
+            ffi::PMPI_Waitany(
                 reqs.len() as c_int,
                 reqs.as_mut_ptr(),
                 &mut idx,
@@ -347,7 +365,7 @@ pub fn waitall(reqs: &mut [MPI_Request]) -> Result<(), MpiError> {
     // SAFETY: reqs is a valid array of requests owned by the caller.
     check(
         unsafe {
-            ffi::MPI_Waitall(
+            ffi::PMPI_Waitall(
                 reqs.len() as c_int,
                 reqs.as_mut_ptr(),
                 ffi::RSMPI_STATUSES_IGNORE,
@@ -369,7 +387,7 @@ pub fn win_allocate(len: u64, comm: MPI_Comm) -> Result<(MPI_Win, *mut u8), MpiE
     // SAFETY: base receives a pointer to `len` bytes owned by the window.
     check(
         unsafe {
-            ffi::MPI_Win_allocate(
+            ffi::PMPI_Win_allocate(
                 size,
                 1,
                 ffi::RSMPI_INFO_NULL,
@@ -385,7 +403,7 @@ pub fn win_allocate(len: u64, comm: MPI_Comm) -> Result<(MPI_Win, *mut u8), MpiE
 
 pub fn win_free(win: &mut MPI_Win) -> Result<(), MpiError> {
     // SAFETY: win was created by win_allocate.
-    check(unsafe { ffi::MPI_Win_free(win) }, "MPI_Win_free")
+    check(unsafe { ffi::PMPI_Win_free(win) }, "MPI_Win_free")
 }
 
 /// # Safety
@@ -399,7 +417,7 @@ pub unsafe fn put(
 ) -> Result<(), MpiError> {
     let n = count(len)?;
     check(
-        ffi::MPI_Put(
+        ffi::PMPI_Put(
             buf_ptr(buf, len),
             n,
             byte(),
@@ -415,7 +433,7 @@ pub unsafe fn put(
 
 pub fn win_fence(win: MPI_Win) -> Result<(), MpiError> {
     // SAFETY: valid window handle.
-    check(unsafe { ffi::MPI_Win_fence(0, win) }, "MPI_Win_fence")
+    check(unsafe { ffi::PMPI_Win_fence(0, win) }, "MPI_Win_fence")
 }
 
 fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
@@ -423,16 +441,16 @@ fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
     let mut all = unsafe { ffi::RSMPI_GROUP_NULL };
     // SAFETY: valid out pointer.
     check(
-        unsafe { ffi::MPI_Comm_group(comm, &mut all) },
+        unsafe { ffi::PMPI_Comm_group(comm, &mut all) },
         "MPI_Comm_group",
     )?;
     let r: Vec<c_int> = ranks.iter().map(|&r| r as c_int).collect();
     // SAFETY: reading an immutable handle.
     let mut g = unsafe { ffi::RSMPI_GROUP_NULL };
     // SAFETY: r holds ranks.len() ints.
-    let rc = unsafe { ffi::MPI_Group_incl(all, r.len() as c_int, r.as_ptr(), &mut g) };
+    let rc = unsafe { ffi::PMPI_Group_incl(all, r.len() as c_int, r.as_ptr(), &mut g) };
     // SAFETY: all was created above.
-    unsafe { ffi::MPI_Group_free(&mut all) };
+    unsafe { ffi::PMPI_Group_free(&mut all) };
     check(rc, "MPI_Group_incl")?;
     Ok(g)
 }
@@ -441,7 +459,7 @@ fn group_of(ranks: &[usize], comm: MPI_Comm) -> Result<MPI_Group, MpiError> {
 pub fn win_post(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
     with_group(ranks, comm, |g| {
         // SAFETY: g and win are valid handles.
-        check(unsafe { ffi::MPI_Win_post(g, 0, win) }, "MPI_Win_post")
+        check(unsafe { ffi::PMPI_Win_post(g, 0, win) }, "MPI_Win_post")
     })
 }
 
@@ -449,7 +467,7 @@ pub fn win_post(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), Mpi
 pub fn win_start(ranks: &[usize], comm: MPI_Comm, win: MPI_Win) -> Result<(), MpiError> {
     with_group(ranks, comm, |g| {
         // SAFETY: g and win are valid handles.
-        check(unsafe { ffi::MPI_Win_start(g, 0, win) }, "MPI_Win_start")
+        check(unsafe { ffi::PMPI_Win_start(g, 0, win) }, "MPI_Win_start")
     })
 }
 
@@ -462,27 +480,26 @@ fn with_group<R>(
     let mut g = group_of(ranks, comm)?;
     let out = f(g);
     // SAFETY: g was created by group_of.
-    unsafe { ffi::MPI_Group_free(&mut g) };
+    unsafe { ffi::PMPI_Group_free(&mut g) };
     out
 }
 
 pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {
     // SAFETY: valid window handle.
-    check(unsafe { ffi::MPI_Win_complete(win) }, "MPI_Win_complete")
+    check(unsafe { ffi::PMPI_Win_complete(win) }, "MPI_Win_complete")
 }
 
 pub fn win_wait(win: MPI_Win) -> Result<(), MpiError> {
     // SAFETY: valid window handle.
-    check(unsafe { ffi::MPI_Win_wait(win) }, "MPI_Win_wait")
+    check(unsafe { ffi::PMPI_Win_wait(win) }, "MPI_Win_wait")
 }
 
 pub fn barrier(comm: MPI_Comm) -> Result<(), MpiError> {
     // SAFETY: valid communicator.
-    check(unsafe { ffi::MPI_Barrier(comm) }, "MPI_Barrier")
+    check(unsafe { ffi::PMPI_Barrier(comm) }, "MPI_Barrier")
 }
 
-/// The MPI library's own `MPI_Bcast` (through the profiling interface, so
-/// an interposition library never calls itself).
+/// The MPI library's own `MPI_Bcast` of `len` bytes.
 ///
 /// # Safety
 /// `buf` must be valid for reads and writes of `len` bytes.
@@ -503,7 +520,7 @@ pub fn library_version() -> String {
     let mut buf = vec![0u8; 8192];
     let mut len: c_int = 0;
     // SAFETY: buf is larger than MPI_MAX_LIBRARY_VERSION_STRING.
-    let rc = unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    let rc = unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
     if rc != ffi::MPI_SUCCESS as c_int {
         return "unknown".into();
     }
@@ -522,7 +539,7 @@ fn t_init() -> Result<(), MpiError> {
     let rc = *RC.get_or_init(|| {
         let mut provided: c_int = 0;
         // SAFETY: valid out pointer; MPI_T may be initialised at any time.
-        unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) }
+        unsafe { ffi::PMPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) }
     });
     check(rc, "MPI_T_init_thread")
 }
@@ -540,7 +557,7 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     let mut idx: c_int = -1;
     // SAFETY: NUL-terminated name, valid out pointer.
     check(
-        unsafe { ffi::MPI_T_cvar_get_index(cname.as_ptr(), &mut idx) },
+        unsafe { ffi::PMPI_T_cvar_get_index(cname.as_ptr(), &mut idx) },
         "MPI_T_cvar_get_index",
     )
     .map_err(|e| MpiError {
@@ -551,13 +568,13 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     let mut n: c_int = 0;
     // SAFETY: global (unbound) variable: no object handle.
     check(
-        unsafe { ffi::MPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
+        unsafe { ffi::PMPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
         "MPI_T_cvar_handle_alloc",
     )?;
     // SAFETY: the variable holds one int (n == 1 for these variables).
-    let rc = unsafe { ffi::MPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
     // SAFETY: handle was allocated above.
-    unsafe { ffi::MPI_T_cvar_handle_free(&mut handle) };
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
     check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
         message: format!("{name} = {value}: {}", e.message),
         ..e
@@ -569,7 +586,7 @@ pub fn processor_name() -> String {
     let mut buf = vec![0u8; 1024];
     let mut len: c_int = 0;
     // SAFETY: buf is larger than MPI_MAX_PROCESSOR_NAME.
-    let rc = unsafe { ffi::MPI_Get_processor_name(buf.as_mut_ptr().cast(), &mut len) };
+    let rc = unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr().cast(), &mut len) };
     if rc != ffi::MPI_SUCCESS as c_int {
         return "unknown".into();
     }
@@ -621,7 +638,7 @@ pub unsafe fn allreduce(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::MPI_Allreduce(send, recv, count(n)?, datatype(dt), op(o), comm),
+        ffi::PMPI_Allreduce(send, recv, count(n)?, datatype(dt), op(o), comm),
         "MPI_Allreduce",
     )
 }
@@ -641,7 +658,7 @@ pub unsafe fn reduce(
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
     check(
-        ffi::MPI_Reduce(
+        ffi::PMPI_Reduce(
             send,
             recv,
             count(n)?,
@@ -688,7 +705,7 @@ pub unsafe fn gather(
 ) -> Result<(), MpiError> {
     let (n, dt) = (count(n)?, datatype(dt));
     check(
-        ffi::MPI_Gather(send, n, dt, recv, n, dt, root as c_int, comm),
+        ffi::PMPI_Gather(send, n, dt, recv, n, dt, root as c_int, comm),
         "MPI_Gather",
     )
 }
@@ -706,7 +723,366 @@ pub unsafe fn allgather(
 ) -> Result<(), MpiError> {
     let (n, dt) = (count(n)?, datatype(dt));
     check(
-        ffi::MPI_Allgather(send, n, dt, recv, n, dt, comm),
+        ffi::PMPI_Allgather(send, n, dt, recv, n, dt, comm),
         "MPI_Allgather",
     )
+}
+
+// ---------------------------------------------------------------------
+// The C-facing layer (`capi`): the user's own calls, their arguments, and
+// the per-communicator state. Calls that hand the user's arguments to the
+// library return its code unchanged (the library has already called the
+// communicator's error handler): those are the user's calls, not colltune's.
+
+pub use mpi::ffi::MPI_Datatype;
+
+/// Open MPI's `MPI_IN_PLACE` (`(void *) 1` in mpi.h; bindgen does not
+/// translate the cast).
+pub fn in_place() -> *mut c_void {
+    1usize as *mut c_void
+}
+
+pub fn datatype_null() -> MPI_Datatype {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_DATATYPE_NULL }
+}
+
+/// The user's `MPI_Bcast`, to the library unchanged: its return code.
+///
+/// # Safety
+/// As for `MPI_Bcast` (the library checks what it checks).
+pub unsafe fn user_bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    ffi::PMPI_Bcast(buf, count, dt, root, comm)
+}
+
+/// The user's swap as one `MPI_Sendrecv` with `partner` (tag `tag`), to the
+/// library unchanged: its return code.
+///
+/// # Safety
+/// As for `MPI_Sendrecv`.
+pub unsafe fn user_sendrecv(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    partner: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    ffi::PMPI_Sendrecv(
+        sendbuf,
+        count,
+        dt,
+        partner,
+        tag,
+        recvbuf,
+        count,
+        dt,
+        partner,
+        tag,
+        comm,
+        ffi::RSMPI_STATUS_IGNORE,
+    )
+}
+
+/// The user's `MPI_Init`: its return code.
+///
+/// # Safety
+/// As for `MPI_Init`.
+pub unsafe fn user_init(argc: *mut c_int, argv: *mut *mut *mut std::ffi::c_char) -> c_int {
+    ffi::PMPI_Init(argc, argv)
+}
+
+/// The user's `MPI_Init_thread`: its return code.
+///
+/// # Safety
+/// As for `MPI_Init_thread`.
+pub unsafe fn user_init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut std::ffi::c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    ffi::PMPI_Init_thread(argc, argv, required, provided)
+}
+
+/// The user's `MPI_Finalize`: its return code.
+pub fn user_finalize() -> c_int {
+    // SAFETY: no arguments; the library checks the state.
+    unsafe { ffi::PMPI_Finalize() }
+}
+
+/// `MPI_Abort`.
+pub fn abort(comm: MPI_Comm, code: c_int) {
+    // SAFETY: aborting is always allowed.
+    unsafe { ffi::PMPI_Abort(comm, code) };
+}
+
+/// Whether the library takes `count` elements of `dt` at `buf` as a
+/// message (a committed, valid datatype; a buffer where the data is): a
+/// send to `MPI_PROC_NULL` on `comm`, a private duplicate whose errors
+/// return (so nothing reaches the user's error handler). The library's own
+/// argument checks, and no message.
+///
+/// # Safety
+/// `comm` is a valid communicator.
+pub unsafe fn check_message(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::PMPI_Send(buf, count, dt, ffi::RSMPI_PROC_NULL, 0, comm),
+        "MPI_Send",
+    )
+}
+
+/// The bytes of one element of `dt` (its type signature; `MPI_Type_size_x`).
+pub fn type_size(dt: MPI_Datatype) -> Result<u64, MpiError> {
+    let mut n: ffi::MPI_Count = 0;
+    // SAFETY: valid out pointer.
+    check(
+        unsafe { ffi::PMPI_Type_size_x(dt, &mut n) },
+        "MPI_Type_size_x",
+    )?;
+    u64::try_from(n).map_err(|_| MpiError {
+        call: "MPI_Type_size_x",
+        code: -1,
+        message: format!("size {n} (undefined: larger than MPI_Count)"),
+    })
+}
+
+/// (lower bound, extent) of `dt`.
+pub fn type_extent(dt: MPI_Datatype) -> Result<(isize, isize), MpiError> {
+    let (mut lb, mut ext): (ffi::MPI_Aint, ffi::MPI_Aint) = (0, 0);
+    // SAFETY: valid out pointers.
+    check(
+        unsafe { ffi::PMPI_Type_get_extent(dt, &mut lb, &mut ext) },
+        "MPI_Type_get_extent",
+    )?;
+    Ok((lb, ext))
+}
+
+/// (true lower bound, true extent) of `dt`.
+pub fn type_true_extent(dt: MPI_Datatype) -> Result<(isize, isize), MpiError> {
+    let (mut lb, mut ext): (ffi::MPI_Aint, ffi::MPI_Aint) = (0, 0);
+    // SAFETY: valid out pointers.
+    check(
+        unsafe { ffi::PMPI_Type_get_true_extent(dt, &mut lb, &mut ext) },
+        "MPI_Type_get_true_extent",
+    )?;
+    Ok((lb, ext))
+}
+
+/// How a datatype was made (`MPI_Type_get_envelope`), as far as colltune
+/// cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combiner {
+    /// A predefined datatype.
+    Named,
+    /// `MPI_Type_dup`.
+    Dup,
+    /// `MPI_Type_contiguous`.
+    Contiguous,
+    /// Anything else (vector, indexed, struct, resized, subarray, ...).
+    Other,
+}
+
+/// The combiner of `dt`.
+pub fn type_combiner(dt: MPI_Datatype) -> Result<Combiner, MpiError> {
+    let (mut ni, mut na, mut nd, mut comb): (c_int, c_int, c_int, c_int) = (0, 0, 0, 0);
+    // SAFETY: valid out pointers.
+    check(
+        unsafe { ffi::PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut comb) },
+        "MPI_Type_get_envelope",
+    )?;
+    let comb = i64::from(comb);
+    Ok(if comb == ffi::MPI_COMBINER_NAMED as i64 {
+        Combiner::Named
+    } else if comb == ffi::MPI_COMBINER_DUP as i64 && nd == 1 {
+        Combiner::Dup
+    } else if comb == ffi::MPI_COMBINER_CONTIGUOUS as i64 && ni == 1 && nd == 1 {
+        Combiner::Contiguous
+    } else {
+        Combiner::Other
+    })
+}
+
+/// The one datatype a [`Combiner::Dup`] or [`Combiner::Contiguous`]
+/// datatype is made of (`MPI_Type_get_contents`); when it is not
+/// predefined the caller frees it ([`type_free`]).
+pub fn type_inner(dt: MPI_Datatype, combiner: Combiner) -> Result<MPI_Datatype, MpiError> {
+    let ni = c_int::from(combiner == Combiner::Contiguous);
+    let mut ints = [0 as c_int; 1];
+    let mut addrs = [0 as ffi::MPI_Aint; 1];
+    let mut types = [datatype_null(); 1];
+    // SAFETY: arrays as large as the envelope says (checked by type_combiner).
+    check(
+        unsafe {
+            ffi::PMPI_Type_get_contents(
+                dt,
+                ni,
+                0,
+                1,
+                ints.as_mut_ptr(),
+                addrs.as_mut_ptr(),
+                types.as_mut_ptr(),
+            )
+        },
+        "MPI_Type_get_contents",
+    )?;
+    Ok(types[0])
+}
+
+/// Frees a derived datatype colltune obtained (from [`type_inner`]).
+pub fn type_free(dt: &mut MPI_Datatype) -> Result<(), MpiError> {
+    // SAFETY: dt is a derived datatype this process owns a reference to.
+    check(unsafe { ffi::PMPI_Type_free(dt) }, "MPI_Type_free")
+}
+
+/// Packs `count` elements of `dt` at `buf` into `out` (`MPI_Pack`; errors
+/// return on `comm`, a private duplicate); returns the bytes written.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt`.
+pub unsafe fn pack(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    out: &mut [u8],
+    comm: MPI_Comm,
+) -> Result<usize, MpiError> {
+    let size = count_of(out.len(), "MPI_Pack")?;
+    let mut pos: c_int = 0;
+    check(
+        ffi::PMPI_Pack(
+            buf,
+            count,
+            dt,
+            buf_ptr(out.as_mut_ptr(), out.len() as u64),
+            size,
+            &mut pos,
+            comm,
+        ),
+        "MPI_Pack",
+    )?;
+    Ok(pos.max(0) as usize)
+}
+
+/// Unpacks all of `packed` into `count` elements of `dt` at `buf`
+/// (`MPI_Unpack`; errors return on `comm`, a private duplicate).
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt`.
+pub unsafe fn unpack(
+    packed: &[u8],
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    let size = count_of(packed.len(), "MPI_Unpack")?;
+    let mut pos: c_int = 0;
+    check(
+        ffi::PMPI_Unpack(
+            buf_ptr(packed.as_ptr(), packed.len() as u64),
+            size,
+            &mut pos,
+            buf,
+            count,
+            dt,
+            comm,
+        ),
+        "MPI_Unpack",
+    )
+}
+
+fn count_of(len: usize, call: &'static str) -> Result<c_int, MpiError> {
+    c_int::try_from(len).map_err(|_| MpiError {
+        call,
+        code: -1,
+        message: format!("{len} bytes exceed one MPI buffer (2^31 - 1 bytes)"),
+    })
+}
+
+/// Hands `code` to `comm`'s error handler (`MPI_Comm_call_errhandler`),
+/// as the library does with its own errors: by default the job ends.
+pub fn comm_call_errhandler(comm: MPI_Comm, code: c_int) {
+    // SAFETY: comm is the caller's communicator; the handler decides.
+    unsafe { ffi::PMPI_Comm_call_errhandler(comm, code) };
+}
+
+/// A communicator attribute key (`MPI_Comm_create_keyval`).
+pub fn comm_create_keyval(
+    copy: ffi::MPI_Comm_copy_attr_function,
+    delete: ffi::MPI_Comm_delete_attr_function,
+) -> Result<c_int, MpiError> {
+    let mut key: c_int = 0;
+    // SAFETY: valid callbacks and out pointer.
+    check(
+        unsafe { ffi::PMPI_Comm_create_keyval(copy, delete, &mut key, ptr::null_mut()) },
+        "MPI_Comm_create_keyval",
+    )?;
+    Ok(key)
+}
+
+pub fn comm_free_keyval(key: &mut c_int) -> Result<(), MpiError> {
+    // SAFETY: a key this module created.
+    check(
+        unsafe { ffi::PMPI_Comm_free_keyval(key) },
+        "MPI_Comm_free_keyval",
+    )
+}
+
+/// The attribute `key` of `comm`, if set.
+///
+/// # Safety
+/// `comm` is a valid communicator.
+pub unsafe fn comm_get_attr(comm: MPI_Comm, key: c_int) -> Result<Option<*mut c_void>, MpiError> {
+    let mut val: *mut c_void = ptr::null_mut();
+    let mut flag: c_int = 0;
+    check(
+        ffi::PMPI_Comm_get_attr(comm, key, (&mut val as *mut *mut c_void).cast(), &mut flag),
+        "MPI_Comm_get_attr",
+    )?;
+    Ok((flag != 0 && !val.is_null()).then_some(val))
+}
+
+/// Sets the attribute `key` of `comm` to `val`.
+///
+/// # Safety
+/// `comm` is a valid communicator; `val` is what the key's delete callback
+/// expects.
+pub unsafe fn comm_set_attr(comm: MPI_Comm, key: c_int, val: *mut c_void) -> Result<(), MpiError> {
+    check(ffi::PMPI_Comm_set_attr(comm, key, val), "MPI_Comm_set_attr")
+}
+
+/// `MPI_Comm_f2c`: the C handle of a Fortran communicator.
+pub fn comm_f2c(f: c_int) -> MPI_Comm {
+    // SAFETY: conversion only; the library checks what it checks.
+    unsafe { ffi::PMPI_Comm_f2c(f) }
+}
+
+/// `MPI_Type_f2c`: the C handle of a Fortran datatype.
+pub fn type_f2c(f: c_int) -> MPI_Datatype {
+    // SAFETY: conversion only; the library checks what it checks.
+    unsafe { ffi::PMPI_Type_f2c(f) }
+}
+
+/// The address Fortran's `MPI_BOTTOM` stands for in Open MPI's Fortran
+/// bindings (the common block `mpi_fortran_bottom_`), or null where the
+/// library has none. Looked up once.
+pub fn fortran_bottom() -> *mut c_void {
+    static ADDR: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ADDR.get_or_init(|| {
+        // SAFETY: dlsym with a NUL-terminated name in the global scope.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"mpi_fortran_bottom_".as_ptr()) as usize }
+    }) as *mut c_void
 }
