@@ -7,19 +7,53 @@
 //! - **Nonblocking** (dataflow): each op starts as soon as the ops it depends
 //!   on have completed, ready ops in program order, and ops of one channel
 //!   (peer, tag, direction) in program order so that messages match as in the
-//!   schedule; receives without dependencies are all posted at once, and a
-//!   segment is forwarded the moment it lands (`MPI_Waitany`).
+//!   schedule; a segment is forwarded the moment it lands.
 //!
 //! Both are split-phase: [`start`] issues everything that does not have to
 //! wait for another rank and returns a [`Pending`] call; computation placed
 //! between [`start`] and [`Pending::wait`] overlaps with the communication
 //! in flight. [`execute`] is `start` followed by `wait`.
+//!
+//! # Cost of the dataflow execution
+//!
+//! A call costs O(ops + completions) (times a log of the few ops ready at
+//! once), whatever the number of segments:
+//!
+//! - *Requests in flight are bounded* per channel (a window of
+//!   [`window`] requests: 256 over all channels, at least 16 each), so the
+//!   request array `MPI_Waitsome` scans stays short; the next op of a
+//!   channel is posted as one of the channel's requests completes. A
+//!   channel's window only ever waits for that channel's earlier messages,
+//!   which the peer has posted or will post without waiting for anything
+//!   this rank holds back, so the window adds no deadlock. One exception
+//!   keeps the ready-send rule: a receive from a peer that a later go-ahead
+//!   (`Tag::Control` send) to that peer announces is never held back, so the
+//!   go-ahead still leaves only once the receive is posted.
+//! - *Completions* come from `MPI_Waitsome` over that short array, which is
+//!   kept compact (completed requests swap-removed).
+//! - *The ready set is never copied or scanned*: ops start from a min-heap
+//!   by program index, merged with the plan's roots in order; a channel
+//!   offers only its next op, and only once it is ready and its window has
+//!   room. A completed op touches only its dependents.
+//!
+//! # Errors
+//!
+//! A call that fails midway (an MPI error from a post, a wait, or a
+//! request's status, such as `MPI_ERR_TRUNCATE`) starts nothing more and
+//! drains what it posted before returning the error: receives in flight are
+//! cancelled (`MPI_Cancel`, then waited for; one that already matched
+//! completes instead), sends in flight are completed. Nothing posted by the
+//! failed call is left to match a later call on the communicator, nor to
+//! write into the caller's buffers after it returned. Dropping a
+//! [`Pending`] waits for the call, draining the same way on error.
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::ffi::c_int;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
-use colltune_algorithms::{Buf, Execution, OpKind, Plan, Post, Region, Tag};
+use colltune_algorithms::{Buf, Execution, OpKind, Plan, Post, Rank, Region, Tag};
 
 use super::ffi::{self, MPI_Request, MPI_Win};
 use super::{Comm, TransportError};
@@ -29,6 +63,28 @@ fn tag(t: Tag) -> c_int {
         Tag::Data => 1,
         Tag::Control => 2,
     }
+}
+
+/// Requests in flight over all of a dataflow call's channels.
+const WINDOW_TOTAL: u32 = 256;
+/// Requests in flight per channel, at least.
+const WINDOW_MIN: u32 = 16;
+
+/// Requests the dataflow execution keeps in flight per channel, for a plan
+/// with `channels` channels: `WINDOW_TOTAL / channels`, at least
+/// `WINDOW_MIN`. `COLLTUNE_DATAFLOW_WINDOW=n` (read once) sets it to `n`
+/// for every channel, for testing (1 exercises every hold-back).
+pub fn window(channels: usize) -> u32 {
+    static FORCED: OnceLock<Option<u32>> = OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("COLLTUNE_DATAFLOW_WINDOW")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|&n| n > 0)
+    });
+    forced.unwrap_or_else(|| {
+        (WINDOW_TOTAL / u32::try_from(channels.max(1)).unwrap_or(u32::MAX)).max(WINDOW_MIN)
+    })
 }
 
 /// The caller's buffers for one call: the data buffer (broadcast buffer or
@@ -51,9 +107,10 @@ impl<'a> Buffers<'a> {
 }
 
 /// A started call; [`Pending::wait`] completes it. Dropping it waits too
-/// (MPI must not write into freed buffers), ignoring errors. It borrows the
-/// communicator, the plan and the buffers: none can go (the communicator's
-/// window with puts in flight, say) before the call completes.
+/// (MPI must not write into freed buffers), ignoring errors but draining as
+/// `wait` does (nothing is left in flight). It borrows the communicator,
+/// the plan and the buffers: none can go (the communicator's window with
+/// puts in flight, say) before the call completes.
 pub struct Pending<'a> {
     run: Option<Run<'a>>,
     _bufs: PhantomData<&'a mut [u8]>,
@@ -86,7 +143,8 @@ pub fn execute(
     start(comm, plan, exec, bufs)?.wait()
 }
 
-/// Starts one call: issues every op that need not wait for another rank.
+/// Starts one call: issues every op that need not wait for another rank
+/// (in the dataflow execution, up to each channel's window).
 pub fn start<'a>(
     comm: &'a Comm,
     plan: &'a Plan,
@@ -121,24 +179,203 @@ pub fn start<'a>(
         base: [bufs.data.as_mut_ptr(), bufs.recv.as_mut_ptr(), wbase],
         win,
         pc: 0,
-        reqs: Vec::new(),
-        req_ops: Vec::new(),
+        active: Active::default(),
         puts: Vec::new(),
-        remaining: Vec::new(),
-        ready: BTreeSet::new(),
-        chan_next: Vec::new(),
-        done: 0,
+        flow: (exec == Execution::Nonblocking).then(|| Flow::new(plan)),
     };
-    if exec == Execution::Nonblocking {
-        run.remaining = s.ops.iter().map(|o| o.deps.len() as u32).collect();
-        run.ready = plan.roots.iter().copied().collect();
-        run.chan_next = vec![0; plan.channels];
+    if let Err(e) = run.progress(false) {
+        run.drain();
+        return Err(e);
     }
-    run.progress(false)?;
     Ok(Pending {
         run: Some(run),
         _bufs: PhantomData,
     })
+}
+
+/// The requests in flight, compact: `reqs[k]` belongs to op `ops[k]`.
+#[derive(Default)]
+struct Active {
+    reqs: Vec<MPI_Request>,
+    ops: Vec<u32>,
+    /// Scratch for `MPI_Waitsome`.
+    some: ffi::Completions,
+    /// Scratch: the ops one `MPI_Waitsome` completed.
+    completed: Vec<u32>,
+}
+
+impl Active {
+    fn push(&mut self, req: MPI_Request, op: u32) {
+        self.reqs.push(req);
+        self.ops.push(op);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.reqs.clear();
+        self.ops.clear();
+    }
+}
+
+/// The dataflow execution's state, all of it updated incrementally.
+struct Flow {
+    /// Dependencies of each op not completed yet (0: ready).
+    remaining: Vec<u32>,
+    /// The next of `plan.roots` not yet started (or passed over: channel
+    /// ops among the roots start through their channel).
+    next_root: usize,
+    /// Ready ops that are not roots, and channels' next ops once they may
+    /// start: the smallest program index starts first.
+    heap: BinaryHeap<Reverse<u32>>,
+    /// The ops of channel `c`, by position: `chan_ops[chan_start[c]..chan_start[c + 1]]`.
+    chan_ops: Vec<u32>,
+    chan_start: Vec<u32>,
+    /// Per channel: position of the next op to start.
+    chan_next: Vec<u32>,
+    /// Per channel: requests in flight.
+    chan_active: Vec<u32>,
+    /// Per channel: its next op is in `heap`.
+    chan_queued: Vec<bool>,
+    /// Per channel: receives with a program index below this are never held
+    /// back by the window (a later go-ahead to their peer announces them).
+    exempt_below: Vec<u32>,
+    /// Requests in flight allowed per channel.
+    window: u32,
+    /// Ops completed.
+    done: usize,
+}
+
+impl Flow {
+    /// O(ops + channels).
+    fn new(plan: &Plan) -> Flow {
+        let ops = &plan.schedule.ops;
+        let channels = plan.channels;
+        let remaining = ops.iter().map(|o| o.deps.len() as u32).collect();
+        // Channel op lists: count, prefix sums, place by position.
+        let mut chan_start = vec![0u32; channels + 1];
+        for &(c, _) in plan.chan.iter().flatten() {
+            chan_start[c as usize + 1] += 1;
+        }
+        for c in 0..channels {
+            chan_start[c + 1] += chan_start[c];
+        }
+        let mut chan_ops = vec![0u32; chan_start[channels] as usize];
+        for (i, ch) in plan.chan.iter().enumerate() {
+            if let Some((c, pos)) = *ch {
+                chan_ops[(chan_start[c as usize] + pos) as usize] = i as u32;
+            }
+        }
+        // Receives announced by a later go-ahead to their peer.
+        let mut exempt_below = vec![0u32; channels];
+        let mut last_goahead: HashMap<Rank, u32> = HashMap::new();
+        for (i, op) in ops.iter().enumerate() {
+            if let OpKind::Send {
+                to,
+                tag: Tag::Control,
+                ..
+            } = op.kind
+            {
+                last_goahead.insert(to, i as u32);
+            }
+        }
+        if !last_goahead.is_empty() {
+            for (op, ch) in ops.iter().zip(&plan.chan) {
+                if let (OpKind::Recv { from, .. }, Some((c, _))) = (&op.kind, ch) {
+                    if let Some(&g) = last_goahead.get(from) {
+                        exempt_below[*c as usize] = g;
+                    }
+                }
+            }
+        }
+        let mut flow = Flow {
+            remaining,
+            next_root: 0,
+            heap: BinaryHeap::new(),
+            chan_ops,
+            chan_start,
+            chan_next: vec![0; channels],
+            chan_active: vec![0; channels],
+            chan_queued: vec![false; channels],
+            exempt_below,
+            window: window(channels),
+            done: 0,
+        };
+        for c in 0..channels {
+            flow.offer(c);
+        }
+        flow
+    }
+
+    /// Queues channel `c`'s next op if it is ready and the channel's window
+    /// has room (or the op is exempt from it).
+    fn offer(&mut self, c: usize) {
+        if self.chan_queued[c] {
+            return;
+        }
+        let k = self.chan_start[c] + self.chan_next[c];
+        if k >= self.chan_start[c + 1] {
+            return;
+        }
+        let op = self.chan_ops[k as usize];
+        if self.remaining[op as usize] != 0 {
+            return;
+        }
+        if self.chan_active[c] >= self.window && op >= self.exempt_below[c] {
+            return;
+        }
+        self.heap.push(Reverse(op));
+        self.chan_queued[c] = true;
+    }
+
+    /// The op to start next (smallest program index), without taking it.
+    fn peek(&mut self, plan: &Plan) -> Option<u32> {
+        // Channel ops among the roots start through their channel.
+        while let Some(&r) = plan.roots.get(self.next_root) {
+            if plan.chan[r as usize].is_none() {
+                break;
+            }
+            self.next_root += 1;
+        }
+        let root = plan.roots.get(self.next_root).copied();
+        let queued = self.heap.peek().map(|r| r.0);
+        match (root, queued) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Takes `op`, which [`Flow::peek`] just gave.
+    fn take(&mut self, plan: &Plan, op: u32) {
+        if plan.roots.get(self.next_root) == Some(&op) {
+            self.next_root += 1;
+        } else {
+            self.heap.pop();
+        }
+        if let Some((c, pos)) = plan.chan[op as usize] {
+            let c = c as usize;
+            debug_assert_eq!(self.chan_next[c], pos);
+            self.chan_next[c] = pos + 1;
+            self.chan_queued[c] = false;
+        }
+    }
+
+    /// Op `i` completed: its dependents may become ready.
+    fn complete(&mut self, plan: &Plan, i: u32) {
+        self.done += 1;
+        for &d in &plan.dependents[i as usize] {
+            let r = &mut self.remaining[d as usize];
+            *r -= 1;
+            if *r == 0 {
+                match plan.chan[d as usize] {
+                    Some((c, _)) => self.offer(c as usize),
+                    None => self.heap.push(Reverse(d)),
+                }
+            }
+        }
+    }
 }
 
 struct Run<'a> {
@@ -150,15 +387,11 @@ struct Run<'a> {
     // blocking: next op in program order
     pc: usize,
     // requests in flight and the op each belongs to
-    reqs: Vec<MPI_Request>,
-    req_ops: Vec<u32>,
+    active: Active,
     // puts issued, completed by the epoch's closing synchronisation
     puts: Vec<u32>,
-    // dataflow
-    remaining: Vec<u32>,
-    ready: BTreeSet<u32>,
-    chan_next: Vec<u32>,
-    done: usize,
+    // dataflow state (None in the blocking execution)
+    flow: Option<Flow>,
 }
 
 impl Run<'_> {
@@ -168,34 +401,94 @@ impl Run<'_> {
         unsafe { self.base[r.buf.index()].add(r.offset as usize) }
     }
 
+    /// Completes the call; on error, drains what is in flight first.
     fn finish(&mut self) -> Result<(), TransportError> {
+        let r = self.complete_all();
+        if r.is_err() {
+            self.drain();
+        }
+        r
+    }
+
+    fn complete_all(&mut self) -> Result<(), TransportError> {
         self.progress(true)?;
-        match self.exec {
-            Execution::Blocking => {
-                ffi::waitall(&mut self.reqs)?;
-                self.reqs.clear();
-                self.req_ops.clear();
+        if self.flow.is_none() {
+            ffi::waitall(&mut self.active.reqs)?;
+            self.active.clear();
+            return Ok(());
+        }
+        let n = self.plan.schedule.ops.len();
+        while self.flow.as_ref().is_some_and(|f| f.done < n) {
+            if self.active.is_empty() {
+                return Err(TransportError::Mpi(super::MpiError {
+                    call: "colltune dataflow",
+                    code: -1,
+                    message: "no op can start and none is in flight: the schedule is malformed"
+                        .into(),
+                }));
             }
-            Execution::Nonblocking => {
-                while self.done < self.plan.schedule.ops.len() {
-                    if self.reqs.is_empty() {
-                        return Err(TransportError::Mpi(super::MpiError {
-                            call: "colltune dataflow",
-                            code: -1,
-                            message:
-                                "no op can start and none is in flight: the schedule is malformed"
-                                    .into(),
-                        }));
-                    }
-                    let i = ffi::waitany(&mut self.reqs)?;
-                    self.reqs.swap_remove(i);
-                    let op = self.req_ops.swap_remove(i);
-                    self.complete(op);
-                    self.progress(true)?;
-                }
-            }
+            self.wait_some()?;
+            self.progress(true)?;
         }
         Ok(())
+    }
+
+    /// Waits for at least one request in flight (`MPI_Waitsome`), removes
+    /// every completed one from the array and completes its op. A request
+    /// that failed is the call's error.
+    fn wait_some(&mut self) -> Result<(), TransportError> {
+        let a = &mut self.active;
+        ffi::waitsome(&mut a.reqs, &mut a.some)?;
+        // Highest index first, so swap_remove moves only survivors.
+        a.some.done.sort_unstable_by_key(|d| Reverse(d.0));
+        a.completed.clear();
+        let mut failed = None;
+        for (k, err) in a.some.done.drain(..) {
+            a.reqs.swap_remove(k);
+            a.completed.push(a.ops.swap_remove(k));
+            if failed.is_none() {
+                failed = err;
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let plan = self.plan;
+        let flow = self.flow.as_mut().expect("dataflow");
+        for &op in &self.active.completed {
+            if let Some((c, _)) = plan.chan[op as usize] {
+                flow.chan_active[c as usize] -= 1;
+                flow.offer(c as usize);
+            }
+            flow.complete(plan, op);
+        }
+        Ok(())
+    }
+
+    /// After an error: starts nothing more, cancels every receive in flight
+    /// and completes every send, so that nothing this call posted can
+    /// match a later call or write into the caller's buffers once it
+    /// returned. Errors here are ignored: the call's first error is the
+    /// one reported.
+    fn drain(&mut self) {
+        let ops = &self.plan.schedule.ops;
+        for (req, &op) in self.active.reqs.iter_mut().zip(&self.active.ops) {
+            if matches!(ops[op as usize].kind, OpKind::Recv { .. }) {
+                let _ = ffi::cancel(req);
+            }
+        }
+        for req in &mut self.active.reqs {
+            // A receive that had matched completes; one cancelled reports so.
+            let _ = ffi::wait_cancelled(req);
+        }
+        self.active.clear();
+        if let Some(f) = self.flow.as_mut() {
+            // Nothing more starts.
+            f.heap.clear();
+            f.next_root = self.plan.roots.len();
+            f.done = ops.len();
+        }
+        self.pc = ops.len();
     }
 
     fn progress(&mut self, may_block: bool) -> Result<(), TransportError> {
@@ -257,9 +550,8 @@ impl Run<'_> {
                     let i = self.pc as u32;
                     match &op.kind {
                         OpKind::WaitAll => {
-                            ffi::waitall(&mut self.reqs)?;
-                            self.reqs.clear();
-                            self.req_ops.clear();
+                            ffi::waitall(&mut self.active.reqs)?;
+                            self.active.clear();
                         }
                         OpKind::Send {
                             to,
@@ -302,40 +594,37 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Dataflow: start ready ops in program order, each channel in order.
+    /// Dataflow: start ready ops in program order, each channel in order
+    /// and within its window.
     fn progress_dataflow(&mut self, may_block: bool) -> Result<(), TransportError> {
+        let plan = self.plan;
         loop {
-            let mut started = false;
-            let candidates: Vec<u32> = self.ready.iter().copied().collect();
-            let plan = self.plan;
-            for i in candidates {
-                let op = &plan.schedule.ops[i as usize];
-                if let Some((c, pos)) = self.plan.chan[i as usize] {
-                    if self.chan_next[c as usize] != pos {
-                        continue;
-                    }
-                }
-                let blocking_sync = matches!(
-                    op.kind,
-                    OpKind::Fence
-                        | OpKind::AccessTo { .. }
-                        | OpKind::EndAccess
-                        | OpKind::EndExposure
-                );
-                if blocking_sync && !may_block && !(self.reqs.is_empty() && self.puts.is_empty()) {
-                    // Closing an epoch waits for other ranks: leave it to wait().
-                    return Ok(());
-                }
-                if let Some((c, _)) = self.plan.chan[i as usize] {
-                    self.chan_next[c as usize] += 1;
-                }
-                self.ready.remove(&i);
-                self.issue(i)?;
-                started = true;
-            }
-            if !started {
+            let flow = self.flow.as_mut().expect("dataflow");
+            let Some(i) = flow.peek(plan) else {
+                return Ok(());
+            };
+            let blocking_sync = matches!(
+                plan.schedule.ops[i as usize].kind,
+                OpKind::Fence | OpKind::AccessTo { .. } | OpKind::EndAccess | OpKind::EndExposure
+            );
+            if blocking_sync && !may_block && !(self.active.is_empty() && self.puts.is_empty()) {
+                // Closing an epoch waits for other ranks: leave it to wait().
                 return Ok(());
             }
+            flow.take(plan, i);
+            self.issue(i)?;
+            if let Some((c, _)) = plan.chan[i as usize] {
+                // The channel's next op may be ready already.
+                self.flow.as_mut().expect("dataflow").offer(c as usize);
+            }
+        }
+    }
+
+    /// A request of op `i` is in flight.
+    fn posted(&mut self, req: MPI_Request, i: u32) {
+        self.active.push(req, i);
+        if let (Some(f), Some((c, _))) = (self.flow.as_mut(), self.plan.chan[i as usize]) {
+            f.chan_active[c as usize] += 1;
         }
     }
 
@@ -351,8 +640,8 @@ impl Run<'_> {
                 tag: t,
                 mode,
             } => {
-                // SAFETY: as in ptr(); the request completes before the
-                // Pending call that borrows the buffers ends.
+                // SAFETY: as in ptr(); the request completes (or is drained)
+                // before the Pending call that borrows the buffers ends.
                 let req = unsafe {
                     ffi::isend(
                         self.ptr(src),
@@ -363,16 +652,14 @@ impl Run<'_> {
                         self.comm.raw(),
                     )?
                 };
-                self.reqs.push(req);
-                self.req_ops.push(i);
+                self.posted(req, i);
             }
             OpKind::Recv { from, dst, tag: t } => {
                 // SAFETY: as above.
                 let req = unsafe {
                     ffi::irecv(self.ptr(dst), dst.len, from.idx(), tag(*t), self.comm.raw())?
                 };
-                self.reqs.push(req);
-                self.req_ops.push(i);
+                self.posted(req, i);
             }
             OpKind::Copy { src, dst } => {
                 // SAFETY: both regions lie in the caller's buffers; ptr::copy
@@ -415,9 +702,8 @@ impl Run<'_> {
             }
             OpKind::WaitAll => {
                 if self.exec == Execution::Blocking {
-                    ffi::waitall(&mut self.reqs)?;
-                    self.reqs.clear();
-                    self.req_ops.clear();
+                    ffi::waitall(&mut self.active.reqs)?;
+                    self.active.clear();
                 }
                 self.complete(i);
             }
@@ -432,17 +718,8 @@ impl Run<'_> {
     }
 
     fn complete(&mut self, i: u32) {
-        if self.exec != Execution::Nonblocking {
-            return;
-        }
-        self.done += 1;
-        let plan = self.plan;
-        for &d in &plan.dependents[i as usize] {
-            let r = &mut self.remaining[d as usize];
-            *r -= 1;
-            if *r == 0 {
-                self.ready.insert(d);
-            }
+        if let Some(f) = self.flow.as_mut() {
+            f.complete(self.plan, i);
         }
     }
 }

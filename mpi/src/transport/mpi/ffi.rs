@@ -336,26 +336,131 @@ pub unsafe fn sendrecv(
     )
 }
 
-/// Waits for any of `reqs`; returns its index (the request becomes null).
-pub fn waitany(reqs: &mut [MPI_Request]) -> Result<usize, MpiError> {
-    let mut idx: c_int = -1;
-    // SAFETY: reqs is a valid array of requests owned by the caller.
-    check(
-        unsafe {
-            ffi::PMPI_Waitany(
-                reqs.len() as c_int,
-                reqs.as_mut_ptr(),
-                &mut idx,
-                ffi::RSMPI_STATUS_IGNORE,
-            )
-        },
-        "MPI_Waitany",
-    )?;
-    usize::try_from(idx).map_err(|_| MpiError {
-        call: "MPI_Waitany",
+/// Whether `req` is `MPI_REQUEST_NULL` (completed and freed, or never posted).
+pub fn is_null(req: MPI_Request) -> bool {
+    req == request_null()
+}
+
+/// What one [`waitsome`] completed: for each request, its index in the
+/// array and, if it failed, its own error. Holds the scratch arrays
+/// `MPI_Waitsome` fills, so one set serves a whole call without allocating.
+#[derive(Default)]
+pub struct Completions {
+    indices: Vec<c_int>,
+    statuses: Vec<ffi::MPI_Status>,
+    /// (index into the request array, the request's error if it failed)
+    pub done: Vec<(usize, Option<MpiError>)>,
+}
+
+/// `MPI_Waitsome`: waits until at least one of `reqs` completes and lists in
+/// `out.done` every request that did (each becomes `MPI_REQUEST_NULL`,
+/// failed ones included: they are freed here). A request that failed (say
+/// `MPI_ERR_TRUNCATE`) is reported with its own error and the call still
+/// succeeds; an error of the call itself (or no active request) is `Err`.
+/// Costs O(`reqs.len()`): callers keep the array short.
+pub fn waitsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), MpiError> {
+    out.done.clear();
+    let n = reqs.len();
+    out.indices.resize(n, 0);
+    // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
+    out.statuses
+        .resize_with(n, || unsafe { std::mem::zeroed::<ffi::MPI_Status>() });
+    let mut outcount: c_int = 0;
+    let n_int = c_int::try_from(n).map_err(|_| MpiError {
+        call: "MPI_Waitsome",
         code: -1,
-        message: "no active request".into(),
-    })
+        message: format!("{n} requests exceed an int"),
+    })?;
+    // SAFETY: reqs is a valid array of requests owned by the caller; indices
+    // and statuses hold n entries each, as MPI_Waitsome may write.
+    let rc = unsafe {
+        ffi::PMPI_Waitsome(
+            n_int,
+            reqs.as_mut_ptr(),
+            &mut outcount,
+            out.indices.as_mut_ptr(),
+            out.statuses.as_mut_ptr(),
+        )
+    };
+    let in_status =
+        rc != ffi::MPI_SUCCESS as c_int && error_class(rc) == ffi::MPI_ERR_IN_STATUS as c_int;
+    if !in_status {
+        check(rc, "MPI_Waitsome")?;
+    }
+    // SAFETY: reading an immutable MPI constant.
+    if outcount == unsafe { ffi::RSMPI_UNDEFINED } || outcount < 0 {
+        return Err(MpiError {
+            call: "MPI_Waitsome",
+            code: -1,
+            message: "no active request".into(),
+        });
+    }
+    for k in 0..outcount as usize {
+        let i = out.indices[k] as usize;
+        let err = if in_status {
+            let code = out.statuses[k].MPI_ERROR;
+            check(code, "MPI_Waitsome").err()
+        } else {
+            None
+        };
+        if err.is_some() && !is_null(reqs[i]) {
+            // A failed request is complete but may be left allocated (Open
+            // MPI frees only the first one in error): free it.
+            // SAFETY: a completed request of the caller's array.
+            unsafe { ffi::PMPI_Request_free(&mut reqs[i]) };
+            reqs[i] = request_null();
+        }
+        out.done.push((i, err));
+    }
+    Ok(())
+}
+
+/// `MPI_Cancel`: asks MPI to cancel `req` (a no-op once it matched); the
+/// request must still be completed, by [`wait_cancelled`].
+pub fn cancel(req: &mut MPI_Request) -> Result<(), MpiError> {
+    if is_null(*req) {
+        return Ok(());
+    }
+    // SAFETY: an active request owned by the caller.
+    check(unsafe { ffi::PMPI_Cancel(req) }, "MPI_Cancel")
+}
+
+/// `MPI_Wait` on `req`, then `MPI_Test_cancelled`: whether the request was
+/// cancelled (false: it completed normally). `req` becomes null.
+pub fn wait_cancelled(req: &mut MPI_Request) -> Result<bool, MpiError> {
+    if is_null(*req) {
+        return Ok(false);
+    }
+    // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
+    let mut status = unsafe { std::mem::zeroed::<ffi::MPI_Status>() };
+    // SAFETY: a request owned by the caller, a valid out pointer.
+    let waited = check(unsafe { ffi::PMPI_Wait(req, &mut status) }, "MPI_Wait");
+    if waited.is_err() && !is_null(*req) {
+        // Completed in error and left allocated: free it.
+        // SAFETY: a completed request owned by the caller.
+        unsafe { ffi::PMPI_Request_free(req) };
+        *req = request_null();
+    }
+    waited?;
+    let mut flag: c_int = 0;
+    // SAFETY: status was filled by MPI_Wait.
+    check(
+        unsafe { ffi::PMPI_Test_cancelled(&status, &mut flag) },
+        "MPI_Test_cancelled",
+    )?;
+    Ok(flag != 0)
+}
+
+/// The error class of an MPI error code (`MPI_Error_class`).
+fn error_class(code: c_int) -> c_int {
+    let mut class: c_int = code;
+    // SAFETY: valid out pointer; any code may be asked about.
+    let rc = unsafe { ffi::PMPI_Error_class(code, &mut class) };
+    if rc == ffi::MPI_SUCCESS as c_int {
+        class
+    } else {
+        code
+    }
 }
 
 pub fn waitall(reqs: &mut [MPI_Request]) -> Result<(), MpiError> {
