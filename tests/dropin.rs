@@ -17,10 +17,15 @@
 //! - `DROPIN_RANKS=2,3,4`: rank counts;
 //! - `DROPIN_SETTINGS=a,b`: only the preloaded settings whose name contains one of these;
 //! - `DROPIN_CASES=a,b`: only the cases whose name starts with one of these;
-//! - `DROPIN_TIMEOUT_S=8`: how long one case (or one guarded group) may take
+//! - `DROPIN_TIMEOUT_S=6`: how long one case (or one guarded group) may take
 //!   before it counts as hung (big cases 15 times that);
 //! - `DROPIN_BIG_RANKS=2`: rank counts that run the >= 2 GiB cases (they
 //!   need about 2.3 GiB per rank and skip themselves when memory is short);
+//! - `DROPIN_BIG_SETTINGS=no table,pipeline`: preloaded settings (by name)
+//!   that run them; `DROPIN_BIG_CASES=big_2gib_double`: which of them;
+//! - `DROPIN_ALONE_RANKS=3`: rank counts that run the one-per-job cases
+//!   (fatal handlers, after MPI_Finalize, crashes);
+//! - `DROPIN_FULL=1`: every case at every rank count and setting;
 //! - `DROPIN_REPORT=path`: also write the full comparison there.
 
 mod common;
@@ -47,7 +52,7 @@ fn timeout_s() -> u64 {
     std::env::var("DROPIN_TIMEOUT_S")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(8)
+        .unwrap_or(6)
 }
 
 /// How the program is run: plain, or preloaded with some environment.
@@ -304,20 +309,58 @@ fn program() -> Program {
     Program { exe, cases }
 }
 
+fn full() -> bool {
+    std::env::var("DROPIN_FULL").is_ok_and(|v| v == "1")
+}
+
+fn numbers(k: &str, default: &str) -> Vec<usize> {
+    env_list(k, default)
+        .iter()
+        .map(|r| r.parse().unwrap_or_else(|_| panic!("{k}: numbers")))
+        .collect()
+}
+
+/// Whether `case` (of `group`) runs at this rank count and setting. The
+/// cases that move data run everywhere; those that end the job run one per
+/// job, so at one rank count only (their outcome is decided by argument
+/// checks that precede any algorithm); the >= 2 GiB cases (about 15 s
+/// each on the 2-core VMs, mostly page faults) at 2 ranks, plain, without
+/// a table (the library's algorithm through colltune) and with a
+/// segmented algorithm. `DROPIN_FULL=1`: everything everywhere.
+fn eligible(case: &str, group: &str, ranks: usize, setting: &Setting) -> bool {
+    let within = |k: &str, default: &str| full() || numbers(k, default).contains(&ranks);
+    if case.starts_with("big_") {
+        let names = env_list("DROPIN_BIG_SETTINGS", "no table,pipeline");
+        return within("DROPIN_BIG_RANKS", "2")
+            && (full() || env_list("DROPIN_BIG_CASES", "big_2gib_double").iter().any(|c| c == case))
+            && (full()
+                || setting.env.is_none()
+                || names.iter().any(|n| setting.name.contains(n.as_str())));
+    }
+    if group == "alone" {
+        return within("DROPIN_ALONE_RANKS", "3");
+    }
+    true
+}
+
 /// Runs the cases of one rank count and setting; returns every outcome
-/// and the seconds spent.
-fn run_setting(p: &Program, ranks: usize, s: &Setting) -> (BTreeMap<String, Outcome>, f64) {
+/// and the seconds spent. `plain`: what the plain run must cover (every
+/// case any setting runs at this rank count).
+fn run_setting(p: &Program, ranks: usize, s: &Setting, plain: &[Setting]) -> (BTreeMap<String, Outcome>, f64) {
     let t = timeout_s();
     let mut out = BTreeMap::new();
     let mut secs = 0.0;
-    let big_ranks: Vec<usize> = env_list("DROPIN_BIG_RANKS", "2")
-        .iter()
-        .filter_map(|r| r.parse().ok())
-        .collect();
     let of = |g: &str| -> Vec<String> {
         p.cases
             .iter()
-            .filter(|(n, grp)| grp == g && (!n.starts_with("big_") || big_ranks.contains(&ranks)))
+            .filter(|(n, grp)| {
+                grp == g
+                    && if s.env.is_none() {
+                        plain.iter().any(|x| eligible(n, grp, ranks, x))
+                    } else {
+                        eligible(n, grp, ranks, s)
+                    }
+            })
             .map(|(n, _)| n.clone())
             .collect()
     };
@@ -426,6 +469,85 @@ struct Diff {
     got: Outcome,
 }
 
+/// What kind of difference: H hang, W wrong data, C crash, A abort where
+/// the library completes, E another error class or return, or no abort
+/// where the library aborts.
+fn kind(d: &Diff) -> char {
+    let (got, plain) = (&d.got.what, &d.plain.what);
+    if got.contains("hang") {
+        'H'
+    } else if got.contains("wrong data") || got.contains("wrote outside") {
+        'W'
+    } else if got.starts_with("crashed") || got.contains("then the job crashed") {
+        'C'
+    } else if got.starts_with("aborted") && !plain.starts_with("aborted") {
+        'A'
+    } else {
+        'E'
+    }
+}
+
+/// One row per case, one column per setting: the kinds of difference and
+/// the rank counts they were seen at.
+fn matrix(diffs: &[Diff], settings: &[String]) -> String {
+    let short = |s: &str| -> String {
+        let s = s.trim_start_matches("preload, ");
+        let s = s.trim_start_matches("COLLTUNE_BCAST=");
+        let s = s.replace("table vm-2core", "table").replace("table, COLLTUNE_NODES=", "nodes=");
+        s.chars().take(14).collect()
+    };
+    let mut rows: BTreeMap<&str, BTreeMap<String, BTreeMap<char, Vec<usize>>>> = BTreeMap::new();
+    for d in diffs {
+        let col = short(&d.setting);
+        let col = if col.starts_with("nodes=") { "nodes=N".into() } else { col };
+        rows.entry(&d.case)
+            .or_default()
+            .entry(col)
+            .or_default()
+            .entry(kind(d))
+            .or_default()
+            .push(d.ranks);
+    }
+    let mut cols: Vec<String> = Vec::new();
+    for s in settings {
+        let c = short(s);
+        let c = if c.starts_with("nodes=") { "nodes=N".into() } else { c };
+        if !cols.contains(&c) {
+            cols.push(c);
+        }
+    }
+    let w = rows.keys().map(|k| k.len()).max().unwrap_or(4).max(4);
+    let cw = 14;
+    let mut s = format!("{:w$}", "case");
+    for c in &cols {
+        write!(s, " {c:cw$}").unwrap();
+    }
+    s.push('\n');
+    for (case, row) in &rows {
+        write!(s, "{case:w$}").unwrap();
+        for c in &cols {
+            let cell = row
+                .get(c)
+                .map(|k| {
+                    k.iter()
+                        .map(|(kind, r)| {
+                            let mut r = r.clone();
+                            r.sort_unstable();
+                            r.dedup();
+                            let r: Vec<String> = r.iter().map(|x| x.to_string()).collect();
+                            format!("{kind}{}", r.join(""))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_else(|| ".".into());
+            write!(s, " {cell:cw$}").unwrap();
+        }
+        s.push('\n');
+    }
+    s + "(H hang, W wrong data, C crash, A abort where the library completes, E another error class, return or abort message; digits: rank counts; .: same as plain)\n"
+}
+
 fn format_diffs(diffs: &[Diff]) -> String {
     // One line per (case, setting, plain, got) with the rank counts it holds for.
     let mut groups: BTreeMap<(String, String, String, String), Vec<usize>> = BTreeMap::new();
@@ -470,32 +592,30 @@ fn preloaded_outcomes_equal_plain_outcomes() {
         .collect();
     let mut diffs = Vec::new();
     let mut bad_plain = Vec::new();
-    let mut full = String::new();
+    let mut full_report = String::new();
     let mut compared = 0;
     for &n in &ranks {
         let plain_setting = Setting {
             name: "plain".into(),
             env: None,
         };
-        let (plain, secs) = run_setting(&p, n, &plain_setting);
-        writeln!(full, "== {n} ranks, plain ({secs:.1} s)").unwrap();
+        let all = settings(n);
+        let (plain, secs) = run_setting(&p, n, &plain_setting, &all);
+        writeln!(full_report, "== {n} ranks, plain ({secs:.1} s)").unwrap();
         for (c, o) in &plain {
-            writeln!(full, "case {c}: {o}").unwrap();
+            writeln!(full_report, "case {c}: {o}").unwrap();
             if must_be_ok(c) && o.what != "ok" && !o.what.starts_with("skipped") {
                 bad_plain.push(format!("{n} ranks: case {c}: {o}"));
             }
         }
-        for s in settings(n) {
-            let (got, secs) = run_setting(&p, n, &s);
-            writeln!(full, "== {n} ranks, {} ({secs:.1} s)", s.name).unwrap();
-            for (c, want) in &plain {
-                let g = got
-                    .get(c)
-                    .cloned()
-                    .unwrap_or_else(|| Outcome::new("not run"));
+        for s in all {
+            let (got, secs) = run_setting(&p, n, &s, &[]);
+            writeln!(full_report, "== {n} ranks, {} ({secs:.1} s)", s.name).unwrap();
+            for (c, g) in &got {
+                let want = plain.get(c).expect("the plain run covers every case");
                 compared += 1;
                 writeln!(
-                    full,
+                    full_report,
                     "case {c}: {g}{}",
                     if g.same(want) { "" } else { "   <-- differs" }
                 )
@@ -506,16 +626,16 @@ fn preloaded_outcomes_equal_plain_outcomes() {
                         setting: s.name.clone(),
                         ranks: n,
                         plain: want.clone(),
-                        got: g,
+                        got: g.clone(),
                     });
                 }
             }
         }
     }
     let report = scratch_dir().join("report.txt");
-    std::fs::write(&report, &full).unwrap();
+    std::fs::write(&report, &full_report).unwrap();
     if let Ok(dest) = std::env::var("DROPIN_REPORT") {
-        std::fs::write(&dest, &full).unwrap();
+        std::fs::write(&dest, &full_report).unwrap();
     }
     eprintln!(
         "drop-in conformance: {compared} comparisons, {} differ, {:.0} s; full report: {}",
@@ -528,16 +648,23 @@ fn preloaded_outcomes_equal_plain_outcomes() {
         "the plain runs (no preload) fail valid cases: the test or the MPI installation is wrong:\n{}",
         bad_plain.join("\n")
     );
+    let mut names: Vec<String> = Vec::new();
+    for &n in &ranks {
+        for s in settings(n) {
+            if !names.contains(&s.name) {
+                names.push(s.name);
+            }
+        }
+    }
     let mut cases: Vec<&str> = diffs.iter().map(|d| d.case.as_str()).collect();
     cases.sort_unstable();
     cases.dedup();
     assert!(
         diffs.is_empty(),
-        "under LD_PRELOAD={} {} of {compared} case runs differ from the plain run ({} cases: {}):\n{}\nfull report: {}",
-        "libcolltune_preload.so",
+        "under LD_PRELOAD=libcolltune_preload.so {} of {compared} case runs differ from the plain run ({} cases):\n\n{}\nthe differences:\n{}\nfull report: {}",
         diffs.len(),
         cases.len(),
-        cases.join(" "),
+        matrix(&diffs, &names),
         format_diffs(&diffs),
         report.display()
     );

@@ -37,6 +37,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -822,8 +823,10 @@ static void c_big(MPI_Comm comm, const char *arg, char *out) {
         res_set(out, "skipped (memory)");
         return;
     }
-    uint64_t *b = malloc(words * 8);
-    if (!b) {
+    /* pages populated at once: half the time of faulting them in one by one */
+    uint64_t *b = mmap(NULL, words * 8, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (b == MAP_FAILED) {
         res_set(out, "skipped (memory)");
         return;
     }
@@ -846,7 +849,7 @@ static void c_big(MPI_Comm comm, const char *arg, char *out) {
                 res_set(out, "wrong data (word %zu)", i);
                 break;
             }
-    free(b);
+    munmap(b, words * 8);
 }
 
 /* ---- MPI_Bcast after MPI_Finalize (defect 11); alone ---- */
