@@ -493,8 +493,13 @@ fn matrix(diffs: &[Diff], settings: &[String]) -> String {
     let short = |s: &str| -> String {
         let s = s.trim_start_matches("preload, ");
         let s = s.trim_start_matches("COLLTUNE_BCAST=");
-        let s = s.replace("table vm-2core", "table").replace("table, COLLTUNE_NODES=", "nodes=");
-        s.chars().take(14).collect()
+        let s = s
+            .replace("table vm-2core", "table")
+            .replace("table, COLLTUNE_NODES=", "nodes=")
+            .replace(":radix=", "")
+            .replace(":segment=4096", "4k")
+            .replace("scatter_allgather", "scatter_ag");
+        s.chars().take(12).collect()
     };
     let mut rows: BTreeMap<&str, BTreeMap<String, BTreeMap<char, Vec<usize>>>> = BTreeMap::new();
     for d in diffs {
@@ -517,7 +522,7 @@ fn matrix(diffs: &[Diff], settings: &[String]) -> String {
         }
     }
     let w = rows.keys().map(|k| k.len()).max().unwrap_or(4).max(4);
-    let cw = 14;
+    let cw = 12;
     let mut s = format!("{:w$}", "case");
     for c in &cols {
         write!(s, " {c:cw$}").unwrap();
