@@ -70,7 +70,11 @@ fn table() -> String {
 fn settings(ranks: usize) -> Vec<Setting> {
     let pre = |name: &str, env: &[(&str, String)]| Setting {
         name: name.into(),
-        env: Some(env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
+        env: Some(
+            env.iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        ),
     };
     let mut v = vec![
         pre("preload, no table", &[]),
@@ -92,7 +96,10 @@ fn settings(ranks: usize) -> Vec<Setting> {
     // setup of every other communicator fails (defect 4).
     v.push(pre(
         &format!("preload, table, COLLTUNE_NODES={ranks}"),
-        &[("COLLTUNE_TABLE", table()), ("COLLTUNE_NODES", ranks.to_string())],
+        &[
+            ("COLLTUNE_TABLE", table()),
+            ("COLLTUNE_NODES", ranks.to_string()),
+        ],
     ));
     let only = env_list("DROPIN_SETTINGS", "");
     if !only.is_empty() {
@@ -116,8 +123,11 @@ struct Job {
 fn job(ranks: usize, setting: &Setting, exe: &Path, args: &[String], limit: u64) -> Job {
     let libs = shared_libs();
     let mut c = mpirun(ranks);
-    c.args(["--timeout", &(limit + 5).to_string()])
-        .args(["--mca", "orte_base_help_aggregate", "0"]);
+    c.args(["--timeout", &(limit + 5).to_string()]).args([
+        "--mca",
+        "orte_base_help_aggregate",
+        "0",
+    ]);
     if let Some(env) = &setting.env {
         c.args([
             "-x",
@@ -332,7 +342,10 @@ fn eligible(case: &str, group: &str, ranks: usize, setting: &Setting) -> bool {
     if case.starts_with("big_") {
         let names = env_list("DROPIN_BIG_SETTINGS", "no table,pipeline");
         return within("DROPIN_BIG_RANKS", "2")
-            && (full() || env_list("DROPIN_BIG_CASES", "big_2gib_double").iter().any(|c| c == case))
+            && (full()
+                || env_list("DROPIN_BIG_CASES", "big_2gib_double")
+                    .iter()
+                    .any(|c| c == case))
             && (full()
                 || setting.env.is_none()
                 || names.iter().any(|n| setting.name.contains(n.as_str())));
@@ -346,7 +359,12 @@ fn eligible(case: &str, group: &str, ranks: usize, setting: &Setting) -> bool {
 /// Runs the cases of one rank count and setting; returns every outcome
 /// and the seconds spent. `plain`: what the plain run must cover (every
 /// case any setting runs at this rank count).
-fn run_setting(p: &Program, ranks: usize, s: &Setting, plain: &[Setting]) -> (BTreeMap<String, Outcome>, f64) {
+fn run_setting(
+    p: &Program,
+    ranks: usize,
+    s: &Setting,
+    plain: &[Setting],
+) -> (BTreeMap<String, Outcome>, f64) {
     let t = timeout_s();
     let mut out = BTreeMap::new();
     let mut secs = 0.0;
@@ -504,7 +522,11 @@ fn matrix(diffs: &[Diff], settings: &[String]) -> String {
     let mut rows: BTreeMap<&str, BTreeMap<String, BTreeMap<char, Vec<usize>>>> = BTreeMap::new();
     for d in diffs {
         let col = short(&d.setting);
-        let col = if col.starts_with("nodes=") { "nodes=N".into() } else { col };
+        let col = if col.starts_with("nodes=") {
+            "nodes=N".into()
+        } else {
+            col
+        };
         rows.entry(&d.case)
             .or_default()
             .entry(col)
@@ -516,7 +538,11 @@ fn matrix(diffs: &[Diff], settings: &[String]) -> String {
     let mut cols: Vec<String> = Vec::new();
     for s in settings {
         let c = short(s);
-        let c = if c.starts_with("nodes=") { "nodes=N".into() } else { c };
+        let c = if c.starts_with("nodes=") {
+            "nodes=N".into()
+        } else {
+            c
+        };
         if !cols.contains(&c) {
             cols.push(c);
         }
@@ -717,7 +743,9 @@ fn fortran_broadcasts_are_intercepted() {
             j.stderr
         );
         for s in settings(ranks).into_iter().filter(|s| {
-            s.name.ends_with("no table") || s.name.contains("pipeline") || s.name.contains("table vm")
+            s.name.ends_with("no table")
+                || s.name.contains("pipeline")
+                || s.name.contains("table vm")
         }) {
             let mut s = s.clone();
             s.env
@@ -734,16 +762,28 @@ fn fortran_broadcasts_are_intercepted() {
                     want.get("fortran_bcast")
                 ));
             }
-            let traced = j.stderr.lines().filter(|l| l.contains("colltune trace:") && l.contains(" bcast ")).count();
+            let traced = j
+                .stderr
+                .lines()
+                .filter(|l| l.contains("colltune trace:") && l.contains(" bcast "))
+                .count();
             // the control: a C program's broadcasts under the same settings
             let c = job(
                 ranks,
                 &s,
                 &p.exe,
-                &["--alarm".into(), timeout_s().to_string(), "bytes_12345".into()],
+                &[
+                    "--alarm".into(),
+                    timeout_s().to_string(),
+                    "bytes_12345".into(),
+                ],
                 60,
             );
-            let c_traced = c.stderr.lines().filter(|l| l.contains("colltune trace:")).count();
+            let c_traced = c
+                .stderr
+                .lines()
+                .filter(|l| l.contains("colltune trace:"))
+                .count();
             assert!(
                 c_traced > 0,
                 "{ranks} ranks, {}: the C control printed no colltune trace:\n{}",
