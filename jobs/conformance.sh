@@ -32,6 +32,8 @@
 #                         split_binary scatter_ag_ring, see SET below)
 #   CONFORMANCE_MAX_NP    skip MPICH runs with more ranks (default 10)
 #   CONFORMANCE_MPI4PY_NP rank counts for mpi4py (default "2 3")
+#   CONFORMANCE_MPI4PY_TIMEOUT seconds per mpi4py run (default 240; a run
+#                         takes about 20 s plain at 3 ranks on 2 cores)
 #   MPI4PY_SOURCE         an mpi4py checkout whose test/ matches the
 #                         installed version (default: cloned from GitHub at
 #                         the installed version's tag)
@@ -52,6 +54,7 @@ WORK=${CONFORMANCE_WORK:-$ROOT/target/conformance}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-20}
 MAX_NP=${CONFORMANCE_MAX_NP:-10}
 M4P_NP=${CONFORMANCE_MPI4PY_NP:-2 3}
+M4P_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-240}
 mkdir -p "$WORK/logs"
 
 cargo build --release -p colltune-preload >&2 || exit 1
@@ -216,7 +219,7 @@ mpi4py() {
     for s in $settings; do
       local log="$WORK/logs/$s.mpi4py.np$np.log"
       # shellcheck disable=SC2086
-      (cd "$src/test" && timeout -k 10 $((TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$TIMEOUT" \
+      (cd "$src/test" && timeout -k 10 $((M4P_TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$M4P_TIMEOUT" \
         ${SET[$s]} "$V/bin/python" runtests.py --no-builddir -i test_cco) >"$log" 2>&1
       local rc=$?
       local ran failed
