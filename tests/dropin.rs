@@ -195,13 +195,16 @@ fn scratch_dir() -> PathBuf {
     DIR.get_or_init(|| scratch("dropin")).clone()
 }
 
-/// One case's outcome: what must match exactly, and the name of the MPI
-/// function an abort was reported in (Open MPI 4.1 sometimes loses these
-/// messages when the job is torn down, so it is compared only when both
-/// runs printed one).
+/// One case's outcome: what must match exactly, and details of an abort
+/// compared only where both runs have them: the name of the MPI function
+/// the error was reported in (Open MPI 4.1 sometimes loses these messages
+/// when the job is torn down) and the exit status (it sometimes crashes
+/// while aborting, and the error class in the exit code is lost).
 #[derive(Clone, Debug, PartialEq)]
 struct Outcome {
     what: String,
+    /// `exit N` or `signal N` where the job ended abnormally.
+    exit: Option<String>,
     reported_in: Option<String>,
 }
 
@@ -209,21 +212,27 @@ impl Outcome {
     fn new(what: impl Into<String>) -> Self {
         Outcome {
             what: what.into(),
+            exit: None,
             reported_in: None,
         }
     }
     fn same(&self, other: &Outcome) -> bool {
+        let both = |a: &Option<String>, b: &Option<String>, keep: fn(&str) -> bool| match (a, b) {
+            (Some(a), Some(b)) if keep(a) && keep(b) => a == b,
+            _ => true,
+        };
         self.what == other.what
-            && match (&self.reported_in, &other.reported_in) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            }
+            && both(&self.exit, &other.exit, |e| e.starts_with("exit"))
+            && both(&self.reported_in, &other.reported_in, |_| true)
     }
 }
 
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.what)?;
+        if let Some(e) = &self.exit {
+            write!(f, " ({e})")?;
+        }
         if let Some(r) = &self.reported_in {
             write!(f, " [error reported in {r}]")?;
         }
@@ -267,15 +276,18 @@ fn ending(j: &Job, limit: u64) -> Outcome {
     if j.killed {
         return Outcome::new(format!("hang (job killed after {limit} s)"));
     }
-    let mut what = match j.code {
-        c if c > 128 => format!("crashed (signal {})", c - 128),
-        c => format!("aborted (exit {c})"),
-    };
+    // A crash while aborting is an abort: Open MPI 4.1 itself sometimes
+    // dies of a signal in its error handler's teardown.
+    let mut what = "ended abnormally".to_string();
     if let Some(f) = called_after_finalize(&j.stderr) {
         write!(what, ", MPI_FINALIZE error names {f}").unwrap();
     }
     Outcome {
         what,
+        exit: Some(match j.code {
+            c if c > 128 => format!("signal {}", c - 128),
+            c => format!("exit {c}"),
+        }),
         reported_in: reported_in(&j.stderr),
     }
 }
@@ -419,6 +431,7 @@ fn run_setting(
                             // all printed, yet the job failed (at MPI_Finalize?)
                             let e = ending(&j, limit);
                             o.what = format!("{r}; then the job {}", e.what);
+                            o.exit = e.exit;
                             o.reported_in = e.reported_in;
                         }
                         out.insert(c.clone(), o);
@@ -447,7 +460,10 @@ fn run_setting(
         let j = job(ranks, s, &p.exe, &args, limit);
         secs += j.secs;
         let lines = case_lines(&j.stdout);
-        let hung = j.stdout.contains("some cases hung");
+        // (the program's own "some cases hung" line can be lost when it
+        // exits without MPI_Finalize)
+        let hung =
+            j.stdout.contains("some cases hung") || lines.values().any(|r| r.contains("hang"));
         for c in &cases {
             let o = match lines.get(c) {
                 Some(r) if r == "hang" => Outcome::new(format!("hang (no result after {t} s)")),
@@ -455,7 +471,7 @@ fn run_setting(
                     let e = ending(&j, limit);
                     Outcome {
                         what: format!("{r}; then the job {}", e.what),
-                        reported_in: e.reported_in,
+                        ..e
                     }
                 }
                 Some(r) => Outcome::new(r.clone()),
@@ -496,9 +512,14 @@ fn kind(d: &Diff) -> char {
         'H'
     } else if got.contains("wrong data") || got.contains("wrote outside") {
         'W'
-    } else if got.starts_with("crashed") || got.contains("then the job crashed") {
+    } else if d.got.what != d.plain.what
+        && d.got
+            .exit
+            .as_deref()
+            .is_some_and(|e| e.starts_with("signal"))
+    {
         'C'
-    } else if got.starts_with("aborted") && !plain.starts_with("aborted") {
+    } else if got.contains("ended abnormally") && !plain.contains("ended abnormally") {
         'A'
     } else {
         'E'
@@ -576,7 +597,7 @@ fn matrix(diffs: &[Diff], settings: &[String]) -> String {
         }
         s.push('\n');
     }
-    s + "(H hang, W wrong data, C crash, A abort where the library completes, E another error class, return or abort message; digits: rank counts; .: same as plain)\n"
+    s + "(H hang, W wrong data, C crash (a signal) where the library completes, A abort where the library completes, E another error class, return or abort message; digits: rank counts; .: same as plain)\n"
 }
 
 fn format_diffs(diffs: &[Diff]) -> String {
