@@ -728,13 +728,7 @@ static void c_fatal(MPI_Comm comm, const char *arg, char *out) {
         MPI_Type_contiguous(2, MPI_INT, &t);
         rc = MPI_Bcast(v, 2, t, 0, comm);
     } else if (!strcmp(arg, "comm_null")) rc = MPI_Bcast(v, 4, MPI_INT, 0, MPI_COMM_NULL);
-    else if (!strcmp(arg, "truncate")) {
-        int rank;
-        MPI_Comm_rank(comm, &rank);
-        int *b = calloc(8192, sizeof(int));
-        rc = MPI_Bcast(b, rank == size - 1 ? 2048 : 4096, MPI_INT, 0, comm);
-        free(b);
-    } else {
+    else {
         res_set(out, "unknown fatal case");
         return;
     }
@@ -940,8 +934,10 @@ static void make_cases(void) {
     /* creates communicators in its threads: a job of its own */
     add("guarded_alone", c_threads, "", "thread_multiple");
     /* fatal handlers, after finalize, large */
-    const char *fat[] = {"root", "count", "type_uncommitted", "comm_null", "truncate"};
-    for (int i = 0; i < 5; i++) add("alone", c_fatal, fat[i], "fatal_%s", fat[i]);
+    /* (No fatal truncation case: Open MPI 4.1's own outcome varies from
+     * run to run there: abort, crash while aborting, or hang.) */
+    const char *fat[] = {"root", "count", "type_uncommitted", "comm_null"};
+    for (int i = 0; i < 4; i++) add("alone", c_fatal, fat[i], "fatal_%s", fat[i]);
     add("alone", c_after_finalize, "", "after_finalize");
     add("alone", c_big, "double", "big_2gib_double");
     add("alone", c_big, "type", "big_2gib_type");
