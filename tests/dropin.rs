@@ -385,7 +385,7 @@ fn run_setting(
             .iter()
             .filter(|(n, grp)| {
                 grp == g
-                    && if s.env.is_none() {
+                    && if s.env.is_none() && !plain.is_empty() {
                         plain.iter().any(|x| eligible(n, grp, ranks, x))
                     } else {
                         eligible(n, grp, ranks, s)
