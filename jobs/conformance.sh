@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Runs MPI correctness suites colltune did not write, plain and under
+# LD_PRELOAD=libcolltune_preload.so, and prints pass counts side by side:
+#
+#  - MPICH's broadcast tests (test/mpi/coll: bcast.c on DTPools, i.e.
+#    derived datatypes that differ between ranks with one signature,
+#    bcast_comm_world_only, bcasttest, bcastzerotype, icbcast; p_bcast and
+#    p_bcast2 need MPI_Bcast_init (MPI 4) and are reported "not built"
+#    with Open MPI 4.1), built against the installed MPI (Open MPI) with
+#    MPICH's own test harness (util/mtest*.c, dtpools), compiled here
+#    without MPICH's configure;
+#  - mpi4py's collective tests (test/test_cco*.py) run by mpi4py's own
+#    runner, mpi4py installed with pip in a virtual environment.
+#
+# Settings: plain; preloaded with the shipped table
+# (tuning-tables/vm-2core.yaml); preloaded with COLLTUNE_BCAST forcing each
+# algorithm family; preloaded without table.
+#
+# Usage: jobs/conformance.sh [MPICH_SOURCE]
+#   MPICH_SOURCE: a checkout of https://github.com/pmodels/mpich (only
+#   test/mpi is used), e.g.
+#     git clone --depth 1 https://github.com/pmodels/mpich /tmp/mpich
+#   Without it the MPICH part is skipped (said so in the output).
+# Environment:
+#   CONFORMANCE_WORK      build and log directory (default target/conformance)
+#   CONFORMANCE_TIMEOUT   seconds per mpirun (default 20; every run takes
+#                         under 2 s plain on 2 cores); a run that
+#                         reaches it counts as a failure ("hang")
+#   CONFORMANCE_SETTINGS  names of the settings to run, space-separated
+#                         (default: plain table no-table linear binomial
+#                         knomial4 pipeline4k scatter_ag; also chain binary
+#                         split_binary scatter_ag_ring, see SET below)
+#   CONFORMANCE_MAX_NP    skip MPICH runs with more ranks (default 10)
+#   CONFORMANCE_MPI4PY_NP rank counts for mpi4py (default "2 3")
+#   CONFORMANCE_MPI4PY_TIMEOUT seconds per mpi4py run (default 240; a run
+#                         takes about 20 s plain at 3 ranks on 2 cores)
+#   MPI4PY_SOURCE         an mpi4py checkout whose test/ matches the
+#                         installed version (default: cloned from GitHub at
+#                         the installed version's tag)
+#   SKIP_MPICH=1, SKIP_MPI4PY=1
+#
+# Not part of `cargo test` (it takes tens of minutes on 2 cores and needs
+# network access for pip and git).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+# shellcheck disable=SC1091
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+# shellcheck disable=SC1091
+. jobs/mpirun-flags.sh
+
+MPICH_SRC=${1:-}
+WORK=${CONFORMANCE_WORK:-$ROOT/target/conformance}
+TIMEOUT=${CONFORMANCE_TIMEOUT:-20}
+MAX_NP=${CONFORMANCE_MAX_NP:-10}
+M4P_NP=${CONFORMANCE_MPI4PY_NP:-2 3}
+M4P_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-240}
+mkdir -p "$WORK/logs"
+
+cargo build --release -p colltune-preload >&2 || exit 1
+PRELOAD=$ROOT/target/release/libcolltune_preload.so
+TABLE=$ROOT/tuning-tables/vm-2core.yaml
+
+# name => mpirun -x arguments
+declare -A SET
+SET[plain]=""
+SET[table]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_TABLE=$TABLE"
+SET[no-table]="-x LD_PRELOAD=$PRELOAD"
+SET[linear]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=linear"
+SET[binomial]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binomial"
+SET[knomial4]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=knomial:radix=4"
+SET[pipeline4k]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=pipeline:segment=4096"
+SET[chain]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=chain"
+SET[binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binary"
+SET[split_binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=split_binary"
+SET[scatter_ag]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather"
+SET[scatter_ag_ring]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather_ring"
+settings=${CONFORMANCE_SETTINGS:-plain table no-table linear binomial knomial4 pipeline4k scatter_ag}
+
+# run NAME SETTING NP CMD... : one mpirun under the timeout; prints PASS,
+# FAIL or HANG and keeps the log.
+run() {
+  local name=$1 setting=$2 np=$3
+  shift 3
+  local log="$WORK/logs/$setting.$name.np$np.log"
+  # shellcheck disable=SC2086
+  timeout -k 10 $((TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$TIMEOUT" \
+    ${SET[$setting]} "$@" >"$log" 2>&1
+  local rc=$?
+  if grep -q "time limit for job execution has been reached" "$log" || [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo HANG
+  elif [ $rc -eq 0 ] && grep -q "No Errors" "$log"; then
+    echo PASS
+  else
+    echo "FAIL(rc=$rc)"
+  fi
+}
+
+# ---------------------------------------------------------------- MPICH
+mpich() {
+  local T=$MPICH_SRC/test/mpi
+  if [ ! -f "$T/coll/bcast.c" ]; then
+    echo "MPICH: $T/coll/bcast.c not found: pass a checkout of https://github.com/pmodels/mpich" >&2
+    return 1
+  fi
+  local B=$WORK/mpich
+  rm -rf "$B" && mkdir -p "$B" && cp -r "$T/include" "$T/util" "$T/dtpools" "$T/coll" "$B/" || return 1
+  cd "$B" || return 1
+  # What MPICH's configure would find on Linux with Open MPI (MPI 3.1).
+  cat >include/mpitestconf.h <<'EOF'
+#define HAVE_STDARG_H 1
+#define HAVE_STRING_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_SYS_TIME_H 1
+#define HAVE_SYS_RESOURCE_H 1
+#define HAVE_GETRUSAGE 1
+#define HAVE_MPI_INIT_THREAD 1
+#define HAVE_MPI_WIN_CREATE 1
+#define HAVE_LONG_DOUBLE 1
+#define HAVE_LONG_LONG_INT 1
+#define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
+#define MTEST_MPI_VERSION 3
+#define MTEST_MPI_SUBVERSION 1
+EOF
+  : >include/mtest_mpix.h # generated by MPICH's autogen; empty elsewhere
+  echo '#define HAVE_STDARG_H 1' >dtpools/dtpoolsconf.h
+  local CF=(-O1 -w -Iinclude -Idtpools/include)
+  local o
+  for f in util/mtest.c util/mtest_common.c util/dtypes.c util/mtest_single.c util/run_mpitests.c dtpools/src/*.c; do
+    o=$(basename "$f" .c).o
+    mpicc "${CF[@]}" -c "$f" -o "$o" || { echo "MPICH: cannot compile $f" >&2; return 1; }
+  done
+  ar rcs libmtest.a mtest.o mtest_common.o dtypes.o dtpools*.o
+  local built=()
+  for t in bcast bcasttest bcastzerotype icbcast p_bcast p_bcast2; do
+    local main=()
+    grep -q '^int run(' "coll/$t.c" && main=(run_mpitests.o)
+    if mpicc "${CF[@]}" -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$WORK/logs/build.$t.log" 2>&1; then
+      built+=("$t")
+    else
+      echo "MPICH: $t not built ($(grep -m1 -o "undefined reference to .*" "$WORK/logs/build.$t.log" || echo "see $WORK/logs/build.$t.log"))"
+    fi
+  done
+  mpicc "${CF[@]}" -DBCAST_COMM_WORLD_ONLY -o bcast_comm_world_only coll/bcast.c mtest_single.o libmtest.a -lpthread -lm && built+=(bcast_comm_world_only)
+
+  # The runs of coll/testlist.in and of maint/dtp-test-config.txt (the
+  # DTPools tests: types MPI_INT and MPI_INT:4+MPI_DOUBLE:8, counts 1 and
+  # 512; the 262144-element runs take minutes each and are left out).
+  local runs=()
+  for np in 4 8 10; do runs+=("bcasttest $np"); done
+  for np in 1 4 5 10; do runs+=("bcastzerotype $np"); done
+  runs+=("icbcast 4" "icbcast 10" "icbcast 8 -nonblocking" "p_bcast 4" "p_bcast2 8")
+  local seed=1
+  for prog in bcast:4 bcast_comm_world_only:10; do
+    for type in MPI_INT MPI_INT:4+MPI_DOUBLE:8; do
+      for cs in 1:1024 512:16; do
+        runs+=("${prog%%:*} ${prog##*:} -type=$type -count=${cs%%:*} -seed=$seed -testsize=${cs##*:}")
+        seed=$((seed + 1))
+      done
+    done
+  done
+
+  printf '\nMPICH broadcast tests (%s), %d runs; PASS / FAIL / HANG per setting\n' "$T" "${#runs[@]}"
+  local s
+  declare -A pass
+  for s in $settings; do pass[$s]=0; done
+  local lines=()
+  for r in "${runs[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $r
+    local prog=$1 np=$2
+    shift 2
+    local line
+    line=$(printf '%-62s' "$prog np=$np $*")
+    if [ "$np" -gt "$MAX_NP" ]; then
+      lines+=("$line skipped (CONFORMANCE_MAX_NP=$MAX_NP)")
+      continue
+    fi
+    if [[ ! " ${built[*]} " == *" $prog "* ]]; then
+      lines+=("$line not built")
+      continue
+    fi
+    local tag
+    tag=$(echo "$prog.$*" | tr -c 'A-Za-z0-9._=-' '_')
+    for s in $settings; do
+      local res
+      res=$(run "$tag" "$s" "$np" "./$prog" "$@")
+      [ "$res" = PASS ] && pass[$s]=$((pass[$s] + 1))
+      line+=" $s:$res"
+    done
+    lines+=("$line")
+    echo "  ${lines[-1]}"
+  done
+  local total=0
+  for r in "${lines[@]}"; do [[ "$r" == *":"* ]] && total=$((total + 1)); done
+  printf 'MPICH pass counts (of %d runs that ran):' "$total"
+  for s in $settings; do printf ' %s=%d' "$s" "${pass[$s]}"; done
+  echo
+  cd "$ROOT" || return 1
+}
+
+# --------------------------------------------------------------- mpi4py
+mpi4py() {
+  local V=$WORK/venv
+  if [ ! -x "$V/bin/python" ]; then
+    python3 -m venv "$V" || return 1
+  fi
+  "$V/bin/pip" install --quiet mpi4py || { echo "mpi4py: pip install failed" >&2; return 1; }
+  local ver
+  ver=$("$V/bin/python" -c 'import mpi4py; print(mpi4py.__version__)') || return 1
+  local src=${MPI4PY_SOURCE:-$WORK/mpi4py-$ver}
+  if [ ! -d "$src/test" ]; then
+    git clone --quiet --depth 1 --branch "$ver" https://github.com/mpi4py/mpi4py "$src" ||
+      { echo "mpi4py: no test sources (set MPI4PY_SOURCE to an mpi4py $ver checkout)" >&2; return 1; }
+  fi
+  printf '\nmpi4py %s collective tests (%s/test/test_cco*.py, mpi4py'"'"'s runner), tests passed (summed over ranks) per setting\n' "$ver" "$src"
+  for np in $M4P_NP; do
+    local line="  np=$np"
+    for s in $settings; do
+      local log="$WORK/logs/$s.mpi4py.np$np.log"
+      # shellcheck disable=SC2086
+      (cd "$src/test" && timeout -k 10 $((M4P_TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$M4P_TIMEOUT" \
+        ${SET[$s]} "$V/bin/python" runtests.py --no-builddir -i test_cco) >"$log" 2>&1
+      local rc=$?
+      local ran failed
+      ran=$(grep -o '^Ran [0-9]* test' "$log" | awk '{s += $2} END {print s + 0}')
+      failed=$(grep -o '\(failures\|errors\)=[0-9]*' "$log" | awk -F= '{s += $2} END {print s + 0}')
+      local res="$((ran - failed))/$ran"
+      if grep -q "time limit for job execution has been reached" "$log" || [ $rc -eq 124 ]; then
+        res+="(HANG)"
+      elif [ $rc -ne 0 ]; then
+        res+="(rc=$rc)"
+      fi
+      line+=" $s:$res"
+    done
+    echo "$line"
+  done
+}
+
+echo "conformance: settings: $settings; logs in $WORK/logs"
+if [ "${SKIP_MPICH:-0}" != 1 ]; then
+  if [ -n "$MPICH_SRC" ]; then
+    mpich || echo "MPICH part failed"
+  else
+    echo "MPICH: skipped (no MPICH source given: jobs/conformance.sh PATH_TO_MPICH_CHECKOUT)"
+  fi
+fi
+if [ "${SKIP_MPI4PY:-0}" != 1 ]; then
+  mpi4py || echo "mpi4py part failed"
+fi
