@@ -708,6 +708,44 @@ fn preloaded_outcomes_equal_plain_outcomes() {
             }
         }
     }
+    // Known and open (issue 14, defect 6 across ranks): an erroneous call
+    // whose ranks pass different byte counts runs different schedules of a
+    // segmented algorithm on different ranks; the failing rank drains what
+    // it posted, but its peers' leftover segments need a per-call agreement
+    // that does not exist yet. Each entry must still differ somewhere (a
+    // fixed one fails the test until it is removed from this list), and
+    // nothing else may differ.
+    const KNOWN_OPEN: &[(&str, &str)] = &[
+        ("err_count_long", "preload, COLLTUNE_BCAST=pipeline:segment=4096"),
+        ("err_count_long", "preload, COLLTUNE_BCAST=scatter_allgather"),
+        ("err_count_long_small", "preload, COLLTUNE_BCAST=scatter_allgather"),
+        ("err_count_short", "preload, COLLTUNE_BCAST=pipeline:segment=4096"),
+        ("err_count_short", "preload, COLLTUNE_BCAST=scatter_allgather"),
+        ("err_count_short_small", "preload, COLLTUNE_BCAST=scatter_allgather"),
+    ];
+    let whole_run = std::env::var("DROPIN_CASES").unwrap_or_default().is_empty()
+        && std::env::var("DROPIN_SETTINGS").unwrap_or_default().is_empty()
+        && ranks.len() > 1;
+    if whole_run {
+        let fixed: Vec<String> = KNOWN_OPEN
+            .iter()
+            .filter(|(c, s)| !diffs.iter().any(|d| d.case == *c && d.setting == *s))
+            .map(|(c, s)| format!("{c} under {s}"))
+            .collect();
+        assert!(
+            fixed.is_empty(),
+            "known differences no longer differ: remove them from KNOWN_OPEN in tests/dropin.rs:\n{}",
+            fixed.join("\n")
+        );
+    }
+    let known = diffs
+        .iter()
+        .filter(|d| KNOWN_OPEN.contains(&(d.case.as_str(), d.setting.as_str())))
+        .count();
+    if known > 0 {
+        eprintln!("drop-in conformance: {known} differences known and open (KNOWN_OPEN)");
+    }
+    diffs.retain(|d| !KNOWN_OPEN.contains(&(d.case.as_str(), d.setting.as_str())));
     let mut cases: Vec<&str> = diffs.iter().map(|d| d.case.as_str()).collect();
     cases.sort_unstable();
     cases.dedup();
