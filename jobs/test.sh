@@ -28,7 +28,11 @@ trap 'rm -rf "$nompi"' EXIT
 for t in cargo rustc rustdoc cc; do ln -s "$(command -v "$t")" "$nompi/$t"; done
 env PATH="$nompi" PKG_CONFIG_LIBDIR=/nonexistent MPICC=/nonexistent CARGO_TARGET_DIR=target/no-mpi \
   cargo build --release --locked -p colltune-algorithms -p colltune-core
-echo "test suite: the MPI-free crates build without MPI"
+env PATH="$nompi" PKG_CONFIG_LIBDIR=/nonexistent MPICC=/nonexistent CARGO_TARGET_DIR=target/no-mpi \
+  cargo build --release --locked -p colltune --no-default-features
+target/no-mpi/release/colltune simulate --model tuning-tables/models/test-ib.yaml --ranks 8 --ppn 4 \
+  --sizes 1,64K --summary-only > /dev/null
+echo "test suite: the MPI-free crates and the colltune binary without MPI build and simulate"
 
 cargo test --release --locked --workspace "$@"
 echo "test suite: $(( $(date +%s) - start )) s wall"

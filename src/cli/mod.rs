@@ -36,6 +36,7 @@ pub enum Code {
     /// The run itself broke (MPI error, I/O error).
     Error = 3,
     /// A watchdog fired: a case did not finish in time.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Timeout = 4,
 }
 
