@@ -24,7 +24,7 @@ use crate::sim::{rotation_roots, simulate_within, Model, SimError};
 pub const CUTOFF: f64 = 3.0;
 
 /// What became of one (communicator, candidate, size).
-enum Outcome {
+enum Simulated {
     /// (root, time) per simulated root.
     Times(Vec<(usize, f64)>),
     /// Abandoned past this many microseconds.
@@ -38,7 +38,7 @@ pub struct SimOracle<'m> {
     pub root: RootPolicy,
     writer: Option<Writer>,
     pub samples: Vec<Sample>,
-    memo: HashMap<(usize, String, u64), Outcome>,
+    memo: HashMap<(usize, String, u64), Simulated>,
     /// (comm, bytes) -> the best candidate's median over roots so far.
     best: HashMap<(usize, u64), f64>,
     /// Whether slow candidates may be abandoned (not with --exhaustive).
@@ -127,10 +127,10 @@ impl Oracle for SimOracle<'_> {
                 let outcome = if let Some(why) = too_large {
                     // O(p^2) schedules on huge layouts: not a candidate here.
                     self.skipped.push(why);
-                    Outcome::Abandoned(f64::INFINITY)
+                    Simulated::Abandoned(f64::INFINITY)
                 } else if over.len() * 2 > roots.len() {
                     self.abandoned += 1;
-                    Outcome::Abandoned(limit)
+                    Simulated::Abandoned(limit)
                 } else {
                     // A few slow roots: their times count, finish them.
                     for root in over {
@@ -143,14 +143,14 @@ impl Oracle for SimOracle<'_> {
                     let m = crate::stats::median(&v);
                     let b = self.best.entry((r.comm, r.bytes)).or_insert(m);
                     *b = b.min(m);
-                    Outcome::Times(times)
+                    Simulated::Times(times)
                 };
                 self.progress.inc(0);
                 self.memo.insert(key.clone(), outcome);
             }
             let times = match &self.memo[&key] {
-                Outcome::Times(t) => t,
-                Outcome::Abandoned(limit) => {
+                Simulated::Times(t) => t,
+                Simulated::Abandoned(limit) => {
                     // The search sees a lower bound; nothing is recorded.
                     out.push(vec![*limit]);
                     continue;
