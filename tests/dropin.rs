@@ -716,15 +716,35 @@ fn preloaded_outcomes_equal_plain_outcomes() {
     // fixed one fails the test until it is removed from this list), and
     // nothing else may differ.
     const KNOWN_OPEN: &[(&str, &str)] = &[
-        ("err_count_long", "preload, COLLTUNE_BCAST=pipeline:segment=4096"),
-        ("err_count_long", "preload, COLLTUNE_BCAST=scatter_allgather"),
-        ("err_count_long_small", "preload, COLLTUNE_BCAST=scatter_allgather"),
-        ("err_count_short", "preload, COLLTUNE_BCAST=pipeline:segment=4096"),
-        ("err_count_short", "preload, COLLTUNE_BCAST=scatter_allgather"),
-        ("err_count_short_small", "preload, COLLTUNE_BCAST=scatter_allgather"),
+        (
+            "err_count_long",
+            "preload, COLLTUNE_BCAST=pipeline:segment=4096",
+        ),
+        (
+            "err_count_long",
+            "preload, COLLTUNE_BCAST=scatter_allgather",
+        ),
+        (
+            "err_count_long_small",
+            "preload, COLLTUNE_BCAST=scatter_allgather",
+        ),
+        (
+            "err_count_short",
+            "preload, COLLTUNE_BCAST=pipeline:segment=4096",
+        ),
+        (
+            "err_count_short",
+            "preload, COLLTUNE_BCAST=scatter_allgather",
+        ),
+        (
+            "err_count_short_small",
+            "preload, COLLTUNE_BCAST=scatter_allgather",
+        ),
     ];
     let whole_run = std::env::var("DROPIN_CASES").unwrap_or_default().is_empty()
-        && std::env::var("DROPIN_SETTINGS").unwrap_or_default().is_empty()
+        && std::env::var("DROPIN_SETTINGS")
+            .unwrap_or_default()
+            .is_empty()
         && ranks.len() > 1;
     if whole_run {
         let fixed: Vec<String> = KNOWN_OPEN

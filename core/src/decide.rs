@@ -244,7 +244,6 @@ impl Selector {
             },
         }
     }
-
 }
 
 impl RuntimeSettings {
@@ -296,4 +295,3 @@ impl Decisions {
         &self.rules
     }
 }
-

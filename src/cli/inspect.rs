@@ -7,13 +7,13 @@ use std::sync::Arc;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
+use colltune_core::decide::{parse_forced, RuntimeSettings, Selector, Source};
 use colltune_core::export;
 use colltune_core::fit::{fit_table, human_bytes};
 use colltune_core::record;
 use colltune_core::report::{series, SeriesKey};
 use colltune_core::table::diff::{Kind, Side};
 use colltune_core::table::{self, CommKey, Table, TableError};
-use colltune_core::decide::{parse_forced, RuntimeSettings, Selector, Source};
 
 fn load(path: &Path) -> Result<Table, UsageError> {
     table::load(path).map_err(|e| UsageError(e.to_string()))

@@ -53,7 +53,13 @@ pub struct Provenance {
 impl Provenance {
     /// The provenance of a table this process makes now: the date, its
     /// command line and colltune's version filled in.
-    pub fn made_now(host: String, cluster: Option<String>, mpi: String, source: String, sweep: Sweep) -> Provenance {
+    pub fn made_now(
+        host: String,
+        cluster: Option<String>,
+        mpi: String,
+        source: String,
+        sweep: Sweep,
+    ) -> Provenance {
         Provenance {
             host,
             cluster,
