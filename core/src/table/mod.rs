@@ -159,7 +159,11 @@ pub struct Rule {
     #[serde(default)]
     pub max_bytes: Option<u64>,
     pub algorithm: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "unique_keys"
+    )]
     pub params: BTreeMap<String, Param>,
     pub execution: String,
     /// The winner's measured median time at `at_bytes`, microseconds.
@@ -231,6 +235,38 @@ impl Rule {
 }
 
 /// Splits a resolved spec into a table's `algorithm` and `params`.
+/// A map that refuses a key given twice (a plain map keeps the last one
+/// silently: `radix: 2` then `radix: 4` would run radix 4).
+fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Unique<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Unique<V> {
+        type Value = BTreeMap<String, V>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of parameter names to values")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = m.next_entry::<String, V>()? {
+                if out.contains_key(&k) {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "duplicate parameter `{k}`"
+                    )));
+                }
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique(std::marker::PhantomData))
+}
+
 pub fn spec_to_fields(spec: &AlgoSpec) -> (String, BTreeMap<String, Param>) {
     let params = spec
         .params
