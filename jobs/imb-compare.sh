@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The drop-in against the MPI library, measured by a benchmark colltune did
+# not write: IMB-MPI1 Bcast (back to back, root rotating per repetition),
+# unmodified, run
+#   - plain (the library's default decision),
+#   - plain with each Open MPI coll/tuned algorithm forced (1..9),
+#   - under LD_PRELOAD=libcolltune_preload.so with a table,
+# interleaved, several runs each, pinned. Prints per size the median t_avg
+# of each and the two ratios: drop-in / default and drop-in / best forced
+# (geometric means over sizes, the worst size, run-to-run spreads), and
+# writes every IMB line to a CSV.
+#
+# Usage: jobs/imb-compare.sh [options]
+#   --imb PATH        an IMB-MPI1 binary (else built from --imb-src)
+#   --imb-src DIR     IMB source (a clone of github.com/intel/mpi-benchmarks);
+#                     default: cloned into ~/.cache/colltune/imb (needs network)
+#   --ranks 4,8       rank counts          --runs 3      runs per configuration
+#   --table FILE      the drop-in's table (default: tuning-tables/$(hostname -s).yaml,
+#                     else tuning-tables/vm-2core.yaml)
+#   --msglog A:B      sizes 2^A..2^B bytes (default 0:22, 1 B..4 MiB)
+#   --iter N          repetitions per size (default 1000, -iter_policy off)
+#   --forced 1,...,9  coll/tuned algorithms to force (default 1..9)
+#   --out FILE.csv    raw lines (default results/imb/<host>/compare-<date>.csv)
+#   --env K=V         extra environment for the drop-in runs (repeatable)
+# IMB is built outside the repository with the MPI's own compilers; it is
+# not redistributed here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. jobs/mpirun-flags.sh
+
+IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
+FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --imb) IMB=$2; shift 2 ;;
+    --imb-src) SRC=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --table) TABLE=$2; shift 2 ;;
+    --msglog) MSGLOG=$2; shift 2 ;;
+    --iter) ITER=$2; shift 2 ;;
+    --forced) FORCED=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --env) EXTRA+=(-x "$2"); shift 2 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "imb-compare: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+host=$(hostname -s)
+if [ -z "$TABLE" ]; then
+  TABLE=tuning-tables/$host.yaml
+  [ -f "$TABLE" ] || TABLE=tuning-tables/vm-2core.yaml
+fi
+[ -f "$TABLE" ] || { echo "imb-compare: table $TABLE: no such file (give --table)" >&2; exit 2; }
+TABLE=$(readlink -f "$TABLE")
+
+if [ -z "$IMB" ]; then
+  if [ -z "$SRC" ]; then
+    SRC=${XDG_CACHE_HOME:-$HOME/.cache}/colltune/imb
+    if [ ! -d "$SRC/.git" ]; then
+      echo "imb-compare: cloning IMB into $SRC" >&2
+      git clone -q --depth 1 https://github.com/intel/mpi-benchmarks "$SRC" || {
+        echo "imb-compare: could not clone IMB; give --imb-src DIR (a clone) or --imb PATH" >&2; exit 2; }
+    fi
+  fi
+  [ -f "$SRC/Makefile" ] || { echo "imb-compare: $SRC is not an IMB source tree (no Makefile)" >&2; exit 2; }
+  IMB=$SRC/IMB-MPI1
+  if [ ! -x "$IMB" ]; then
+    echo "imb-compare: building IMB-MPI1 in $SRC with $(command -v mpicc)" >&2
+    # OMPI_SKIP_MPICXX: the MPI C++ bindings' headers do not build under
+    # IMB's -Werror with current compilers; IMB does not use them.
+    make -C "$SRC" IMB-MPI1 CC=mpicc CXX=mpicxx \
+      CPPFLAGS="-DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX" > "$SRC/build.log" 2>&1 || {
+        echo "imb-compare: IMB build failed; see $SRC/build.log" >&2; exit 1; }
+  fi
+fi
+[ -x "$IMB" ] || { echo "imb-compare: $IMB is not executable" >&2; exit 2; }
+
+cargo build --release -q -p colltune-preload
+PRE=$PWD/target/release/libcolltune_preload.so
+[ -n "$OUT" ] || OUT=results/imb/$host/compare-$(date +%Y%m%d-%H%M%S).csv
+mkdir -p "$(dirname "$OUT")"
+echo "np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run" > "$OUT"
+log=$(mktemp)
+
+# One IMB run: np, configuration name, run number, mpirun options...
+imb() {
+  local np=$1 name=$2 run=$3; shift 3
+  if ! mpirun -n "$np" "${MPIRUN_FLAGS[@]}" "$@" "$IMB" Bcast -npmin "$np" \
+      -iter "$ITER" -iter_policy off -zero_size off -msglog "$MSGLOG" -time 1000 \
+      > "$log" 2>&1; then
+    echo "imb-compare: IMB failed ($name, $np ranks, run $run):" >&2; tail -20 "$log" >&2; exit 1
+  fi
+  awk -v np="$np" -v name="$name" -v run="$run" '
+    /Benchmarking Bcast/ {on=1; next}
+    on && /^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$/ {
+      printf "%s,%s,%s,%s,%s,%s,%s\n", np, name, $1, $3, $4, $5, run }
+    /All processes entering MPI_Finalize/ {on=0}' "$log" >> "$OUT"
+}
+
+IFS=, read -r -a ranks <<< "$RANKS"
+IFS=, read -r -a forced <<< "$FORCED"
+names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
+t0=$(date +%s)
+for np in "${ranks[@]}"; do
+  for run in $(seq "$RUNS"); do
+    echo "imb-compare: $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
+    imb "$np" default "$run"
+    imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" "${EXTRA[@]}"
+    for a in "${forced[@]}"; do
+      imb "$np" "tuned${a}_${names[$a]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
+        --mca coll_tuned_bcast_algorithm "$a"
+    done
+  done
+done
+rm -f "$log"
+echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
+echo "IMB-MPI1 Bcast, -iter $ITER -iter_policy off, $(mpirun --version | head -1), table $TABLE"
+python3 - "$OUT" <<'PY'
+import csv, math, statistics as st, sys
+from collections import defaultdict
+rows = list(csv.DictReader(open(sys.argv[1])))
+t = defaultdict(list)          # (np, config, bytes) -> t_avg per run
+for r in rows:
+    t[(int(r["np"]), r["algorithm"], int(r["bytes"]))].append(float(r["t_avg_us"]))
+med = {k: st.median(v) for k, v in t.items()}
+def spread(v):                 # (max - min) / median over runs
+    m = st.median(v)
+    return (max(v) - min(v)) / m if m > 0 else 0.0
+gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+for np in sorted({k[0] for k in t}):
+    sizes = sorted({k[2] for k in t if k[0] == np})
+    forced = sorted({k[1] for k in t if k[0] == np and k[1].startswith("tuned")})
+    runs = len(t[(np, "default", sizes[0])])
+    print(f"\n{np} ranks, median of {runs} runs, t_avg in us")
+    print(f"{'bytes':>9} {'default':>9} {'best forced':>22} {'drop-in':>9} {'in/default':>10} {'in/best':>8}")
+    r_def, r_best = [], []
+    for b in sizes:
+        d, i = med[(np, "default", b)], med[(np, "dropin", b)]
+        bn, bv = min(((f, med[(np, f, b)]) for f in forced), key=lambda x: x[1])
+        r_def.append(i / d); r_best.append(i / bv)
+        print(f"{b:>9} {d:>9.2f} {bv:>9.2f} {bn[:12]:>12} {i:>9.2f} {i/d:>10.3f} {i/bv:>8.3f}")
+    wd = max(range(len(sizes)), key=lambda k: r_def[k])
+    wb = max(range(len(sizes)), key=lambda k: r_best[k])
+    sp = {c: st.median(spread(t[(np, c, b)]) for b in sizes) for c in ["default", "dropin"] + forced}
+    print(f"drop-in / default:     geomean {gm(r_def):.3f} (worst {r_def[wd]:.2f} at {sizes[wd]} B)")
+    print(f"drop-in / best forced: geomean {gm(r_best):.3f} (worst {r_best[wb]:.2f} at {sizes[wb]} B; sizes above 1.15x: {sum(r > 1.15 for r in r_best)} of {len(sizes)})")
+    print(f"default / best forced: geomean {gm([med[(np,'default',b)]/min(med[(np,f,b)] for f in forced) for b in sizes]):.3f}")
+    print("run-to-run spread ((max-min)/median, median over sizes): " + ", ".join(f"{c} {v:.0%}" for c, v in sp.items()))
+PY
