@@ -320,6 +320,7 @@ fn duplicated_key(text: &str) -> Option<String> {
         let Some((k, _)) = t.split_once(':') else {
             continue;
         };
+        let k = k.trim_end();
         if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
