@@ -435,6 +435,40 @@ pub fn wins(lines: &[Line], ctx: &SeriesKey) -> Wins {
     }
 }
 
+/// colltune's best against one of the library's lines, over the sizes
+/// both have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Versus {
+    pub sizes: usize,
+    /// Sizes where colltune's best is faster.
+    pub faster: usize,
+    /// Geometric mean of colltune's best / the library's time.
+    pub geomean: f64,
+}
+
+pub fn versus(lines: &[Line], kind: LineKind) -> Option<Versus> {
+    let lib = lines.iter().find(|l| l.kind == kind)?;
+    let mut ratios = Vec::new();
+    for (b, p) in &lib.points {
+        let ours = lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Algorithm)
+            .filter_map(|l| l.points.get(b).map(|q| q.median))
+            .fold(f64::INFINITY, f64::min);
+        if ours.is_finite() && p.median > 0.0 {
+            ratios.push(ours / p.median);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    Some(Versus {
+        sizes: ratios.len(),
+        faster: ratios.iter().filter(|&&r| r < 1.0).count(),
+        geomean: crate::stats::geomean(&ratios),
+    })
+}
+
 /// Places labels along one axis so none overlap: each wants to sit at
 /// `want[i]`, needs `gap` of room, and must stay inside `lo..=hi`. Returns
 /// positions in the input order, each as close to its wish as the others
@@ -632,6 +666,13 @@ mod tests {
         );
         assert_eq!(w[1].label, "pipeline");
         assert_eq!(w[1].to, Some(1 << 20));
+        let v = versus(&ls, LineKind::Library).unwrap();
+        assert_eq!((v.sizes, v.faster), (4, 4), "{v:?}");
+        let v = versus(&ls, LineKind::LibraryForced).unwrap();
+        assert_eq!(v.sizes, 4);
+        // 1 B: linear 1.15 against the forced 1.725 (basic_linear); 1 MiB:
+        // pipeline 350 against 450 (binomial).
+        assert!(v.faster == 4 && v.geomean < 0.8 && v.geomean > 0.6, "{v:?}");
         let s = wins(&ls, &ctx);
         assert_eq!(s.sizes, 4);
         assert_eq!(s.rows[0].2, 2);
