@@ -54,7 +54,7 @@ fn inputs(d: &Path) -> (PathBuf, PathBuf) {
     let mut out = body.clone();
     for line in body.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
-        if f[2] == "binomial" && f[3] == "blocking" {
+        if f[1] == "binomial" && f[3] == "blocking" {
             let mut g: Vec<String> = f.iter().map(|x| x.to_string()).collect();
             g[1] = "mpi".into();
             g[2] = "mpi".into();
