@@ -15,11 +15,11 @@ model=tuning-tables/models/ib-hdr200-epyc-zen3.yaml
   --table "$d/t32.yaml" --csv "$d/t32.csv" >/dev/null
 "$ct" plot "$d/t32.csv" "$d/t32.yaml" -o docs/plot-sim-4x8.png
 "$ct" plot "$d/t32.yaml" -o docs/map-sim-4x8.png
-"$ct" tune --model "$model" --layout 1024x4 --comm-sizes 16,64,256,1024 \
-  --collective bcast --sizes 1,16,256,4K,64K,1M,4M --budget 10 \
+"$ct" tune --model "$model" --layout 1024x1 --comm-sizes 16,64,256 \
+  --collective bcast --sizes 1,64,4K,64K,1M --budget 4 \
   --table "$d/t1024.yaml" --csv "$d/t1024.csv" >/dev/null
-"$ct" plot "$d/t1024.yaml" -o docs/map-sim-1024x4.png
-"$ct" plot "$d/t1024.csv" "$d/t1024.yaml" --ranks 4096 -o docs/plot-sim-1024x4.png
+"$ct" plot "$d/t1024.yaml" -o docs/map-sim-1024x1.png
+"$ct" plot "$d/t1024.csv" "$d/t1024.yaml" --ranks 1024 -o docs/plot-sim-1024x1.png
 
 im=""
 for c in /usr/bin/convert convert magick; do
