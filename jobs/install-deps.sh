@@ -3,7 +3,8 @@
 # Open MPI (library, headers, mpirun), libclang for rsmpi's bindgen, a C
 # toolchain, MPICH (only to test the MPICH export; Open MPI stays the
 # default `mpirun`/`mpicc`), Slurm and munge (the batch-system test runs a
-# one-node Slurm on localhost), iproute2 (the emulated cluster), and a Rust
+# one-node Slurm on localhost), iproute2 (the emulated cluster), chromium
+# (tests/pictures.rs renders the HTML report in a headless browser), and a Rust
 # toolchain (rustup) if none is on the PATH.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
@@ -16,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make mpich libmpich-dev
-      slurm-wlm munge iproute2 util-linux)
+      slurm-wlm munge iproute2 util-linux chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

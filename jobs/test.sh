@@ -4,7 +4,8 @@
 # integration tests).
 #
 # Tests that need something this machine may lack (the emulated cluster's
-# network namespaces, a local Slurm, MPICH for the export test) say
+# network namespaces, a local Slurm, MPICH for the export test, Chromium for
+# the HTML report) say
 # "SKIPPED (name): why" and pass, unless COLLTUNE_REQUIRE names them
 # (comma-separated, or `all`): then a skip fails the run. In CI, where
 # jobs/install-deps.sh installs all of them, every one is required.
@@ -16,7 +17,7 @@ jobs/install-deps.sh
 # shellcheck disable=SC1091
 . jobs/mpirun-flags.sh
 if [ -n "${CI:-}" ]; then
-  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich}
+  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium}
 fi
 start=$(date +%s)
 

@@ -7,6 +7,7 @@
 mod cli;
 mod plot;
 mod progress;
+mod report_html;
 
 fn main() {
     std::process::exit(cli::main());

@@ -327,8 +327,9 @@ fn report_and_plot_from_measurements() {
                 "linear",
                 "binomial",
                 "MPI library",
-                "message size (bytes)",
-                "bandwidth (MB/s)",
+                "message size",
+                "time / best at size",
+                "table",
             ] {
                 assert!(svg.contains(needle), "svg lacks {needle}");
             }

@@ -21,6 +21,7 @@ pub mod calibrate;
 pub mod compare;
 pub mod decide;
 pub mod export;
+pub mod figure;
 pub mod fit;
 pub mod method;
 pub mod ompi;

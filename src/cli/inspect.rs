@@ -283,16 +283,49 @@ pub fn export_cmd(a: ExportArgs) -> anyhow::Result<Code> {
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     csv: PathBuf,
+    /// A decision table: its map and regimes go into the --html page.
+    table: Option<PathBuf>,
     #[arg(long)]
     collective: Option<Collective>,
+    /// Also write a one-page, self-contained HTML report (inline SVG, no
+    /// script, nothing fetched).
+    #[arg(long)]
+    html: Option<PathBuf>,
 }
 
 /// Per algorithm, the share of measured points where it was fastest; then
 /// the fit table.
 pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
     let samples = record::read(&a.csv).map_err(|e| UsageError(e.to_string()))?;
+    let tbl = match &a.table {
+        Some(p) => Some(load(p)?),
+        None => None,
+    };
+    if a.table.is_some() && a.html.is_none() {
+        return Err(UsageError(format!(
+            "{}: a table is only used by the HTML page: add --html report.html",
+            a.table.as_ref().expect("some").display()
+        ))
+        .into());
+    }
     let all = series(&samples);
     let keep = |k: &SeriesKey| a.collective.is_none_or(|c| k.collective == c.name());
+    if let Some(out) = &a.html {
+        if out.extension().and_then(|e| e.to_str()) != Some("html") {
+            return Err(
+                UsageError(format!("--html {}: name the page .html", out.display())).into(),
+            );
+        }
+        let page = crate::report_html::page(
+            &a.csv,
+            &samples,
+            &all,
+            a.table.as_deref().zip(tbl.as_ref()),
+            keep,
+        )?;
+        std::fs::write(out, page).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+        eprintln!("colltune report: wrote {}", out.display());
+    }
     // Points: (context, bytes); each won by the subject with the lowest median.
     let mut wins: std::collections::BTreeMap<(SeriesKey, String), usize> = Default::default();
     let mut points: std::collections::BTreeMap<SeriesKey, usize> = Default::default();

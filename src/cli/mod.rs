@@ -14,6 +14,7 @@ mod fit;
 mod inspect;
 mod list;
 mod plot;
+pub use plot::{map_title as plot_map_title, plot_title as plot_plot_title};
 mod simulate;
 mod table;
 mod tune;
