@@ -300,7 +300,8 @@ fn check(text: &str) -> Result<bool, String> {
 
 /// A mapping key that appears twice in one block mapping of block-style
 /// YAML (same indentation, same parent, no list item between): the
-/// independent oracle for "duplicated keys are refused".
+/// independent oracle for "duplicated keys are refused". Conservative: it
+/// may miss a duplicate in text it does not understand, never invents one.
 fn duplicated_key(text: &str) -> Option<String> {
     // (indent, keys seen) for the open mappings.
     let mut stack: Vec<(usize, Vec<String>)> = Vec::new();
@@ -317,13 +318,17 @@ fn duplicated_key(text: &str) -> Option<String> {
             t = rest;
             item = true;
         }
-        let Some((k, _)) = t.split_once(':') else {
+        // Only plain `key: value` lines are understood; after anything else
+        // (flow style, anchors, tags, continued scalars) the structure is
+        // unknown and nothing before it is compared (no false alarms).
+        let simple = t
+            .split_once(':')
+            .map(|(k, _)| k.trim_end())
+            .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        let Some(k) = simple else {
+            stack.clear();
             continue;
         };
-        let k = k.trim_end();
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
         while stack.last().is_some_and(|(i, _)| *i > indent) {
             stack.pop();
         }
