@@ -24,7 +24,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
-use crate::ompi::TUNED_BCAST;
+use crate::ompi::{Forced, TUNED_BCAST};
 use crate::table::{CommRules, Rule, Table};
 
 #[derive(Debug, Error)]
@@ -63,6 +63,17 @@ fn resolved(rule: &Rule, ranks: u32) -> Result<(AlgoSpec, Execution), ExportErro
         .and_then(|s| resolve(Collective::Bcast, &s).map_err(|e| err(e.to_string())))?;
     let exec = rule.execution().map_err(err)?;
     Ok((spec, exec))
+}
+
+/// The Open MPI algorithm an `ompi_tuned` rule forces; None for colltune's.
+fn library(rule: &Rule, ranks: u32) -> Result<Option<Forced>, ExportError> {
+    rule.library()
+        .transpose()
+        .map_err(|why| ExportError::Rule {
+            ranks,
+            range: rule.range(),
+            why,
+        })
 }
 
 /// Notes, each said once.
@@ -158,8 +169,17 @@ fn ompi_rules(
 ) -> Result<Vec<(u64, Option<u64>, Mapped)>, ExportError> {
     let mut out: Vec<(u64, Option<u64>, Mapped)> = Vec::new();
     for r in &cr.rules {
-        let (spec, _) = resolved(r, cr.ranks)?;
-        let m = to_ompi(&spec, notes);
+        let m = match library(r, cr.ranks)? {
+            // Open MPI's own algorithm: its id and segment, as they are.
+            Some(f) => Mapped {
+                id: f.id,
+                name: f.tuned().name.into(),
+                faninout: 0,
+                segment: u64::from(f.segment),
+                params: Vec::new(),
+            },
+            None => to_ompi(&resolved(r, cr.ranks)?.0, notes),
+        };
         match out.last_mut() {
             Some(last) if last.2 == m => last.1 = r.max_bytes,
             _ => out.push((r.min_bytes, r.max_bytes, m)),
@@ -396,8 +416,34 @@ pub fn mpich_json(
         let mut by_msg = Map::new();
         let mut merged: Vec<(Option<u64>, Mapped)> = Vec::new();
         for r in &cr.rules {
-            let (spec, exec) = resolved(r, cr.ranks)?;
-            let m = to_mpich(&spec, exec, cr.ranks, &known, &mut notes);
+            let m = match library(r, cr.ranks)? {
+                // Open MPI's own algorithms do not exist in MPICH: the
+                // MPICH algorithm of colltune's same-shaped schedule stands
+                // in, and a note says so.
+                Some(f) => {
+                    let t = f.tuned();
+                    notes.add(format!(
+                        "{} ranks, {} bytes: the rule chooses {f}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
+                        cr.ranks,
+                        r.range(),
+                        t.ours
+                    ));
+                    let mut spec = AlgoSpec::new(t.ours);
+                    if t.segmented {
+                        spec = spec.with_int("segment", u64::from(f.segment));
+                    }
+                    let spec = resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
+                        ranks: cr.ranks,
+                        range: r.range(),
+                        why: e.to_string(),
+                    })?;
+                    to_mpich(&spec, Execution::Blocking, cr.ranks, &known, &mut notes)
+                }
+                None => {
+                    let (spec, exec) = resolved(r, cr.ranks)?;
+                    to_mpich(&spec, exec, cr.ranks, &known, &mut notes)
+                }
+            };
             match merged.last_mut() {
                 Some(last) if last.1 == m => last.0 = r.max_bytes,
                 _ => merged.push((r.max_bytes, m)),

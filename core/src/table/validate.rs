@@ -292,21 +292,36 @@ pub fn check_with(
                     Some(m) => expect_min = m.saturating_add(1),
                     None => ended = true,
                 }
-                let verdict = resolved
+                if let Some(lib) = r.library() {
+                    // The MPI library's own algorithm (broadcast only).
+                    if c != Collective::Bcast {
+                        p(
+                            at,
+                            format!("{}: {} is a broadcast algorithm of Open MPI; {c} has no library counterpart", here(), r.algorithm),
+                            "choose a colltune algorithm (`colltune list`)",
+                        );
+                    } else if let Err(e) = lib {
+                        p(
+                            at,
+                            format!("{}: {e}", here()),
+                            "see `ompi_tuned` in tuning-tables/README.md (ompi_info --param coll tuned --level 9 lists the ids)",
+                        );
+                    }
+                } else if let Some(e) = resolved
                     .entry((c, &r.algorithm, &r.params))
                     .or_insert_with(|| match r.spec() {
                         Err(e) => Some(e.to_string()),
                         Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
                     })
-                    .clone();
-                if let Some(e) = verdict {
+                    .clone()
+                {
                     p(
                         at,
                         format!("{}: {e}", here()),
                         "write a registry algorithm and parameters (`colltune list`)",
                     );
                 }
-                if let Err(e) = r.execution() {
+                if let (false, Err(e)) = (r.is_library(), r.execution()) {
                     p(
                         at,
                         format!("{}: {e}", here()),
