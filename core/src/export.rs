@@ -67,13 +67,11 @@ fn resolved(rule: &Rule, ranks: u32) -> Result<(AlgoSpec, Execution), ExportErro
 
 /// The Open MPI algorithm an `ompi_tuned` rule forces; None for colltune's.
 fn library(rule: &Rule, ranks: u32) -> Result<Option<Forced>, ExportError> {
-    rule.library()
-        .transpose()
-        .map_err(|why| ExportError::Rule {
-            ranks,
-            range: rule.range(),
-            why,
-        })
+    rule.library().transpose().map_err(|why| ExportError::Rule {
+        ranks,
+        range: rule.range(),
+        why,
+    })
 }
 
 /// Notes, each said once.
@@ -432,11 +430,12 @@ pub fn mpich_json(
                     if t.segmented {
                         spec = spec.with_int("segment", u64::from(f.segment));
                     }
-                    let spec = resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
-                        ranks: cr.ranks,
-                        range: r.range(),
-                        why: e.to_string(),
-                    })?;
+                    let spec =
+                        resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
+                            ranks: cr.ranks,
+                            range: r.range(),
+                            why: e.to_string(),
+                        })?;
                     to_mpich(&spec, Execution::Blocking, cr.ranks, &known, &mut notes)
                 }
                 None => {
@@ -587,6 +586,69 @@ pub fn find_libmpich() -> Option<PathBuf> {
 mod tests {
     use super::*;
     use crate::table::load_str;
+
+    fn library_table() -> Table {
+        load_str(
+            "schema: 1
+provenance:
+  host: t
+  mpi: m
+  date: d
+  command: c
+  colltune: v
+  source: s
+  sweep:
+    mode: built
+bcast:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 1023
+    algorithm: ompi_tuned
+    params:
+      algorithm: 7
+      segment: 0
+    execution: library
+  - min_bytes: 1024
+    max_bytes: 65535
+    algorithm: linear
+    execution: blocking
+  - min_bytes: 65536
+    algorithm: ompi_tuned
+    params:
+      algorithm: split_binary_tree
+      segment: 8192
+    execution: library
+",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn library_rules_export_to_their_own_ids() {
+        let (text, notes) = openmpi_classic(&library_table()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"0 7 0 0 # knomial"), "{text}");
+        assert!(lines.contains(&"1024 1 0 0 # basic_linear"), "{text}");
+        assert!(
+            lines.contains(&"65536 4 0 8192 # split_binary_tree"),
+            "{text}"
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let (json, _) = openmpi_json(&library_table()).unwrap();
+        assert!(json.contains("\"alg\": \"knomial\""), "{json}");
+        assert!(json.contains("\"seg_size\": 8192"), "{json}");
+        // MPICH has no Open MPI algorithms: a stand-in, and a note saying so.
+        let (_, notes) = mpich_json(&library_table(), None).unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("Open MPI's knomial") && n.contains("MPICH does not have")),
+            "{notes:?}"
+        );
+    }
 
     fn table() -> Table {
         load_str(

