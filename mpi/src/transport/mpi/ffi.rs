@@ -730,7 +730,9 @@ pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
     // SAFETY: handle was allocated above.
     unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
     check(rc, "MPI_T_cvar_read")?;
-    Ok(c_int::from_ne_bytes([value[0], value[1], value[2], value[3]]))
+    Ok(c_int::from_ne_bytes([
+        value[0], value[1], value[2], value[3],
+    ]))
 }
 
 /// The name of the node this rank runs on.
