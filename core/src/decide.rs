@@ -13,6 +13,7 @@ use std::sync::Arc;
 use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
+use crate::ompi::Forced;
 use crate::table::{CommKey, Table};
 
 /// Where a decision came from.
@@ -33,14 +34,23 @@ pub enum Source {
 pub struct Choice {
     /// None: the MPI library's own collective.
     pub algorithm: Option<(AlgoSpec, Execution)>,
+    /// With `algorithm` None: the library's own algorithm forced on a
+    /// communicator of its own (a table's `ompi_tuned` rule); None: the
+    /// library's default decision. Code that does not know this field
+    /// still runs the library's collective, only without the forcing.
+    pub library: Option<Forced>,
     pub source: Source,
 }
 
 impl fmt::Display for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match &self.algorithm {
-            Some((s, e)) => colltune_algorithms::label(s, e),
-            None => "the MPI library's own collective".into(),
+        let what = match (&self.algorithm, &self.library) {
+            (Some((s, e)), _) => colltune_algorithms::label(s, e),
+            (None, Some(f)) => format!(
+                "{} [library] ({f}, forced on a duplicate communicator)",
+                f.spec()
+            ),
+            (None, None) => "the MPI library's own collective".into(),
         };
         match &self.source {
             Source::Forced => write!(f, "{what} (forced by the environment)"),
@@ -199,17 +209,26 @@ impl Selector {
                     .iter()
                     .enumerate()
                     .filter_map(|(index, r)| {
+                        let source = Source::Table {
+                            index,
+                            range: r.range(),
+                        };
                         // Validated tables resolve; anything else is skipped.
-                        let spec = resolve(c, &r.spec().ok()?).ok()?;
+                        let (algorithm, library) = match r.library() {
+                            Some(f) if c == Collective::Bcast => (None, Some(f.ok()?)),
+                            Some(_) => return None,
+                            None => (
+                                Some((resolve(c, &r.spec().ok()?).ok()?, r.execution().ok()?)),
+                                None,
+                            ),
+                        };
                         Some(Decided {
                             min: r.min_bytes,
                             max: r.max_bytes,
                             choice: Choice {
-                                algorithm: Some((spec, r.execution().ok()?)),
-                                source: Source::Table {
-                                    index,
-                                    range: r.range(),
-                                },
+                                algorithm,
+                                library,
+                                source,
                             },
                         })
                     })
@@ -227,6 +246,7 @@ impl Selector {
             forced: match (layer, forced) {
                 (Layer::Forced, Some(a)) => Some(Choice {
                     algorithm: Some(a),
+                    library: None,
                     source: Source::Forced,
                 }),
                 _ => None,
@@ -235,10 +255,12 @@ impl Selector {
             fallback: match builtin_default(c) {
                 Some(a) => Choice {
                     algorithm: Some(a),
+                    library: None,
                     source: Source::Builtin,
                 },
                 None => Choice {
                     algorithm: None,
+                    library: None,
                     source: Source::Library,
                 },
             },
@@ -293,5 +315,17 @@ impl Decisions {
 
     pub fn rules(&self) -> &[Decided] {
         &self.rules
+    }
+
+    /// The library algorithms these decisions can choose (each once): the
+    /// forced duplicates a communicator may need.
+    pub fn library_choices(&self) -> Vec<Forced> {
+        let mut out: Vec<Forced> = Vec::new();
+        for f in self.rules.iter().filter_map(|r| r.choice.library) {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
     }
 }

@@ -24,7 +24,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
-use crate::ompi::TUNED_BCAST;
+use crate::ompi::{Forced, TUNED_BCAST};
 use crate::table::{CommRules, Rule, Table};
 
 #[derive(Debug, Error)]
@@ -63,6 +63,15 @@ fn resolved(rule: &Rule, ranks: u32) -> Result<(AlgoSpec, Execution), ExportErro
         .and_then(|s| resolve(Collective::Bcast, &s).map_err(|e| err(e.to_string())))?;
     let exec = rule.execution().map_err(err)?;
     Ok((spec, exec))
+}
+
+/// The Open MPI algorithm an `ompi_tuned` rule forces; None for colltune's.
+fn library(rule: &Rule, ranks: u32) -> Result<Option<Forced>, ExportError> {
+    rule.library().transpose().map_err(|why| ExportError::Rule {
+        ranks,
+        range: rule.range(),
+        why,
+    })
 }
 
 /// Notes, each said once.
@@ -158,8 +167,17 @@ fn ompi_rules(
 ) -> Result<Vec<(u64, Option<u64>, Mapped)>, ExportError> {
     let mut out: Vec<(u64, Option<u64>, Mapped)> = Vec::new();
     for r in &cr.rules {
-        let (spec, _) = resolved(r, cr.ranks)?;
-        let m = to_ompi(&spec, notes);
+        let m = match library(r, cr.ranks)? {
+            // Open MPI's own algorithm: its id and segment, as they are.
+            Some(f) => Mapped {
+                id: f.id,
+                name: f.tuned().name.into(),
+                faninout: 0,
+                segment: u64::from(f.segment),
+                params: Vec::new(),
+            },
+            None => to_ompi(&resolved(r, cr.ranks)?.0, notes),
+        };
         match out.last_mut() {
             Some(last) if last.2 == m => last.1 = r.max_bytes,
             _ => out.push((r.min_bytes, r.max_bytes, m)),
@@ -396,8 +414,35 @@ pub fn mpich_json(
         let mut by_msg = Map::new();
         let mut merged: Vec<(Option<u64>, Mapped)> = Vec::new();
         for r in &cr.rules {
-            let (spec, exec) = resolved(r, cr.ranks)?;
-            let m = to_mpich(&spec, exec, cr.ranks, &known, &mut notes);
+            let m = match library(r, cr.ranks)? {
+                // Open MPI's own algorithms do not exist in MPICH: the
+                // MPICH algorithm of colltune's same-shaped schedule stands
+                // in, and a note says so.
+                Some(f) => {
+                    let t = f.tuned();
+                    notes.add(format!(
+                        "{} ranks, {} bytes: the rule chooses {f}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
+                        cr.ranks,
+                        r.range(),
+                        t.ours
+                    ));
+                    let mut spec = AlgoSpec::new(t.ours);
+                    if t.segmented {
+                        spec = spec.with_int("segment", u64::from(f.segment));
+                    }
+                    let spec =
+                        resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
+                            ranks: cr.ranks,
+                            range: r.range(),
+                            why: e.to_string(),
+                        })?;
+                    to_mpich(&spec, Execution::Blocking, cr.ranks, &known, &mut notes)
+                }
+                None => {
+                    let (spec, exec) = resolved(r, cr.ranks)?;
+                    to_mpich(&spec, exec, cr.ranks, &known, &mut notes)
+                }
+            };
             match merged.last_mut() {
                 Some(last) if last.1 == m => last.0 = r.max_bytes,
                 _ => merged.push((r.max_bytes, m)),
@@ -541,6 +586,69 @@ pub fn find_libmpich() -> Option<PathBuf> {
 mod tests {
     use super::*;
     use crate::table::load_str;
+
+    fn library_table() -> Table {
+        load_str(
+            "schema: 1
+provenance:
+  host: t
+  mpi: m
+  date: d
+  command: c
+  colltune: v
+  source: s
+  sweep:
+    mode: built
+bcast:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 1023
+    algorithm: ompi_tuned
+    params:
+      algorithm: 7
+      segment: 0
+    execution: library
+  - min_bytes: 1024
+    max_bytes: 65535
+    algorithm: linear
+    execution: blocking
+  - min_bytes: 65536
+    algorithm: ompi_tuned
+    params:
+      algorithm: split_binary_tree
+      segment: 8192
+    execution: library
+",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn library_rules_export_to_their_own_ids() {
+        let (text, notes) = openmpi_classic(&library_table()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"0 7 0 0 # knomial"), "{text}");
+        assert!(lines.contains(&"1024 1 0 0 # basic_linear"), "{text}");
+        assert!(
+            lines.contains(&"65536 4 0 8192 # split_binary_tree"),
+            "{text}"
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let (json, _) = openmpi_json(&library_table()).unwrap();
+        assert!(json.contains("\"alg\": \"knomial\""), "{json}");
+        assert!(json.contains("\"seg_size\": 8192"), "{json}");
+        // MPICH has no Open MPI algorithms: a stand-in, and a note saying so.
+        let (_, notes) = mpich_json(&library_table(), None).unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("Open MPI's knomial") && n.contains("MPICH does not have")),
+            "{notes:?}"
+        );
+    }
 
     fn table() -> Table {
         load_str(

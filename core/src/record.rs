@@ -111,6 +111,12 @@ impl Sample {
     pub fn is_library(&self) -> bool {
         self.execution == "library"
     }
+    /// Whether a table may choose what the sample measured: colltune's
+    /// algorithms and the library's forced ones (`ompi_tuned`), not the
+    /// library's default `MPI_Bcast` (a baseline only).
+    pub fn is_choice(&self) -> bool {
+        !self.is_library() || self.algorithm == crate::ompi::TABLE_NAME
+    }
 }
 
 /// A bad raw-sample file.

@@ -237,11 +237,29 @@ pub fn finalize() -> c_int {
     SUCCESS
 }
 
+/// Before the library's `MPI_Init`: when colltune is given a table (or a
+/// forced choice), turn on Open MPI's `coll_tuned_use_dynamic_rules`, which
+/// Open MPI reads only at `MPI_Init` and which a table's `ompi_tuned` rules
+/// need (the library's algorithm forced on a duplicate, see
+/// `select::library`). Rank 0 reads the table only after `MPI_Init`, so the
+/// variable is set whenever a table is given. It changes nothing else:
+/// with no algorithm forced and no rules file, Open MPI's dynamic decision
+/// falls through to its fixed one, and the variables colltune forces are
+/// restored after each duplicate. A value the user set is kept.
+fn prepare_library_forcing() {
+    const VAR: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
+    let given = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if (given("COLLTUNE_TABLE") || given("COLLTUNE_BCAST")) && std::env::var_os(VAR).is_none() {
+        std::env::set_var(VAR, "1");
+    }
+}
+
 /// `MPI_Init` of the interposition library: the library's, then colltune's.
 ///
 /// # Safety
 /// As for `MPI_Init`.
 pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    prepare_library_forcing();
     let rc = cffi::user_init(argc, argv);
     if rc == SUCCESS {
         init();
@@ -259,6 +277,7 @@ pub unsafe fn mpi_init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    prepare_library_forcing();
     let rc = cffi::user_init_thread(argc, argv, required, provided);
     if rc == SUCCESS {
         init();
@@ -459,6 +478,9 @@ pub unsafe fn bcast(
     }
     let choice = sel.choose(Collective::Bcast, bytes);
     if choice.algorithm.is_none() {
+        if let Some(f) = choice.library {
+            return forced_bcast(&sel, f, buffer, count, datatype, bytes, root, comm);
+        }
         sel.trace("bcast", bytes, Some(root), choice);
         return library();
     }
@@ -466,6 +488,44 @@ pub unsafe fn bcast(
         Ok(()) => SUCCESS,
         Err(e) => error_code(comm, &e),
     }
+}
+
+/// A table's choice of the library's own algorithm (`ompi_tuned`): the
+/// user's own arguments to `PMPI_Bcast` on the communicator's duplicate
+/// with that algorithm forced (made at this first call, collectively);
+/// the library's default on the user's communicator where forcing is
+/// unavailable (warned once). Errors go to the user's communicator's
+/// handler, as the library's own would.
+///
+/// # Safety
+/// As for `MPI_Bcast`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn forced_bcast(
+    sel: &CommSelector,
+    f: colltune_core::ompi::Forced,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    bytes: u64,
+    root: usize,
+    comm: MPI_Comm,
+) -> c_int {
+    let choice = sel.choose(Collective::Bcast, bytes);
+    let Some(forced) = sel.library_comm(f) else {
+        sel.trace(
+            "bcast",
+            bytes,
+            Some(root),
+            &format_args!("{choice}; forcing is unavailable here: the MPI library's default"),
+        );
+        return cffi::user_bcast(buffer, count, datatype, root as c_int, comm);
+    };
+    sel.trace("bcast", bytes, Some(root), choice);
+    let rc = cffi::user_bcast(buffer, count, datatype, root as c_int, forced);
+    if rc != SUCCESS {
+        cffi::comm_call_errhandler(comm, rc);
+    }
+    rc
 }
 
 /// Runs the chosen algorithm on the call's `bytes`: in the user's buffer

@@ -85,7 +85,8 @@ impl<'c> MpiOracle<'c> {
             n.num_nodes() as u32,
             r.cand.collective.to_string(),
             r.cand.spec.to_string(),
-            r.cand.exec.to_string(),
+            // As samples write it: `library` for the library's algorithms.
+            r.cand.exec_name().to_string(),
             r.bytes,
             r.run,
         ))
@@ -103,10 +104,17 @@ impl<'c> MpiOracle<'c> {
         };
         m.method.budget =
             Duration::from_secs_f64(self.method.budget.as_secs_f64() * r.budget_scale);
-        let subject = Subject::Ours {
-            collective: r.cand.collective,
-            spec: r.cand.spec.clone(),
-            exec: r.cand.exec,
+        let subject = match r.cand.forced() {
+            // The MPI library's own algorithm, forced on a duplicate.
+            Some(f) => Subject::OmpiTuned {
+                tuned: f.tuned(),
+                segment: u64::from(f.segment),
+            },
+            None => Subject::Ours {
+                collective: r.cand.collective,
+                spec: r.cand.spec.clone(),
+                exec: r.cand.exec,
+            },
         };
         let pt = Point {
             subject: &subject,

@@ -78,6 +78,12 @@ pub struct Args {
     /// clocks, one agreed start instant; see `colltune bench --help`).
     #[arg(long, default_value = "barrier")]
     pub(super) sync: colltune_core::method::SyncMode,
+    /// Leave Open MPI's own broadcast algorithms (coll/tuned 1-9, forced on
+    /// a duplicate communicator) out of the candidates. They are compared
+    /// by default when the MPI library is Open MPI, so the table never
+    /// loses to the library's best by more than the dispatch cost.
+    #[arg(long)]
+    pub(super) no_library_candidates: bool,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -214,6 +220,9 @@ fn run_model(
         brent_iters: 6,
         exhaustive: args.exhaustive,
         deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
+        // Open MPI's own algorithms are measured beside colltune's (forced
+        // through MPI_T on a duplicate); a model cannot simulate them.
+        library_candidates: false,
     };
     let progress = Reporter::new(
         comms.len() as u64 * collectives.len() as u64 * 200,

@@ -34,10 +34,24 @@ pub fn run_measured(
         "warm" => CacheMode::Warm,
         _ => CacheMode::Off(2 * llc_bytes()),
     };
+    let want_library = !args.no_library_candidates && collectives.contains(&Collective::Bcast);
+    if want_library {
+        // Open MPI reads this when MPI starts (it cannot be written later);
+        // with nothing forced it keeps its fixed decision. Forcing an
+        // algorithm on a duplicate needs it (see `bench --baseline ompi-tuned`).
+        std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    }
     let _universe = init_mpi()?;
     let world = Comm::world().context("setting up MPI_COMM_WORLD")?;
     let lead = world.rank() == 0;
     let prov = provenance(&world)?;
+    let library_candidates = want_library && colltune_core::ompi::is_open_mpi(&prov.mpi);
+    if want_library && !library_candidates && lead {
+        eprintln!(
+            "colltune tune: {} is not Open MPI: its own broadcast algorithms are not candidates",
+            prov.mpi
+        );
+    }
     let host = prov.host.split('.').next().unwrap_or("host").to_string();
     let csv = args
         .csv
@@ -133,6 +147,9 @@ pub fn run_measured(
         brent_iters: 6,
         exhaustive: args.exhaustive,
         deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
+        // Open MPI's own algorithms are measured beside colltune's (forced
+        // through MPI_T on a duplicate); a model cannot simulate them.
+        library_candidates,
     };
     let method = Method {
         budget: Duration::from_millis(args.budget_ms),

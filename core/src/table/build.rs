@@ -6,7 +6,8 @@
 //! the next distinct subject is the runner-up. Each measured size owns the
 //! sizes up to the geometric midpoint to its neighbours; adjacent sizes with
 //! the same choice merge into one rule. The MPI library's own calls are
-//! baselines, never choices.
+//! baselines, never choices; its forced algorithms (`ompi_tuned`, measured
+//! by `tune` on Open MPI or `bench --baseline ompi-tuned`) are choices.
 
 use std::collections::BTreeMap;
 
@@ -39,7 +40,7 @@ pub type Medians = BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String
 pub fn medians(samples: &[Sample]) -> Medians {
     type Times = BTreeMap<(String, String), Vec<f64>>;
     let mut raw: BTreeMap<(Collective, CommKey, u64), Times> = BTreeMap::new();
-    for s in samples.iter().filter(|s| !s.is_library()) {
+    for s in samples.iter().filter(|s| s.is_choice()) {
         let Some(c) = s.collective() else { continue };
         let key = CommKey {
             ranks: s.ranks,

@@ -146,6 +146,8 @@ impl fmt::Display for CommKey {
 #[serde(untagged)]
 pub enum Param {
     Int(u64),
+    /// A negative number: never valid, kept so validation can say so.
+    Signed(i64),
     Text(String),
 }
 
@@ -192,6 +194,8 @@ impl Rule {
         for (k, v) in &self.params {
             let value = match v {
                 Param::Int(i) => ParamValue::Int(*i),
+                // Resolving reports it (no parameter takes a negative number).
+                Param::Signed(i) => ParamValue::Word(i.to_string()),
                 // A nested algorithm with parameters is written `name(k=v)`;
                 // a bare word stays a word (resolving turns an algorithm
                 // parameter's word into that algorithm).
@@ -211,9 +215,43 @@ impl Rule {
         self.execution.parse()
     }
 
+    /// Whether the rule chooses one of the MPI library's own algorithms
+    /// (`algorithm: ompi_tuned`), whatever its parameters.
+    pub fn is_library(&self) -> bool {
+        self.algorithm == crate::ompi::TABLE_NAME
+    }
+
+    /// The library algorithm the rule forces (`algorithm: ompi_tuned`,
+    /// `params: {algorithm: 6, segment: 0}`, `execution: library`); None for
+    /// colltune's algorithms, an error saying what is wrong for a bad one.
+    pub fn library(&self) -> Option<Result<crate::ompi::Forced, String>> {
+        if !self.is_library() {
+            return None;
+        }
+        let forced = self
+            .spec()
+            .map_err(|e| e.to_string())
+            .and_then(|s| crate::ompi::Forced::from_spec(&s));
+        Some(forced.and_then(|f| {
+            if self.execution == crate::ompi::LIBRARY_EXECUTION {
+                Ok(f)
+            } else {
+                Err(format!(
+                    "{}: execution `{}`: the library runs its own algorithms; write `execution: {}`",
+                    crate::ompi::TABLE_NAME,
+                    self.execution,
+                    crate::ompi::LIBRARY_EXECUTION
+                ))
+            }
+        }))
+    }
+
     /// `pipeline:segment=65536 [nonblocking]`: the canonical spec (defaults
     /// filled) when the algorithm resolves.
     pub fn label(&self) -> String {
+        if let Some(Ok(f)) = self.library() {
+            return colltune_algorithms::label(f.spec(), &self.execution);
+        }
         let spec = match self.spec() {
             Ok(s) => Collective::ALL
                 .iter()

@@ -292,21 +292,36 @@ pub fn check_with(
                     Some(m) => expect_min = m.saturating_add(1),
                     None => ended = true,
                 }
-                let verdict = resolved
+                if let Some(lib) = r.library() {
+                    // The MPI library's own algorithm (broadcast only).
+                    if c != Collective::Bcast {
+                        p(
+                            at,
+                            format!("{}: {} is a broadcast algorithm of Open MPI; {c} has no library counterpart", here(), r.algorithm),
+                            "choose a colltune algorithm (`colltune list`)",
+                        );
+                    } else if let Err(e) = lib {
+                        p(
+                            at,
+                            format!("{}: {e}", here()),
+                            "see `ompi_tuned` in tuning-tables/README.md (ompi_info --param coll tuned --level 9 lists the ids)",
+                        );
+                    }
+                } else if let Some(e) = resolved
                     .entry((c, &r.algorithm, &r.params))
                     .or_insert_with(|| match r.spec() {
                         Err(e) => Some(e.to_string()),
                         Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
                     })
-                    .clone();
-                if let Some(e) = verdict {
+                    .clone()
+                {
                     p(
                         at,
                         format!("{}: {e}", here()),
                         "write a registry algorithm and parameters (`colltune list`)",
                     );
                 }
-                if let Err(e) = r.execution() {
+                if let (false, Err(e)) = (r.is_library(), r.execution()) {
                     p(
                         at,
                         format!("{}: {e}", here()),
@@ -349,6 +364,131 @@ pub fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// GOOD with its broadcast rules replaced by `rules` (YAML, indented
+    /// as rules are).
+    fn with_bcast_rules(rules: &str) -> String {
+        let start = GOOD.find("  - min_bytes: 0\n    max_bytes: 4095").unwrap();
+        let end = GOOD.find("swap:").unwrap();
+        format!("{}{rules}{}", &GOOD[..start], &GOOD[end..])
+    }
+
+    #[test]
+    fn library_rules_load_and_decide() {
+        let text = with_bcast_rules(
+            "  - min_bytes: 0
+    max_bytes: 4095
+    algorithm: ompi_tuned
+    params:
+      algorithm: 7
+      segment: 0
+    execution: library
+  - min_bytes: 4096
+    algorithm: ompi_tuned
+    params:
+      algorithm: binomial
+      segment: 8K
+    execution: library
+",
+        );
+        let t = load_str(&text).unwrap();
+        let key = super::super::CommKey {
+            ranks: 4,
+            ppn: 4,
+            nodes: 1,
+        };
+        let r = t.lookup(Collective::Bcast, key, 100).unwrap();
+        assert_eq!(
+            r.label(),
+            "ompi_tuned:algorithm=7,name=knomial,segment=0 [library]"
+        );
+        let r = t.lookup(Collective::Bcast, key, 1 << 20).unwrap();
+        assert_eq!(
+            r.label(),
+            "ompi_tuned:algorithm=6,name=binomial,segment=8192 [library]"
+        );
+        // What the runtime (and `explain`) decides: no colltune schedule,
+        // the library's algorithm forced.
+        let sel = crate::decide::Selector {
+            settings: Default::default(),
+            table: Some(std::sync::Arc::new(t)),
+            fallback: None,
+        };
+        let d = sel.decisions(Collective::Bcast, key);
+        let (c, _) = d.choose(100);
+        assert!(c.algorithm.is_none());
+        assert_eq!(c.library, Some(crate::ompi::Forced { id: 7, segment: 0 }));
+        let (c, _) = d.choose(1 << 20);
+        assert_eq!(
+            c.library,
+            Some(crate::ompi::Forced {
+                id: 6,
+                segment: 8192
+            })
+        );
+        assert!(c.to_string().contains("Open MPI's binomial"), "{c}");
+        assert_eq!(d.library_choices().len(), 2);
+    }
+
+    #[test]
+    fn bad_library_rules_name_the_line_and_the_fix() {
+        for (params, execution, says) in [
+            (
+                "      algorithm: 12\n",
+                "library",
+                "unknown Open MPI broadcast algorithm 12",
+            ),
+            (
+                "      algorithm: 0\n",
+                "library",
+                "unknown Open MPI broadcast algorithm 0",
+            ),
+            (
+                "      algorithm: 6\n      segment: -1\n",
+                "library",
+                "segment -1 is negative",
+            ),
+            (
+                "      algorithm: 1\n      segment: 1024\n",
+                "library",
+                "does not segment",
+            ),
+            (
+                "      algorithm: 6\n",
+                "blocking",
+                "write `execution: library`",
+            ),
+            ("      segment: 0\n", "library", "needs `algorithm`"),
+        ] {
+            let text = with_bcast_rules(&format!(
+                "  - min_bytes: 0
+    algorithm: ompi_tuned
+    params:
+{params}    execution: {execution}
+"
+            ));
+            let problems = load_str(&text).unwrap_err();
+            assert_eq!(problems.len(), 1, "{params}: {problems:?}");
+            let line = text
+                .lines()
+                .position(|l| l.contains("- min_bytes: 0") && !l.contains("max"))
+                .map(|i| i + 1);
+            let p = &problems[0];
+            assert!(p.what.contains(says), "{params}: {p}");
+            assert_eq!(p.line, line, "{p}");
+            assert!(p.fix.contains("ompi_tuned"), "{p}");
+        }
+        // Not for swaps.
+        let text = GOOD.replace(
+            "  - min_bytes: 0\n    algorithm: sendrecv\n    execution: blocking",
+            "  - min_bytes: 0\n    algorithm: ompi_tuned\n    params:\n      algorithm: 6\n    execution: library",
+        );
+        let problems = load_str(&text).unwrap_err();
+        assert!(
+            problems[0].what.contains("no library counterpart"),
+            "{problems:?}"
+        );
+    }
 
     const GOOD: &str = "schema: 1
 provenance:

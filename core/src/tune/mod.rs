@@ -41,7 +41,7 @@ use colltune_algorithms::Collective;
 use thiserror::Error;
 
 use crate::stats::{self, Summary};
-pub use space::{candidates, segment_grid, Candidate, SpaceOptions};
+pub use space::{candidates, library_candidates, segment_grid, Candidate, SpaceOptions};
 
 /// One measurement the search asks for: one run of one point.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +88,9 @@ pub struct Settings {
     pub brent_iters: u64,
     pub exhaustive: bool,
     pub deadline: Option<Instant>,
+    /// Compare the MPI library's own broadcast algorithms
+    /// ([`library_candidates`]) beside colltune's: on Open MPI, measured.
+    pub library_candidates: bool,
 }
 
 impl Default for Settings {
@@ -102,6 +105,7 @@ impl Default for Settings {
             brent_iters: 6,
             exhaustive: false,
             deadline: None,
+            library_candidates: false,
         }
     }
 }
@@ -500,7 +504,11 @@ pub fn search_all<O: Oracle>(
             multi_node,
         };
         for &coll in collectives {
-            let mut search = Search::new(oracle, settings, ci, candidates(coll, &opts));
+            let mut cands = candidates(coll, &opts);
+            if settings.library_candidates && coll == Collective::Bcast {
+                cands.extend(library_candidates());
+            }
+            let mut search = Search::new(oracle, settings, ci, cands);
             search.run()?;
             cut_short |= search.cut_short;
         }

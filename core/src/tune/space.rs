@@ -15,6 +15,8 @@
 use std::fmt;
 
 use colltune_algorithms::registry::{SEGMENT_MAX, SEGMENT_MIN};
+
+use crate::ompi::Forced;
 use colltune_algorithms::{
     algorithms, resolve, AlgoSpec, AlgorithmInfo, Collective, Execution, ParamTuning, ParamValue,
     Restriction, Tuning,
@@ -43,8 +45,39 @@ impl Candidate {
         }
     }
 
-    /// The segment size, if the algorithm is segmented.
+    /// One of the MPI library's own algorithms (Open MPI coll/tuned,
+    /// forced on a communicator of its own), compared beside colltune's.
+    /// Its `exec` is a placeholder: the library runs it.
+    pub fn library(f: Forced) -> Candidate {
+        Candidate {
+            collective: Collective::Bcast,
+            spec: f.spec(),
+            exec: Execution::Blocking,
+        }
+    }
+
+    /// The library algorithm this candidate forces, if it is one.
+    pub fn forced(&self) -> Option<Forced> {
+        (self.spec.name == crate::ompi::TABLE_NAME)
+            .then(|| Forced::from_spec(&self.spec).ok())
+            .flatten()
+    }
+
+    /// The execution as samples and labels write it (`library` for the
+    /// library's own algorithms).
+    pub fn exec_name(&self) -> &'static str {
+        match self.forced() {
+            Some(_) => crate::ompi::LIBRARY_EXECUTION,
+            None => self.exec.name(),
+        }
+    }
+
+    /// The segment size, if the algorithm is segmented (and colltune tunes
+    /// it: a library algorithm's segment sizes are fixed candidates).
     pub fn segment(&self) -> Option<u64> {
+        if self.forced().is_some() {
+            return None;
+        }
         self.spec.int("segment").ok()
     }
 
@@ -66,7 +99,7 @@ impl Candidate {
     }
 
     pub fn label(&self) -> String {
-        format!("{} [{}]", self.spec, self.exec)
+        format!("{} [{}]", self.spec, self.exec_name())
     }
 }
 
@@ -116,6 +149,17 @@ pub fn candidates(c: Collective, o: &SpaceOptions) -> Vec<Candidate> {
         }
     }
     out
+}
+
+/// The MPI library's own broadcast algorithms as candidates: Open MPI
+/// coll/tuned's 9, the segmented ones at each of
+/// [`crate::ompi::TUNED_SEGMENTS`] (the tuner measures them only on Open
+/// MPI; `tune --no-library-candidates` leaves them out).
+pub fn library_candidates() -> Vec<Candidate> {
+    Forced::candidates()
+        .into_iter()
+        .map(Candidate::library)
+        .collect()
 }
 
 /// The specifications (as text) one candidate algorithm is compared in.
@@ -234,5 +278,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn library_candidates_are_fixed_and_labelled_library() {
+        let l = library_candidates();
+        assert_eq!(l.len(), Forced::candidates().len());
+        for c in &l {
+            let f = c.forced().expect("a library candidate");
+            assert_eq!(c.segment(), None, "the tuner does not vary their segment");
+            assert_eq!(c.family(), *c);
+            assert!(c.label().ends_with(" [library]"), "{}", c.label());
+            assert_eq!(Candidate::library(f), *c);
+            // The tuner's samples (measured as this subject) key back to it.
+            let subject = crate::method::Subject::OmpiTuned {
+                tuned: f.tuned(),
+                segment: u64::from(f.segment),
+            };
+            assert_eq!(subject.label(), c.label());
+        }
+        // Every one of Open MPI's 9, the unsegmented once each.
+        for id in 1..=9 {
+            assert!(l.iter().any(|c| c.forced().unwrap().id == id), "{id}");
+        }
+        assert!(l
+            .iter()
+            .any(|c| c.label() == "ompi_tuned:algorithm=6,name=binomial,segment=0 [library]"));
+        assert!(
+            Candidate::new(Collective::Bcast, "binomial", Execution::Blocking)
+                .forced()
+                .is_none()
+        );
     }
 }

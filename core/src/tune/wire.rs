@@ -27,7 +27,10 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
             collective,
             spec: AlgoSpec::parse(f[2])
                 .ok()
-                .and_then(|s| colltune_algorithms::resolve(collective, &s).ok())
+                .and_then(|s| match s.name == crate::ompi::TABLE_NAME {
+                    true => crate::ompi::Forced::from_spec(&s).ok().map(|f| f.spec()),
+                    false => colltune_algorithms::resolve(collective, &s).ok(),
+                })
                 .ok_or_else(bad)?,
             exec,
         },
@@ -56,5 +59,13 @@ mod tests {
         };
         assert_eq!(decode(&encode(&r)).unwrap(), r);
         assert!(decode("1\tbcast").is_err());
+        let lib = Request {
+            cand: Candidate::library(crate::ompi::Forced {
+                id: 4,
+                segment: 8192,
+            }),
+            ..r
+        };
+        assert_eq!(decode(&encode(&lib)).unwrap(), lib);
     }
 }

@@ -21,6 +21,8 @@
 //! node map (built once), the table's rules for its shape, and prepared
 //! schedules per (choice, root, size), reused across calls.
 
+mod library;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -187,6 +189,9 @@ pub struct CommSelector {
     swap: Decisions,
     /// Prepared schedules by (collective, choice id, pairing, root, bytes).
     plans: RefCell<HashMap<PlanKey, Arc<Plan>>>,
+    /// Duplicates with one of the library's algorithms forced, made at
+    /// their first call (`ompi_tuned` rules).
+    library: library::LibraryComms,
 }
 
 type PlanKey = (Collective, usize, u8, usize, u64);
@@ -209,7 +214,21 @@ impl CommSelector {
             comm,
             key,
             plans: RefCell::new(HashMap::new()),
+            library: Default::default(),
         }
+    }
+
+    /// The communicator a library choice runs on: a duplicate with `f`
+    /// forced, made at its first call (collective: every rank makes the
+    /// same choice at the same call); None where forcing is unavailable
+    /// (warned once), and the library's default runs.
+    pub(crate) fn library_comm(&self, f: colltune_core::ompi::Forced) -> Option<ffi::MPI_Comm> {
+        self.library.get(&self.comm, f)
+    }
+
+    /// How many forced duplicates this communicator holds.
+    pub fn library_comms(&self) -> usize {
+        self.library.len()
     }
 
     pub fn comm(&self) -> &Comm {
@@ -302,9 +321,14 @@ impl CommSelector {
                 let plan = self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?;
                 execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
             }
-            None => {
-                self.comm.library_bcast(buf, root)?;
-            }
+            None => match choice.library.and_then(|f| self.library_comm(f)) {
+                // SAFETY: buf holds buf.len() bytes; the duplicate lives
+                // as long as self.
+                Some(forced) => unsafe {
+                    ffi::library_bcast(buf.as_mut_ptr(), bytes, root, forced)?
+                },
+                None => self.comm.library_bcast(buf, root)?,
+            },
         }
         Ok(choice)
     }

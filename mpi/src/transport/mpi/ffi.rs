@@ -686,6 +686,55 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     })
 }
 
+/// Reads an integer (or boolean) control variable of the MPI library
+/// through the MPI tool interface (`MPI_T_cvar_read`); an error when the
+/// library has no such variable.
+pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
+    t_init()?;
+    let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
+        call: "MPI_T_cvar_get_index",
+        code: -1,
+        message: format!("bad control variable name {name:?}"),
+    })?;
+    let mut idx: c_int = -1;
+    // SAFETY: NUL-terminated name, valid out pointer.
+    check(
+        unsafe { ffi::PMPI_T_cvar_get_index(cname.as_ptr(), &mut idx) },
+        "MPI_T_cvar_get_index",
+    )
+    .map_err(|e| MpiError {
+        message: format!("{name}: {} (is this Open MPI with coll/tuned?)", e.message),
+        ..e
+    })?;
+    let mut handle: ffi::MPI_T_cvar_handle = ptr::null_mut();
+    let mut n: c_int = 0;
+    // SAFETY: global (unbound) variable: no object handle.
+    check(
+        unsafe { ffi::PMPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
+        "MPI_T_cvar_handle_alloc",
+    )?;
+    if n != 1 {
+        // SAFETY: handle was allocated above.
+        unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+        return Err(MpiError {
+            call: "MPI_T_cvar_handle_alloc",
+            code: -1,
+            message: format!("{name} holds {n} values, not one"),
+        });
+    }
+    // Room for any one scalar (a boolean may be a C bool or an int); zeroed,
+    // so a narrower type still reads as zero or not.
+    let mut value = [0u8; 16];
+    // SAFETY: one element of at most 16 bytes.
+    let rc = unsafe { ffi::PMPI_T_cvar_read(handle, value.as_mut_ptr().cast()) };
+    // SAFETY: handle was allocated above.
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+    check(rc, "MPI_T_cvar_read")?;
+    Ok(c_int::from_ne_bytes([
+        value[0], value[1], value[2], value[3],
+    ]))
+}
+
 /// The name of the node this rank runs on.
 pub fn processor_name() -> String {
     let mut buf = vec![0u8; 1024];

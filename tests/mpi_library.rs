@@ -1,0 +1,288 @@
+//! The MPI library's own algorithms as table choices (`algorithm:
+//! ompi_tuned`), under mpirun: an unmodified C program under the drop-in
+//! with a table whose rules force Open MPI coll/tuned algorithms checks every
+//! byte from every root on 2, 3 and 4 ranks (the world and a split
+//! communicator); the trace shows the forced path was taken; the forcing
+//! variables are back at Open MPI's defaults afterwards; with forcing
+//! unavailable the same rules fall back to the library's default with a
+//! warning and still move every byte; and `tune` measures the library's
+//! algorithms as candidates (and leaves them out when told).
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Sizes on both sides of every rule boundary of [`table`].
+const SIZES: &[&str] = &[
+    "0", "1", "1023", "1024", "4095", "4096", "65535", "65536", "300001",
+];
+
+/// A table for 1-4 ranks on one node: Open MPI's k-nomial below 1 KiB,
+/// colltune's binomial to 4 KiB, Open MPI's pipeline (1 KiB segments) to
+/// 64 KiB, its split-binary tree (8 KiB segments) above.
+fn table(dir: &Path) -> PathBuf {
+    let rules = "  rules:
+  - min_bytes: 0
+    max_bytes: 1023
+    algorithm: ompi_tuned
+    params:
+      algorithm: 7
+      segment: 0
+    execution: library
+  - min_bytes: 1024
+    max_bytes: 4095
+    algorithm: binomial
+    execution: blocking
+  - min_bytes: 4096
+    max_bytes: 65535
+    algorithm: ompi_tuned
+    params:
+      algorithm: pipeline
+      segment: 1024
+    execution: library
+  - min_bytes: 65536
+    algorithm: ompi_tuned
+    params:
+      algorithm: 4
+      segment: 8K
+    execution: library
+";
+    let mut t = String::from(
+        "schema: 1
+provenance:
+  host: test
+  mpi: Open MPI
+  date: 2026-12-01T00:00:00Z
+  command: tests/mpi_library.rs
+  colltune: 0.1.0
+  source: measured
+  sweep:
+    mode: built
+bcast:
+",
+    );
+    for n in 1..=4 {
+        t += &format!("- ranks: {n}\n  ppn: {n}\n  nodes: 1\n{rules}");
+    }
+    let p = dir.join("library.yaml");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+fn program(dir: &Path) -> PathBuf {
+    let exe = dir.join("library_bcast");
+    mpicc(&format!("{ROOT}/tests/c/library_bcast.c"), &exe, &[]);
+    exe
+}
+
+fn job(ranks: usize, exe: &Path, env: &[(&str, String)]) -> (bool, String, String) {
+    let mut c = mpirun(ranks);
+    for (k, v) in env {
+        c.args(["-x", &format!("{k}={v}")]);
+    }
+    c.arg(exe).args(SIZES);
+    let o = run(c);
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn is_open_mpi() -> bool {
+    Command::new("ompi_info")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn forced_library_algorithms_move_every_byte_under_the_preload() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_tuned rules need Open MPI",
+        );
+    }
+    let dir = scratch("library");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = table(&dir);
+    for ranks in [2, 3, 4] {
+        let env = [
+            (
+                "LD_PRELOAD",
+                libs.join("libcolltune_preload.so").display().to_string(),
+            ),
+            ("COLLTUNE_TABLE", tbl.display().to_string()),
+            ("COLLTUNE_TRACE", "all".into()),
+        ];
+        let (ok, out, err) = job(ranks, &exe, &env);
+        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        assert!(ok, "{all}");
+        assert!(out.contains("library_bcast: all bytes correct"), "{all}");
+        // The forcing variables are Open MPI's defaults again.
+        assert!(out.contains("cvars: algorithm=0 segment=0"), "{all}");
+        assert!(!err.contains("warning"), "{all}");
+        assert!(!err.contains("unavailable"), "{all}");
+        // Every rank traced each rule's path: the forced algorithms on
+        // their duplicates, colltune's binomial in between.
+        let traced = |size: &str, what: &str| {
+            err.lines()
+                .filter(|l| l.contains(&format!(" bcast {size} B ")) && l.contains(what))
+                .count()
+        };
+        let forced = "forced on a duplicate communicator";
+        for (size, what) in [
+            (
+                "0",
+                "ompi_tuned:algorithm=7,name=knomial,segment=0 [library]",
+            ),
+            (
+                "1023",
+                "ompi_tuned:algorithm=7,name=knomial,segment=0 [library]",
+            ),
+            (
+                "4096",
+                "ompi_tuned:algorithm=3,name=pipeline,segment=1024 [library]",
+            ),
+            (
+                "65536",
+                "ompi_tuned:algorithm=4,name=split_binary_tree,segment=8192 [library]",
+            ),
+            (
+                "300001",
+                "ompi_tuned:algorithm=4,name=split_binary_tree,segment=8192 [library]",
+            ),
+        ] {
+            // World: every rank, every root; the split halves likewise.
+            let halves = ranks.div_ceil(2).pow(2) + (ranks / 2).pow(2);
+            let want = ranks * ranks + halves;
+            let got = err
+                .lines()
+                .filter(|l| {
+                    l.contains(&format!(" bcast {size} B "))
+                        && l.contains(what)
+                        && l.contains(forced)
+                })
+                .count();
+            assert_eq!(got, want, "{size} B: {what}\n{all}");
+        }
+        assert_eq!(
+            traced("1024", "binomial:segment=0 [blocking]"),
+            ranks * ranks + ranks.div_ceil(2).pow(2) + (ranks / 2).pow(2),
+            "{all}"
+        );
+        assert_eq!(traced("1024", "ompi_tuned"), 0, "{all}");
+    }
+}
+
+#[test]
+fn unavailable_forcing_falls_back_to_the_library_with_one_warning() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_tuned rules need Open MPI",
+        );
+    }
+    let dir = scratch("library-off");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = table(&dir);
+    // The user turned Open MPI's dynamic rules off: forcing cannot work.
+    let env = [
+        (
+            "LD_PRELOAD",
+            libs.join("libcolltune_preload.so").display().to_string(),
+        ),
+        ("COLLTUNE_TABLE", tbl.display().to_string()),
+        ("COLLTUNE_TRACE", "1".into()),
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "0".into()),
+    ];
+    let (ok, out, err) = job(3, &exe, &env);
+    let all = format!("--- stdout ---\n{out}\n--- stderr ---\n{err}");
+    assert!(ok, "{all}");
+    assert!(out.contains("library_bcast: all bytes correct"), "{all}");
+    assert!(out.contains("cvars: algorithm=0 segment=0"), "{all}");
+    let warned = |what: &str| {
+        err.lines()
+            .filter(|l| l.contains("warning: cannot force") && l.contains(what))
+            .count()
+    };
+    // Once per process that leads a communicator (world rank 0, and rank 1
+    // leading the other split half), per forced algorithm: never per call.
+    for what in ["knomial", "pipeline", "split_binary_tree"] {
+        let n = warned(what);
+        assert!((1..=2).contains(&n), "{what}: {n} warnings\n{all}");
+    }
+    assert!(err.contains("coll_tuned_use_dynamic_rules is off"), "{all}");
+    assert!(err.contains("forcing is unavailable here"), "{all}");
+}
+
+/// The library's samples in a tune's CSV.
+fn library_specs(csv: &Path) -> Vec<String> {
+    let mut v: Vec<String> = colltune_core::record::read(csv)
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.algorithm == "ompi_tuned")
+        .map(|s| s.spec)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn tune_measures_the_librarys_algorithms_beside_ours() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: library candidates need Open MPI",
+        );
+    }
+    let dir = scratch("library-tune");
+    let tune = |csv: &str, extra: &[&str]| {
+        let mut c = mpirun(2);
+        c.arg(colltune())
+            .arg("tune")
+            .args(["--budget-ms", "1", "--min-reps", "2", "--max-reps", "5"])
+            .args(["--sizes", "8,64K", "--collective", "bcast"])
+            .args([
+                "--executions",
+                "blocking",
+                "--screen-runs",
+                "1",
+                "--full-runs",
+                "1",
+            ])
+            .arg("--csv")
+            .arg(dir.join(csv))
+            .arg("--table")
+            .arg(dir.join(format!("{csv}.yaml")))
+            .args(extra);
+        let o = run(c);
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    tune("with.csv", &[]);
+    let specs = library_specs(&dir.join("with.csv"));
+    // Every one of Open MPI's 9 algorithms was measured.
+    for id in 1..=9 {
+        assert!(
+            specs
+                .iter()
+                .any(|s| s.starts_with(&format!("ompi_tuned:algorithm={id},"))),
+            "algorithm {id} not measured: {specs:?}"
+        );
+    }
+    assert!(
+        specs.contains(&"ompi_tuned:algorithm=6,name=binomial,segment=1024".to_string()),
+        "{specs:?}"
+    );
+    // The table is valid, whatever it chose.
+    colltune_core::table::load(&dir.join("with.csv.yaml")).unwrap();
+    tune("without.csv", &["--no-library-candidates"]);
+    assert!(library_specs(&dir.join("without.csv")).is_empty());
+}
