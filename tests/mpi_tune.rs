@@ -16,7 +16,17 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
     d
 }
 
-const SMALL: &[&str] = &["--budget-ms", "2", "--min-reps", "3", "--max-reps", "20"];
+/// (The library's own algorithms as candidates are covered by
+/// tests/mpi_library.rs; here they would triple the time.)
+const SMALL: &[&str] = &[
+    "--budget-ms",
+    "2",
+    "--min-reps",
+    "3",
+    "--max-reps",
+    "20",
+    "--no-library-candidates",
+];
 
 /// A small tune; `extra` may replace the default sizes.
 fn tune(ranks: usize, dir: &std::path::Path, extra: &[&str]) -> Command {
