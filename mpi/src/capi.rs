@@ -704,3 +704,151 @@ pub unsafe fn explain_into(comm: MPI_Comm, bytes: i64, out: *mut c_char, len: c_
     }
     SUCCESS
 }
+
+/// Per-layer cost of the call path, for `benches/callpath.rs` (not an API).
+/// Each layer is timed on its own over `iters` calls, `trials` times; the
+/// local layers (no communication) loop on each rank alone, the whole call
+/// back to back on every rank of `MPI_COMM_WORLD`'s duplicate. Times in
+/// nanoseconds per call, one `Vec` of trials per layer.
+#[doc(hidden)]
+pub mod layers {
+    use super::*;
+    use crate::transport::mpi::Buffers;
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    /// (layer name, per-trial ns per call).
+    pub type Times = Vec<(&'static str, Vec<f64>)>;
+
+    fn time(iters: usize, mut f: impl FnMut()) -> f64 {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        t.elapsed().as_nanos() as f64 / iters as f64
+    }
+
+    /// Runs `f` on rank 0 of `comm` while the others sleep (polling for
+    /// its end every 200 us), so they do not spin on the cores it uses.
+    unsafe fn quiet(comm: MPI_Comm, me: usize, f: impl FnOnce()) {
+        let mut byte = 0u8;
+        if me == 0 {
+            f();
+            let n = cffi::comm_size(comm).unwrap_or(1);
+            for r in 1..n {
+                let _ = cffi::send(&byte, 1, r, 77, colltune_algorithms::SendMode::Standard, comm);
+            }
+        } else {
+            let Ok(mut req) = cffi::irecv(&mut byte, 1, 0, 77, comm) else {
+                return;
+            };
+            loop {
+                let mut flag: c_int = 0;
+                mpi::ffi::PMPI_Test(&mut req, &mut flag, mpi::ffi::RSMPI_STATUS_IGNORE);
+                if flag != 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+    }
+
+    /// # Safety
+    /// MPI and colltune are initialised (`mpi_init`).
+    pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
+        let mut comm = cffi::comm_null();
+        // A communicator of the application's own (as IMB's), not the world.
+        let world = cffi::comm_world();
+        assert_eq!(
+            mpi::ffi::PMPI_Comm_dup(world, &mut comm),
+            SUCCESS,
+            "MPI_Comm_dup"
+        );
+        let dt = mpi::ffi::RSMPI_UINT8_T;
+        let mut buf = vec![0u8; bytes.max(1)];
+        let p = buf.as_mut_ptr().cast::<c_void>();
+        let count = bytes as c_int;
+        // First call sets the communicator up (collective).
+        bcast(p, count, dt, 0, comm);
+        let st = state(comm).expect("colltune initialised");
+        let CommState::Colltune(sel) = &*st else {
+            panic!("the communicator was not set up")
+        };
+        let mut out: Times = Vec::new();
+        let mut add = |name: &'static str, v: f64| match out.iter_mut().find(|(n, _)| *n == name)
+        {
+            Some((_, t)) => t.push(v),
+            None => out.push((name, vec![v])),
+        };
+        let me = cffi::comm_rank(comm).unwrap_or(0);
+        for _ in 0..trials {
+            // The local layers on rank 0 alone, the other ranks asleep (not
+            // spinning in MPI on the same cores).
+            quiet(comm, me, || {
+                add(
+                    "attribute lookup",
+                    time(iters, || {
+                        black_box(state(black_box(comm)));
+                    }),
+                );
+                add(
+                    "lock",
+                    time(iters, || {
+                        drop(black_box(lock(sel)));
+                    }),
+                );
+                let g = lock(sel);
+                add(
+                    "datatype (probe, size, envelope)",
+                    time(iters, || {
+                        let _ = black_box(cffi::check_message(p, count, dt, g.comm().raw()));
+                        let _ = black_box(cffi::type_size(black_box(dt)));
+                        let _ = black_box(contiguous(black_box(dt)));
+                    }),
+                );
+                add(
+                    "decision",
+                    time(iters, || {
+                        black_box(g.choose(Collective::Bcast, black_box(bytes as u64)));
+                    }),
+                );
+                add(
+                    "plan lookup",
+                    time(iters, || {
+                        let _ = black_box(g.bench_plan(black_box(bytes as u64), 0));
+                    }),
+                );
+            });
+            let g = lock(sel);
+            let plan = g.bench_plan(bytes as u64, 0);
+            let _ = g.comm().barrier();
+            if let Ok(Some((plan, exec))) = &plan {
+                let b = &mut buf[..bytes];
+                add(
+                    "executor (back to back)",
+                    time(iters, || {
+                        let _ =
+                            crate::transport::mpi::execute(g.comm(), plan, *exec, Buffers::bcast(b));
+                    }),
+                );
+            }
+            drop(g);
+            let _ = cffi::barrier(comm);
+            add(
+                "MPI_Bcast through colltune (back to back)",
+                time(iters, || {
+                    black_box(bcast(p, count, dt, 0, comm));
+                }),
+            );
+            let _ = cffi::barrier(comm);
+            add(
+                "PMPI_Bcast, the library (back to back)",
+                time(iters, || {
+                    black_box(cffi::user_bcast(p, count, dt, 0, comm));
+                }),
+            );
+            let _ = cffi::barrier(comm);
+        }
+        out
+    }
+}

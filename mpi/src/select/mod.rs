@@ -263,6 +263,24 @@ impl CommSelector {
         Ok(p)
     }
 
+    /// The prepared broadcast schedule a call of `bytes` from `root` runs
+    /// (None: the library's); for `benches/callpath.rs`.
+    #[doc(hidden)]
+    pub fn bench_plan(
+        &self,
+        bytes: u64,
+        root: usize,
+    ) -> Result<Option<(Arc<Plan>, Execution)>, TransportError> {
+        let (choice, id) = self.bcast.choose(bytes);
+        match &choice.algorithm {
+            Some((spec, exec)) => Ok(Some((
+                self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?,
+                *exec,
+            ))),
+            None => Ok(None),
+        }
+    }
+
     /// With `COLLTUNE_TRACE`, one line saying what a call of `bytes` ran
     /// (also used by [`capi`](crate::capi) for calls it hands to the
     /// library).
