@@ -294,4 +294,14 @@ impl Decisions {
     pub fn rules(&self) -> &[Decided] {
         &self.rules
     }
+
+    /// The forced choice (`COLLTUNE_BCAST` / `COLLTUNE_SWAP`), if any.
+    pub fn forced(&self) -> Option<&Choice> {
+        self.forced.as_ref()
+    }
+
+    /// The choice where no rule applies (built-in or the library).
+    pub fn fallback(&self) -> &Choice {
+        &self.fallback
+    }
 }

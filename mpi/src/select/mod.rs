@@ -21,6 +21,11 @@
 //! node map (built once), the table's rules for its shape, and prepared
 //! schedules per (choice, root, size), reused across calls.
 
+pub mod direct;
+mod route;
+
+pub use route::{Route, Routes};
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -218,6 +223,16 @@ impl CommSelector {
 
     pub fn key(&self) -> CommKey {
         self.key
+    }
+
+    pub fn settings(&self) -> &RuntimeSettings {
+        &self.sel.settings
+    }
+
+    /// The lock-free dispatch of this communicator's broadcasts (valid as
+    /// long as this selector lives).
+    pub fn routes(&self) -> Routes {
+        Routes::new(self)
     }
 
     /// The decision for a call of `bytes` (no MPI; what a trace shows).
