@@ -1037,6 +1037,16 @@ pub mod layers {
         };
         let me = cffi::comm_rank(comm).unwrap_or(0);
         let route = routes.bcast(bytes as u64);
+        // A communicator of one rank: the library's broadcast sends nothing,
+        // so colltune's call against the library's is the interposition's
+        // own cost, without the noise of communication.
+        let mut single = cffi::comm_null();
+        assert_eq!(
+            mpi::ffi::PMPI_Comm_dup(cffi::comm_self(), &mut single),
+            SUCCESS,
+            "MPI_Comm_dup"
+        );
+        bcast(p, count, dt, 0, single);
         for _ in 0..trials {
             // The local layers on rank 0 alone, the other ranks asleep (not
             // spinning in MPI on the same cores).
@@ -1065,6 +1075,15 @@ pub mod layers {
                         black_box(routes.bcast(black_box(bytes as u64)));
                     }),
                 );
+                let ours = time(iters, || {
+                    black_box(bcast(p, count, dt, 0, black_box(single)));
+                });
+                let theirs = time(iters, || {
+                    black_box(cffi::user_bcast(p, count, dt, 0, black_box(single)));
+                });
+                add("1 rank: MPI_Bcast through colltune", ours);
+                add("1 rank: PMPI_Bcast", theirs);
+                add("1 rank: colltune's own cost (difference)", ours - theirs);
                 add(
                     "plan lookup (general path: lock + cache)",
                     time(iters, || {
@@ -1115,6 +1134,7 @@ pub mod layers {
             );
             let _ = cffi::barrier(comm);
         }
+        let _ = mpi::ffi::PMPI_Comm_free(&mut single);
         out
     }
 }
