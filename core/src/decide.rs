@@ -328,4 +328,14 @@ impl Decisions {
         }
         out
     }
+
+    /// The forced choice (`COLLTUNE_BCAST` / `COLLTUNE_SWAP`), if any.
+    pub fn forced(&self) -> Option<&Choice> {
+        self.forced.as_ref()
+    }
+
+    /// The choice where no rule applies (built-in or the library).
+    pub fn fallback(&self) -> &Choice {
+        &self.fallback
+    }
 }

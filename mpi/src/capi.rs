@@ -30,11 +30,13 @@
 //! recycled handle never finds stale state, and nothing is rebuilt per call.
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::select::{CommSelector, Selector};
+use crate::select::{CommSelector, Route, Routes, Selector};
 use crate::transport::mpi::ffi::{self as cffi, Combiner, Datatype};
 use crate::transport::mpi::{Comm, Control, MpiError, Op, TransportError};
 use colltune_algorithms::{swap, Collective};
@@ -54,30 +56,53 @@ pub const MAX_BYTES: u64 = i32::MAX as u64;
 /// attribute value).
 #[allow(clippy::large_enum_variant)]
 enum CommState {
-    /// colltune's selector on the private duplicate.
-    Colltune(Mutex<CommSelector>),
+    /// colltune's selector on the private duplicate: `routes` decides and
+    /// runs the direct path without a lock; `sel` (prepared schedules, the
+    /// general executor, swaps, traces) is locked per call that needs it.
+    Colltune {
+        routes: Routes,
+        sel: Mutex<CommSelector>,
+    },
     /// The library's collectives only: an intercommunicator, or a
     /// communicator whose set-up failed on some rank.
     Library,
 }
 
+impl CommState {
+    fn colltune(sel: CommSelector) -> CommState {
+        CommState::Colltune {
+            routes: sel.routes(),
+            sel: Mutex::new(sel),
+        }
+    }
+}
+
+/// colltune's process state between [`init`] and [`finalize`]; found per
+/// call through [`ACTIVE`] (one atomic load, no lock).
 struct Global {
     selector: Arc<Selector>,
     keyval: c_int,
-    /// `MPI_COMM_WORLD`'s state (set up by `init`).
-    world: WorldState,
+    /// The key of the `MPI_COMM_SELF` attribute whose deletion (at the
+    /// start of `MPI_Finalize`) runs [`finalize`] when the application did
+    /// not (`libcolltune.so` users).
+    self_keyval: c_int,
+    /// `MPI_COMM_WORLD`'s state (set up by `init`), owned as attribute
+    /// values are (a box turned into a raw pointer), freed by `finalize`.
+    world: *mut CommState,
 }
 
-/// `MPI_COMM_WORLD`'s state, owned as attribute values are (a box turned
-/// into a raw pointer, handed out to calls), freed by `finalize`.
-struct WorldState(*mut CommState);
+/// The live [`Global`] (a box turned into a raw pointer), or null before
+/// [`init`] and from [`finalize`] on: then every call is the library's
+/// (which reports calls outside MPI's lifetime). Written only under
+/// [`LIFECYCLE`]; MPI forbids calls concurrent with `MPI_Finalize`.
+static ACTIVE: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
 
-// SAFETY: MPI handles are process-wide and the selector inside is behind
-// its mutex; attribute values of other communicators are shared the same
-// way.
-unsafe impl Send for WorldState {}
+/// Serialises [`init`] and [`finalize`].
+static LIFECYCLE: Mutex<()> = Mutex::new(());
 
-static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
+/// Bumped whenever a communicator's state is freed: per-thread caches of
+/// (communicator, state) made before are stale (the handle may be reused).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -103,8 +128,22 @@ unsafe extern "C" fn delete_attr(
     _extra: *mut c_void,
 ) -> c_int {
     if !val.is_null() {
+        // Before the free: no thread's cache may hand this state out again.
+        GENERATION.fetch_add(1, Ordering::AcqRel);
         drop(Box::from_raw(val as *mut CommState));
     }
+    SUCCESS
+}
+
+/// `MPI_COMM_SELF`'s attribute goes first thing in `MPI_Finalize`: colltune
+/// finalises then if the application did not.
+unsafe extern "C" fn delete_self_attr(
+    _comm: MPI_Comm,
+    _key: c_int,
+    _val: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    finalize();
     SUCCESS
 }
 
@@ -167,8 +206,8 @@ fn agree(comm: MPI_Comm, mine: Result<(), String>, what: &str) -> bool {
 /// `COLLTUNE_STRICT=1` a bad table aborts the job with its message;
 /// otherwise it is a warning and the library's own collectives run.
 pub fn init() -> c_int {
-    let mut g = lock(&GLOBAL);
-    if g.is_some() {
+    let _g = lock(&LIFECYCLE);
+    if !ACTIVE.load(Ordering::Acquire).is_null() {
         return SUCCESS;
     }
     if !cffi::initialized() || cffi::finalized() {
@@ -176,19 +215,25 @@ pub fn init() -> c_int {
         return ERR_OTHER;
     }
     let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
+    let self_keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_self_attr));
     let world = Comm::world();
-    let mine = match (&keyval, &world) {
-        (Ok(_), Ok(_)) => Ok(()),
-        (Err(e), _) => Err(e.to_string()),
-        (_, Err(e)) => Err(e.to_string()),
+    let mine = match (&keyval, &self_keyval, &world) {
+        (Ok(_), Ok(_), Ok(_)) => Ok(()),
+        (Err(e), _, _) | (_, Err(e), _) => Err(e.to_string()),
+        (_, _, Err(e)) => Err(e.to_string()),
+    };
+    let free_keys = |keyval: Result<c_int, MpiError>, self_keyval: Result<c_int, MpiError>| {
+        for k in [keyval, self_keyval] {
+            if let Ok(mut k) = k {
+                let _ = cffi::comm_free_keyval(&mut k);
+            }
+        }
     };
     if !agree(cffi::comm_world(), mine, "MPI_COMM_WORLD") {
-        if let Ok(mut k) = keyval {
-            let _ = cffi::comm_free_keyval(&mut k);
-        }
+        free_keys(keyval, self_keyval);
         return ERR_OTHER;
     }
-    let (Ok(keyval), Ok(world)) = (keyval, world) else {
+    let (Ok(keyval), Ok(self_keyval), Ok(world)) = (keyval, self_keyval, world) else {
         return ERR_OTHER;
     };
     let selector = match crate::select::load(&world) {
@@ -210,30 +255,44 @@ pub fn init() -> c_int {
             return ERR_OTHER;
         }
     };
-    let world = WorldState(Box::into_raw(Box::new(CommState::Colltune(Mutex::new(
-        crate::select::for_comm(&selector, world),
-    )))));
-    *g = Some(Global {
+    let world = Box::into_raw(Box::new(CommState::colltune(crate::select::for_comm(
+        &selector, world,
+    ))));
+    // A local call; where it fails, colltune_finalize / MPI_Finalize of the
+    // preload still finalise.
+    // SAFETY: MPI_COMM_SELF is valid; the callback ignores the value.
+    let _ = unsafe { cffi::comm_set_attr(cffi::comm_self(), self_keyval, std::ptr::null_mut()) };
+    let g = Box::into_raw(Box::new(Global {
         selector,
         keyval,
+        self_keyval,
         world,
-    });
+    }));
+    ACTIVE.store(g, Ordering::Release);
     SUCCESS
 }
 
-/// Frees colltune's state (before `MPI_Finalize`).
+/// Frees colltune's state (before `MPI_Finalize`, or first thing in it).
 pub fn finalize() -> c_int {
-    let g = lock(&GLOBAL).take();
-    if let Some(mut g) = g {
-        if !cffi::finalized() {
-            // Communicators still alive keep their state until MPI frees
-            // them; the key goes once they do.
-            let _ = cffi::comm_free_keyval(&mut g.keyval);
-        }
-        // SAFETY: the box init made; no call is running (MPI_Finalize and
-        // colltune_finalize are called once every call has returned).
-        drop(unsafe { Box::from_raw(g.world.0) });
+    let _l = lock(&LIFECYCLE);
+    let g = ACTIVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if g.is_null() {
+        return SUCCESS;
     }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: the box init made, taken out of ACTIVE above; no call is
+    // running (MPI_Finalize and colltune_finalize are called once every
+    // call has returned).
+    let mut g = unsafe { Box::from_raw(g) };
+    if !cffi::finalized() {
+        // Communicators still alive keep their state until MPI frees
+        // them; the key goes once they do. (Freeing the MPI_COMM_SELF key
+        // from its own delete callback is allowed: the attribute goes on.)
+        let _ = cffi::comm_free_keyval(&mut g.keyval);
+        let _ = cffi::comm_free_keyval(&mut g.self_keyval);
+    }
+    // SAFETY: as above.
+    drop(unsafe { Box::from_raw(g.world) });
     SUCCESS
 }
 
@@ -292,26 +351,59 @@ pub fn mpi_finalize() -> c_int {
     cffi::user_finalize()
 }
 
+/// Per thread, the last few (communicator, state, generation) found, so a
+/// call finds its communicator's state without asking MPI (an attribute
+/// lookup is a hash lookup, under a lock where threads are on).
+const SEEN: usize = 4;
+thread_local! {
+    static SEEN_COMMS: [Cell<(usize, usize, u64)>; SEEN] =
+        const { [const { Cell::new((0, 0, u64::MAX)) }; SEEN] };
+    static SEEN_NEXT: Cell<usize> = const { Cell::new(0) };
+}
+
 /// The communicator's state, set up (collectively: this is its first
-/// call on every rank) when it has none. None: colltune is not running, or
-/// the handle is not one MPI knows (the library says so).
+/// call on every rank) when it has none. None: the handle is not one MPI
+/// knows (the library says so).
 ///
 /// # Safety
-/// `comm` is a communicator handle (valid or not: MPI checks).
-unsafe fn state(comm: MPI_Comm) -> Option<*const CommState> {
-    let (selector, keyval, world) = {
-        let g = lock(&GLOBAL);
-        let g = g.as_ref()?;
-        (
-            Arc::clone(&g.selector),
-            g.keyval,
-            g.world.0 as *const CommState,
-        )
-    };
+/// `comm` is a communicator handle (valid or not: MPI checks); `g` is the
+/// live [`Global`].
+#[inline]
+unsafe fn state(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
     if comm == cffi::comm_world() {
-        return Some(world);
+        return Some(g.world);
     }
-    match cffi::comm_get_attr(comm, keyval) {
+    let gen = GENERATION.load(Ordering::Acquire);
+    let key = comm.0 as usize;
+    let hit = SEEN_COMMS.with(|seen| {
+        seen.iter().find_map(|e| {
+            let (c, p, g) = e.get();
+            (c == key && g == gen).then_some(p as *const CommState)
+        })
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let found = state_slow(g, comm)?;
+    SEEN_COMMS.with(|seen| {
+        let k = SEEN_NEXT.with(|n| {
+            let k = n.get();
+            n.set((k + 1) % SEEN);
+            k
+        });
+        seen[k].set((key, found as usize, gen));
+    });
+    Some(found)
+}
+
+/// [`state`] through the communicator's attribute, setting it up when it
+/// has none.
+///
+/// # Safety
+/// As for [`state`].
+#[cold]
+unsafe fn state_slow(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
+    match cffi::comm_get_attr(comm, g.keyval) {
         Ok(Some(p)) => return Some(p as *const CommState),
         Ok(None) => {}
         Err(_) => return None,
@@ -319,15 +411,23 @@ unsafe fn state(comm: MPI_Comm) -> Option<*const CommState> {
     let st = match cffi::comm_is_inter(comm) {
         // colltune tunes intra-communicator collectives
         Ok(true) => CommState::Library,
-        Ok(false) => set_up(&selector, comm),
+        Ok(false) => set_up(&g.selector, comm),
         Err(_) => return None,
     };
     let raw = Box::into_raw(Box::new(st));
-    if cffi::comm_set_attr(comm, keyval, raw.cast()).is_err() {
+    if cffi::comm_set_attr(comm, g.keyval, raw.cast()).is_err() {
         drop(Box::from_raw(raw));
         return None;
     }
     Some(raw)
+}
+
+/// The live [`Global`], if colltune is running.
+#[inline]
+fn active<'a>() -> Option<&'a Global> {
+    // SAFETY: non-null only between init and finalize, which frees it only
+    // once no call is running.
+    unsafe { ACTIVE.load(Ordering::Acquire).as_ref() }
 }
 
 /// Sets colltune up on an intra-communicator (collective): the private
@@ -346,7 +446,7 @@ unsafe fn set_up(selector: &Arc<Selector>, comm: MPI_Comm) -> CommState {
     );
     let agreed = agree(comm, mine, &what);
     match built {
-        Ok(c) if agreed => CommState::Colltune(Mutex::new(crate::select::for_comm(selector, c))),
+        Ok(c) if agreed => CommState::colltune(crate::select::for_comm(selector, c)),
         // Dropping a set-up that succeeded here frees its duplicate.
         _ => CommState::Library,
     }
@@ -417,8 +517,118 @@ fn error_code(comm: MPI_Comm, e: &TransportError) -> c_int {
     code
 }
 
+/// What colltune caches of a predefined datatype: its size and whether
+/// its elements are their signature's bytes back to back. Predefined
+/// datatypes live as long as MPI and never change, so the cache is
+/// process-wide and never invalidated; derived ones (whose handles are
+/// reused once freed) are asked about per call.
+mod typecache {
+    use super::*;
+
+    const SLOTS: usize = 32;
+    const EMPTY: usize = 0;
+    const BUSY: usize = usize::MAX;
+    const CONTIGUOUS: u64 = 1 << 63;
+
+    /// Write-once slots: a handle (EMPTY, BUSY while being written, then
+    /// the handle for good) and its properties, written before the handle.
+    static TYPES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(EMPTY) }; SLOTS];
+    static PROPS: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+
+    fn key(dt: MPI_Datatype) -> usize {
+        dt.0 as usize
+    }
+
+    /// (size, contiguous) of a predefined datatype seen before.
+    #[inline]
+    pub fn get(dt: MPI_Datatype) -> Option<(u64, bool)> {
+        let k = key(dt);
+        for (t, p) in TYPES.iter().zip(&PROPS) {
+            match t.load(Ordering::Acquire) {
+                EMPTY => return None,
+                x if x == k => {
+                    let v = p.load(Ordering::Relaxed);
+                    return Some((v & !CONTIGUOUS, v & CONTIGUOUS != 0));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Remembers a predefined datatype (once the library accepted it).
+    pub fn put(dt: MPI_Datatype, size: u64, contiguous: bool) {
+        let k = key(dt);
+        if k == EMPTY || k == BUSY || size >= CONTIGUOUS {
+            return;
+        }
+        for (t, p) in TYPES.iter().zip(&PROPS) {
+            match t.compare_exchange(EMPTY, BUSY, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    p.store(
+                        size | if contiguous { CONTIGUOUS } else { 0 },
+                        Ordering::Relaxed,
+                    );
+                    t.store(k, Ordering::Release);
+                    return;
+                }
+                Err(x) if x == k => return,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// The bytes of one element of `dt` and, when known cheaply, whether its
+/// elements lie in signature order (None: ask [`contiguous`]); None when the
+/// library would not take `count` elements of `dt` at `buffer` as a message
+/// (then it handles the call). Predefined datatypes are answered from
+/// [`typecache`] (the library's check is only redone for a null buffer);
+/// others through the library per call: its own checks with a message to
+/// `MPI_PROC_NULL` on `comm` (a private duplicate: nothing reaches the
+/// user's error handler), `MPI_Type_size_x`, `MPI_Type_get_envelope`.
+///
+/// # Safety
+/// `comm` is a valid communicator.
+#[inline]
+unsafe fn datatype(
+    buffer: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<(u64, Option<bool>)> {
+    let probe = || cffi::check_message(buffer, count, dt, comm).is_ok();
+    if let Some((size, contiguous)) = typecache::get(dt) {
+        // The library's type checks passed once and hold for good; its
+        // buffer check only concerns a null buffer.
+        if (buffer.is_null() && count > 0) && !probe() {
+            return None;
+        }
+        return Some((size, Some(contiguous)));
+    }
+    if !probe() {
+        return None;
+    }
+    let size = cffi::type_size(dt).ok()?;
+    if cffi::type_combiner(dt).ok()? != Combiner::Named {
+        return Some((size, None));
+    }
+    let dense = contiguous(dt).ok()?;
+    typecache::put(dt, size, dense);
+    Some((size, Some(dense)))
+}
+
 /// `MPI_Bcast` through colltune, or the library's where it decides
 /// (see the module documentation).
+///
+/// The call path, lean for calls repeated on one communicator: one atomic
+/// load (colltune running), the communicator's state from a per-thread
+/// cache (the attribute lookup only the first time a thread meets it), the
+/// datatype from a process-wide cache (predefined types), the decision (a
+/// binary search) and one match on its [`Route`]; the library's choice,
+/// and a tree that fits one segment ([`Route::Direct`]: plain sends and
+/// receives), take no lock and allocate nothing. Only [`Route::Plan`]
+/// locks the communicator's selector for its prepared schedules.
 ///
 /// # Safety
 /// As for `MPI_Bcast`: `buffer` holds `count` elements of `datatype`.
@@ -430,61 +640,62 @@ pub unsafe fn bcast(
     comm: MPI_Comm,
 ) -> c_int {
     let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
-    // Outside MPI's lifetime, and arguments the library rejects before any
-    // communication: its own MPI_Bcast reports them.
-    if !cffi::initialized()
-        || cffi::finalized()
-        || comm == cffi::comm_null()
+    // Outside colltune's lifetime (so outside MPI's), and arguments the
+    // library rejects before any communication: its own MPI_Bcast reports
+    // them.
+    let Some(g) = active() else {
+        return library();
+    };
+    if comm == cffi::comm_null()
         || datatype == cffi::datatype_null()
         || count < 0
         || buffer == cffi::in_place()
     {
         return library();
     }
-    let Some(state) = state(comm) else {
+    let Some(state) = state(g, comm) else {
         return library();
     };
-    let CommState::Colltune(sel) = &*state else {
+    let CommState::Colltune { routes, sel } = &*state else {
         return library();
     };
-    let sel = lock(sel);
-    let Some(root) = usize::try_from(root)
-        .ok()
-        .filter(|&r| r < sel.comm().size())
-    else {
+    let Some(root) = usize::try_from(root).ok().filter(|&r| r < routes.size()) else {
         return library();
     };
     // The library's own checks of the datatype and buffer (committed,
     // valid, data where the buffer says), without a message.
-    if cffi::check_message(buffer, count, datatype, sel.comm().raw()).is_err() {
+    let Some((size, dense)) = self::datatype(buffer, count, datatype, routes.raw()) else {
         return library();
-    }
-    let Some(bytes) = cffi::type_size(datatype)
-        .ok()
-        .and_then(|s| s.checked_mul(count as u64))
-    else {
+    };
+    let Some(bytes) = size.checked_mul(count as u64) else {
         return library();
     };
     // From here only what every rank shares decides: the bytes, the root,
     // the communicator.
     if bytes > MAX_BYTES {
-        sel.trace(
-            "bcast",
-            bytes,
-            Some(root),
-            &"the MPI library's own collective (more than 2^31 - 1 bytes)",
-        );
-        return library();
-    }
-    let choice = sel.choose(Collective::Bcast, bytes);
-    if choice.algorithm.is_none() {
-        if let Some(f) = choice.library {
-            return forced_bcast(&sel, f, buffer, count, datatype, bytes, root, comm);
+        if routes.tracing() {
+            lock(sel).trace(
+                "bcast",
+                bytes,
+                Some(root),
+                &"the MPI library's own collective (more than 2^31 - 1 bytes)",
+            );
         }
-        sel.trace("bcast", bytes, Some(root), choice);
         return library();
     }
-    match bcast_bytes(&sel, buffer, count, datatype, bytes, root) {
+    let route = routes.bcast(bytes);
+    if let Route::Library(choice) = route {
+        if let Some(f) = choice.library {
+            return forced_bcast(sel, f, buffer, count, datatype, bytes, root, comm);
+        }
+        if routes.tracing() {
+            lock(sel).trace("bcast", bytes, Some(root), choice);
+        }
+        return library();
+    }
+    match bcast_bytes(
+        routes, sel, route, buffer, count, datatype, dense, bytes, root,
+    ) {
         Ok(()) => SUCCESS,
         Err(e) => error_code(comm, &e),
     }
@@ -501,7 +712,7 @@ pub unsafe fn bcast(
 /// As for `MPI_Bcast`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn forced_bcast(
-    sel: &CommSelector,
+    sel: &Mutex<CommSelector>,
     f: colltune_core::ompi::Forced,
     buffer: *mut c_void,
     count: c_int,
@@ -510,6 +721,7 @@ unsafe fn forced_bcast(
     root: usize,
     comm: MPI_Comm,
 ) -> c_int {
+    let sel = lock(sel);
     let choice = sel.choose(Collective::Bcast, bytes);
     let Some(forced) = sel.library_comm(f) else {
         sel.trace(
@@ -518,9 +730,11 @@ unsafe fn forced_bcast(
             Some(root),
             &format_args!("{choice}; forcing is unavailable here: the MPI library's default"),
         );
+        drop(sel);
         return cffi::user_bcast(buffer, count, datatype, root as c_int, comm);
     };
     sel.trace("bcast", bytes, Some(root), choice);
+    drop(sel);
     let rc = cffi::user_bcast(buffer, count, datatype, root as c_int, forced);
     if rc != SUCCESS {
         cffi::comm_call_errhandler(comm, rc);
@@ -528,36 +742,72 @@ unsafe fn forced_bcast(
     rc
 }
 
+/// Runs `route` on `buf`: [`Route::Direct`] without a lock, [`Route::Plan`]
+/// through the communicator's selector.
+///
+/// # Safety
+/// `routes` belong to `sel`'s communicator, which is alive.
+unsafe fn run_route(
+    routes: &Routes,
+    sel: &Mutex<CommSelector>,
+    route: Route<'_>,
+    buf: &mut [u8],
+    root: usize,
+) -> Result<(), TransportError> {
+    match route {
+        Route::Direct(choice, tree) => {
+            if routes.tracing() {
+                let what = format_args!("{choice}; direct path");
+                lock(sel).trace("bcast", buf.len() as u64, Some(root), &what);
+            }
+            routes.direct(tree, buf, root)?;
+        }
+        Route::Plan(_) | Route::Library(_) => {
+            lock(sel).bcast(buf, root)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the chosen algorithm on the call's `bytes`: in the user's buffer
 /// when its datatype lays them out in signature order, else in a packed
 /// copy (packed at the root, unpacked elsewhere).
 ///
 /// # Safety
-/// `buffer` holds `count` elements of `dt`, `bytes` of signature.
+/// `buffer` holds `count` elements of `dt`, `bytes` of signature; `dense`
+/// is whether `dt` is contiguous, where known.
+#[allow(clippy::too_many_arguments)]
 unsafe fn bcast_bytes(
-    sel: &CommSelector,
+    routes: &Routes,
+    sel: &Mutex<CommSelector>,
+    route: Route<'_>,
     buffer: *mut c_void,
     count: c_int,
     dt: MPI_Datatype,
+    dense: Option<bool>,
     bytes: u64,
     root: usize,
 ) -> Result<(), TransportError> {
     let n = bytes as usize;
     if n == 0 {
-        sel.bcast(&mut [], root)?;
-        return Ok(());
+        return run_route(routes, sel, route, &mut [], root);
     }
-    if !buffer.is_null() && contiguous(dt)? {
-        sel.bcast(std::slice::from_raw_parts_mut(buffer.cast(), n), root)?;
-        return Ok(());
+    if !buffer.is_null()
+        && match dense {
+            Some(d) => d,
+            None => contiguous(dt)?,
+        }
+    {
+        let buf = std::slice::from_raw_parts_mut(buffer.cast(), n);
+        return run_route(routes, sel, route, buf, root);
     }
     let mut packed = vec![0u8; n];
-    let dup = sel.comm().raw();
-    let at_root = sel.comm().rank() == root;
+    let dup = routes.raw();
+    let at_root = routes.rank() == root;
     if at_root {
         packed_all(cffi::pack(buffer, count, dt, &mut packed, dup)?, n)?;
     }
-    sel.bcast(&mut packed, root)?;
+    run_route(routes, sel, route, &mut packed, root)?;
     if !at_root {
         cffi::unpack(&packed, buffer, count, dt, dup)?;
     }
@@ -657,18 +907,16 @@ pub unsafe fn swap_call(
             None => SUCCESS,
         }
     };
-    if !cffi::initialized()
-        || cffi::finalized()
-        || comm == cffi::comm_null()
-        || datatype == cffi::datatype_null()
-        || count < 0
-    {
-        return library();
-    }
-    let Some(state) = state(comm) else {
+    let Some(g) = active() else {
         return library();
     };
-    let CommState::Colltune(sel) = &*state else {
+    if comm == cffi::comm_null() || datatype == cffi::datatype_null() || count < 0 {
+        return library();
+    }
+    let Some(state) = state(g, comm) else {
+        return library();
+    };
+    let CommState::Colltune { sel, .. } = &*state else {
         return library();
     };
     let sel = lock(sel);
@@ -732,14 +980,17 @@ pub unsafe fn explain(comm: MPI_Comm, bytes: u64) -> String {
     if !cffi::initialized() || cffi::finalized() || comm == cffi::comm_null() {
         return format!("MPI is not running: {library}");
     }
-    match state(comm).map(|s| &*s) {
+    let Some(g) = active() else {
+        return format!("colltune is not initialised: {library}");
+    };
+    match state(g, comm).map(|s| &*s) {
         None => format!("colltune is not initialised: {library}"),
         Some(CommState::Library) => format!(
             "an intercommunicator, or one colltune could not set up on every rank: {library}"
         ),
         Some(_) if bytes > MAX_BYTES => format!("more than 2^31 - 1 bytes: {library}"),
-        Some(CommState::Colltune(s)) => {
-            let g = lock(s);
+        Some(CommState::Colltune { sel, .. }) => {
+            let g = lock(sel);
             format!(
                 "bcast: {}; swap: {}",
                 g.choose(Collective::Bcast, bytes),
@@ -763,4 +1014,190 @@ pub unsafe fn explain_into(comm: MPI_Comm, bytes: i64, out: *mut c_char, len: c_
         *out.add(n) = 0;
     }
     SUCCESS
+}
+
+/// Per-layer cost of the call path, for `benches/callpath.rs` (not an API).
+/// Each layer is timed on its own over `iters` calls, `trials` times; the
+/// local layers (no communication) loop on each rank alone, the whole call
+/// back to back on every rank of `MPI_COMM_WORLD`'s duplicate. Times in
+/// nanoseconds per call, one `Vec` of trials per layer.
+#[doc(hidden)]
+pub mod layers {
+    use super::*;
+    use crate::transport::mpi::Buffers;
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    /// (layer name, per-trial ns per call).
+    pub type Times = Vec<(&'static str, Vec<f64>)>;
+
+    fn time(iters: usize, mut f: impl FnMut()) -> f64 {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        t.elapsed().as_nanos() as f64 / iters as f64
+    }
+
+    /// Runs `f` on rank 0 of `comm` while the others sleep (polling for
+    /// its end every 200 us), so they do not spin on the cores it uses.
+    unsafe fn quiet(comm: MPI_Comm, me: usize, f: impl FnOnce()) {
+        let mut byte = 0u8;
+        if me == 0 {
+            f();
+            let n = cffi::comm_size(comm).unwrap_or(1);
+            for r in 1..n {
+                let _ = cffi::send(
+                    &byte,
+                    1,
+                    r,
+                    77,
+                    colltune_algorithms::SendMode::Standard,
+                    comm,
+                );
+            }
+        } else {
+            let Ok(mut req) = cffi::irecv(&mut byte, 1, 0, 77, comm) else {
+                return;
+            };
+            loop {
+                let mut flag: c_int = 0;
+                mpi::ffi::PMPI_Test(&mut req, &mut flag, mpi::ffi::RSMPI_STATUS_IGNORE);
+                if flag != 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+    }
+
+    /// # Safety
+    /// MPI and colltune are initialised (`mpi_init`).
+    pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
+        let mut comm = cffi::comm_null();
+        // A communicator of the application's own (as IMB's), not the world.
+        let world = cffi::comm_world();
+        assert_eq!(
+            mpi::ffi::PMPI_Comm_dup(world, &mut comm),
+            SUCCESS,
+            "MPI_Comm_dup"
+        );
+        let dt = mpi::ffi::RSMPI_UINT8_T;
+        let mut buf = vec![0u8; bytes.max(1)];
+        let p = buf.as_mut_ptr().cast::<c_void>();
+        let count = bytes as c_int;
+        // First call sets the communicator up (collective).
+        bcast(p, count, dt, 0, comm);
+        let g = active().expect("colltune initialised");
+        let st = state(g, comm).expect("colltune initialised");
+        let CommState::Colltune { routes, sel } = &*st else {
+            panic!("the communicator was not set up")
+        };
+        let mut out: Times = Vec::new();
+        let mut add = |name: &'static str, v: f64| match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => t.push(v),
+            None => out.push((name, vec![v])),
+        };
+        let me = cffi::comm_rank(comm).unwrap_or(0);
+        let route = routes.bcast(bytes as u64);
+        // A communicator of one rank: the library's broadcast sends nothing,
+        // so colltune's call against the library's is the interposition's
+        // own cost, without the noise of communication.
+        let mut single = cffi::comm_null();
+        assert_eq!(
+            mpi::ffi::PMPI_Comm_dup(cffi::comm_self(), &mut single),
+            SUCCESS,
+            "MPI_Comm_dup"
+        );
+        bcast(p, count, dt, 0, single);
+        for _ in 0..trials {
+            // The local layers on rank 0 alone, the other ranks asleep (not
+            // spinning in MPI on the same cores).
+            quiet(comm, me, || {
+                add(
+                    "attribute lookup (per-thread cache)",
+                    time(iters, || {
+                        black_box(state(g, black_box(comm)));
+                    }),
+                );
+                add(
+                    "attribute lookup (MPI_Comm_get_attr)",
+                    time(iters, || {
+                        black_box(state_slow(g, black_box(comm)));
+                    }),
+                );
+                add(
+                    "datatype (cache; probe, size, envelope)",
+                    time(iters, || {
+                        black_box(datatype(p, count, black_box(dt), routes.raw()));
+                    }),
+                );
+                add(
+                    "decision and route",
+                    time(iters, || {
+                        black_box(routes.bcast(black_box(bytes as u64)));
+                    }),
+                );
+                let ours = time(iters, || {
+                    black_box(bcast(p, count, dt, 0, black_box(single)));
+                });
+                let theirs = time(iters, || {
+                    black_box(cffi::user_bcast(p, count, dt, 0, black_box(single)));
+                });
+                add("1 rank: MPI_Bcast through colltune", ours);
+                add("1 rank: PMPI_Bcast", theirs);
+                add("1 rank: colltune's own cost (difference)", ours - theirs);
+                add(
+                    "plan lookup (general path: lock + cache)",
+                    time(iters, || {
+                        let _ = black_box(lock(sel).bench_plan(black_box(bytes as u64), 0));
+                    }),
+                );
+            });
+            let _ = cffi::barrier(comm);
+            if let Route::Direct(_, tree) = route {
+                let b = &mut buf[..bytes];
+                add(
+                    "executor, direct path (back to back)",
+                    time(iters, || {
+                        let _ = routes.direct(tree, b, 0);
+                    }),
+                );
+                let _ = cffi::barrier(comm);
+            }
+            let g = lock(sel);
+            if let Ok(Some((plan, exec))) = &g.bench_plan(bytes as u64, 0) {
+                let b = &mut buf[..bytes];
+                add(
+                    "executor, general plan (back to back)",
+                    time(iters, || {
+                        let _ = crate::transport::mpi::execute(
+                            g.comm(),
+                            plan,
+                            *exec,
+                            Buffers::bcast(b),
+                        );
+                    }),
+                );
+            }
+            drop(g);
+            let _ = cffi::barrier(comm);
+            add(
+                "MPI_Bcast through colltune (back to back)",
+                time(iters, || {
+                    black_box(bcast(p, count, dt, 0, comm));
+                }),
+            );
+            let _ = cffi::barrier(comm);
+            add(
+                "PMPI_Bcast, the library (back to back)",
+                time(iters, || {
+                    black_box(cffi::user_bcast(p, count, dt, 0, comm));
+                }),
+            );
+            let _ = cffi::barrier(comm);
+        }
+        let _ = mpi::ffi::PMPI_Comm_free(&mut single);
+        out
+    }
 }

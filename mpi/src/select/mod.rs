@@ -21,7 +21,11 @@
 //! node map (built once), the table's rules for its shape, and prepared
 //! schedules per (choice, root, size), reused across calls.
 
+pub mod direct;
 mod library;
+mod route;
+
+pub use route::{Route, Routes};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -239,6 +243,16 @@ impl CommSelector {
         self.key
     }
 
+    pub fn settings(&self) -> &RuntimeSettings {
+        &self.sel.settings
+    }
+
+    /// The lock-free dispatch of this communicator's broadcasts (valid as
+    /// long as this selector lives).
+    pub fn routes(&self) -> Routes {
+        Routes::new(self)
+    }
+
     /// The decision for a call of `bytes` (no MPI; what a trace shows).
     pub fn choose(&self, c: Collective, bytes: u64) -> &Choice {
         self.decisions(c).choose(bytes).0
@@ -280,6 +294,24 @@ impl CommSelector {
         }
         plans.insert(key, Arc::clone(&p));
         Ok(p)
+    }
+
+    /// The prepared broadcast schedule a call of `bytes` from `root` runs
+    /// (None: the library's); for `benches/callpath.rs`.
+    #[doc(hidden)]
+    pub fn bench_plan(
+        &self,
+        bytes: u64,
+        root: usize,
+    ) -> Result<Option<(Arc<Plan>, Execution)>, TransportError> {
+        let (choice, id) = self.bcast.choose(bytes);
+        match &choice.algorithm {
+            Some((spec, exec)) => Ok(Some((
+                self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?,
+                *exec,
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// With `COLLTUNE_TRACE`, one line saying what a call of `bytes` ran

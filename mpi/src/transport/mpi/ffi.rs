@@ -78,6 +78,11 @@ pub fn comm_world() -> MPI_Comm {
     unsafe { ffi::RSMPI_COMM_WORLD }
 }
 
+pub fn comm_self() -> MPI_Comm {
+    // SAFETY: reading an immutable MPI handle.
+    unsafe { ffi::RSMPI_COMM_SELF }
+}
+
 pub fn comm_null() -> MPI_Comm {
     // SAFETY: reading an immutable MPI handle.
     unsafe { ffi::RSMPI_COMM_NULL }

@@ -1,0 +1,151 @@
+//! The per-call dispatch of a broadcast, without a lock: what every choice
+//! of one communicator runs, worked out once when the communicator is set
+//! up ([`Routes`], immutable, shared by every thread), and per call a
+//! binary search over the rules and one match ([`Route`]).
+//!
+//! - [`Route::Library`]: the library's own `MPI_Bcast` with the user's
+//!   arguments;
+//! - [`Route::Direct`]: a tree pass over the whole message
+//!   ([`direct`](super::direct)): linear, binomial, k-nomial, binary, and
+//!   chain or pipeline when the message is one segment;
+//! - [`Route::Plan`]: anything else, through a prepared schedule and the
+//!   general executor ([`CommSelector::bcast`](super::CommSelector::bcast),
+//!   under the communicator's lock).
+
+use colltune_algorithms::Collective;
+
+use super::direct::{self, Tree};
+use super::{Choice, CommSelector, Decisions, Trace};
+use crate::transport::mpi::ffi::MPI_Comm;
+use crate::transport::mpi::MpiError;
+
+/// What a decision runs, worked out once per rule.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Library,
+    /// A tree and its segment size (0: none).
+    Tree(Tree, u64),
+    General,
+}
+
+/// How one call runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Route<'a> {
+    /// The MPI library's own collective.
+    Library(&'a Choice),
+    /// One tree pass over the whole message, as plain point-to-point calls.
+    Direct(&'a Choice, Tree),
+    /// A prepared schedule through the general executor.
+    Plan(&'a Choice),
+}
+
+/// A communicator's broadcast decisions and what each runs; immutable once
+/// built, so any thread reads it without a lock.
+pub struct Routes {
+    /// The private duplicate (owned by the `CommSelector` these were made
+    /// from, which outlives them in the caller's state).
+    comm: MPI_Comm,
+    rank: usize,
+    size: usize,
+    trace: bool,
+    bcast: Decisions,
+    /// By rule index.
+    kinds: Vec<Kind>,
+    forced: Kind,
+    fallback: Kind,
+}
+
+// SAFETY: `comm` is an MPI handle (process-wide, used only in calls MPI
+// allows from any thread under MPI_THREAD_MULTIPLE); the rest is plain data
+// never written after construction.
+unsafe impl Send for Routes {}
+unsafe impl Sync for Routes {}
+
+fn kind(c: &Choice) -> Kind {
+    match &c.algorithm {
+        None => Kind::Library,
+        Some((spec, exec)) => match direct::tree_of(spec, *exec) {
+            Some((t, seg)) => Kind::Tree(t, seg),
+            None => Kind::General,
+        },
+    }
+}
+
+impl Routes {
+    /// The routes of `sel`'s broadcasts; valid as long as `sel` lives.
+    pub fn new(sel: &CommSelector) -> Routes {
+        let bcast = sel.decisions(Collective::Bcast).clone();
+        let kinds = bcast.rules().iter().map(|r| kind(&r.choice)).collect();
+        // Decisions::choose answers a forced choice and the fallback with
+        // ids past the rules.
+        let forced = bcast.forced().map_or(Kind::Library, kind);
+        let fallback = kind(bcast.fallback());
+        Routes {
+            comm: sel.comm().raw(),
+            rank: sel.comm().rank(),
+            size: sel.comm().size(),
+            trace: sel.settings().trace != Trace::Off,
+            bcast,
+            kinds,
+            forced,
+            fallback,
+        }
+    }
+
+    /// The communicator's size.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// This process's rank in the communicator.
+    #[inline]
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The private duplicate.
+    #[inline]
+    pub(crate) fn raw(&self) -> MPI_Comm {
+        self.comm
+    }
+
+    /// Whether calls are traced (`COLLTUNE_TRACE`): then the caller takes
+    /// the lock to write the line.
+    #[inline]
+    pub fn tracing(&self) -> bool {
+        self.trace
+    }
+
+    /// How a broadcast of `bytes` runs: no allocation, no lock.
+    #[inline]
+    pub fn bcast(&self, bytes: u64) -> Route<'_> {
+        let (choice, id) = self.bcast.choose(bytes);
+        let k = match self.kinds.get(id) {
+            Some(k) => *k,
+            None if self.bcast.forced().is_some() => self.forced,
+            None => self.fallback,
+        };
+        match k {
+            Kind::Library => Route::Library(choice),
+            Kind::Tree(t, seg) if direct::one_segment(bytes, seg) => Route::Direct(choice, t),
+            Kind::Tree(..) | Kind::General => Route::Plan(choice),
+        }
+    }
+
+    /// Runs [`Route::Direct`]'s `tree` on `buf` from `root`.
+    ///
+    /// # Safety
+    /// The communicator these routes were made from is alive.
+    pub unsafe fn direct(&self, tree: Tree, buf: &mut [u8], root: usize) -> Result<(), MpiError> {
+        direct::run(
+            self.comm,
+            self.rank,
+            self.size,
+            root,
+            tree,
+            buf.as_mut_ptr(),
+            buf.len() as u64,
+        )
+    }
+}
