@@ -185,10 +185,21 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                     r.label()
                 );
                 if let (Some(tm), Some(at)) = (r.time_us, r.at_bytes) {
-                    println!("  measured: {tm:.2} us at {}", human_bytes(at));
+                    println!(
+                        "  measured: {tm:.2} us at {} ({} calls)",
+                        human_bytes(at),
+                        t.provenance.pattern
+                    );
                 }
-                if let (Some(u), Some(m)) = (&r.runner_up, r.margin) {
-                    println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m);
+                match (&r.runner_up, r.margin) {
+                    (Some(u), Some(m)) if m >= 0.0 => {
+                        println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m)
+                    }
+                    (Some(u), Some(m)) => println!(
+                        "  runner-up there: {u}, {:.1}% faster (within noise: merged into this rule)",
+                        -100.0 * m
+                    ),
+                    _ => {}
                 }
             }
         }

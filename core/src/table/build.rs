@@ -14,7 +14,8 @@
 //! whose median exceeds the fastest median by at most the tolerance there:
 //! the larger of the two subjects' run-to-run spreads (largest run median
 //! over smallest, minus one; with one run, the interquartile range over the
-//! median), never below the floor `tolerance` and never above `max_noise`.
+//! median; none for simulated samples, which are deterministic), never
+//! below the floor `tolerance` and never above `max_noise`.
 //! Over the measured sizes in order, a dynamic programme then picks the
 //! fewest contiguous segments, each with one choice that is within noise at
 //! every size it covers (a choice not measured at a size cannot cover it);
@@ -218,7 +219,9 @@ pub type Stats = BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String),
 
 /// Median and noise of every colltune subject at every measured point.
 pub fn point_stats(samples: &[Sample]) -> Stats {
-    type Runs = BTreeMap<u32, Vec<f64>>;
+    // (simulated, times per run): a model is deterministic, its spread
+    // over repetitions is the roots', not noise.
+    type Runs = (bool, BTreeMap<u32, Vec<f64>>);
     let mut raw: BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String), Runs>> =
         BTreeMap::new();
     for s in samples.iter().filter(|s| is_choice(s)) {
@@ -228,21 +231,25 @@ pub fn point_stats(samples: &[Sample]) -> Stats {
             ppn: s.ppn,
             nodes: s.nodes,
         };
-        raw.entry((c, key, s.bytes))
+        let e = raw
+            .entry((c, key, s.bytes))
             .or_default()
             .entry((s.spec.clone(), s.execution.clone()))
-            .or_default()
-            .entry(s.run)
-            .or_default()
-            .push(s.time_us);
+            .or_default();
+        e.0 |= s.source.starts_with("simulated");
+        e.1.entry(s.run).or_default().push(s.time_us);
     }
     raw.into_iter()
         .map(|(k, subj)| {
             let v = subj
                 .into_iter()
-                .map(|(label, runs)| {
+                .map(|(label, (simulated, runs))| {
                     let runs: Vec<Vec<f64>> = runs.into_values().collect();
-                    (label, stat_of(&runs))
+                    let mut st = stat_of(&runs);
+                    if simulated {
+                        st.noise = 0.0;
+                    }
+                    (label, st)
                 })
                 .collect();
             (k, v)
