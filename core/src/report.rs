@@ -16,7 +16,9 @@ pub struct SeriesKey {
     pub ppn: u32,
     pub nodes: u32,
     pub cache: String,
-    pub iterations: u32,
+    /// The calls a repetition times: `1 call(s)/rep`, or `back-to-back`
+    /// (blocks sized per point, so the block length is no key).
+    pub calls: String,
     pub overlap: String,
     pub spec: String,
     pub execution: String,
@@ -30,7 +32,11 @@ impl SeriesKey {
             ppn: s.ppn,
             nodes: s.nodes,
             cache: s.cache.clone(),
-            iterations: s.iterations,
+            calls: if s.pattern == crate::method::Pattern::BackToBack.name() {
+                "back-to-back calls".into()
+            } else {
+                format!("{} call(s)/rep", s.iterations)
+            },
             overlap: fmt_num(s.overlap_us),
             spec: s.spec.clone(),
             execution: s.execution.clone(),
@@ -103,8 +109,8 @@ pub fn imb_tables(all: &Series) -> String {
         let _ = writeln!(out, "# Benchmarking {} {}", k.collective, k.label());
         let _ = writeln!(
             out,
-            "# #processes = {} ({} node(s), {} per node); cache {}; {} call(s) per repetition; overlap {} us",
-            k.ranks, k.nodes, k.ppn, k.cache, k.iterations, k.overlap
+            "# #processes = {} ({} node(s), {} per node); cache {}; {}; overlap {} us",
+            k.ranks, k.nodes, k.ppn, k.cache, k.calls, k.overlap
         );
         let _ = writeln!(
             out,
@@ -183,8 +189,8 @@ pub fn comparison(all: &Series) -> String {
         let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_ompi_tuned());
         let _ = writeln!(
             out,
-            "== {} on {} ranks ({} node(s) x {} per node), cache {}, {} call(s)/rep, overlap {} us: medians in usec",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.iterations, ctx.overlap
+            "== {} on {} ranks ({} node(s) x {} per node), cache {}, {}, overlap {} us: medians in usec",
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.calls, ctx.overlap
         );
         let _ = write!(
             out,

@@ -68,12 +68,12 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     };
     let coll: Collective = ctx.collective.parse().map_err(UsageError)?;
     let title = format!(
-        "{} on {} ranks ({} node(s) x {}), {} calls/rep, overlap {} us{}",
+        "{} on {} ranks ({} node(s) x {}), {}, overlap {} us{}",
         ctx.collective,
         ctx.ranks,
         ctx.nodes,
         ctx.ppn,
-        ctx.iterations,
+        ctx.calls,
         ctx.overlap,
         samples
             .first()
