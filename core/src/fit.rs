@@ -160,7 +160,7 @@ pub fn fit_table(all: &Series, keep: impl Fn(&SeriesKey) -> bool, knee_drop: f64
             let _ = writeln!(
                 out,
                 "\n== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: T(n) = latency + n / bandwidth",
-                ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls, ctx.overlap
+                ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
             );
             let _ = writeln!(
                 out,

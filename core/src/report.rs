@@ -16,9 +16,9 @@ pub struct SeriesKey {
     pub ppn: u32,
     pub nodes: u32,
     pub cache: String,
-    /// The calls a repetition times: `1 call(s)/rep`, or `back-to-back`
-    /// (blocks sized per point, so the block length is no key).
-    pub calls: String,
+    /// Calls per repetition; 0 for back-to-back blocks (sized per point, so
+    /// their length is no key).
+    pub iterations: u32,
     pub overlap: String,
     pub spec: String,
     pub execution: String,
@@ -32,10 +32,10 @@ impl SeriesKey {
             ppn: s.ppn,
             nodes: s.nodes,
             cache: s.cache.clone(),
-            calls: if s.pattern == crate::method::Pattern::BackToBack.name() {
-                "back-to-back calls".into()
+            iterations: if s.pattern == crate::method::Pattern::BackToBack.name() {
+                0
             } else {
-                format!("{} call(s)/rep", s.iterations)
+                s.iterations
             },
             overlap: fmt_num(s.overlap_us),
             spec: s.spec.clone(),
@@ -44,6 +44,20 @@ impl SeriesKey {
     }
     pub fn label(&self) -> String {
         colltune_algorithms::label(&self.spec, &self.execution)
+    }
+    /// `1 call(s)/rep`, or `back-to-back calls`.
+    pub fn calls(&self) -> String {
+        match self.iterations {
+            0 => "back-to-back calls".into(),
+            n => format!("{n} call(s)/rep"),
+        }
+    }
+    /// `1 call(s) per repetition`, or `back-to-back blocks of calls`.
+    pub fn calls_long(&self) -> String {
+        match self.iterations {
+            0 => "back-to-back blocks of calls".into(),
+            n => format!("{n} call(s) per repetition"),
+        }
     }
     /// The key without the subject: which series are comparable.
     pub fn context(&self) -> SeriesKey {
@@ -110,7 +124,12 @@ pub fn imb_tables(all: &Series) -> String {
         let _ = writeln!(
             out,
             "# #processes = {} ({} node(s), {} per node); cache {}; {}; overlap {} us",
-            k.ranks, k.nodes, k.ppn, k.cache, k.calls, k.overlap
+            k.ranks,
+            k.nodes,
+            k.ppn,
+            k.cache,
+            k.calls_long(),
+            k.overlap
         );
         let _ = writeln!(
             out,
@@ -190,7 +209,7 @@ pub fn comparison(all: &Series) -> String {
         let _ = writeln!(
             out,
             "== {} on {} ranks ({} node(s) x {} per node), cache {}, {}, overlap {} us: medians in usec",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.calls, ctx.overlap
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.calls(), ctx.overlap
         );
         let _ = write!(
             out,

@@ -427,7 +427,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
         let n = points.get(ctx).copied().unwrap_or(0);
         println!(
             "== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: fastest at {n} measured sizes",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls, ctx.overlap
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
         );
         let mut rows: Vec<(&String, usize)> = wins
             .iter()

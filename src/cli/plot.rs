@@ -73,7 +73,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         ctx.ranks,
         ctx.nodes,
         ctx.ppn,
-        ctx.calls,
+        ctx.calls(),
         ctx.overlap,
         samples
             .first()
