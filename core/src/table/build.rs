@@ -214,16 +214,18 @@ pub struct Stat {
     pub noise: f64,
 }
 
+/// Every subject's statistics at one point, by (spec, execution).
+pub type PointStats = BTreeMap<(String, String), Stat>;
 /// Per (collective, comm, bytes): every subject's statistics.
-pub type Stats = BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String), Stat>>;
+pub type Stats = BTreeMap<(Collective, CommKey, u64), PointStats>;
 
 /// Median and noise of every colltune subject at every measured point.
 pub fn point_stats(samples: &[Sample]) -> Stats {
     // (simulated, times per run): a model is deterministic, its spread
     // over repetitions is the roots', not noise.
     type Runs = (bool, BTreeMap<u32, Vec<f64>>);
-    let mut raw: BTreeMap<(Collective, CommKey, u64), BTreeMap<(String, String), Runs>> =
-        BTreeMap::new();
+    type Subjects = BTreeMap<(String, String), Runs>;
+    let mut raw: BTreeMap<(Collective, CommKey, u64), Subjects> = BTreeMap::new();
     for s in samples.iter().filter(|s| is_choice(s)) {
         let Some(c) = s.collective() else { continue };
         let key = CommKey {
@@ -320,7 +322,7 @@ struct Cell {
 /// Rules for one collective and communicator: the fewest segments whose
 /// choice is within noise at every measured size they cover.
 fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
-    let points: Vec<(u64, &BTreeMap<(String, String), Stat>)> = st
+    let points: Vec<(u64, &PointStats)> = st
         .range((c, key, 0)..=(c, key, u64::MAX))
         .map(|(&(_, _, b), m)| (b, m))
         .collect();
@@ -481,7 +483,7 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
 }
 
 /// The fastest subject and the runner-up at each point.
-fn decisions_of(points: &[(u64, &BTreeMap<(String, String), Stat>)]) -> Vec<Decision> {
+fn decisions_of(points: &[(u64, &PointStats)]) -> Vec<Decision> {
     points
         .iter()
         .filter_map(|(bytes, subj)| {
