@@ -269,3 +269,85 @@ fn bad_input_is_refused_clearly() {
         text(&o)
     );
 }
+
+/// `bench --pattern` at 2 and 3 ranks: the CSV records the pattern; a
+/// back-to-back repetition is a block of whole root rotations (its calls in
+/// `iterations`), successive blocks starting from successive roots.
+#[test]
+fn bench_records_each_call_pattern() {
+    let dir = tmpdir("pattern");
+    for ranks in [2usize, 3] {
+        for pattern in ["synchronized", "back-to-back"] {
+            let csv = dir.join(format!("{pattern}-np{ranks}.csv"));
+            let mut c = mpirun(ranks);
+            c.arg(colltune()).args([
+                "bench",
+                "--collective",
+                "bcast",
+                "-a",
+                "linear",
+                "-a",
+                "binomial",
+                "--executions",
+                "blocking",
+                "--sizes",
+                "1,4K",
+                "--runs",
+                "2",
+                "--budget-ms",
+                "5",
+                "--baseline",
+                "mpi",
+                "--pattern",
+                pattern,
+                "--csv",
+            ]);
+            c.arg(&csv);
+            let o = run(c);
+            let out = text(&o);
+            assert!(o.status.success(), "{ranks} ranks, {pattern}: {out}");
+            assert!(out.contains(&format!("pattern {pattern}")), "{out}");
+            let header = std::fs::read_to_string(&csv).unwrap();
+            assert!(header.lines().next().unwrap().contains(",pattern,"));
+            let s = samples(&csv);
+            assert!(!s.is_empty());
+            assert!(
+                s.iter().all(|x| x.pattern == pattern),
+                "{ranks} ranks, {pattern}: patterns {:?}",
+                colltune_core::table::build::patterns(&s)
+            );
+            if pattern == "back-to-back" {
+                for x in &s {
+                    assert!(
+                        x.iterations >= ranks as u32 && x.iterations % ranks as u32 == 0,
+                        "a block is whole rotations: {x:?}"
+                    );
+                }
+                let roots: std::collections::BTreeSet<i64> = s.iter().map(|x| x.root).collect();
+                assert_eq!(
+                    roots.len(),
+                    ranks,
+                    "blocks start from every root: {roots:?}"
+                );
+                assert!(out.contains("back-to-back calls"), "{out}");
+            } else {
+                assert!(s.iter().all(|x| x.iterations == 1));
+            }
+        }
+    }
+    // A back-to-back block sizes itself: --iterations is refused, before MPI.
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["bench", "--pattern", "back-to-back", "--iterations", "4"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--iterations"), "{}", text(&o));
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["bench", "--pattern", "imb"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("back-to-back"), "{}", text(&o));
+}

@@ -212,3 +212,69 @@ fn never_overwrites_and_refuses_foreign_resumes() {
     );
     assert_eq!(std::fs::read(&csv).unwrap(), before, "the CSV was changed");
 }
+
+/// `tune --pattern back-to-back`: the samples, the sidecar and the table's
+/// provenance record it; `table build` keeps it and refuses to mix patterns.
+#[test]
+fn a_back_to_back_tune_records_its_pattern() {
+    let dir = tmpdir("tune-b2b");
+    let o = run(tune(
+        2,
+        &dir,
+        &[
+            "--collective",
+            "bcast",
+            "--sizes",
+            "1,4K",
+            "--pattern",
+            "back-to-back",
+        ],
+    ));
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("pattern: back-to-back"), "{out}");
+    assert!(out.contains("compaction: "), "{out}");
+    let t = colltune_core::table::load(&dir.join("table.yaml")).unwrap();
+    assert_eq!(t.provenance.pattern, "back-to-back");
+    let c = t
+        .provenance
+        .compaction
+        .clone()
+        .expect("compacted by default");
+    assert!(c.rules_after <= c.rules_before, "{c:?}");
+    let csv = dir.join("raw.csv");
+    let s = colltune_core::record::read(&csv).unwrap();
+    assert!(s.iter().all(|x| x.pattern == "back-to-back"));
+    let side = std::fs::read_to_string(dir.join("raw.csv.tune.yaml")).unwrap();
+    assert!(side.contains("pattern: back-to-back"), "{side}");
+
+    // table build keeps the recorded pattern
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["table", "build"]).arg(&csv);
+        c
+    });
+    assert!(o.status.success(), "{}", text(&o));
+    let built = String::from_utf8_lossy(&o.stdout);
+    assert!(built.contains("pattern: back-to-back"), "{built}");
+
+    // ... and refuses a mixture, naming the files
+    let old = dir.join("synchronized.csv");
+    let mut w = colltune_core::record::Writer::open(&old, false).unwrap();
+    w.write(&[colltune_core::record::sample(
+        "linear", "blocking", 1, 1, 1.0,
+    )])
+    .unwrap();
+    drop(w);
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["table", "build"]).arg(&csv).arg(&old);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = text(&o);
+    assert!(
+        e.contains("mix call patterns") && e.contains("synchronized.csv: synchronized"),
+        "{e}"
+    );
+}

@@ -159,8 +159,8 @@ pub fn fit_table(all: &Series, keep: impl Fn(&SeriesKey) -> bool, knee_drop: f64
         if last_ctx.as_ref() != Some(&ctx) {
             let _ = writeln!(
                 out,
-                "\n== {} on {} ranks ({} node(s)), cache {}, {} call(s)/rep, overlap {} us: T(n) = latency + n / bandwidth",
-                ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.iterations, ctx.overlap
+                "\n== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: T(n) = latency + n / bandwidth",
+                ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
             );
             let _ = writeln!(
                 out,

@@ -17,6 +17,7 @@
 
 pub use colltune_algorithms as algorithms;
 
+pub mod agreement;
 pub mod calibrate;
 pub mod compare;
 pub mod decide;

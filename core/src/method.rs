@@ -128,6 +128,68 @@ impl std::str::FromStr for SyncMode {
     }
 }
 
+/// The call pattern a repetition times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pattern {
+    /// One call per repetition, the ranks started together ([`SyncMode`]):
+    /// the latency of a call that every rank enters at once (OSU). What an
+    /// application pays when it broadcasts between computation phases and
+    /// needs the data before computing on.
+    #[default]
+    Synchronized,
+    /// A block of calls in a row after one start, timed as a block on each
+    /// rank (IMB): the time per call is the block's time over its calls,
+    /// and successive calls may overlap (a root returns while its last call
+    /// is still being delivered), so this is a throughput.
+    BackToBack,
+}
+
+impl Pattern {
+    /// How the pattern is written (CSV `pattern` column, provenance, CLI).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Synchronized => "synchronized",
+            Pattern::BackToBack => "back-to-back",
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "synchronized" | "synchronised" | "sync" => Ok(Pattern::Synchronized),
+            "back-to-back" | "back_to_back" | "backtoback" => Ok(Pattern::BackToBack),
+            other => Err(format!(
+                "`{other}`: write `synchronized` (one call per repetition, ranks started together) or `back-to-back` (blocks of calls in a row, IMB)"
+            )),
+        }
+    }
+}
+
+/// Calls in one back-to-back block: about a tenth of the per-point budget
+/// (`budget_s`) at the measured cost of one call (`call_s`), at most 1000
+/// (IMB's usual `-iter`), at least one, and a whole number of root
+/// rotations (`roots` calls) so every block meets every root alike.
+pub fn block_calls(budget_s: f64, call_s: f64, roots: usize) -> u32 {
+    let roots = roots.max(1) as u64;
+    let want = if call_s > 0.0 && call_s.is_finite() {
+        (budget_s / 10.0 / call_s).floor()
+    } else {
+        1000.0
+    };
+    let want = if want.is_finite() { want } else { 1000.0 };
+    let want = (want as u64).clamp(1, 1000);
+    let cap = (1000 / roots * roots).max(roots);
+    (want.div_ceil(roots) * roots).min(cap) as u32
+}
+
 /// How points are timed.
 #[derive(Clone, Debug)]
 pub struct Method {
@@ -138,6 +200,7 @@ pub struct Method {
     pub root: RootPolicy,
     pub cache: CacheMode,
     pub sync: SyncMode,
+    pub pattern: Pattern,
 }
 
 impl Default for Method {
@@ -150,6 +213,7 @@ impl Default for Method {
             root: RootPolicy::Rotate,
             cache: CacheMode::Warm,
             sync: SyncMode::Barrier,
+            pattern: Pattern::Synchronized,
         }
     }
 }
@@ -280,4 +344,38 @@ pub fn parse_sweeps(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>, Sel
             Ok((k.trim().to_string(), values))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_parse_and_print() {
+        for p in [Pattern::Synchronized, Pattern::BackToBack] {
+            assert_eq!(p.to_string().parse::<Pattern>(), Ok(p));
+        }
+        assert_eq!("back-to-back".parse(), Ok(Pattern::BackToBack));
+        assert_eq!(Pattern::default(), Pattern::Synchronized);
+        let e = "imb".parse::<Pattern>().unwrap_err();
+        assert!(e.contains("`imb`") && e.contains("back-to-back"), "{e}");
+    }
+
+    #[test]
+    fn blocks_are_whole_rotations_within_bounds() {
+        // 1 us calls, 50 ms budget: capped at 1000, a multiple of 3 roots
+        assert_eq!(block_calls(0.05, 1e-6, 4), 1000);
+        assert_eq!(block_calls(0.05, 1e-6, 3), 999);
+        // 2 ms calls: 2.5 wanted, rounded up to one rotation of 4
+        assert_eq!(block_calls(0.05, 2e-3, 4), 4);
+        // a slow call still gets one rotation; nonsense costs are bounded
+        assert_eq!(block_calls(0.05, 1.0, 1), 1);
+        assert_eq!(block_calls(0.05, 0.0, 2), 1000);
+        assert_eq!(block_calls(0.05, f64::NAN, 2), 1000);
+        for roots in 1..=9 {
+            let n = block_calls(0.05, 3e-5, roots);
+            assert_eq!(n as usize % roots, 0);
+            assert!((1..=1000).contains(&n));
+        }
+    }
 }

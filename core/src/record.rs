@@ -19,6 +19,7 @@
 //! | cache       | `warm` (one buffer) or `off` (buffers rotated over more than the last-level cache) |
 //! | iterations  | calls per repetition; `time_us` is per call |
 //! | overlap_us  | computation placed between starting and waiting for each call |
+//! | pattern     | `synchronized` (ranks started together before each repetition) or `back-to-back` (a repetition is a block of `iterations` calls in a row, IMB style; the root rotates per call); optional when reading: CSVs from before it were all `synchronized` |
 //! | run         | independent run, from 1 |
 //! | rep         | repetition within the run, from 1 |
 //! | time_us     | the slowest rank's time for one call in this repetition, microseconds |
@@ -52,6 +53,7 @@ pub const COLUMNS: &[&str] = &[
     "cache",
     "iterations",
     "overlap_us",
+    "pattern",
     "run",
     "rep",
     "time_us",
@@ -78,6 +80,10 @@ pub struct Sample {
     pub cache: String,
     pub iterations: u32,
     pub overlap_us: f64,
+    /// `synchronized` or `back-to-back` (absent in older CSVs:
+    /// `synchronized`, the only pattern measured then).
+    #[serde(default = "synchronized")]
+    pub pattern: String,
     pub run: u32,
     pub rep: u32,
     pub time_us: f64,
@@ -86,6 +92,13 @@ pub struct Sample {
     pub host: String,
     pub source: String,
     pub colltune: String,
+}
+
+/// Columns a reader accepts as absent (older CSVs), with their default.
+pub const OPTIONAL_COLUMNS: &[&str] = &["pattern"];
+
+fn synchronized() -> String {
+    crate::method::Pattern::Synchronized.name().into()
 }
 
 impl Sample {
@@ -170,7 +183,7 @@ pub fn read(path: &Path) -> Result<Vec<Sample>, RecordError> {
     let missing: Vec<&str> = COLUMNS
         .iter()
         .copied()
-        .filter(|c| !headers.iter().any(|h| h == *c))
+        .filter(|c| !OPTIONAL_COLUMNS.contains(c) && !headers.iter().any(|h| h == *c))
         .collect();
     if !missing.is_empty() {
         return Err(RecordError::MissingColumns {
@@ -228,6 +241,9 @@ fn validate(s: &Sample) -> Result<(), String> {
             "column `execution`: `{}` is not blocking, nonblocking or library",
             s.execution
         ));
+    }
+    if let Err(e) = s.pattern.parse::<crate::method::Pattern>() {
+        return Err(format!("column `pattern`: {e}"));
     }
     if !(s.time_us.is_finite() && s.time_us >= 0.0) {
         return Err(format!(
@@ -336,6 +352,7 @@ pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sam
         cache: "warm".into(),
         iterations: 1,
         overlap_us: 0.0,
+        pattern: synchronized(),
         run,
         rep: 1,
         time_us,
@@ -378,6 +395,41 @@ mod tests {
     }
 
     #[test]
+    fn the_pattern_is_recorded_and_old_csvs_read_as_synchronized() {
+        let p = tmp("pattern.csv");
+        let mut a = sample("linear", "blocking", 8, 1, 3.5);
+        a.pattern = "back-to-back".into();
+        Writer::open(&p, false)
+            .unwrap()
+            .write(std::slice::from_ref(&a))
+            .unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.lines().next().unwrap().contains(",pattern,"), "{text}");
+        assert!(text.contains(",back-to-back,"), "{text}");
+        assert_eq!(read(&p).unwrap(), vec![a.clone()]);
+
+        // A CSV written before the column existed: no `pattern` column.
+        let mut rows = text.lines();
+        let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+        let at = header.iter().position(|h| *h == "pattern").unwrap();
+        let drop_col = |line: &str| {
+            let mut f: Vec<&str> = line.split(',').collect();
+            f.remove(at);
+            f.join(",")
+        };
+        let old = format!(
+            "{}\n{}\n",
+            drop_col(&header.join(",")),
+            drop_col(rows.next().unwrap())
+        );
+        assert!(!old.contains("pattern"));
+        std::fs::write(&p, old).unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!(back[0].pattern, "synchronized");
+        assert_eq!(back[0].time_us, 3.5);
+    }
+
+    #[test]
     fn garbled_files_name_line_and_column() {
         let p = tmp("bad.csv");
         std::fs::write(&p, "collective,bytes\nbcast,1\n").unwrap();
@@ -403,6 +455,13 @@ mod tests {
         std::fs::write(&p, text.replace(",blocking,", ",sideways,")).unwrap();
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("column `execution`"), "{e}");
+
+        std::fs::write(&p, text.replace(",synchronized,", ",sideways,")).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2") && e.contains("column `pattern`"),
+            "{e}"
+        );
 
         std::fs::write(&p, text.lines().next().unwrap()).unwrap();
         assert!(matches!(read(&p), Err(RecordError::Empty { .. })));

@@ -16,6 +16,8 @@ pub struct SeriesKey {
     pub ppn: u32,
     pub nodes: u32,
     pub cache: String,
+    /// Calls per repetition; 0 for back-to-back blocks (sized per point, so
+    /// their length is no key).
     pub iterations: u32,
     pub overlap: String,
     pub spec: String,
@@ -30,7 +32,11 @@ impl SeriesKey {
             ppn: s.ppn,
             nodes: s.nodes,
             cache: s.cache.clone(),
-            iterations: s.iterations,
+            iterations: if s.pattern == crate::method::Pattern::BackToBack.name() {
+                0
+            } else {
+                s.iterations
+            },
             overlap: fmt_num(s.overlap_us),
             spec: s.spec.clone(),
             execution: s.execution.clone(),
@@ -38,6 +44,20 @@ impl SeriesKey {
     }
     pub fn label(&self) -> String {
         colltune_algorithms::label(&self.spec, &self.execution)
+    }
+    /// `1 call(s)/rep`, or `back-to-back calls`.
+    pub fn calls(&self) -> String {
+        match self.iterations {
+            0 => "back-to-back calls".into(),
+            n => format!("{n} call(s)/rep"),
+        }
+    }
+    /// `1 call(s) per repetition`, or `back-to-back blocks of calls`.
+    pub fn calls_long(&self) -> String {
+        match self.iterations {
+            0 => "back-to-back blocks of calls".into(),
+            n => format!("{n} call(s) per repetition"),
+        }
     }
     /// The key without the subject: which series are comparable.
     pub fn context(&self) -> SeriesKey {
@@ -103,8 +123,13 @@ pub fn imb_tables(all: &Series) -> String {
         let _ = writeln!(out, "# Benchmarking {} {}", k.collective, k.label());
         let _ = writeln!(
             out,
-            "# #processes = {} ({} node(s), {} per node); cache {}; {} call(s) per repetition; overlap {} us",
-            k.ranks, k.nodes, k.ppn, k.cache, k.iterations, k.overlap
+            "# #processes = {} ({} node(s), {} per node); cache {}; {}; overlap {} us",
+            k.ranks,
+            k.nodes,
+            k.ppn,
+            k.cache,
+            k.calls_long(),
+            k.overlap
         );
         let _ = writeln!(
             out,
@@ -183,8 +208,8 @@ pub fn comparison(all: &Series) -> String {
         let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_ompi_tuned());
         let _ = writeln!(
             out,
-            "== {} on {} ranks ({} node(s) x {} per node), cache {}, {} call(s)/rep, overlap {} us: medians in usec",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.iterations, ctx.overlap
+            "== {} on {} ranks ({} node(s) x {} per node), cache {}, {}, overlap {} us: medians in usec",
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn, ctx.cache, ctx.calls(), ctx.overlap
         );
         let _ = write!(
             out,

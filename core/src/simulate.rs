@@ -62,6 +62,8 @@ pub fn sample(
         cache: "warm".into(),
         iterations: 1,
         overlap_us: 0.0,
+        // every rank starts the call at time 0: one synchronised call
+        pattern: crate::method::Pattern::Synchronized.name().into(),
         run,
         rep,
         time_us: t,

@@ -10,7 +10,7 @@ use colltune_algorithms::Collective;
 use super::args::{parse_root, Selected, Selection};
 use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
-use colltune_core::method::{expand, CacheMode, Method, Subject};
+use colltune_core::method::{expand, CacheMode, Method, Pattern, Subject};
 use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series, spread_overall};
@@ -49,6 +49,13 @@ pub struct Args {
     /// SKaMPI, ReproMPI; what `simulate` predicts).
     #[arg(long, default_value = "barrier")]
     sync: colltune_core::method::SyncMode,
+    /// Call pattern: `synchronized` (each repetition one call, the ranks
+    /// started together: OSU; what an application between computation
+    /// phases pays) or `back-to-back` (each repetition a block of calls in a
+    /// row with the root rotating per call, timed as a block on each rank,
+    /// the slowest rank's time per call: IMB's loop, IMB's t_max).
+    #[arg(long, default_value = "synchronized")]
+    pattern: colltune_core::method::Pattern,
     /// Calls per repetition (swap study: 1 and k).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     iterations: Vec<u32>,
@@ -109,6 +116,12 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     if args.iterations.contains(&0) || args.overlap_us.iter().any(|o| !o.is_finite() || *o < 0.0) {
         return Err(UsageError(
             "--iterations must be at least 1 and --overlap-us at least 0".into(),
+        )
+        .into());
+    }
+    if args.pattern == Pattern::BackToBack && args.iterations != [1] {
+        return Err(UsageError(
+            "--iterations with --pattern back-to-back: that pattern sizes its blocks of calls itself; drop --iterations".into(),
         )
         .into());
     }
@@ -185,6 +198,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         root,
         cache,
         sync: args.sync,
+        pattern: args.pattern,
     };
     let mut writer = match (&args.csv, lead) {
         (Some(p), true) => Some(Writer::open(p, false)?),
@@ -209,7 +223,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     points.sort_by_key(|p| p.bytes);
     if lead {
         println!(
-            "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; start {}; budget {} ms/point",
+            "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; start {}; pattern {}; budget {} ms/point",
             comm.size(),
             comm.nodes(),
             prov.mpi,
@@ -223,6 +237,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                 colltune_core::method::SyncMode::Barrier => "after a barrier",
                 colltune_core::method::SyncMode::Window => "at synchronised instants",
             },
+            args.pattern,
             args.budget_ms
         );
     }

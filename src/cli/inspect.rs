@@ -68,6 +68,15 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<Code> {
 pub struct DiffArgs {
     a: PathBuf,
     b: PathBuf,
+    /// Raw CSVs to judge the differences by (each table's own tune, say):
+    /// at each size of the tables' grids, the time of A's choice against
+    /// B's in every CSV holding both; prints how much of the grid agrees.
+    #[arg(long)]
+    measured: Vec<PathBuf>,
+    /// With --measured: two choices agree when the slower is within this
+    /// fraction of the faster in every CSV holding both.
+    #[arg(long, default_value_t = 0.05)]
+    within: f64,
 }
 
 /// Where two tables decide differently.
@@ -117,7 +126,90 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
             a.b.display()
         );
     }
+    if !a.measured.is_empty() {
+        if !(a.within.is_finite() && a.within >= 0.0) {
+            return Err(UsageError(format!(
+                "--within {}: a non-negative fraction (0.05 = 5%)",
+                a.within
+            ))
+            .into());
+        }
+        let mut measurements = Vec::new();
+        for p in &a.measured {
+            measurements.push(record::read(p).map_err(|e| UsageError(e.to_string()))?);
+        }
+        print_agreement(&a, &ta, &tb, &measurements);
+    }
     Ok(Code::Ok)
+}
+
+/// `diff --measured`: per size, the two choices timed in each CSV.
+fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<record::Sample>]) {
+    for (name, t) in [(&a.a, ta), (&a.b, tb)] {
+        let rules: usize = t.bcast.iter().chain(&t.swap).map(|c| c.rules.len()).sum();
+        println!(
+            "{}: {rules} rules, pattern {}; compaction: {}",
+            name.display(),
+            t.provenance.pattern,
+            t.provenance
+                .compaction
+                .as_ref()
+                .map(table::compaction_line)
+                .unwrap_or_else(|| "none".into())
+        );
+    }
+    let all = colltune_core::agreement::agreement(ta, tb, measurements, &[], a.within);
+    let csvs: Vec<String> = a.measured.iter().map(|p| p.display().to_string()).collect();
+    let (mut agree, mut judged, mut total) = (0, 0, 0);
+    for ca in &all {
+        println!(
+            "\n{} on {}: slower/faster of the two choices in {}",
+            ca.collective,
+            ca.key,
+            csvs.join(", ")
+        );
+        for s in &ca.sizes {
+            let ratios: Vec<String> = s
+                .ratios
+                .iter()
+                .map(|r| r.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()))
+                .collect();
+            println!(
+                "  {:>10}  {:<5}  {}  A: {}{}",
+                human_bytes(s.bytes),
+                match s.agree {
+                    Some(true) => "agree",
+                    Some(false) => "DIFF",
+                    None => "?",
+                },
+                ratios.join(" "),
+                s.a,
+                if s.a == s.b {
+                    String::new()
+                } else {
+                    format!("  B: {}", s.b)
+                }
+            );
+        }
+        let (g, j, n) = ca.counts();
+        agree += g;
+        judged += j;
+        total += n;
+    }
+    let pct = |x: usize, of: usize| {
+        if of == 0 {
+            0.0
+        } else {
+            100.0 * x as f64 / of as f64
+        }
+    };
+    println!(
+        "\nagreement (choices the same or within {:.0}% of each other, measured): {agree} of {total} grid sizes ({:.0}%); {} not judged (no CSV measured both choices there), {:.0}% of the judged",
+        100.0 * a.within,
+        pct(agree, total),
+        total - judged,
+        pct(agree, judged)
+    );
 }
 
 #[derive(clap::Args, Debug)]
@@ -185,10 +277,21 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                     r.label()
                 );
                 if let (Some(tm), Some(at)) = (r.time_us, r.at_bytes) {
-                    println!("  measured: {tm:.2} us at {}", human_bytes(at));
+                    println!(
+                        "  measured: {tm:.2} us at {} ({} calls)",
+                        human_bytes(at),
+                        t.provenance.pattern
+                    );
                 }
-                if let (Some(u), Some(m)) = (&r.runner_up, r.margin) {
-                    println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m);
+                match (&r.runner_up, r.margin) {
+                    (Some(u), Some(m)) if m >= 0.0 => {
+                        println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m)
+                    }
+                    (Some(u), Some(m)) => println!(
+                        "  runner-up there: {u}, {:.1}% faster (within noise: merged into this rule)",
+                        -100.0 * m
+                    ),
+                    _ => {}
                 }
             }
         }
@@ -356,8 +459,8 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
     for ctx in &contexts {
         let n = points.get(ctx).copied().unwrap_or(0);
         println!(
-            "== {} on {} ranks ({} node(s)), cache {}, {} call(s)/rep, overlap {} us: fastest at {n} measured sizes",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.iterations, ctx.overlap
+            "== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: fastest at {n} measured sizes",
+            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
         );
         let mut rows: Vec<(&String, usize)> = wins
             .iter()

@@ -184,7 +184,7 @@ pub fn plot_title(ctx: &SeriesKey, samples: &[Sample]) -> String {
         ctx.nodes,
         ctx.ppn,
         if ctx.iterations != 1 || ctx.overlap != "0" {
-            format!(", {} calls/rep, overlap {} us", ctx.iterations, ctx.overlap)
+            format!(", {}, overlap {} us", ctx.calls(), ctx.overlap)
         } else {
             String::new()
         },

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use super::{Code, UsageError};
 use colltune_core::record;
-use colltune_core::table::{self, build::build, Provenance, Sweep};
+use colltune_core::table::build::{build_with, patterns, Compact};
+use colltune_core::table::{self, Provenance, Sweep};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -25,6 +26,14 @@ enum TableCommand {
         /// Cluster name for the provenance.
         #[arg(long)]
         cluster: Option<String>,
+        /// Keep a rule for every change of the fastest median, even within
+        /// the measurement's noise.
+        #[arg(long)]
+        no_compact: bool,
+        /// The floor of the noise band when merging rules (0.03 = 3%); each
+        /// measured size's own run-to-run spread widens it, up to 10%.
+        #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
+        compact_tolerance: f64,
     },
 }
 
@@ -34,10 +43,36 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             csv,
             output,
             cluster,
+            no_compact,
+            compact_tolerance,
         } => {
+            if !(compact_tolerance.is_finite() && (0.0..1.0).contains(&compact_tolerance)) {
+                return Err(UsageError(format!(
+                    "--compact-tolerance {compact_tolerance}: a fraction between 0 and 1 (0.03 = 3%)"
+                ))
+                .into());
+            }
             let mut samples = Vec::new();
+            let mut pattern_of: Vec<(String, &PathBuf)> = Vec::new();
             for p in &csv {
-                samples.extend(record::read(p).map_err(|e| UsageError(e.to_string()))?);
+                let got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
+                for pat in patterns(&got) {
+                    pattern_of.push((pat, p));
+                }
+                samples.extend(got);
+            }
+            // One table is for one call pattern: medians of both would
+            // decide for neither.
+            if patterns(&samples).len() > 1 {
+                let list: Vec<String> = pattern_of
+                    .iter()
+                    .map(|(pat, p)| format!("{}: {pat}", p.display()))
+                    .collect();
+                return Err(UsageError(format!(
+                    "the CSVs mix call patterns ({}): build one table per pattern from the CSVs of that pattern",
+                    list.join("; ")
+                ))
+                .into());
             }
             // Sweep settings recorded beside tuner CSVs carry over.
             let configs: Vec<colltune_core::tune::resume::TuneConfig> = csv
@@ -54,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 v.dedup();
                 v.join(", ")
             };
-            let table = build(
+            let table = build_with(
                 &samples,
                 Provenance {
                     host: distinct(|s| &s.host),
@@ -94,6 +129,14 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                         raw: csv.iter().map(|p| p.display().to_string()).collect(),
                         ..Default::default()
                     },
+                    // set from the samples by build_with
+                    pattern: String::new(),
+                    compaction: None,
+                },
+                &Compact {
+                    enabled: !no_compact,
+                    tolerance: compact_tolerance,
+                    ..Compact::default()
                 },
             );
             if table.bcast.is_empty() && table.swap.is_empty() {
@@ -101,6 +144,10 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     "the CSVs hold no colltune algorithm samples (only library baselines?)".into(),
                 )
                 .into());
+            }
+            match &table.provenance.compaction {
+                Some(c) => eprintln!("compaction: {}", table::compaction_line(c)),
+                None => eprintln!("compaction: off (--no-compact)"),
             }
             match output {
                 Some(p) => {

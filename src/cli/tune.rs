@@ -11,7 +11,7 @@ use super::{parse_sizes, Code, UsageError};
 use crate::progress::Reporter;
 use colltune_core::method::{RootPolicy, MAX_BYTES};
 use colltune_core::record::Writer;
-use colltune_core::table::{self, build::build, Provenance, Sweep};
+use colltune_core::table::{self, build::build_with, build::Compact, Provenance, Sweep};
 use colltune_core::tune::{collectives_of, search_all, Settings};
 use colltune_core::units::hms;
 
@@ -84,6 +84,20 @@ pub struct Args {
     /// loses to the library's best by more than the dispatch cost.
     #[arg(long)]
     pub(super) no_library_candidates: bool,
+    /// Call pattern tuned for: `synchronized` (one call per repetition, the
+    /// ranks started together: an application calling between computation
+    /// phases) or `back-to-back` (blocks of calls in a row: IMB's loop; see
+    /// `colltune bench --help`). Recorded in the CSV and the table.
+    #[arg(long, default_value = "synchronized")]
+    pub(super) pattern: colltune_core::method::Pattern,
+    /// Keep a rule for every change of the fastest median, even within the
+    /// measurement's noise.
+    #[arg(long)]
+    pub(super) no_compact: bool,
+    /// The floor of the noise band when merging rules (a fraction: 0.03 =
+    /// 3%); each measured size's own run-to-run spread widens it, up to 10%.
+    #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
+    pub(super) compact_tolerance: f64,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -97,6 +111,17 @@ pub struct Args {
     /// Simulated layout, e.g. 1024x4 (with --model).
     #[arg(long)]
     pub(super) layout: Option<String>,
+}
+
+impl Args {
+    /// How the table's rules are merged.
+    pub(super) fn compact(&self) -> Compact {
+        Compact {
+            enabled: !self.no_compact,
+            tolerance: self.compact_tolerance,
+            ..Compact::default()
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<Code> {
@@ -124,6 +149,13 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         ))
         .into());
     }
+    if !(args.compact_tolerance.is_finite() && (0.0..1.0).contains(&args.compact_tolerance)) {
+        return Err(UsageError(format!(
+            "--compact-tolerance {}: a fraction between 0 and 1 (0.03 = 3%)",
+            args.compact_tolerance
+        ))
+        .into());
+    }
     let root = super::args::parse_root(&args.root)?;
     if !["warm", "off"].contains(&args.cache.as_str()) {
         return Err(UsageError(format!("--cache `{}`: use warm or off", args.cache)).into());
@@ -135,6 +167,12 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         args.executions.clone()
     };
     if let Some(model) = args.model.clone() {
+        if args.pattern != colltune_core::method::Pattern::Synchronized {
+            return Err(UsageError(
+                "--pattern back-to-back with --model: the simulator predicts one call that every rank starts at once (synchronized); measure back-to-back under mpirun".into(),
+            )
+            .into());
+        }
         return run_model(&args, &model, sizes, collectives, executions, root);
     }
     #[cfg(feature = "mpi")]
@@ -252,7 +290,7 @@ fn run_model(
     )?;
     oracle.progress.finish();
     let seconds = started.elapsed().as_secs_f64();
-    let table = build(
+    let table = build_with(
         &oracle.samples,
         Provenance::made_now(
             "simulator".into(),
@@ -277,6 +315,7 @@ fn run_model(
                 points: Some(oracle.simulated),
             },
         ),
+        &args.compact(),
     );
     table.save(&table_path)?;
     print!("{}", table::summary(&table));

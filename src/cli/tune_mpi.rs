@@ -11,7 +11,7 @@ use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
 use colltune_core::method::{CacheMode, Method, RootPolicy};
 use colltune_core::record::Writer;
-use colltune_core::table::{self, build::build, Provenance, Sweep};
+use colltune_core::table::{self, build::build_with, Provenance, Sweep};
 use colltune_core::tune::resume::{read_for_resume, TuneConfig};
 use colltune_core::tune::{search_all, Settings};
 use colltune_core::units::hms;
@@ -105,6 +105,7 @@ pub fn run_measured(
         cache: args.cache.clone(),
         root: args.root.clone(),
         sync: args.sync.to_string(),
+        pattern: args.pattern.to_string(),
     };
 
     // Rank 0 checks the CSV (refusing to overwrite, or checking that a
@@ -159,6 +160,7 @@ pub fn run_measured(
         root,
         cache,
         sync: args.sync,
+        pattern: args.pattern,
     };
     let writer = if lead {
         Some(Writer::open(&csv, true)?)
@@ -201,14 +203,18 @@ pub fn run_measured(
     oracle.finish()?;
     let seconds = started.elapsed().as_secs_f64();
 
-    let table = build(
+    let mut made = Provenance::made_now(
+        prov.host.clone(),
+        None,
+        prov.mpi.clone(),
+        prov.source.clone(),
+        Sweep::default(),
+    );
+    made.pattern = args.pattern.to_string();
+    let table = build_with(
         &oracle.samples,
-        Provenance::made_now(
-            prov.host.clone(),
-            None,
-            prov.mpi.clone(),
-            prov.source.clone(),
-            Sweep {
+        Provenance {
+            sweep: Sweep {
                 mode: config.mode.clone(),
                 sizes: sizes.clone(),
                 runs: args.screen_runs + args.full_runs,
@@ -220,7 +226,9 @@ pub fn run_measured(
                 seconds: Some((seconds * 10.0).round() / 10.0),
                 points: Some(oracle.measured + oracle.reused),
             },
-        ),
+            ..made
+        },
+        &args.compact(),
     );
     table.save(&table_path)?;
     // A marker batch jobs check to decide whether to run again.

@@ -47,7 +47,37 @@ pub struct Provenance {
     pub colltune: String,
     /// `measured`, or `simulated:<model>`.
     pub source: String,
+    /// The call pattern measured: `synchronized` (one call per repetition,
+    /// ranks started together) or `back-to-back` (blocks of calls in a row,
+    /// IMB). Tables from before this field were all `synchronized`.
+    #[serde(default = "synchronized")]
+    pub pattern: String,
     pub sweep: Sweep,
+    /// How neighbouring rules within measurement noise were merged; absent
+    /// when they were not (`--no-compact`, or an older table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+fn synchronized() -> String {
+    "synchronized".into()
+}
+
+/// What merging rules within noise did (`table::build`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compaction {
+    /// The smallest relative difference treated as noise (the floor under
+    /// each point's measured run-to-run spread).
+    pub tolerance: f64,
+    /// Rules with the fastest median at every measured size.
+    pub rules_before: u32,
+    /// Rules after merging.
+    pub rules_after: u32,
+    /// Largest (chosen - fastest) / fastest over the measured sizes.
+    pub max_loss: f64,
+    /// Mean of the same over the measured sizes.
+    pub mean_loss: f64,
 }
 
 impl Provenance {
@@ -68,7 +98,9 @@ impl Provenance {
             command: std::env::args().collect::<Vec<_>>().join(" "),
             colltune: env!("CARGO_PKG_VERSION").into(),
             source,
+            pattern: synchronized(),
             sweep,
+            compaction: None,
         }
     }
 }
@@ -419,6 +451,18 @@ pub fn iso8601(secs: u64) -> String {
     )
 }
 
+/// `18 rules -> 5 (within 3% or the measured spread; loss max 1.2%, mean 0.3%)`.
+pub fn compaction_line(c: &Compaction) -> String {
+    format!(
+        "{} rules -> {} (merged within {:.0}% or the measured spread; time lost max {:.1}%, mean {:.2}%)",
+        c.rules_before,
+        c.rules_after,
+        100.0 * c.tolerance,
+        100.0 * c.max_loss,
+        100.0 * c.mean_loss
+    )
+}
+
 /// A readable summary: provenance, then per collective and communicator the
 /// size ranges with their choice, time and margin over the runner-up.
 pub fn summary(t: &Table) -> String {
@@ -442,6 +486,15 @@ pub fn summary(t: &Table) -> String {
         "made by colltune {} ({}, {} sweep): {}",
         p.colltune, p.source, p.sweep.mode, p.command
     );
+    let _ = writeln!(out, "pattern: {}", p.pattern);
+    let _ = writeln!(
+        out,
+        "compaction: {}",
+        match &p.compaction {
+            Some(c) => compaction_line(c),
+            None => "none (rules are the fastest median at each measured size)".into(),
+        }
+    );
     for c in Collective::ALL {
         for cr in t.rules(c) {
             let _ = writeln!(out, "\n{c} on {}:", cr.key());
@@ -463,7 +516,7 @@ pub fn summary(t: &Table) -> String {
                         .map(crate::units::human_bytes)
                         .unwrap_or_else(|| "-".into()),
                     match (&r.runner_up, r.margin) {
-                        (Some(u), Some(m)) => format!("{u} (+{:.1}%)", 100.0 * m),
+                        (Some(u), Some(m)) => format!("{u} ({:+.1}%)", 100.0 * m),
                         (Some(u), None) => u.clone(),
                         _ => "-".into(),
                     }

@@ -37,6 +37,14 @@ pub struct TuneConfig {
     /// field were all measured after a barrier.
     #[serde(default = "barrier")]
     pub sync: String,
+    /// The call pattern (`synchronized` or `back-to-back`); CSVs from
+    /// before this field were all `synchronized`.
+    #[serde(default = "synchronized")]
+    pub pattern: String,
+}
+
+fn synchronized() -> String {
+    "synchronized".into()
 }
 
 fn barrier() -> String {
@@ -184,6 +192,7 @@ mod tests {
             cache: "warm".into(),
             root: "rotate".into(),
             sync: "barrier".into(),
+            pattern: "synchronized".into(),
         };
         let mut b = a.clone();
         b.world_ranks = 8;

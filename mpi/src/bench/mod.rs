@@ -23,6 +23,16 @@
 //!   the last-level cache).
 //! - **Overlap**: optional computation between starting a call and waiting
 //!   for it; `iterations` calls per repetition (time reported per call).
+//! - **Pattern** ([`Pattern`]): `synchronized` times each repetition's
+//!   call(s) from a common start (above); `back-to-back` makes a repetition
+//!   one block of calls in a row after the common start, IMB style: each
+//!   rank times the whole block, its time per call is the block's time over
+//!   the calls, and the sample is the slowest rank's (IMB's `t_max`; IMB's
+//!   `t_avg`, the mean over ranks, is at most this). The root rotates per
+//!   call (call j of repetition i from root (i + j) mod p) and a block is a
+//!   whole number of rotations, sized from the probe to about a tenth of the
+//!   budget, at most 1000 calls ([`block_calls`]); `iterations` records the
+//!   block's calls.
 
 pub mod clock;
 
@@ -31,7 +41,9 @@ use thiserror::Error;
 
 use crate::transport::mpi::control::CommHandle;
 use crate::transport::mpi::{ffi, start, Buffers, Comm, Control, MpiError, Op, TransportError};
-use colltune_core::method::{CacheMode, Method, Origin, RootPolicy, Subject, SyncMode};
+use colltune_core::method::{
+    block_calls, CacheMode, Method, Origin, Pattern, RootPolicy, Subject, SyncMode,
+};
 use colltune_core::record::Sample;
 use colltune_core::stats;
 
@@ -216,6 +228,12 @@ impl<'c> Measurer<'c> {
                 pt.bytes
             )));
         }
+        if self.method.pattern == Pattern::BackToBack && pt.iterations != 1 {
+            return Err(BenchError::Invalid(format!(
+                "{} calls per repetition with the back-to-back pattern: it sizes its blocks of calls itself; measure with 1",
+                pt.iterations
+            )));
+        }
         // Library and forced algorithms: set Open MPI's variables for this
         // subject (they may be read per call), on their own communicator.
         self.make_tuned_comm(pt.subject)?;
@@ -263,10 +281,20 @@ impl<'c> Measurer<'c> {
             self.method.cache,
         );
         let comm = self.comm;
+        let nroots = roots.len();
         let mut slot = 0usize;
-        let mut one_call = |root_idx: usize| -> Result<(), BenchError> {
+        // `count` calls from root index `first`: each from that root
+        // (synchronized), or the root rotating per call (back-to-back, and a
+        // buffer of its own per call when the cache is off).
+        let mut calls = |first: usize, count: u32, rotate: bool| -> Result<(), BenchError> {
             slot += 1;
-            for _ in 0..pt.iterations {
+            for j in 0..count as usize {
+                let root_idx = if rotate {
+                    slot += 1;
+                    (first + j) % nroots
+                } else {
+                    first % nroots
+                };
                 match pt.subject {
                     Subject::Ours { exec, .. } => {
                         let d = data.slot(slot, n);
@@ -284,21 +312,31 @@ impl<'c> Measurer<'c> {
             }
             Ok(())
         };
-        let root_of = |rep: usize| rep % roots.len();
+        let root_of = |rep: usize| rep % nroots;
 
         for w in 0..self.method.warmup as usize {
             ctl.barrier()?;
-            one_call(root_of(w))?;
+            calls(w, pt.iterations, false)?;
         }
         // Probe: the cost of a synchronised repetition, slowest rank.
         let probe = 3;
         let t0 = ffi::wtime();
         for i in 0..probe {
             ctl.barrier()?;
-            one_call(root_of(i))?;
+            calls(i, pt.iterations, false)?;
         }
         let per_rep = ctl.allreduce((ffi::wtime() - t0) / probe as f64, Op::Max)?;
-        let reps = ((self.method.budget.as_secs_f64() / per_rep.max(1e-7)) as u32).clamp(
+        // Calls per repetition, and so the cost of one (every rank computes
+        // the same from the agreed probe).
+        let budget = self.method.budget.as_secs_f64();
+        let (per_call_rep, rotate, per_rep) = match self.method.pattern {
+            Pattern::Synchronized => (pt.iterations, false, per_rep),
+            Pattern::BackToBack => {
+                let b = block_calls(budget, per_rep, nroots);
+                (b, true, per_rep * f64::from(b))
+            }
+        };
+        let reps = ((budget / per_rep.max(1e-7)) as u32).clamp(
             self.method.min_reps,
             self.method.max_reps.max(self.method.min_reps),
         ) as usize;
@@ -306,13 +344,14 @@ impl<'c> Measurer<'c> {
         // Per repetition: this rank's time, then (window) whether it was late.
         let mut local = vec![0f64; 2 * reps];
         let (times_local, late_local) = local.split_at_mut(reps);
+        let per = f64::from(per_call_rep);
         match self.method.sync {
             SyncMode::Barrier => {
                 for (rep, t) in times_local.iter_mut().enumerate() {
                     ctl.barrier()?;
                     let t0 = ffi::wtime();
-                    one_call(root_of(rep))?;
-                    *t = (ffi::wtime() - t0) * 1e6 / f64::from(pt.iterations);
+                    calls(rep, per_call_rep, rotate)?;
+                    *t = (ffi::wtime() - t0) * 1e6 / per;
                 }
             }
             SyncMode::Window => {
@@ -334,8 +373,8 @@ impl<'c> Measurer<'c> {
                 {
                     let at = first + rep as f64 * window + offset;
                     *late = f64::from(u8::from(clock::wait_until(at)));
-                    one_call(root_of(rep))?;
-                    *t = (ffi::wtime() - at) * 1e6 / f64::from(pt.iterations);
+                    calls(rep, per_call_rep, rotate)?;
+                    *t = (ffi::wtime() - at) * 1e6 / per;
                 }
             }
         }
@@ -373,8 +412,9 @@ impl<'c> Measurer<'c> {
                     CacheMode::Warm => "warm".into(),
                     CacheMode::Off(_) => "off".into(),
                 },
-                iterations: pt.iterations,
+                iterations: per_call_rep,
                 overlap_us: pt.overlap_us,
+                pattern: self.method.pattern.name().into(),
                 run,
                 rep: rep as u32 + 1,
                 time_us: t,
