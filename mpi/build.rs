@@ -70,13 +70,31 @@ fn main() {
         libdirs,
     )
     .expect("write OUT_DIR/mpi_build.rs");
+    // How the header spells what bindgen turns into differently named
+    // items: MPICH's combiners are a named enum (bindgen prefixes them:
+    // `MPIR_Combiner_enum_MPI_COMBINER_NAMED`), Open MPI's an anonymous
+    // one; MPICH's `MPI_Comm_f2c` / `MPI_Type_f2c` are macros (a cast, no
+    // symbol in the library), Open MPI's functions.
+    println!("cargo:rustc-check-cfg=cfg(colltune_combiner_enum)");
+    println!("cargo:rustc-check-cfg=cfg(colltune_f2c_macro)");
+    if let Some(p) = &probe {
+        if p.header.contains("enum MPIR_Combiner_enum") {
+            println!("cargo:rustc-cfg=colltune_combiner_enum");
+        }
+        if p.macros.lines().any(|l| l.starts_with("#define MPI_Comm_f2c(")) {
+            println!("cargo:rustc-cfg=colltune_f2c_macro");
+        }
+    }
     // For the build scripts of the crates that link binaries.
     println!("cargo:libdirs={}", libdirs.join("\x1f"));
 }
 
 struct Probe {
     how: String,
+    /// `cc -E -dM`: the macros `mpi.h` defines.
     macros: String,
+    /// `cc -E`: the preprocessed header.
+    header: String,
     libdirs: Vec<String>,
 }
 
@@ -126,9 +144,11 @@ const HEADER: &str = "#include <mpi.h>\n";
 fn from_wrapper(mpicc: &str) -> Option<Probe> {
     let show = run(mpicc, &["-show"], None)?;
     let macros = run(mpicc, &["-E", "-dM", "-x", "c", "-"], Some(HEADER))?;
+    let header = run(mpicc, &["-E", "-x", "c", "-"], Some(HEADER)).unwrap_or_default();
     Some(Probe {
         how: format!("{mpicc} (-show: {})", show.trim()),
         macros,
+        header,
         libdirs: libdirs_of(&show),
     })
 }
@@ -141,9 +161,12 @@ fn from_pkg_config(name: &str) -> Option<Probe> {
     args.extend(["-E", "-dM", "-x", "c", "-"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let macros = run(&cc, &args, Some(HEADER))?;
+    let no_dm: Vec<&str> = args.iter().copied().filter(|a| *a != "-dM").collect();
+    let header = run(&cc, &no_dm, Some(HEADER)).unwrap_or_default();
     Some(Probe {
         how: format!("pkg-config {name}"),
         macros,
+        header,
         libdirs: libdirs_of(&libs),
     })
 }

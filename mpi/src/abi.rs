@@ -284,8 +284,34 @@ pub mod raw {
             root: c_int,
             comm: usize,
         ) -> c_int;
-        pub fn PMPI_Comm_f2c(comm: c_int) -> usize;
-        pub fn PMPI_Type_f2c(datatype: c_int) -> usize;
+    }
+
+    /// `MPI_Comm_f2c` of the program's library: Open MPI's function (looked
+    /// up at run time: MPICH has no such symbol, and a reference to it
+    /// would stop the library loading there), MPICH's cast.
+    pub fn comm_f2c(f: c_int) -> usize {
+        f2c(c"PMPI_Comm_f2c", f)
+    }
+
+    /// `MPI_Type_f2c` of the program's library, as [`comm_f2c`].
+    pub fn type_f2c(f: c_int) -> usize {
+        f2c(c"PMPI_Type_f2c", f)
+    }
+
+    fn f2c(name: &std::ffi::CStr, f: c_int) -> usize {
+        if runtime().family == Family::Mpich {
+            return f as u32 as usize;
+        }
+        // SAFETY: dlsym with a NUL-terminated name in the global scope.
+        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+        if p.is_null() {
+            return f as u32 as usize;
+        }
+        // SAFETY: Open MPI's MPI_*_f2c take a Fortran integer and return a
+        // handle (a pointer).
+        let fun: unsafe extern "C" fn(c_int) -> usize = unsafe { std::mem::transmute(p) };
+        // SAFETY: a conversion; the library checks the handle when used.
+        unsafe { fun(f) }
     }
 }
 

@@ -90,9 +90,9 @@ unsafe fn foreign_fortran_bcast(
     let rc = abi::raw::PMPI_Bcast(
         buffer,
         *count,
-        abi::raw::PMPI_Type_f2c(*datatype),
+        abi::raw::type_f2c(*datatype),
         *root,
-        abi::raw::PMPI_Comm_f2c(*comm),
+        abi::raw::comm_f2c(*comm),
     );
     if !ierror.is_null() {
         *ierror = rc;
