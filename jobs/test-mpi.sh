@@ -57,11 +57,12 @@ echo "test-mpi ($name): built for $built, runs on $runs"
 
 # 2. verify at every rank count, and one uneven node layout.
 for n in $RANKS; do
+  t0=$(date +%s)
   if ! launch "$n" "$bin" verify > "$scratch/verify-$n" 2>&1; then
     tail -20 "$scratch/verify-$n" >&2
     fail "verify at $n ranks (output above)"
   fi
-  echo "test-mpi ($name): verify at $n ranks: $(grep -c '^ok ' "$scratch/verify-$n" || true) algorithms passed, every byte checked"
+  echo "test-mpi ($name): verify at $n ranks: $(grep -c '^ok ' "$scratch/verify-$n" || true) algorithms passed, every byte checked ($(( $(date +%s) - t0 )) s)"
 done
 # (A launcher on one machine passes its environment to the ranks.)
 if ! COLLTUNE_NODES=3+2 launch 5 "$bin" verify > "$scratch/verify-3+2" 2>&1; then

@@ -3,7 +3,7 @@
 # (MPI-free checker and unit tests, the layering checks, and the mpirun
 # integration tests) against Debian's Open MPI 4.1, then the MPI-dependent
 # subset against Debian's MPICH 4.0, an MPICH-ABI library (jobs/test-mpi.sh
-# mpich4: its own build in target/mpich4, verify at 1, 2, 3, 5 and 8 ranks
+# mpich4: its own build in target/mpich4, verify at 3, 5 and 8 ranks
 # and an uneven node layout, the drop-in checking every byte, the preload
 # library refusing a program of the other family). `COLLTUNE_TEST_MPI="mpich4
 # openmpi5"` chooses the other libraries (`none`: only Open MPI 4.1);
@@ -48,7 +48,9 @@ echo "test suite: Open MPI 4.1: $(( $(date +%s) - start )) s wall"
 if [ $# -eq 0 ]; then
   for m in ${COLLTUNE_TEST_MPI:-mpich4}; do
     [ "$m" = none ] && continue
-    RANKS=${RANKS:-1 2 3 5 8} jobs/test-mpi.sh "$m"
+    # CI's budget (30 minutes on 2 cores, all of it): verify at 3, 5 and 8
+    # ranks (two non-powers of two) and the 3+2 layout; by hand 1..8.
+    RANKS=${RANKS:-3 5 8} jobs/test-mpi.sh "$m"
   done
 fi
 echo "test suite: $(( $(date +%s) - start )) s wall"
