@@ -81,7 +81,10 @@ fn main() {
         if p.header.contains("enum MPIR_Combiner_enum") {
             println!("cargo:rustc-cfg=colltune_combiner_enum");
         }
-        if p.macros.lines().any(|l| l.starts_with("#define MPI_Comm_f2c(")) {
+        if p.macros
+            .lines()
+            .any(|l| l.starts_with("#define MPI_Comm_f2c("))
+        {
             println!("cargo:rustc-cfg=colltune_f2c_macro");
         }
     }

@@ -1207,16 +1207,12 @@ pub fn type_f2c(f: c_int) -> MPI_Datatype {
 pub fn is_fortran_bottom(p: *mut c_void) -> bool {
     static ADDRS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
     let addrs = ADDRS.get_or_init(|| {
-        [
-            c"mpi_fortran_bottom_",
-            c"mpipriv1_",
-            c"MPIR_F08_MPI_BOTTOM",
-        ]
-        .iter()
-        // SAFETY: dlsym with a NUL-terminated name in the global scope.
-        .map(|n| unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr()) as usize })
-        .filter(|&a| a != 0)
-        .collect()
+        [c"mpi_fortran_bottom_", c"mpipriv1_", c"MPIR_F08_MPI_BOTTOM"]
+            .iter()
+            // SAFETY: dlsym with a NUL-terminated name in the global scope.
+            .map(|n| unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr()) as usize })
+            .filter(|&a| a != 0)
+            .collect()
     });
     !p.is_null() && addrs.contains(&(p as usize))
 }
