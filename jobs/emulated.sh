@@ -12,7 +12,7 @@
 #   OUT (results/emulated), TUNE_ARGS (extra tune arguments)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs/install-deps.sh
+jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 cargo build --release --locked

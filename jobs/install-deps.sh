@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs what colltune needs on Debian or Ubuntu, only what is missing:
-# Open MPI (library, headers, mpirun), libclang for rsmpi's bindgen, a C
-# toolchain, MPICH (only to test the MPICH export; Open MPI stays the
-# default `mpirun`/`mpicc`), Slurm and munge (the batch-system test runs a
-# one-node Slurm on localhost), iproute2 (the emulated cluster), chromium
-# (tests/pictures.rs renders the HTML report in a headless browser), and a Rust
-# toolchain (rustup) if none is on the PATH.
+# one MPI (Debian's Open MPI 4.1: library, headers, mpirun), libclang for
+# rsmpi's bindgen, a C toolchain and pkg-config, and a Rust toolchain
+# (rustup) if none is on the PATH. That is all jobs/local.sh needs.
+#
+# `jobs/install-deps.sh --test` adds what the test suite needs besides
+# (jobs/test.sh passes it): MPICH (the MPICH-ABI tests and the MPICH export;
+# Open MPI stays the default `mpirun`/`mpicc`), Slurm and munge (the
+# batch-system test runs a one-node Slurm on localhost), iproute2 and
+# util-linux (the emulated cluster), chromium (tests/pictures.rs renders the
+# HTML report in a headless browser). Other MPI libraries: jobs/install-mpi.sh.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
 set -euo pipefail
@@ -16,8 +20,10 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make mpich libmpich-dev
-      slurm-wlm munge iproute2 util-linux chromium)
+pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

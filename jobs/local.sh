@@ -12,6 +12,9 @@
 #   TABLE        table to write (default tuning-tables/<host>.yaml)
 #   TUNE_ARGS    extra arguments for `colltune tune` (e.g. "--sizes 1..1M")
 #   COLLTUNE_MPIRUN_FLAGS  replaces the default pinning flags (jobs/mpirun-flags.sh)
+#   COLLTUNE_MPI the MPI library to build for and run on (default openmpi4,
+#                Debian's Open MPI 4.1; mpich4, openmpi5, mpich5, impi are
+#                installed by jobs/install-mpi.sh: see README, MPI libraries)
 # Re-running continues (--resume) each job's CSV: completed points are not
 # measured again, and the table is rebuilt.
 set -euo pipefail
@@ -19,8 +22,12 @@ cd "$(dirname "$0")/.."
 jobs/install-deps.sh
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-# shellcheck disable=SC1091
-. jobs/mpirun-flags.sh
+MPI=${COLLTUNE_MPI:-openmpi4}
+[ "$MPI" = openmpi4 ] || jobs/install-mpi.sh "$MPI"
+# shellcheck source=jobs/mpi-env.sh
+. jobs/mpi-env.sh "$MPI"
+MPIRUN_FLAGS=("${MPI_FLAGS[@]}")
+mpirun() { "$MPI_LAUNCHER" "$@"; }
 
 RANKS=${RANKS:-4}
 BUDGET=${BUDGET:-30}
@@ -29,8 +36,8 @@ OUT=${OUT:-results/$HOST}
 TABLE=${TABLE:-tuning-tables/$HOST.yaml}
 mkdir -p "$OUT"
 
-cargo build --release --locked
-BIN=target/release/colltune
+jobs/build.sh --mpi "$MPI" -p colltune
+BIN=$CARGO_TARGET_DIR/release/colltune
 
 first=${RANKS%% *}
 echo "== verify: every algorithm, both executions, every byte ($first ranks)"

@@ -28,7 +28,7 @@
 # from every root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs/install-deps.sh
+jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 cargo build --release --locked

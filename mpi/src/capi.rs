@@ -831,8 +831,7 @@ pub unsafe fn fortran_bcast(
 ) {
     let c_comm = cffi::comm_f2c(*comm);
     let c_type = cffi::type_f2c(*datatype);
-    let bottom = cffi::fortran_bottom();
-    let buffer = if !bottom.is_null() && buffer == bottom {
+    let buffer = if cffi::is_fortran_bottom(buffer) {
         std::ptr::null_mut() // MPI_BOTTOM
     } else {
         buffer

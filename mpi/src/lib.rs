@@ -13,6 +13,7 @@
 pub use colltune_algorithms as algorithms;
 pub use colltune_core as core;
 
+pub mod abi;
 pub mod bench;
 pub mod calibrate;
 pub mod capi;

@@ -44,7 +44,7 @@ pub enum Code {
 #[derive(Parser, Debug)]
 #[command(
     name = "colltune",
-    version,
+    version = version(),
     about = "Autotuner for MPI collective algorithms",
     long_about = "colltune measures broadcast and pairwise-swap algorithms on this cluster, \
                   builds a decision table, and selects the best algorithm per call at run time.\n\
@@ -162,10 +162,43 @@ pub fn main() -> i32 {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// Initialises MPI (once per process) through rsmpi.
+/// `colltune --version`: the version and the MPI library it was built for
+/// and (when it can be asked without `mpirun`) runs on.
+fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        #[cfg(feature = "mpi")]
+        {
+            use colltune_mpi::abi;
+            format!(
+                "{}\nMPI: built for {}\nMPI: runs on {}",
+                env!("CARGO_PKG_VERSION"),
+                abi::built_for(),
+                abi::runtime().name
+            )
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            format!(
+                "{}\nMPI: none (built without the `mpi` feature)",
+                env!("CARGO_PKG_VERSION")
+            )
+        }
+    })
+}
+
+/// Initialises MPI (once per process) through rsmpi; rank 0 warns when the
+/// library is not the one colltune was built for (`colltune_mpi::abi`).
 #[cfg(feature = "mpi")]
 pub fn init_mpi() -> anyhow::Result<mpi::environment::Universe> {
-    mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))
+    use mpi::traits::Communicator;
+    let u = mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+    if u.world().rank() == 0 {
+        if let Some(w) = colltune_mpi::abi::mismatch() {
+            eprintln!("colltune: warning: {w}");
+        }
+    }
+    Ok(u)
 }
 
 /// Parses a list of sizes: `1,7,64K` or a range `1..4M` (powers of two).

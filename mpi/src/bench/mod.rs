@@ -428,10 +428,10 @@ impl<'c> Measurer<'c> {
     }
 }
 
-/// The MPI library's name and version, short: `Open MPI v4.1.4`.
+/// The MPI library's name and version, short: `Open MPI v4.1.4`,
+/// `MPICH 4.0.2`, `Intel(R) MPI Library 2021.13` (see [`crate::abi`]).
 pub fn library_short() -> String {
-    let v = ffi::library_version();
-    v.split(',').next().unwrap_or(&v).trim().to_string()
+    crate::abi::runtime().name.clone()
 }
 
 /// The origin of samples measured on this communicator now.

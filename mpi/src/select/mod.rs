@@ -122,7 +122,14 @@ pub fn load_with(
                 })
             }
             Ok(text) => match table::load_str(&text) {
-                Ok(tb) => table = Some(Arc::new(tb)),
+                Ok(tb) => {
+                    if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
+                        if world.rank() == 0 {
+                            eprintln!("colltune: warning: {}: {w}", path.display());
+                        }
+                    }
+                    table = Some(Arc::new(tb))
+                }
                 Err(problems) => error = Some(TableError::Invalid { path, problems }),
             },
         }

@@ -485,10 +485,14 @@ pub fn waitall(reqs: &mut [MPI_Request]) -> Result<(), MpiError> {
     )
 }
 
-/// Allocates a window of `len` bytes on every rank of `comm` (collective).
+/// Allocates a window of at least `len` bytes on every rank of `comm`
+/// (collective), in whole pages: Debian's MPICH 4.0.2 (ch4:ucx) loses puts
+/// into windows of some sizes (1, 7, 8, 65537 bytes; 64 and 4096 work), as
+/// `tests/c/win_sizes.c` shows.
 pub fn win_allocate(len: u64, comm: MPI_Comm) -> Result<(MPI_Win, *mut u8), MpiError> {
     let mut base: *mut u8 = ptr::null_mut();
     let mut win = win_null();
+    let len = len.max(1).div_ceil(4096).saturating_mul(4096);
     let size = ffi::MPI_Aint::try_from(len).map_err(|_| MpiError {
         call: "MPI_Win_allocate",
         code: -1,
@@ -623,24 +627,6 @@ pub unsafe fn library_bcast(
         ffi::PMPI_Bcast(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
         "MPI_Bcast",
     )
-}
-
-/// The MPI library's name and version, one line.
-pub fn library_version() -> String {
-    let mut buf = vec![0u8; 8192];
-    let mut len: c_int = 0;
-    // SAFETY: buf is larger than MPI_MAX_LIBRARY_VERSION_STRING.
-    let rc = unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
-    if rc != ffi::MPI_SUCCESS as c_int {
-        return "unknown".into();
-    }
-    let s = String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned();
-    s.lines()
-        .next()
-        .unwrap_or("unknown")
-        .trim()
-        .trim_end_matches(',')
-        .to_string()
 }
 
 /// Initialises the MPI tool interface once.
@@ -1026,7 +1012,9 @@ pub fn type_extent(dt: MPI_Datatype) -> Result<(isize, isize), MpiError> {
         unsafe { ffi::PMPI_Type_get_extent(dt, &mut lb, &mut ext) },
         "MPI_Type_get_extent",
     )?;
-    Ok((lb, ext))
+    // MPI_Aint: ptrdiff_t in Open MPI (isize), long in MPICH (i64).
+    #[allow(clippy::unnecessary_cast)]
+    Ok((lb as isize, ext as isize))
 }
 
 /// (true lower bound, true extent) of `dt`.
@@ -1037,7 +1025,8 @@ pub fn type_true_extent(dt: MPI_Datatype) -> Result<(isize, isize), MpiError> {
         unsafe { ffi::PMPI_Type_get_true_extent(dt, &mut lb, &mut ext) },
         "MPI_Type_get_true_extent",
     )?;
-    Ok((lb, ext))
+    #[allow(clippy::unnecessary_cast)]
+    Ok((lb as isize, ext as isize))
 }
 
 /// How a datatype was made (`MPI_Type_get_envelope`), as far as colltune
@@ -1063,11 +1052,24 @@ pub fn type_combiner(dt: MPI_Datatype) -> Result<Combiner, MpiError> {
         "MPI_Type_get_envelope",
     )?;
     let comb = i64::from(comb);
-    Ok(if comb == ffi::MPI_COMBINER_NAMED as i64 {
+    // MPICH's combiners are a named enum: bindgen prefixes its constants.
+    #[cfg(colltune_combiner_enum)]
+    let (named, dup, contiguous) = (
+        ffi::MPIR_Combiner_enum_MPI_COMBINER_NAMED as i64,
+        ffi::MPIR_Combiner_enum_MPI_COMBINER_DUP as i64,
+        ffi::MPIR_Combiner_enum_MPI_COMBINER_CONTIGUOUS as i64,
+    );
+    #[cfg(not(colltune_combiner_enum))]
+    let (named, dup, contiguous) = (
+        ffi::MPI_COMBINER_NAMED as i64,
+        ffi::MPI_COMBINER_DUP as i64,
+        ffi::MPI_COMBINER_CONTIGUOUS as i64,
+    );
+    Ok(if comb == named {
         Combiner::Named
-    } else if comb == ffi::MPI_COMBINER_DUP as i64 && nd == 1 {
+    } else if comb == dup && nd == 1 {
         Combiner::Dup
-    } else if comb == ffi::MPI_COMBINER_CONTIGUOUS as i64 && ni == 1 && nd == 1 {
+    } else if comb == contiguous && ni == 1 && nd == 1 {
         Combiner::Contiguous
     } else {
         Combiner::Other
@@ -1223,25 +1225,48 @@ pub unsafe fn comm_set_attr(comm: MPI_Comm, key: c_int, val: *mut c_void) -> Res
     check(ffi::PMPI_Comm_set_attr(comm, key, val), "MPI_Comm_set_attr")
 }
 
-/// `MPI_Comm_f2c`: the C handle of a Fortran communicator.
+/// `MPI_Comm_f2c`: the C handle of a Fortran communicator (in MPICH a
+/// macro: the same integer).
 pub fn comm_f2c(f: c_int) -> MPI_Comm {
+    #[cfg(colltune_f2c_macro)]
+    {
+        MPI_Comm(f)
+    }
     // SAFETY: conversion only; the library checks what it checks.
-    unsafe { ffi::PMPI_Comm_f2c(f) }
+    #[cfg(not(colltune_f2c_macro))]
+    unsafe {
+        ffi::PMPI_Comm_f2c(f)
+    }
 }
 
-/// `MPI_Type_f2c`: the C handle of a Fortran datatype.
+/// `MPI_Type_f2c`: the C handle of a Fortran datatype (in MPICH a macro:
+/// the same integer).
 pub fn type_f2c(f: c_int) -> MPI_Datatype {
+    #[cfg(colltune_f2c_macro)]
+    {
+        MPI_Datatype(f)
+    }
     // SAFETY: conversion only; the library checks what it checks.
-    unsafe { ffi::PMPI_Type_f2c(f) }
+    #[cfg(not(colltune_f2c_macro))]
+    unsafe {
+        ffi::PMPI_Type_f2c(f)
+    }
 }
 
-/// The address Fortran's `MPI_BOTTOM` stands for in Open MPI's Fortran
-/// bindings (the common block `mpi_fortran_bottom_`), or null where the
-/// library has none. Looked up once.
-pub fn fortran_bottom() -> *mut c_void {
-    static ADDR: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *ADDR.get_or_init(|| {
-        // SAFETY: dlsym with a NUL-terminated name in the global scope.
-        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"mpi_fortran_bottom_".as_ptr()) as usize }
-    }) as *mut c_void
+/// Whether `p` is the address Fortran's `MPI_BOTTOM` stands for: Open
+/// MPI's common block `mpi_fortran_bottom_` (mpif.h, `use mpi`, `mpi_f08`),
+/// MPICH's `mpipriv1_` (mpif.h and `use mpi`: `MPI_BOTTOM` is the common
+/// block's first member) and `MPIR_F08_MPI_BOTTOM` (`mpi_f08`). Looked up
+/// once; names a library lacks are left out.
+pub fn is_fortran_bottom(p: *mut c_void) -> bool {
+    static ADDRS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    let addrs = ADDRS.get_or_init(|| {
+        [c"mpi_fortran_bottom_", c"mpipriv1_", c"MPIR_F08_MPI_BOTTOM"]
+            .iter()
+            // SAFETY: dlsym with a NUL-terminated name in the global scope.
+            .map(|n| unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr()) as usize })
+            .filter(|&a| a != 0)
+            .collect()
+    });
+    !p.is_null() && addrs.contains(&(p as usize))
 }

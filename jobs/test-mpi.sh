@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The MPI-dependent subset of the test suite against one MPI library:
+#   jobs/test-mpi.sh NAME     NAME: mpich4 openmpi5 mpich5 impi (or openmpi4)
+# installs the library if missing (jobs/install-mpi.sh), builds colltune for
+# it (jobs/build.sh --mpi NAME: target/NAME), then
+#   1. `colltune --version` names the library built for and run on, alike;
+#   2. `colltune verify` (every algorithm x execution x root x size, every
+#      byte) at RANKS ranks (default 1 2 3 4 5 7 8) and with the node layout
+#      COLLTUNE_NODES=3+2 at 5 ranks;
+#   3. the drop-in: tests/c/plain_bcast.c (every byte of broadcasts of 0 B
+#      to 1 MiB + 3 from every root, on the world and a split communicator,
+#      contiguous and strided datatypes), built with this library's mpicc,
+#      run plain and under LD_PRELOAD with the built-in choice and with
+#      algorithm families forced, at 3 and 4 ranks; the trace must show
+#      colltune ran the calls;
+#   4. where the other MPI family is installed too, the preload library of
+#      one in a program of the other: one message, and the program's own
+#      library broadcasts correctly;
+#   5. with BENCH=1: `bench --quick` and a 1-minute `tune` at 4 ranks.
+# Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|impi}
+RANKS=${RANKS:-1 2 3 4 5 7 8}
+jobs/install-mpi.sh "$name"
+jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
+# shellcheck source=jobs/mpi-env.sh
+. jobs/mpi-env.sh "$name"
+bin=$CARGO_TARGET_DIR/release/colltune
+preload=$PWD/$CARGO_TARGET_DIR/release/libcolltune_preload.so
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+start=$(date +%s)
+
+fail() {
+  echo "test-mpi ($name): FAILED: $*" >&2
+  exit 1
+}
+launch() {
+  local n=$1
+  shift
+  timeout "${TEST_TIMEOUT_S:-900}" "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" "$@"
+}
+
+# 1. The library is named, built for and run on alike.
+"$bin" --version > "$scratch/version"
+sed 's/^/  /' "$scratch/version"
+built=$(sed -n 's/^MPI: built for \(.*\) (.*/\1/p' "$scratch/version")
+runs=$(sed -n 's/^MPI: runs on //p' "$scratch/version")
+case "$MPI_FAMILY" in
+  openmpi) want="Open MPI" ;;
+  mpich) want="MPI" ;;
+esac
+[[ "$built" == *"$want"* ]] || fail "colltune --version does not name the $MPI_FAMILY library it was built for: $built"
+[[ "$built" == "$runs"* || "$runs" == "$built"* ]] || fail "built for $built but runs on $runs"
+echo "test-mpi ($name): built for $built, runs on $runs"
+
+# 2. verify at every rank count, and one uneven node layout.
+for n in $RANKS; do
+  t0=$(date +%s)
+  if ! launch "$n" "$bin" verify > "$scratch/verify-$n" 2>&1; then
+    tail -20 "$scratch/verify-$n" >&2
+    fail "verify at $n ranks (output above)"
+  fi
+  echo "test-mpi ($name): verify at $n ranks: $(grep -c '^ok ' "$scratch/verify-$n" || true) algorithms passed, every byte checked ($(( $(date +%s) - t0 )) s)"
+done
+# (A launcher on one machine passes its environment to the ranks.)
+if ! COLLTUNE_NODES=3+2 launch 5 "$bin" verify > "$scratch/verify-3+2" 2>&1; then
+  tail -20 "$scratch/verify-3+2" >&2
+  fail "verify at 5 ranks with COLLTUNE_NODES=3+2"
+fi
+echo "test-mpi ($name): verify with nodes 3+2: passed"
+
+# 3. The drop-in, every byte.
+"$MPICC" -O2 -o "$scratch/plain_bcast" tests/c/plain_bcast.c
+sizes=(0 1 7 65535 65537 1048579)
+run_dropin() { # ranks, label, env...
+  local n=$1 label=$2
+  shift 2
+  local out=$scratch/dropin-$n-${label//[^a-z0-9]/_}
+  if ! "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" env "$@" timeout 300 "$scratch/plain_bcast" "${sizes[@]}" > "$out" 2>&1; then
+    tail -20 "$out" >&2
+    fail "drop-in ($label) at $n ranks"
+  fi
+  grep -q "plain_bcast: all bytes correct" "$out" || { tail -20 "$out" >&2; fail "drop-in ($label) at $n ranks: no verdict"; }
+  echo "$out"
+}
+for n in 3 4; do
+  run_dropin "$n" plain > /dev/null
+  for forced in "" binomial "pipeline:segment=8192@nonblocking" scatter_allgather knomial:radix=3; do
+    label=${forced:-built-in}
+    out=$(run_dropin "$n" "$label" LD_PRELOAD="$preload" COLLTUNE_TRACE=1 ${forced:+COLLTUNE_BCAST=$forced})
+    calls=$(grep -c "colltune trace: .* bcast" "$out" || true)
+    [ "$calls" -gt 0 ] || { tail -20 "$out" >&2; fail "drop-in ($label) at $n ranks: colltune traced no broadcast: the preload library did not act"; }
+    if [ -n "$forced" ] && ! grep "colltune trace: .* bcast 65537 B" "$out" | grep -q "${forced%%[:@]*}"; then
+      grep "colltune trace" "$out" | head -5 >&2
+      fail "drop-in ($label) at $n ranks: the forced algorithm did not run"
+    fi
+    echo "test-mpi ($name): drop-in at $n ranks, $label: all bytes correct ($calls calls traced)"
+  done
+done
+
+# 4. Across families: this preload library in a program of the other family.
+case "$MPI_FAMILY" in
+  openmpi) other_cc=/usr/bin/mpicc.mpich other_run=/usr/bin/mpiexec.mpich other_flags=() ;;
+  mpich) other_cc=/usr/bin/mpicc.openmpi other_run=/usr/bin/mpirun.openmpi
+    other_flags=(--oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none) ;;
+esac
+if [ -x "$other_cc" ] && [ -x "$other_run" ]; then
+  "$other_cc" -O2 -o "$scratch/plain_other" tests/c/plain_bcast.c
+  out=$scratch/foreign
+  if ! timeout 300 "$other_run" -n 3 "${other_flags[@]}" env LD_PRELOAD="$preload" "$scratch/plain_other" "${sizes[@]}" > "$out" 2>&1; then
+    tail -20 "$out" >&2
+    fail "a program of the other MPI family with this preload library did not run"
+  fi
+  grep -q "plain_bcast: all bytes correct" "$out" || { tail -20 "$out" >&2; fail "a program of the other family: wrong bytes"; }
+  msgs=$(grep -c "was built for .* but this program runs on" "$out" || true)
+  [ "$msgs" -eq 1 ] || { cat "$out" >&2; fail "a program of the other family: expected one refusal message, got $msgs"; }
+  echo "test-mpi ($name): preloaded into a program of the other family: refused with one message, the program's library broadcast every byte correctly"
+else
+  echo "SKIPPED (test-mpi $name): the other MPI family is not installed ($other_cc): the cross-family refusal is not tested"
+fi
+
+# 5. bench and tune run (BENCH=1).
+if [ -n "${BENCH:-}" ]; then
+  launch 4 "$bin" bench --quick --csv "$scratch/bench.csv" > "$scratch/bench" 2>&1 || { tail -30 "$scratch/bench" >&2; fail "bench at 4 ranks"; }
+  tail -25 "$scratch/bench"
+  launch 4 "$bin" tune --budget 1 --sizes 1,64K,1M --csv "$scratch/tune.csv" --table "$scratch/t.yaml" > "$scratch/tune" 2>&1 || { tail -30 "$scratch/tune" >&2; fail "tune at 4 ranks"; }
+  grep -m1 "mpi:" "$scratch/t.yaml" | sed 's/^/test-mpi: table provenance /'
+fi
+echo "test-mpi ($name): passed in $(( $(date +%s) - start )) s"
