@@ -640,10 +640,9 @@ fn t_init() -> Result<(), MpiError> {
     check(rc, "MPI_T_init_thread")
 }
 
-/// Writes an integer control variable of the MPI library through the MPI
-/// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
-/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
-pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
+/// A handle on the global control variable `name` (freed by the caller
+/// with `PMPI_T_cvar_handle_free`) and how many values it holds.
+fn cvar_handle(name: &str) -> Result<(ffi::MPI_T_cvar_handle, c_int), MpiError> {
     t_init()?;
     let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
         call: "MPI_T_cvar_get_index",
@@ -667,6 +666,14 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
         unsafe { ffi::PMPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
         "MPI_T_cvar_handle_alloc",
     )?;
+    Ok((handle, n))
+}
+
+/// Writes an integer control variable of the MPI library through the MPI
+/// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
+/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
+pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
+    let (mut handle, _) = cvar_handle(name)?;
     // SAFETY: the variable holds one int (n == 1 for these variables).
     let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
     // SAFETY: handle was allocated above.
@@ -681,29 +688,7 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
 /// through the MPI tool interface (`MPI_T_cvar_read`); an error when the
 /// library has no such variable.
 pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
-    t_init()?;
-    let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
-        call: "MPI_T_cvar_get_index",
-        code: -1,
-        message: format!("bad control variable name {name:?}"),
-    })?;
-    let mut idx: c_int = -1;
-    // SAFETY: NUL-terminated name, valid out pointer.
-    check(
-        unsafe { ffi::PMPI_T_cvar_get_index(cname.as_ptr(), &mut idx) },
-        "MPI_T_cvar_get_index",
-    )
-    .map_err(|e| MpiError {
-        message: format!("{name}: {} (is this Open MPI with coll/tuned?)", e.message),
-        ..e
-    })?;
-    let mut handle: ffi::MPI_T_cvar_handle = ptr::null_mut();
-    let mut n: c_int = 0;
-    // SAFETY: global (unbound) variable: no object handle.
-    check(
-        unsafe { ffi::PMPI_T_cvar_handle_alloc(idx, ptr::null_mut(), &mut handle, &mut n) },
-        "MPI_T_cvar_handle_alloc",
-    )?;
+    let (mut handle, n) = cvar_handle(name)?;
     if n != 1 {
         // SAFETY: handle was allocated above.
         unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
