@@ -12,6 +12,8 @@
 //!   and `show` use) and the precomputed `Decisions::choose` (what every
 //!   call consults), for every communicator entry and sizes around every
 //!   rule boundary;
+//! - the compact (JSON) form rank 0 sends the other ranks is the same
+//!   table;
 //! - a duplicated mapping key anywhere is refused (the YAML parser's rule,
 //!   which the removed hand-written reader did not follow).
 //!
@@ -259,6 +261,12 @@ fn check(text: &str) -> Result<bool, String> {
         return Err(format!(
             "round trip changed the table:\n{yaml}\n---\n{yaml2}"
         ));
+    }
+    // The compact form other ranks receive is the same table.
+    let wired = colltune_core::table::Table::from_wire(&table.to_wire())
+        .map_err(|e| format!("wire form refused: {e}"))?;
+    if wired.to_yaml().map_err(|e| e.to_string())? != yaml {
+        return Err("the wire form changed the table".into());
     }
     // The per-call decisions agree with the lookup.
     let sel = Selector {

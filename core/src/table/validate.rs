@@ -11,7 +11,7 @@ use colltune_algorithms::{resolve, Collective};
 use super::{Param, Table, SCHEMA_VERSION};
 
 /// One problem in a table.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Problem {
     pub line: Option<usize>,
     pub what: String,
@@ -114,6 +114,16 @@ pub fn read_text(path: &Path) -> Result<String, TableError> {
         });
     }
     Ok(text)
+}
+
+/// Problems in a compact form for other processes (see `Table::to_wire`).
+pub fn problems_to_wire(problems: &[Problem]) -> Vec<u8> {
+    serde_json::to_vec(problems).unwrap_or_default()
+}
+
+/// The problems [`problems_to_wire`] wrote (none if garbled).
+pub fn problems_from_wire(bytes: &[u8]) -> Vec<Problem> {
+    serde_json::from_slice(bytes).unwrap_or_default()
 }
 
 /// Parses and checks table text; every problem found, not only the first.

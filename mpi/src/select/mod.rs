@@ -40,7 +40,7 @@ pub use colltune_core::decide::{
 };
 
 use crate::transport::mpi::{execute, ffi, Buffers, Comm, Control, MpiError, Op, TransportError};
-use colltune_core::table::{self, CommKey, TableError};
+use colltune_core::table::{self, CommKey, Table, TableError};
 
 #[derive(Debug, Error)]
 pub enum SelectError {
@@ -77,22 +77,48 @@ pub fn load(world: &Comm) -> Result<Selector, SelectError> {
     }
 }
 
-/// The table's text as rank 0 read it, on every rank: `Ok(text)` or the
-/// reason it could not be read (the same on every rank).
-fn read_on_rank0(world: &Comm, path: &std::path::Path) -> Result<Result<String, String>, MpiError> {
+/// The table as rank 0 read and validated it, on every rank (one read of
+/// the file per job, one validation; the others receive it in a compact
+/// form), or why it could not be used (the same on every rank).
+fn load_on_rank0(
+    world: &Comm,
+    path: &std::path::Path,
+) -> Result<Result<Table, TableError>, MpiError> {
+    const READ: u8 = b'-';
+    const INVALID: u8 = b'!';
+    const OK: u8 = b'+';
     let mine = if world.rank() == 0 {
-        match table::read_text(path) {
-            Ok(text) => [b"+".as_slice(), text.as_bytes()].concat(),
-            Err(e) => [b"-".as_slice(), e.to_string().as_bytes()].concat(),
+        match table::read_text(path).map(|t| table::load_str(&t)) {
+            Ok(Ok(tb)) => [&[OK][..], &tb.to_wire()].concat(),
+            Ok(Err(problems)) => [
+                &[INVALID][..],
+                &table::validate::problems_to_wire(&problems),
+            ]
+            .concat(),
+            Err(e) => [&[READ][..], e.to_string().as_bytes()].concat(),
         }
     } else {
         Vec::new()
     };
     let got = world.bcast_bytes(&mine, 0)?;
-    let text = String::from_utf8_lossy(got.get(1..).unwrap_or_default()).into_owned();
+    let body = got.get(1..).unwrap_or_default();
+    let read_error = |why: String| {
+        // Rank 0's message names the file; say it once.
+        let prefix = format!("{}: ", path.display());
+        let why = why.strip_prefix(&prefix).unwrap_or(&why);
+        let why = why.strip_prefix("cannot read: ").unwrap_or(why);
+        TableError::Read {
+            path: path.into(),
+            source: std::io::Error::other(why.to_string()),
+        }
+    };
     Ok(match got.first() {
-        Some(b'+') => Ok(text),
-        _ => Err(text),
+        Some(&OK) => Table::from_wire(body).map_err(read_error),
+        Some(&INVALID) => Err(TableError::Invalid {
+            path: path.into(),
+            problems: table::validate::problems_from_wire(body),
+        }),
+        _ => Err(read_error(String::from_utf8_lossy(body).into_owned())),
     })
 }
 
@@ -110,28 +136,16 @@ pub fn load_with(
     let wants = world.allreduce(u64::from(settings.table.is_some()), Op::Max)?;
     if wants == 1 {
         let path = settings.table.clone().unwrap_or_default();
-        match read_on_rank0(world, &path)? {
-            Err(why) => {
-                // Rank 0's message names the file; say it once.
-                let prefix = format!("{}: ", path.display());
-                let why = why.strip_prefix(&prefix).unwrap_or(&why);
-                let why = why.strip_prefix("cannot read: ").unwrap_or(why);
-                error = Some(TableError::Read {
-                    path: path.clone(),
-                    source: std::io::Error::other(why.to_string()),
-                })
-            }
-            Ok(text) => match table::load_str(&text) {
-                Ok(tb) => {
-                    if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
-                        if world.rank() == 0 {
-                            eprintln!("colltune: warning: {}: {w}", path.display());
-                        }
+        match load_on_rank0(world, &path)? {
+            Ok(tb) => {
+                if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
+                    if world.rank() == 0 {
+                        eprintln!("colltune: warning: {}: {w}", path.display());
                     }
-                    table = Some(Arc::new(tb))
                 }
-                Err(problems) => error = Some(TableError::Invalid { path, problems }),
-            },
+                table = Some(Arc::new(tb))
+            }
+            Err(e) => error = Some(e),
         }
     }
     // Every rank must decide alike: the same settings (the table is
