@@ -1131,7 +1131,10 @@ mod tests {
                     assert!(
                         t.contains("<svg") && t.contains("linear") && t.contains("MPI library")
                     );
-                    assert!(t.contains("fastest"), "the strip of measured winners is labelled");
+                    assert!(
+                        t.contains("fastest"),
+                        "the strip of measured winners is labelled"
+                    );
                 } else {
                     assert_eq!(&bytes[1..4], b"PNG");
                 }

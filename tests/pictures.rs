@@ -52,6 +52,11 @@ fn inputs(d: &Path) -> (PathBuf, PathBuf) {
     assert!(o.status.success(), "{}", text(&o));
     let body = std::fs::read_to_string(&sim).unwrap();
     let mut out = body.clone();
+    let time = body
+        .lines()
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == "time_us"))
+        .expect("the CSV header names time_us");
     for line in body.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         if f[1] == "binomial" && f[3] == "blocking" {
@@ -59,7 +64,7 @@ fn inputs(d: &Path) -> (PathBuf, PathBuf) {
             g[1] = "mpi".into();
             g[2] = "mpi".into();
             g[3] = "library".into();
-            g[15] = format!("{}", g[15].parse::<f64>().unwrap() * 1.2);
+            g[time] = format!("{}", g[time].parse::<f64>().unwrap() * 1.2);
             out.push_str(&g.join(","));
             out.push('\n');
         }

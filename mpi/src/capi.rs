@@ -30,6 +30,8 @@
 //! recycled handle never finds stale state, and nothing is rebuilt per call.
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
+pub mod preload;
+
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_void};

@@ -18,21 +18,18 @@
 //! Built for one MPI family (Open MPI: pointer handles; MPICH, Intel MPI:
 //! integer handles) and preloaded into a program of the other, it says so
 //! once at `MPI_Init` and passes every call through untouched
-//! (`colltune_mpi::abi`): `MPI_Bcast` takes its handles at register width
-//! for that reason.
+//! (`colltune_mpi::capi::preload`): `MPI_Bcast` takes its handles at
+//! register width for that reason.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune_mpi::{abi, capi};
+use colltune_mpi::capi;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    if abi::foreign_family() {
-        return abi::raw::PMPI_Init(argc, argv);
-    }
-    capi::mpi_init(argc, argv)
+    capi::preload::mpi_init(argc, argv)
 }
 
 #[no_mangle]
@@ -42,10 +39,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    if abi::foreign_family() {
-        return abi::raw::PMPI_Init_thread(argc, argv, required, provided);
-    }
-    capi::mpi_init_thread(argc, argv, required, provided)
+    capi::preload::mpi_init_thread(argc, argv, required, provided)
 }
 
 #[no_mangle]
@@ -56,64 +50,12 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    if abi::foreign_family() {
-        return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
-    }
-    capi::bcast(
-        buffer,
-        count,
-        abi::datatype_from_reg(datatype),
-        root,
-        abi::comm_from_reg(comm),
-    )
+    capi::preload::bcast(buffer, count, datatype, root, comm)
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
-    if abi::foreign_family() {
-        // SAFETY: no arguments; the program's library checks its state.
-        return unsafe { abi::raw::PMPI_Finalize() };
-    }
-    capi::mpi_finalize()
-}
-
-/// A Fortran call in a program of the other MPI family: the program's
-/// library's C binding, handles converted by that library.
-unsafe fn foreign_fortran_bcast(
-    buffer: *mut c_void,
-    count: *const c_int,
-    datatype: *const c_int,
-    root: *const c_int,
-    comm: *const c_int,
-    ierror: *mut c_int,
-) {
-    let rc = abi::raw::PMPI_Bcast(
-        buffer,
-        *count,
-        abi::raw::type_f2c(*datatype),
-        *root,
-        abi::raw::comm_f2c(*comm),
-    );
-    if !ierror.is_null() {
-        *ierror = rc;
-    }
-}
-
-/// `MPI_INIT` / `MPI_INIT_THREAD` / `MPI_FINALIZE` from Fortran in a
-/// program of the other family.
-unsafe fn foreign_fortran_init(required: Option<c_int>, provided: *mut c_int, ierror: *mut c_int) {
-    let (mut argc, mut argv): (c_int, *mut *mut c_char) = (0, std::ptr::null_mut());
-    let mut got: c_int = 0;
-    let rc = match required {
-        Some(r) => abi::raw::PMPI_Init_thread(&mut argc, &mut argv, r, &mut got),
-        None => abi::raw::PMPI_Init(&mut argc, &mut argv),
-    };
-    if !provided.is_null() {
-        *provided = got;
-    }
-    if !ierror.is_null() {
-        *ierror = rc;
-    }
+    capi::preload::mpi_finalize()
 }
 
 /// The Fortran entry points, under each name a Fortran compiler may call
@@ -131,18 +73,12 @@ macro_rules! fortran {
             comm: *const c_int,
             ierror: *mut c_int,
         ) {
-            if abi::foreign_family() {
-                return foreign_fortran_bcast(buffer, count, datatype, root, comm, ierror);
-            }
-            capi::fortran_bcast(buffer, count, datatype, root, comm, ierror)
+            capi::preload::fortran_bcast(buffer, count, datatype, root, comm, ierror)
         }
 
         #[no_mangle]
         pub unsafe extern "C" fn $init(ierror: *mut c_int) {
-            if abi::foreign_family() {
-                return foreign_fortran_init(None, std::ptr::null_mut(), ierror);
-            }
-            capi::fortran_init(ierror)
+            capi::preload::fortran_init(None, std::ptr::null_mut(), ierror)
         }
 
         #[no_mangle]
@@ -151,22 +87,12 @@ macro_rules! fortran {
             provided: *mut c_int,
             ierror: *mut c_int,
         ) {
-            if abi::foreign_family() {
-                return foreign_fortran_init(Some(*required), provided, ierror);
-            }
-            capi::fortran_init_thread(required, provided, ierror)
+            capi::preload::fortran_init(Some(required), provided, ierror)
         }
 
         #[no_mangle]
         pub unsafe extern "C" fn $finalize(ierror: *mut c_int) {
-            if abi::foreign_family() {
-                let rc = abi::raw::PMPI_Finalize();
-                if !ierror.is_null() {
-                    *ierror = rc;
-                }
-                return;
-            }
-            capi::fortran_finalize(ierror)
+            capi::preload::fortran_finalize(ierror)
         }
     )*};
 }

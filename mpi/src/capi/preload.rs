@@ -1,0 +1,135 @@
+//! The interposition library's entry points (`preload/` forwards each of
+//! its exported symbols to one of these): colltune's own path, or, where
+//! the library was built for one MPI family (Open MPI: pointer handles;
+//! MPICH, Intel MPI: integer handles) and preloaded into a program of the
+//! other ([`abi::foreign_family`]), the program's own library untouched.
+//! `MPI_Bcast`'s handles come at register width for that reason.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::abi;
+
+/// # Safety
+/// As for `MPI_Init`.
+pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    if abi::foreign_family() {
+        return abi::raw::PMPI_Init(argc, argv);
+    }
+    super::mpi_init(argc, argv)
+}
+
+/// # Safety
+/// As for `MPI_Init_thread`.
+pub unsafe fn mpi_init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    if abi::foreign_family() {
+        return abi::raw::PMPI_Init_thread(argc, argv, required, provided);
+    }
+    super::mpi_init_thread(argc, argv, required, provided)
+}
+
+/// # Safety
+/// As for `MPI_Bcast`; `datatype` and `comm` are the handles' register
+/// values.
+pub unsafe fn bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    if abi::foreign_family() {
+        return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
+    }
+    super::bcast(
+        buffer,
+        count,
+        abi::datatype_from_reg(datatype),
+        root,
+        abi::comm_from_reg(comm),
+    )
+}
+
+pub fn mpi_finalize() -> c_int {
+    if abi::foreign_family() {
+        // SAFETY: no arguments; the program's library checks its state.
+        return unsafe { abi::raw::PMPI_Finalize() };
+    }
+    super::mpi_finalize()
+}
+
+/// Fortran `MPI_BCAST`.
+///
+/// # Safety
+/// As for the Fortran binding: every argument points to an integer
+/// (`ierror` may be null).
+pub unsafe fn fortran_bcast(
+    buffer: *mut c_void,
+    count: *const c_int,
+    datatype: *const c_int,
+    root: *const c_int,
+    comm: *const c_int,
+    ierror: *mut c_int,
+) {
+    if !abi::foreign_family() {
+        return super::fortran_bcast(buffer, count, datatype, root, comm, ierror);
+    }
+    // The program's library's C binding, handles converted by that library.
+    let rc = abi::raw::PMPI_Bcast(
+        buffer,
+        *count,
+        abi::raw::type_f2c(*datatype),
+        *root,
+        abi::raw::comm_f2c(*comm),
+    );
+    if !ierror.is_null() {
+        *ierror = rc;
+    }
+}
+
+/// Fortran `MPI_INIT` (`required` None) and `MPI_INIT_THREAD`.
+///
+/// # Safety
+/// As for the Fortran bindings (`provided`, `ierror` may be null).
+pub unsafe fn fortran_init(
+    required: Option<*const c_int>,
+    provided: *mut c_int,
+    ierror: *mut c_int,
+) {
+    if !abi::foreign_family() {
+        return match required {
+            Some(r) => super::fortran_init_thread(r, provided, ierror),
+            None => super::fortran_init(ierror),
+        };
+    }
+    let (mut argc, mut argv): (c_int, *mut *mut c_char) = (0, std::ptr::null_mut());
+    let mut got: c_int = 0;
+    let rc = match required {
+        Some(r) => abi::raw::PMPI_Init_thread(&mut argc, &mut argv, *r, &mut got),
+        None => abi::raw::PMPI_Init(&mut argc, &mut argv),
+    };
+    if !provided.is_null() {
+        *provided = got;
+    }
+    if !ierror.is_null() {
+        *ierror = rc;
+    }
+}
+
+/// Fortran `MPI_FINALIZE`.
+///
+/// # Safety
+/// `ierror` is null or points to an integer.
+pub unsafe fn fortran_finalize(ierror: *mut c_int) {
+    if !abi::foreign_family() {
+        return super::fortran_finalize(ierror);
+    }
+    let rc = abi::raw::PMPI_Finalize();
+    if !ierror.is_null() {
+        *ierror = rc;
+    }
+}
