@@ -23,7 +23,7 @@ jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 . jobs/mpirun-flags.sh
 if [ -n "${CI:-}" ]; then
-  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium}
+  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi}
 fi
 start=$(date +%s)
 

@@ -456,13 +456,7 @@ where
                 .collect();
             draw_path!(chart, l, pts.clone(), line_style(l, color)).map_err(err)?;
             let m = marker_of(p.collective, l);
-            let step = (pts.len() / 10).max(1);
-            let shown: Vec<(f64, f64)> = pts
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| (j + i) % step == 0 || *j + 1 == pts.len())
-                .map(|(_, &pt)| pt)
-                .collect();
+            let shown = marked_points(&pts, i);
             with_marker!(m, color, |mk| chart
                 .draw_series(shown.iter().map(|&pt| mk(pt)))
                 .map(|_| ()))
@@ -668,13 +662,7 @@ where
                 .collect();
             draw_path!(chart, l, pts.clone(), line_style(l, color)).map_err(err)?;
             let m = marker_of(p.collective, l);
-            let step = (pts.len() / 10).max(1);
-            let shown: Vec<(f64, f64)> = pts
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| (j + i) % step == 0 || *j + 1 == pts.len())
-                .map(|(_, &pt)| pt)
-                .collect();
+            let shown = marked_points(&pts, i);
             with_marker!(m, color, |mk| chart
                 .draw_series(shown.iter().map(|&pt| mk(pt)))
                 .map(|_| ()))
@@ -1066,6 +1054,18 @@ where
     ))
     .map_err(err)?;
     Ok(())
+}
+
+/// The points of line `i` that get a marker: about ten per line, offset by
+/// the line's index so that lines sharing points do not hide each other's
+/// markers, and always the last.
+fn marked_points(pts: &[(f64, f64)], i: usize) -> Vec<(f64, f64)> {
+    let step = (pts.len() / 10).max(1);
+    pts.iter()
+        .enumerate()
+        .filter(|(j, _)| (j + i) % step == 0 || *j + 1 == pts.len())
+        .map(|(_, &pt)| pt)
+        .collect()
 }
 
 #[cfg(test)]
