@@ -688,7 +688,10 @@ pub unsafe fn bcast(
     let route = routes.bcast(bytes);
     if let Route::Library(choice) = route {
         if let Some(f) = choice.library {
-            return forced_bcast(sel, f, buffer, count, datatype, bytes, root, comm);
+            let tracing = routes.tracing();
+            return forced_bcast(
+                sel, choice, tracing, f, buffer, count, datatype, bytes, root, comm,
+            );
         }
         if routes.tracing() {
             lock(sel).trace("bcast", bytes, Some(root), choice);
@@ -715,6 +718,8 @@ pub unsafe fn bcast(
 #[allow(clippy::too_many_arguments)]
 unsafe fn forced_bcast(
     sel: &Mutex<CommSelector>,
+    choice: &colltune_core::decide::Choice,
+    tracing: bool,
     f: colltune_core::ompi::Forced,
     buffer: *mut c_void,
     count: c_int,
@@ -724,18 +729,21 @@ unsafe fn forced_bcast(
     comm: MPI_Comm,
 ) -> c_int {
     let sel = lock(sel);
-    let choice = sel.choose(Collective::Bcast, bytes);
     let Some(forced) = sel.library_comm(f) else {
-        sel.trace(
-            "bcast",
-            bytes,
-            Some(root),
-            &format_args!("{choice}; forcing is unavailable here: the MPI library's default"),
-        );
+        if tracing {
+            sel.trace(
+                "bcast",
+                bytes,
+                Some(root),
+                &format_args!("{choice}; forcing is unavailable here: the MPI library's default"),
+            );
+        }
         drop(sel);
         return cffi::user_bcast(buffer, count, datatype, root as c_int, comm);
     };
-    sel.trace("bcast", bytes, Some(root), choice);
+    if tracing {
+        sel.trace("bcast", bytes, Some(root), choice);
+    }
     drop(sel);
     let rc = cffi::user_bcast(buffer, count, datatype, root as c_int, forced);
     if rc != SUCCESS {
