@@ -138,10 +138,19 @@ pub enum Pattern {
     #[default]
     Synchronized,
     /// A block of calls in a row after one start, timed as a block on each
-    /// rank (IMB): the time per call is the block's time over its calls,
+    /// rank (IMB-MPI1 with `-sync 0`): the time per call is the block's time over its calls,
     /// and successive calls may overlap (a root returns while its last call
     /// is still being delivered), so this is a throughput.
     BackToBack,
+    /// One call per repetition after a barrier, each rank timing only its
+    /// own call, the sample the **mean over the ranks**: what IMB-MPI1
+    /// (2019 and later, its default `-sync 1`) reports as `t_avg` and OSU as
+    /// its average latency. A rank that leaves the call early counts for
+    /// little, so this favours algorithms that release ranks early (a
+    /// linear broadcast whose root only posts eager sends), where
+    /// `synchronized` (the slowest rank) measures when the data is
+    /// everywhere.
+    Imb,
 }
 
 impl Pattern {
@@ -150,6 +159,7 @@ impl Pattern {
         match self {
             Pattern::Synchronized => "synchronized",
             Pattern::BackToBack => "back-to-back",
+            Pattern::Imb => "imb",
         }
     }
 }
@@ -166,8 +176,9 @@ impl std::str::FromStr for Pattern {
         match s.trim() {
             "synchronized" | "synchronised" | "sync" => Ok(Pattern::Synchronized),
             "back-to-back" | "back_to_back" | "backtoback" => Ok(Pattern::BackToBack),
+            "imb" | "osu" | "imb-avg" => Ok(Pattern::Imb),
             other => Err(format!(
-                "`{other}`: write `synchronized` (one call per repetition, ranks started together) or `back-to-back` (blocks of calls in a row, IMB)"
+                "`{other}`: write `synchronized` (one call per repetition, ranks started together, the slowest rank), `back-to-back` (blocks of calls in a row) or `imb` (a barrier between calls, each rank timing its own call, the mean over ranks: IMB's t_avg, OSU's average)"
             )),
         }
     }
@@ -352,13 +363,17 @@ mod tests {
 
     #[test]
     fn patterns_parse_and_print() {
-        for p in [Pattern::Synchronized, Pattern::BackToBack] {
+        for p in [Pattern::Synchronized, Pattern::BackToBack, Pattern::Imb] {
             assert_eq!(p.to_string().parse::<Pattern>(), Ok(p));
         }
         assert_eq!("back-to-back".parse(), Ok(Pattern::BackToBack));
+        assert_eq!("osu".parse(), Ok(Pattern::Imb));
         assert_eq!(Pattern::default(), Pattern::Synchronized);
-        let e = "imb".parse::<Pattern>().unwrap_err();
-        assert!(e.contains("`imb`") && e.contains("back-to-back"), "{e}");
+        let e = "skampi".parse::<Pattern>().unwrap_err();
+        assert!(
+            e.contains("`skampi`") && e.contains("back-to-back") && e.contains("imb"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -686,12 +686,26 @@ pub unsafe fn bcast(
         return library();
     }
     let route = routes.bcast(bytes);
-    if let Route::Library(choice) = route {
+    if let Route::Library(choice, slot) = route {
         if let Some(f) = choice.library {
-            let tracing = routes.tracing();
-            return forced_bcast(
-                sel, choice, tracing, f, buffer, count, datatype, bytes, root, comm,
-            );
+            // The forced duplicate, once made: one atomic load.
+            if let (Some(forced), false) = (slot.get(), routes.tracing()) {
+                return forced_bcast(forced, buffer, count, datatype, root, comm);
+            }
+            let forced = {
+                let sel = lock(sel);
+                let forced = slot.set(sel.library_comm(f));
+                if routes.tracing() {
+                    let why = if forced.is_some() {
+                        format!("{choice}")
+                    } else {
+                        format!("{choice}; forcing is unavailable here: the MPI library's default")
+                    };
+                    sel.trace("bcast", bytes, Some(root), &why);
+                }
+                forced
+            };
+            return forced_bcast(forced, buffer, count, datatype, root, comm);
         }
         if routes.tracing() {
             lock(sel).trace("bcast", bytes, Some(root), choice);
@@ -708,43 +722,25 @@ pub unsafe fn bcast(
 
 /// A table's choice of the library's own algorithm (`ompi_tuned`): the
 /// user's own arguments to `PMPI_Bcast` on the communicator's duplicate
-/// with that algorithm forced (made at this first call, collectively);
-/// the library's default on the user's communicator where forcing is
-/// unavailable (warned once). Errors go to the user's communicator's
-/// handler, as the library's own would.
+/// with that algorithm forced (`Some(dup)`, made at the rule's first call,
+/// collectively); the library's default on the user's communicator where
+/// forcing is unavailable (None, warned once). Errors go to
+/// the user's communicator's handler, as the library's own would.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
-#[allow(clippy::too_many_arguments)]
+#[inline]
 unsafe fn forced_bcast(
-    sel: &Mutex<CommSelector>,
-    choice: &colltune_core::decide::Choice,
-    tracing: bool,
-    f: colltune_core::ompi::Forced,
+    forced: Option<MPI_Comm>,
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    bytes: u64,
     root: usize,
     comm: MPI_Comm,
 ) -> c_int {
-    let sel = lock(sel);
-    let Some(forced) = sel.library_comm(f) else {
-        if tracing {
-            sel.trace(
-                "bcast",
-                bytes,
-                Some(root),
-                &format_args!("{choice}; forcing is unavailable here: the MPI library's default"),
-            );
-        }
-        drop(sel);
+    let Some(forced) = forced else {
         return cffi::user_bcast(buffer, count, datatype, root as c_int, comm);
     };
-    if tracing {
-        sel.trace("bcast", bytes, Some(root), choice);
-    }
-    drop(sel);
     let rc = cffi::user_bcast(buffer, count, datatype, root as c_int, forced);
     if rc != SUCCESS {
         cffi::comm_call_errhandler(comm, rc);
@@ -772,7 +768,7 @@ unsafe fn run_route(
             }
             routes.direct(tree, buf, root)?;
         }
-        Route::Plan(_) | Route::Library(_) => {
+        Route::Plan(_) | Route::Library(..) => {
             lock(sel).bcast(buf, root)?;
         }
     }

@@ -36,7 +36,7 @@ pub struct Args {
     /// Untimed calls before each point.
     #[arg(long, default_value_t = 2)]
     warmup: u32,
-    /// Root: `rotate` (IMB: repetition i uses root i mod p) or a rank.
+    /// Root: `rotate` (repetition i uses root i mod p; IMB-MPI1 before 2019) or a rank (IMB 2019 and later and OSU keep root 0).
     #[arg(long, default_value = "rotate")]
     root: String,
     /// Cache: `warm` (one buffer) or `off` (buffers rotated over twice the
@@ -50,10 +50,14 @@ pub struct Args {
     #[arg(long, default_value = "barrier")]
     sync: colltune_core::method::SyncMode,
     /// Call pattern: `synchronized` (each repetition one call, the ranks
-    /// started together: OSU; what an application between computation
-    /// phases pays) or `back-to-back` (each repetition a block of calls in a
-    /// row with the root rotating per call, timed as a block on each rank,
-    /// the slowest rank's time per call: IMB's loop, IMB's t_max).
+    /// started together, the slowest rank's time: when the data is
+    /// everywhere; what an application between computation phases pays),
+    /// `back-to-back` (each repetition a block of calls in a row with the
+    /// root rotating per call, timed as a block on each rank, the slowest
+    /// rank's time per call: throughput) or `imb` (a barrier before each
+    /// call, each rank timing its own call, the mean over ranks: exactly
+    /// what IMB-MPI1 reports as t_avg and OSU as its average latency; use
+    /// `--root 0` for their default fixed root).
     #[arg(long, default_value = "synchronized")]
     pattern: colltune_core::method::Pattern,
     /// Calls per repetition (swap study: 1 and k).

@@ -85,9 +85,11 @@ pub struct Args {
     #[arg(long)]
     pub(super) no_library_candidates: bool,
     /// Call pattern tuned for: `synchronized` (one call per repetition, the
-    /// ranks started together: an application calling between computation
-    /// phases) or `back-to-back` (blocks of calls in a row: IMB's loop; see
-    /// `colltune bench --help`). Recorded in the CSV and the table.
+    /// ranks started together, the slowest rank: an application calling
+    /// between computation phases), `back-to-back` (blocks of calls in a
+    /// row) or `imb` (IMB's and OSU's own measure: a barrier between calls,
+    /// the mean over ranks of each rank's time in the call); see `colltune
+    /// bench --help`. Recorded in the CSV and the table.
     #[arg(long, default_value = "synchronized")]
     pub(super) pattern: colltune_core::method::Pattern,
     /// Keep a rule for every change of the fastest median, even within the
@@ -169,7 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     if let Some(model) = args.model.clone() {
         if args.pattern != colltune_core::method::Pattern::Synchronized {
             return Err(UsageError(
-                "--pattern back-to-back with --model: the simulator predicts one call that every rank starts at once (synchronized); measure back-to-back under mpirun".into(),
+                "--pattern back-to-back or imb with --model: the simulator predicts one call that every rank starts at once (synchronized); measure back-to-back under mpirun".into(),
             )
             .into());
         }

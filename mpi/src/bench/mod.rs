@@ -18,21 +18,25 @@
 //! - **Several independent runs** (default 3), interleaved: run 1 of every
 //!   point, then run 2, ..., so slow drifts of the machine hit every
 //!   algorithm alike.
-//! - **Root**: rotating (IMB's choice: repetition i uses root i mod p) or fixed.
+//! - **Root**: rotating (repetition i uses root i mod p, as IMB-MPI1 did
+//!   before 2019) or fixed (IMB 2019 and later and OSU: root 0).
 //! - **Cache**: warm (one buffer) or off (buffers rotated over a region twice
 //!   the last-level cache).
 //! - **Overlap**: optional computation between starting a call and waiting
 //!   for it; `iterations` calls per repetition (time reported per call).
 //! - **Pattern** ([`Pattern`]): `synchronized` times each repetition's
 //!   call(s) from a common start (above); `back-to-back` makes a repetition
-//!   one block of calls in a row after the common start, IMB style: each
+//!   one block of calls in a row after the common start (IMB's `-sync 0`): each
 //!   rank times the whole block, its time per call is the block's time over
-//!   the calls, and the sample is the slowest rank's (IMB's `t_max`; IMB's
-//!   `t_avg`, the mean over ranks, is at most this). The root rotates per
+//!   the calls, and the sample is the slowest rank's. The root rotates per
 //!   call (call j of repetition i from root (i + j) mod p) and a block is a
 //!   whole number of rotations, sized from the probe to about a tenth of the
 //!   budget, at most 1000 calls ([`block_calls`]); `iterations` records the
-//!   block's calls.
+//!   block's calls. `imb` is IMB-MPI1's own measurement (2019 and later,
+//!   default `-sync 1`; OSU's is the same): a barrier before each call,
+//!   each rank timing only its own call, and the sample the **mean over
+//!   the ranks** (IMB's `t_avg`) where the other patterns take the slowest
+//!   rank; it needs barrier synchronisation.
 
 pub mod clock;
 
@@ -234,6 +238,11 @@ impl<'c> Measurer<'c> {
                 pt.iterations
             )));
         }
+        if self.method.pattern == Pattern::Imb && self.method.sync != SyncMode::Barrier {
+            return Err(BenchError::Invalid(
+                "the imb pattern times each rank's call after a barrier (IMB, OSU): use --sync barrier".into(),
+            ));
+        }
         // Library and forced algorithms: set Open MPI's variables for this
         // subject (they may be read per call), on their own communicator.
         self.make_tuned_comm(pt.subject)?;
@@ -330,7 +339,7 @@ impl<'c> Measurer<'c> {
         // the same from the agreed probe).
         let budget = self.method.budget.as_secs_f64();
         let (per_call_rep, rotate, per_rep) = match self.method.pattern {
-            Pattern::Synchronized => (pt.iterations, false, per_rep),
+            Pattern::Synchronized | Pattern::Imb => (pt.iterations, false, per_rep),
             Pattern::BackToBack => {
                 let b = block_calls(budget, per_rep, nroots);
                 (b, true, per_rep * f64::from(b))
@@ -378,10 +387,18 @@ impl<'c> Measurer<'c> {
                 }
             }
         }
-        let all = ctl.reduce(&local, Op::Max, 0)?;
+        // The slowest rank's time per repetition; for `imb`, the mean over
+        // ranks (no rank is late under barrier synchronisation, so the flags
+        // sum to zero).
+        let (op, scale) = match self.method.pattern {
+            Pattern::Imb => (Op::Sum, 1.0 / size as f64),
+            _ => (Op::Max, 1.0),
+        };
+        let mut all = ctl.reduce(&local, op, 0)?;
         if rank != 0 {
             return Ok(Vec::new());
         }
+        all[..reps].iter_mut().for_each(|t| *t *= scale);
         let (times, late) = all.split_at(reps);
         let flags: Vec<bool> = stats::outlier_flags(times)
             .into_iter()

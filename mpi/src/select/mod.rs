@@ -25,7 +25,7 @@ pub mod direct;
 mod library;
 mod route;
 
-pub use route::{Route, Routes};
+pub use route::{ForcedSlot, Route, Routes};
 
 use std::cell::RefCell;
 use std::collections::HashMap;

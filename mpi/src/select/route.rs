@@ -4,13 +4,17 @@
 //! binary search over the rules and one match ([`Route`]).
 //!
 //! - [`Route::Library`]: the library's own `MPI_Bcast` with the user's
-//!   arguments;
+//!   arguments; for a choice of one of its algorithms (`ompi_tuned`), on
+//!   the duplicate with that algorithm forced, found per call in the
+//!   rule's [`ForcedSlot`] (one atomic load once it is made);
 //! - [`Route::Direct`]: a tree pass over the whole message
 //!   ([`direct`](super::direct)): linear, binomial, k-nomial, binary, and
 //!   chain or pipeline when the message is one segment;
 //! - [`Route::Plan`]: anything else, through a prepared schedule and the
 //!   general executor ([`CommSelector::bcast`](super::CommSelector::bcast),
 //!   under the communicator's lock).
+
+use std::sync::OnceLock;
 
 use colltune_algorithms::Collective;
 
@@ -28,11 +32,33 @@ enum Kind {
     General,
 }
 
+/// Where a rule that chooses one of the library's own algorithms runs: the
+/// forced duplicate (None: forcing is unavailable, the library's default
+/// on the user's communicator), set at the first call of the rule (made
+/// under the selector's lock, collectively), read without a lock after.
+#[derive(Debug, Default)]
+pub struct ForcedSlot(OnceLock<Option<MPI_Comm>>);
+
+impl ForcedSlot {
+    /// The duplicate, once made.
+    #[inline]
+    pub fn get(&self) -> Option<Option<MPI_Comm>> {
+        self.0.get().copied()
+    }
+
+    /// Records what the first call found (the first record wins; every
+    /// thread finds the same duplicate).
+    pub fn set(&self, comm: Option<MPI_Comm>) -> Option<MPI_Comm> {
+        *self.0.get_or_init(|| comm)
+    }
+}
+
 /// How one call runs.
 #[derive(Clone, Copy, Debug)]
 pub enum Route<'a> {
-    /// The MPI library's own collective.
-    Library(&'a Choice),
+    /// The MPI library's own collective; for a choice of one of its
+    /// algorithms, where that rule's forced duplicate is kept.
+    Library(&'a Choice, &'a ForcedSlot),
     /// One tree pass over the whole message, as plain point-to-point calls.
     Direct(&'a Choice, Tree),
     /// A prepared schedule through the general executor.
@@ -53,6 +79,8 @@ pub struct Routes {
     kinds: Vec<Kind>,
     forced: Kind,
     fallback: Kind,
+    /// By rule index, then the forced choice's and the fallback's.
+    slots: Vec<ForcedSlot>,
 }
 
 // SAFETY: `comm` is an MPI handle (process-wide, used only in calls MPI
@@ -80,7 +108,11 @@ impl Routes {
         // ids past the rules.
         let forced = bcast.forced().map_or(Kind::Library, kind);
         let fallback = kind(bcast.fallback());
+        let slots = (0..bcast.rules().len() + 2)
+            .map(|_| ForcedSlot::default())
+            .collect();
         Routes {
+            slots,
             comm: sel.comm().raw(),
             rank: sel.comm().rank(),
             size: sel.comm().size(),
@@ -121,13 +153,14 @@ impl Routes {
     #[inline]
     pub fn bcast(&self, bytes: u64) -> Route<'_> {
         let (choice, id) = self.bcast.choose(bytes);
-        let k = match self.kinds.get(id) {
-            Some(k) => *k,
-            None if self.bcast.forced().is_some() => self.forced,
-            None => self.fallback,
+        let n = self.kinds.len();
+        let (k, slot) = match self.kinds.get(id) {
+            Some(k) => (*k, id),
+            None if self.bcast.forced().is_some() => (self.forced, n),
+            None => (self.fallback, n + 1),
         };
         match k {
-            Kind::Library => Route::Library(choice),
+            Kind::Library => Route::Library(choice, &self.slots[slot]),
             Kind::Tree(t, seg) if direct::one_segment(bytes, seg) => Route::Direct(choice, t),
             Kind::Tree(..) | Kind::General => Route::Plan(choice),
         }
