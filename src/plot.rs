@@ -77,7 +77,7 @@ const FORCED: RGBColor = RGBColor(100, 100, 100);
 pub fn color_of(c: Collective, family: &str) -> RGBColor {
     match family {
         "mpi" => LIBRARY,
-        "ompi_tuned" => FORCED,
+        "ompi_tuned" | "mpich" | "impi" => FORCED,
         f => PALETTE[family_index(c, f) % PALETTE.len()],
     }
 }
@@ -367,7 +367,10 @@ where
     let xticks = size_ticks(xr.start, xr.end);
     let colors: Vec<RGBColor> = lines
         .iter()
-        .map(|l| color_of(p.collective, &l.family))
+        .map(|l| match l.kind {
+            LineKind::LibraryForced => FORCED,
+            _ => color_of(p.collective, &l.family),
+        })
         .collect();
     let strip_rows = if p.regimes.is_some() { 2 } else { 1 };
     let strip_h = 30 * strip_rows + 12;

@@ -126,11 +126,11 @@ pub fn lines(all: &Series, ctx: &SeriesKey, sel: &Selection) -> Result<Vec<Line>
     for (k, pts) in all.iter().filter(|(k, _)| k.context() == *ctx) {
         let (kind, name, fam) = if k.is_native() {
             (LineKind::Library, "MPI library".to_string(), "mpi")
-        } else if k.is_ompi_tuned() {
+        } else if k.is_forced() {
             (
                 LineKind::LibraryForced,
                 "MPI library, best forced".to_string(),
-                "ompi_tuned",
+                k.spec.split(':').next().unwrap_or("ompi_tuned"),
             )
         } else if k.is_library() {
             (LineKind::Library, k.spec.clone(), "mpi")
@@ -152,12 +152,8 @@ pub fn lines(all: &Series, ctx: &SeriesKey, sel: &Selection) -> Result<Vec<Line>
             family: fam.to_string(),
             points: BTreeMap::new(),
         });
-        let variant = if k.is_ompi_tuned() {
-            k.spec
-                .split("name=")
-                .nth(1)
-                .map(|n| n.split(',').next().unwrap_or(n).to_string())
-                .unwrap_or_else(|| k.spec.clone())
+        let variant = if k.is_forced() {
+            crate::mpich::short_name(&k.spec).to_string()
         } else {
             k.label()
         };

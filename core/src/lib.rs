@@ -25,6 +25,7 @@ pub mod export;
 pub mod figure;
 pub mod fit;
 pub mod method;
+pub mod mpich;
 pub mod ompi;
 pub mod pattern;
 pub mod progress;

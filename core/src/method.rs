@@ -34,6 +34,16 @@ pub enum Subject {
         tuned: &'static TunedBcast,
         segment: u64,
     },
+    /// One of an MPICH-derived library's broadcast algorithms, forced
+    /// through `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (`MPI_T`, process-wide,
+    /// read per call) for the duration of each point.
+    Mpich { choice: crate::mpich::Choice },
+    /// The library's own `MPI_Bcast` under an algorithm chosen outside the
+    /// process (an environment variable read at `MPI_Init`, as Intel MPI's
+    /// `I_MPI_ADJUST_BCAST`), recorded under `label`
+    /// (`impi:I_MPI_ADJUST_BCAST=3,name=ring`; checked by
+    /// [`crate::mpich::check_label`]).
+    LibraryLabelled { label: String },
 }
 
 impl Subject {
@@ -48,6 +58,10 @@ impl Subject {
             Subject::Ours { spec, .. } => spec.name.clone(),
             Subject::Library => "mpi".into(),
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
+            Subject::Mpich { .. } => crate::mpich::TABLE_NAME.into(),
+            Subject::LibraryLabelled { label } => {
+                label.split(':').next().unwrap_or(label).to_string()
+            }
         }
     }
     pub fn spec(&self) -> String {
@@ -60,6 +74,8 @@ impl Subject {
                     tuned.id, tuned.name
                 )
             }
+            Subject::Mpich { choice } => choice.spec(),
+            Subject::LibraryLabelled { label } => label.clone(),
         }
     }
     pub fn execution(&self) -> &'static str {
@@ -374,6 +390,31 @@ mod tests {
             e.contains("`skampi`") && e.contains("back-to-back") && e.contains("imb"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn library_subjects_are_named_as_their_library_documents() {
+        let m = Subject::Mpich {
+            choice: crate::mpich::Choice {
+                value: 5,
+                name: "scatter_ring_allgather".into(),
+            },
+        };
+        assert_eq!(m.algorithm(), "mpich");
+        assert_eq!(m.spec(), "mpich:algorithm=scatter_ring_allgather");
+        assert_eq!(
+            m.label(),
+            "mpich:algorithm=scatter_ring_allgather [library]"
+        );
+        assert_eq!(m.collective(), Collective::Bcast);
+        let i = Subject::LibraryLabelled {
+            label: "impi:I_MPI_ADJUST_BCAST=3,name=ring".into(),
+        };
+        assert_eq!(i.algorithm(), "impi");
+        assert_eq!(i.spec(), "impi:I_MPI_ADJUST_BCAST=3,name=ring");
+        assert_eq!(i.execution(), "library");
+        // The default call keeps its name.
+        assert_eq!(Subject::Library.spec(), "mpi");
     }
 
     #[test]

@@ -76,6 +76,20 @@ impl SeriesKey {
     pub fn is_ompi_tuned(&self) -> bool {
         self.spec.starts_with("ompi_tuned")
     }
+    /// One of the library's own algorithms, forced or chosen outside the
+    /// process (Open MPI's `ompi_tuned`, MPICH's `mpich`, Intel MPI's
+    /// `impi` labels): a library subject that is not its default call.
+    pub fn is_forced(&self) -> bool {
+        self.is_library() && !self.is_native()
+    }
+    /// How the comparison names a forced algorithm: Open MPI's with its
+    /// segment (`binomial,segment=0`), others by their short name.
+    pub fn forced_name(&self) -> &str {
+        match self.spec.split_once("name=") {
+            Some((_, rest)) if self.is_ompi_tuned() => rest,
+            _ => crate::mpich::short_name(&self.spec),
+        }
+    }
 }
 
 fn fmt_num(x: f64) -> String {
@@ -184,8 +198,9 @@ pub fn best_at<'a>(
 pub const NOISY_SPREAD: f64 = 1.25;
 
 /// For each comparable context: per size, the best of colltune's
-/// algorithms against the MPI library's default and against the best forced
-/// Open MPI algorithm, with geometric means; then noise warnings.
+/// algorithms against the MPI library's default and against the best of
+/// its own algorithms forced (Open MPI's coll/tuned, MPICH's, Intel MPI's
+/// labelled runs), with geometric means; then noise warnings.
 pub fn comparison(all: &Series) -> String {
     let mut out = String::new();
     let contexts: Vec<SeriesKey> = {
@@ -205,7 +220,28 @@ pub fn comparison(all: &Series) -> String {
             v
         };
         let has_native = all.keys().any(|k| k.context() == ctx && k.is_native());
-        let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_ompi_tuned());
+        let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_forced());
+        // The library the forced algorithms are of (one, unless CSVs of
+        // several libraries were merged).
+        let forced_lib = {
+            let mut libs: Vec<&str> = all
+                .keys()
+                .filter(|k| k.context() == ctx && k.is_forced())
+                .map(|k| crate::mpich::library_of(&k.spec))
+                .collect();
+            libs.sort_unstable();
+            libs.dedup();
+            match libs.as_slice() {
+                [one] => *one,
+                _ => "library",
+            }
+        };
+        let ratio_head = match forced_lib {
+            "Open MPI" => "ours/omp",
+            "MPICH" => "ours/mch",
+            "Intel MPI" => "ours/imp",
+            _ => "ours/frc",
+        };
         let _ = writeln!(
             out,
             "== {} on {} ranks ({} node(s) x {} per node), cache {}, {}, overlap {} us: medians in usec",
@@ -223,7 +259,9 @@ pub fn comparison(all: &Series) -> String {
             let _ = write!(
                 out,
                 "  {:<28} {:>10} {:>8}",
-                "best forced Open MPI", "t_med", "ours/omp"
+                format!("best forced {forced_lib}"),
+                "t_med",
+                ratio_head
             );
         }
         out.push('\n');
@@ -251,11 +289,11 @@ pub fn comparison(all: &Series) -> String {
                 }
             }
             if has_tuned {
-                match best_at(all, &ctx, b, SeriesKey::is_ompi_tuned) {
+                match best_at(all, &ctx, b, SeriesKey::is_forced) {
                     Some((tk, ts)) => {
                         let r = os.median / ts.median;
                         r_tuned.push(r);
-                        let name = tk.spec.split("name=").nth(1).unwrap_or(&tk.spec);
+                        let name = tk.forced_name();
                         let _ = write!(out, "  {:<28} {:>10.2} {:>7.2}x", name, ts.median, r);
                     }
                     None => {
@@ -286,7 +324,7 @@ pub fn comparison(all: &Series) -> String {
         if !r_tuned.is_empty() {
             let _ = writeln!(
                 out,
-                "geometric mean, best of colltune / best forced Open MPI algorithm: {:.3}x over {} sizes",
+                "geometric mean, best of colltune / best forced {forced_lib} algorithm: {:.3}x over {} sizes",
                 geomean(&r_tuned),
                 r_tuned.len()
             );
@@ -355,6 +393,45 @@ mod tests {
         let imb = imb_tables(&all);
         assert!(imb.contains("# Benchmarking bcast linear [blocking]"));
         assert!(imb.contains("#repetitions"));
+    }
+
+    #[test]
+    fn comparison_names_mpich_and_intel_forced_algorithms() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 2.0));
+            s.push(sample("mpi", "library", 8, run, 8.0));
+            s.push(sample("mpich:algorithm=binomial", "library", 8, run, 5.0));
+            s.push(sample("mpich:algorithm=smp", "library", 8, run, 4.0));
+        }
+        let text = comparison(&series(&s));
+        assert!(text.contains("best forced MPICH"), "{text}");
+        assert!(text.contains("ours/mch"), "{text}");
+        // the best forced one is smp at 4 us: 2 / 4
+        assert!(text.contains(" smp "), "{text}");
+        assert!(
+            text.contains("best of colltune / best forced MPICH algorithm: 0.500x"),
+            "{text}"
+        );
+        // the default stays the `mpi` column: 2 / 8
+        assert!(text.contains("library default: 0.250x"), "{text}");
+
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 2.0));
+            s.push(sample("mpi", "library", 8, run, 8.0));
+            s.push(sample(
+                "impi:I_MPI_ADJUST_BCAST=3,name=ring",
+                "library",
+                8,
+                run,
+                1.0,
+            ));
+        }
+        let text = comparison(&series(&s));
+        assert!(text.contains("best forced Intel MPI"), "{text}");
+        assert!(text.contains(" ring "), "{text}");
+        assert!(text.contains("Intel MPI algorithm: 2.000x"), "{text}");
     }
 
     #[test]
