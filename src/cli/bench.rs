@@ -11,9 +11,11 @@ use super::args::{parse_root, Selected, Selection};
 use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
 use colltune_core::method::{expand, CacheMode, Method, Pattern, Subject};
+use colltune_core::mpich::check_label;
 use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series, spread_overall};
+use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
 use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
 use colltune_mpi::transport::mpi::Comm;
 
@@ -67,10 +69,21 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "0")]
     overlap_us: Vec<f64>,
     /// Baselines: `mpi` (the library's own MPI_Bcast), `ompi-tuned` (each
-    /// Open MPI coll/tuned algorithm forced), `none`. Default: both on Open
-    /// MPI, `mpi` elsewhere.
+    /// Open MPI coll/tuned algorithm forced), `mpich-algorithms` (each
+    /// algorithm MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced
+    /// through MPI_T), `none`. Default: `mpi` and the library's forced
+    /// algorithms (ompi-tuned on Open MPI, mpich-algorithms on MPICH).
     #[arg(long, value_delimiter = ',')]
     baseline: Vec<String>,
+    /// Record the `mpi` baseline under this spec instead of `mpi`: the
+    /// library's MPI_Bcast under an algorithm chosen outside the process,
+    /// e.g. `impi:I_MPI_ADJUST_BCAST=3,name=ring` with I_MPI_ADJUST_BCAST=3
+    /// set (jobs/library-baselines.sh).
+    #[arg(long)]
+    baseline_label: Option<String>,
+    /// Measure only the baselines, none of colltune's algorithms.
+    #[arg(long)]
+    baselines_only: bool,
     /// Segment sizes for the forced Open MPI algorithms that segment.
     #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_bytes)]
     ompi_segment: Vec<u64>,
@@ -141,14 +154,25 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         .map(|b| b.to_ascii_lowercase())
         .collect();
     for b in &baselines {
-        if !["mpi", "ompi-tuned", "none"].contains(&b.as_str()) {
-            return Err(
-                UsageError(format!("--baseline `{b}`: use mpi, ompi-tuned or none")).into(),
-            );
+        if !["mpi", "ompi-tuned", "mpich-algorithms", "none"].contains(&b.as_str()) {
+            return Err(UsageError(format!(
+                "--baseline `{b}`: use mpi, ompi-tuned, mpich-algorithms or none"
+            ))
+            .into());
         }
     }
     let want_tuned = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-tuned");
+    let want_mpich = baselines.is_empty() || baselines.iter().any(|b| b == "mpich-algorithms");
     let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
+    if let Some(l) = &args.baseline_label {
+        check_label(l).map_err(|e| UsageError(format!("--baseline-label {e}")))?;
+        if !want_mpi {
+            return Err(UsageError(
+                "--baseline-label names the `mpi` baseline: add --baseline mpi".into(),
+            )
+            .into());
+        }
+    }
     let has_bcast = per_coll.iter().any(|(c, _)| *c == Collective::Bcast);
     if want_tuned && has_bcast {
         // Open MPI reads this when MPI starts; with nothing forced it keeps
@@ -164,13 +188,20 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
 
     let mut subjects: Vec<Subject> = Vec::new();
     for (c, specs) in &per_coll {
-        subjects.extend(
-            expand(*c, specs, &sweeps, &execs, multi_node)
-                .map_err(|e| UsageError(e.to_string()))?,
-        );
+        if !args.baselines_only {
+            subjects.extend(
+                expand(*c, specs, &sweeps, &execs, multi_node)
+                    .map_err(|e| UsageError(e.to_string()))?,
+            );
+        }
         if *c == Collective::Bcast {
             if want_mpi {
-                subjects.push(Subject::Library);
+                subjects.push(match &args.baseline_label {
+                    Some(label) => Subject::LibraryLabelled {
+                        label: label.clone(),
+                    },
+                    None => Subject::Library,
+                });
             }
             if want_tuned {
                 if is_open_mpi(&prov.mpi) {
@@ -191,7 +222,57 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                     );
                 }
             }
+            if want_mpich {
+                if colltune_mpi::abi::runtime().family == colltune_mpi::abi::Family::Mpich {
+                    // Every rank reads the same library: all agree.
+                    match bcast_algorithms() {
+                        Ok(offered) => {
+                            if lead {
+                                println!(
+                                    "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
+                                    prov.mpi,
+                                    colltune_core::mpich::BCAST_CVAR,
+                                    offered
+                                        .all
+                                        .iter()
+                                        .map(|c| format!("{} ({})", c.name, c.value))
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                    offered.current_name(),
+                                    offered.current,
+                                    match fallback_error_value() {
+                                        Ok(_) => "before timing a point, one call under MPIR_CVAR_COLLECTIVE_FALLBACK=error checks that MPICH can apply it".to_string(),
+                                        Err(why) => format!("whether MPICH can apply each one is not checked (MPIR_CVAR_COLLECTIVE_FALLBACK: {why}): where it cannot, it runs its own choice under that name"),
+                                    }
+                                );
+                            }
+                            subjects.extend(
+                                offered
+                                    .baselines()
+                                    .into_iter()
+                                    .map(|choice| Subject::Mpich { choice }),
+                            );
+                        }
+                        Err(e) => {
+                            if lead {
+                                eprintln!("colltune bench: no MPICH algorithm baselines: {e}");
+                            }
+                        }
+                    }
+                } else if lead && !baselines.is_empty() {
+                    eprintln!(
+                        "colltune bench: {} is not MPICH-derived: no MPICH algorithm baselines",
+                        prov.mpi
+                    );
+                }
+            }
         }
+    }
+    if subjects.is_empty() {
+        return Err(UsageError(
+            "nothing to measure: --baselines-only with no baseline for these collectives".into(),
+        )
+        .into());
     }
 
     let method = Method {
@@ -249,6 +330,8 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     let mut measurer = Measurer::new(&comm, method, prov);
     let mut samples = Vec::new();
     let mut unavailable: Vec<String> = Vec::new();
+    // Points a forced library algorithm cannot run: (label, sizes, why).
+    let mut not_applicable: Vec<(String, Vec<u64>, String)> = Vec::new();
     for run in 1..=args.runs {
         for pt in &points {
             if unavailable.contains(&pt.subject.label()) {
@@ -264,6 +347,19 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             ));
             let got = match measurer.measure(pt, run) {
                 Ok(g) => g,
+                Err(e) if e.is_not_applicable() => {
+                    let label = pt.subject.label();
+                    match not_applicable.iter_mut().find(|(l, _, _)| *l == label) {
+                        Some((_, sizes, _)) => {
+                            if !sizes.contains(&pt.bytes) {
+                                sizes.push(pt.bytes)
+                            }
+                        }
+                        None => not_applicable.push((label, vec![pt.bytes], e.to_string())),
+                    }
+                    progress.inc(0);
+                    continue;
+                }
                 Err(e) if e.is_unavailable() => {
                     if lead {
                         progress.println(&format!(
@@ -304,6 +400,16 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         }
         for u in &unavailable {
             println!("not measured (not available with this MPI and network): {u}");
+        }
+        for (label, sizes, why) in &not_applicable {
+            println!(
+                "not measured where the library cannot apply it (it would run its own choice instead): {label} at {} B; first: {why}",
+                sizes
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
         if let Some(w) = &writer {
             println!("raw samples: {}", w.path().display());

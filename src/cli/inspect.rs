@@ -394,6 +394,12 @@ pub struct ReportArgs {
     /// script, nothing fetched).
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Also print bench's comparison: per size, colltune's best against the
+    /// library's default and its best forced algorithm, geometric means
+    /// (for CSVs merged from several runs, as jobs/library-baselines.sh
+    /// writes).
+    #[arg(long)]
+    comparison: bool,
 }
 
 /// Per algorithm, the share of measured points where it was fastest; then
@@ -428,6 +434,14 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
         )?;
         std::fs::write(out, page).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
         eprintln!("colltune report: wrote {}", out.display());
+    }
+    if a.comparison {
+        let kept: colltune_core::report::Series = all
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        print!("{}", colltune_core::report::comparison(&kept));
     }
     // Points: (context, bytes); each won by the subject with the lowest median.
     let mut wins: std::collections::BTreeMap<(SeriesKey, String), usize> = Default::default();

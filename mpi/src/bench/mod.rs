@@ -39,6 +39,7 @@
 //!   rank; it needs barrier synchronisation.
 
 pub mod clock;
+pub mod mpich;
 
 use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
 use thiserror::Error;
@@ -73,11 +74,18 @@ pub enum BenchError {
     /// rank of the communicator gets it.
     #[error("not available here: {0}")]
     Unavailable(String),
+    /// The library cannot apply a forced algorithm to this point (MPICH's
+    /// collective fallback check failed): nothing was timed. Collective.
+    #[error("not applicable: {0}")]
+    NotApplicable(String),
 }
 
 impl BenchError {
     pub fn is_unavailable(&self) -> bool {
         matches!(self, BenchError::Unavailable(_))
+    }
+    pub fn is_not_applicable(&self) -> bool {
+        matches!(self, BenchError::NotApplicable(_))
     }
 }
 
@@ -149,6 +157,8 @@ pub struct Measurer<'c> {
     prov: Origin,
     /// Communicators for forced Open MPI algorithms, by subject label.
     tuned_comms: Vec<(String, CommHandle)>,
+    /// MPICH's variables as found before the first forced MPICH point.
+    mpich_saved: Option<mpich::Saved>,
 }
 
 impl<'c> Measurer<'c> {
@@ -163,6 +173,7 @@ impl<'c> Measurer<'c> {
             method,
             prov,
             tuned_comms: Vec::new(),
+            mpich_saved: None,
         }
     }
 
@@ -209,10 +220,72 @@ impl<'c> Measurer<'c> {
         }
     }
 
+    /// Forces MPICH's broadcast algorithm `choice` (process-wide, read per
+    /// call) and checks, with one call under MPICH's `error` fallback, that
+    /// MPICH can apply it to this point; returns the value to put back.
+    fn force_mpich(
+        &mut self,
+        choice: &colltune_core::mpich::Choice,
+        bytes: u64,
+    ) -> Result<i32, BenchError> {
+        let saved = match self.mpich_saved {
+            Some(s) => s,
+            None => {
+                let s = mpich::Saved::read()?;
+                self.mpich_saved = Some(s);
+                s
+            }
+        };
+        if let Err(e) = mpich::write_algorithm(choice.value) {
+            let _ = mpich::write_algorithm(saved.algorithm);
+            return Err(e.into());
+        }
+        if let Some((fallback, error)) = saved.fallback {
+            let probe = (|| -> Result<Result<(), MpiError>, MpiError> {
+                mpich::write_fallback(error)?;
+                let mut buf = vec![0u8; bytes.min(MAX_BYTES) as usize];
+                let r = self.comm.handle().library_bcast(&mut buf, 0);
+                mpich::write_fallback(fallback)?;
+                Ok(r)
+            })();
+            let refused = match probe {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(e) => {
+                    let _ = mpich::write_fallback(fallback);
+                    let _ = mpich::write_algorithm(saved.algorithm);
+                    return Err(e.into());
+                }
+            };
+            if let Some(e) = refused {
+                mpich::write_algorithm(saved.algorithm)?;
+                return Err(BenchError::NotApplicable(format!(
+                    "MPICH cannot apply {} to {bytes} bytes on {} ranks ({}: {})",
+                    choice.name,
+                    self.comm.size(),
+                    e.call,
+                    e.message.trim()
+                )));
+            }
+        }
+        Ok(saved.algorithm)
+    }
+
     /// Times one point for one run; rank 0 gets the samples (one per
     /// repetition, outliers flagged within the run), other ranks nothing.
     pub fn measure(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
-        self.measure_inner(pt, run).map_err(|e| match e {
+        let restore = match pt.subject {
+            Subject::Mpich { choice } => Some(self.force_mpich(choice, pt.bytes)?),
+            _ => None,
+        };
+        let got = self.measure_inner(pt, run);
+        if let Some(value) = restore {
+            let back = mpich::write_algorithm(value);
+            if got.is_ok() {
+                back?;
+            }
+        }
+        got.map_err(|e| match e {
             // Window creation is collective: when the library cannot create
             // one, every rank learns it here, so all skip the algorithm alike.
             BenchError::Transport(TransportError::Mpi(m)) if m.call == "MPI_Win_allocate" => {
@@ -249,7 +322,9 @@ impl<'c> Measurer<'c> {
         let ctl = self.comm_for(pt.subject);
         match pt.subject {
             Subject::OmpiTuned { tuned, segment } => self.force_tuned(tuned.id, *segment)?,
-            Subject::Library if !self.tuned_comms.is_empty() => self.force_tuned(0, 0)?,
+            Subject::Library | Subject::LibraryLabelled { .. } if !self.tuned_comms.is_empty() => {
+                self.force_tuned(0, 0)?
+            }
             _ => {}
         }
 
@@ -313,7 +388,10 @@ impl<'c> Measurer<'c> {
                         compute(pt.overlap_us);
                         pending.wait()?;
                     }
-                    Subject::Library | Subject::OmpiTuned { .. } => {
+                    Subject::Library
+                    | Subject::OmpiTuned { .. }
+                    | Subject::Mpich { .. }
+                    | Subject::LibraryLabelled { .. } => {
                         ctl.library_bcast(data.slot(slot, n), roots[root_idx])?;
                         compute(pt.overlap_us);
                     }

@@ -640,9 +640,9 @@ fn t_init() -> Result<(), MpiError> {
     check(rc, "MPI_T_init_thread")
 }
 
-/// A handle on the global control variable `name` (freed by the caller
-/// with `PMPI_T_cvar_handle_free`) and how many values it holds.
-fn cvar_handle(name: &str) -> Result<(ffi::MPI_T_cvar_handle, c_int), MpiError> {
+/// The index of the control variable `name`; an error naming it when the
+/// library has none of that name.
+fn cvar_index(name: &str) -> Result<c_int, MpiError> {
     t_init()?;
     let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
         call: "MPI_T_cvar_get_index",
@@ -656,9 +656,19 @@ fn cvar_handle(name: &str) -> Result<(ffi::MPI_T_cvar_handle, c_int), MpiError> 
         "MPI_T_cvar_get_index",
     )
     .map_err(|e| MpiError {
-        message: format!("{name}: {} (is this Open MPI with coll/tuned?)", e.message),
+        message: format!(
+            "{name}: {} (this MPI library has no control variable of that name)",
+            e.message
+        ),
         ..e
     })?;
+    Ok(idx)
+}
+
+/// A handle on the global control variable `name` (freed by the caller
+/// with `PMPI_T_cvar_handle_free`) and how many values it holds.
+fn cvar_handle(name: &str) -> Result<(ffi::MPI_T_cvar_handle, c_int), MpiError> {
+    let idx = cvar_index(name)?;
     let mut handle: ffi::MPI_T_cvar_handle = ptr::null_mut();
     let mut n: c_int = 0;
     // SAFETY: global (unbound) variable: no object handle.
@@ -669,9 +679,111 @@ fn cvar_handle(name: &str) -> Result<(ffi::MPI_T_cvar_handle, c_int), MpiError> 
     Ok((handle, n))
 }
 
+/// What the MPI tool interface says of a control variable.
+#[derive(Clone, Debug)]
+pub struct CvarInfo {
+    /// Its description (`MPI_T_cvar_get_info`).
+    pub description: String,
+    /// Its enumeration's items, (value, name), where it has one
+    /// (`MPI_T_enum_get_info`, `MPI_T_enum_get_item`); None for a plain
+    /// variable (`MPI_T_ENUM_NULL`).
+    pub items: Option<Vec<(c_int, String)>>,
+}
+
+/// Reads a control variable's description and enumeration; an error when
+/// the library has no such variable.
+pub fn cvar_info(name: &str) -> Result<CvarInfo, MpiError> {
+    let idx = cvar_index(name)?;
+    // Lengths first (null buffers), then the strings.
+    let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
+    let (mut verbosity, mut binding, mut scope): (c_int, c_int, c_int) = (0, 0, 0);
+    // SAFETY: both handle types are plain data (an integer or a pointer);
+    // all-zero is a valid bit pattern, and MPI overwrites them.
+    let mut dt: ffi::MPI_Datatype = unsafe { std::mem::zeroed() };
+    let mut en: ffi::MPI_T_enum = ptr::null_mut();
+    // SAFETY: null string buffers ask only for the lengths; out pointers valid.
+    check(
+        unsafe {
+            ffi::PMPI_T_cvar_get_info(
+                idx,
+                ptr::null_mut(),
+                &mut name_len,
+                &mut verbosity,
+                &mut dt,
+                &mut en,
+                ptr::null_mut(),
+                &mut desc_len,
+                &mut binding,
+                &mut scope,
+            )
+        },
+        "MPI_T_cvar_get_info",
+    )?;
+    let mut name_buf = vec![0u8; name_len.max(1) as usize + 1];
+    let mut desc_buf = vec![0u8; desc_len.max(1) as usize + 1];
+    let mut nl = name_buf.len() as c_int;
+    let mut dl = desc_buf.len() as c_int;
+    // SAFETY: buffers of the lengths passed in; out pointers valid.
+    check(
+        unsafe {
+            ffi::PMPI_T_cvar_get_info(
+                idx,
+                name_buf.as_mut_ptr().cast(),
+                &mut nl,
+                &mut verbosity,
+                &mut dt,
+                &mut en,
+                desc_buf.as_mut_ptr().cast(),
+                &mut dl,
+                &mut binding,
+                &mut scope,
+            )
+        },
+        "MPI_T_cvar_get_info",
+    )?;
+    let text = |b: &[u8]| {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    };
+    let description = text(&desc_buf);
+    if en.is_null() {
+        return Ok(CvarInfo {
+            description,
+            items: None,
+        });
+    }
+    let mut num: c_int = 0;
+    let mut ename = vec![0u8; 256];
+    let mut enl = ename.len() as c_int;
+    // SAFETY: a valid enumeration handle from the library; buffer of enl bytes.
+    check(
+        unsafe { ffi::PMPI_T_enum_get_info(en, &mut num, ename.as_mut_ptr().cast(), &mut enl) },
+        "MPI_T_enum_get_info",
+    )?;
+    let mut items = Vec::with_capacity(num.max(0) as usize);
+    for i in 0..num.max(0) {
+        let mut value: c_int = 0;
+        let mut item = vec![0u8; 256];
+        let mut il = item.len() as c_int;
+        // SAFETY: index below num; buffer of il bytes.
+        check(
+            unsafe {
+                ffi::PMPI_T_enum_get_item(en, i, &mut value, item.as_mut_ptr().cast(), &mut il)
+            },
+            "MPI_T_enum_get_item",
+        )?;
+        items.push((value, text(&item)));
+    }
+    Ok(CvarInfo {
+        description,
+        items: Some(items),
+    })
+}
+
 /// Writes an integer control variable of the MPI library through the MPI
 /// tool interface (`MPI_T_cvar_write`), e.g. Open MPI's
-/// `coll_tuned_bcast_algorithm`. Communicators created afterwards see it.
+/// `coll_tuned_bcast_algorithm` (communicators created afterwards see it)
+/// or MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (read at every call).
 pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     let (mut handle, _) = cvar_handle(name)?;
     // SAFETY: the variable holds one int (n == 1 for these variables).
