@@ -16,7 +16,12 @@
 #   4. where the other MPI family is installed too, the preload library of
 #      one in a program of the other: one message, and the program's own
 #      library broadcasts correctly;
-#   5. with BENCH=1: `bench --quick` and a 1-minute `tune` at 4 ranks.
+#   5. with BENCH=1: `bench --quick` and a 1-minute `tune` at 4 ranks;
+#   6. on MPICH-derived libraries, `bench --baseline mpich-algorithms`: the
+#      algorithms read through MPI_T are measured (or, where the library has
+#      no MPIR_CVAR_BCAST_INTRA_ALGORITHM, Intel MPI, that is said once), and
+#      each name is the value MPICH itself gives it when the variable is set
+#      in the environment.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,6 +124,38 @@ if [ -x "$other_cc" ] && [ -x "$other_run" ]; then
   echo "test-mpi ($name): preloaded into a program of the other family: refused with one message, the program's library broadcast every byte correctly"
 else
   echo "SKIPPED (test-mpi $name): the other MPI family is not installed ($other_cc): the cross-family refusal is not tested"
+fi
+
+# 6. MPICH's own algorithms as baselines (MPICH and derived libraries).
+if [ "$MPI_FAMILY" = mpich ]; then
+  out=$scratch/mpich-algorithms
+  launch 4 "$bin" bench --collective bcast --baselines-only --baseline mpich-algorithms \
+    --sizes 64,64K --runs 1 --budget-ms 2 --min-reps 2 --warmup 1 --summary-only --csv "$scratch/mpich.csv" > "$out" 2>&1 \
+    || { tail -20 "$out" >&2; fail "bench --baseline mpich-algorithms at 4 ranks"; }
+  if grep -q "no MPICH algorithm baselines" "$out"; then
+    # Intel MPI: no MPIR_CVAR_BCAST_INTRA_ALGORITHM; said once, nothing measured.
+    [ "$(grep -c "no MPICH algorithm baselines" "$out")" -eq 1 ] || { cat "$out" >&2; fail "the refusal is said more than once"; }
+    echo "test-mpi ($name): no MPICH algorithm baselines here, said once: $(grep "no MPICH algorithm baselines" "$out" | cut -c1-160)"
+  else
+    offered=$(sed -n 's/.*through MPI_T: \(.*\); set now.*/\1/p' "$out")
+    [ -n "$offered" ] || { cat "$out" >&2; fail "bench named no MPICH algorithm"; }
+    echo "test-mpi ($name): MPIR_CVAR_BCAST_INTRA_ALGORITHM offers $offered"
+    # Each name maps to the value MPICH itself gives it when it reads the
+    # variable from the environment at MPI_Init.
+    IFS=',' read -ra pairs <<< "$offered"
+    for pair in "${pairs[@]}"; do
+      pair=${pair# }
+      alg=${pair%% *}
+      launch 1 env MPIR_CVAR_BCAST_INTRA_ALGORITHM="$alg" "$bin" bench --collective bcast --baselines-only \
+        --baseline mpich-algorithms --sizes 1 --runs 1 --budget-ms 1 --min-reps 1 --max-reps 1 --warmup 0 > "$out-$alg" 2>&1 \
+        || { tail -20 "$out-$alg" >&2; fail "bench with MPIR_CVAR_BCAST_INTRA_ALGORITHM=$alg"; }
+      grep -q "set now: $pair," "$out-$alg" || { grep "set now" "$out-$alg" >&2; fail "MPICH reads MPIR_CVAR_BCAST_INTRA_ALGORITHM=$alg as another value than bench's $pair"; }
+    done
+    echo "test-mpi ($name): each name is the value MPICH gives it at MPI_Init"
+    rows=$(grep -c ',mpich,mpich:algorithm=' "$scratch/mpich.csv" || true)
+    [ "$rows" -gt 0 ] || { cat "$out" >&2; fail "no forced MPICH algorithm was measured"; }
+    echo "test-mpi ($name): $rows samples of forced MPICH algorithms; not applicable here: $(grep -c "not measured where" "$out" || true) algorithm(s)"
+  fi
 fi
 
 # 5. bench and tune run (BENCH=1).
