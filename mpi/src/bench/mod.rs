@@ -264,7 +264,12 @@ impl<'c> Measurer<'c> {
                     choice.name,
                     self.comm.size(),
                     e.call,
-                    e.message.trim()
+                    // MPICH's error stack: its last line says why.
+                    e.message
+                        .lines()
+                        .map(str::trim)
+                        .rfind(|l| !l.is_empty())
+                        .unwrap_or("")
                 )));
             }
         }
