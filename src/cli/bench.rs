@@ -246,12 +246,18 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                                     }
                                 );
                             }
-                            subjects.extend(
-                                offered
-                                    .baselines()
-                                    .into_iter()
-                                    .map(|choice| Subject::Mpich { choice }),
-                            );
+                            for choice in offered.baselines() {
+                                // MPICH's smp is its node-aware broadcast: on
+                                // one node it cannot apply it, and MPICH 5.0.2
+                                // hangs when its error fallback refuses it there.
+                                if choice.name == "smp" && !multi_node {
+                                    if lead {
+                                        println!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
+                                    }
+                                    continue;
+                                }
+                                subjects.push(Subject::Mpich { choice });
+                            }
                         }
                         Err(e) => {
                             if lead {

@@ -276,6 +276,28 @@ impl<'c> Measurer<'c> {
         Ok(saved.algorithm)
     }
 
+    /// Runs `f` (the measurer's own collectives: the probe's allreduce, clock
+    /// synchronisation, the final reduction) with MPICH's broadcast put back
+    /// to its own choice when `subject` forces one, then forces it again:
+    /// MPICH's other collectives call its broadcast inside (MPICH 5.0.2's
+    /// allreduce aborts in an assertion with some forced).
+    fn unforced<T, E>(
+        &self,
+        subject: &Subject,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, BenchError>
+    where
+        BenchError: From<E>,
+    {
+        let (Subject::Mpich { choice }, Some(saved)) = (subject, self.mpich_saved) else {
+            return Ok(f()?);
+        };
+        mpich::write_algorithm(saved.algorithm)?;
+        let r = f();
+        mpich::write_algorithm(choice.value)?;
+        Ok(r?)
+    }
+
     /// Times one point for one run; rank 0 gets the samples (one per
     /// repetition, outliers flagged within the run), other ranks nothing.
     pub fn measure(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
@@ -417,7 +439,8 @@ impl<'c> Measurer<'c> {
             ctl.barrier()?;
             calls(i, pt.iterations, false)?;
         }
-        let per_rep = ctl.allreduce((ffi::wtime() - t0) / probe as f64, Op::Max)?;
+        let elapsed = (ffi::wtime() - t0) / probe as f64;
+        let per_rep = self.unforced(pt.subject, || ctl.allreduce(elapsed, Op::Max))?;
         // Calls per repetition, and so the cost of one (every rank computes
         // the same from the agreed probe).
         let budget = self.method.budget.as_secs_f64();
@@ -450,14 +473,16 @@ impl<'c> Measurer<'c> {
                 // A window twice the synchronised repetition's cost (and 50 us
                 // more): room for the call and for ranks that lag.
                 let window = 2.0 * per_rep + 50e-6;
-                let offset = clock::offset_from_root(ctl, rank, size, 10)?;
+                let offset =
+                    self.unforced(pt.subject, || clock::offset_from_root(ctl, rank, size, 10))?;
                 // Rank 0's clock is the reference: it picks the first start.
                 let first = if rank == 0 {
                     ffi::wtime() + window.max(1e-3)
                 } else {
                     0.0
                 };
-                let first = f64::from_bits(ctl.bcast(first.to_bits(), 0)?);
+                let first =
+                    f64::from_bits(self.unforced(pt.subject, || ctl.bcast(first.to_bits(), 0))?);
                 for (rep, (t, late)) in times_local
                     .iter_mut()
                     .zip(late_local.iter_mut())
@@ -477,7 +502,7 @@ impl<'c> Measurer<'c> {
             Pattern::Imb => (Op::Sum, 1.0 / size as f64),
             _ => (Op::Max, 1.0),
         };
-        let mut all = ctl.reduce(&local, op, 0)?;
+        let mut all = self.unforced(pt.subject, || ctl.reduce(&local, op, 0))?;
         if rank != 0 {
             return Ok(Vec::new());
         }
