@@ -118,9 +118,7 @@ pub fn from_description(desc: &str, documented: &[&str]) -> Result<Vec<Choice>, 
                 .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
                 .count();
             let rest = &line[word_len..];
-            if word_len > 0
-                && rest.starts_with(|c: char| c == ' ' || c == '\t')
-                && rest.trim_start().starts_with("- ")
+            if word_len > 0 && rest.starts_with([' ', '\t']) && rest.trim_start().starts_with("- ")
             {
                 push(line[..word_len].to_string())?;
             }
