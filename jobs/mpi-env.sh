@@ -83,6 +83,10 @@ mpi_env() {
       MPI_FLAGS=(--oversubscribe --map-by core --bind-to core:overload-allowed --mca mpi_yield_when_idle 1
         --mca btl_vader_single_copy_mechanism none)
     fi
+  elif [ "$name" = impi ]; then
+    # Intel's hydra has no -bind-to ("unrecognized argument bind-to"): it
+    # pins by I_MPI_PIN (on by default), one rank per core.
+    MPI_FLAGS=(-genv I_MPI_PIN 1)
   else
     # Hydra: one rank per core, round robin when there are more ranks.
     MPI_FLAGS=(-bind-to core)
