@@ -70,7 +70,7 @@ for id in $ids; do
   label="impi:I_MPI_ADJUST_BCAST=$id,name=$(impi_bcast_name "$id")"
   echo "library-baselines: Intel MPI: I_MPI_ADJUST_BCAST=$id ($label)"
   if ! I_MPI_ADJUST_BCAST=$id launch "$bin" bench "${bench_args[@]}" --baselines-only --baseline mpi \
-      --baseline-label "$label" --summary-only --csv "$parts/$id.csv"; then
+      --baseline-label "$label" --csv "$parts/$id.csv"; then
     echo "library-baselines: I_MPI_ADJUST_BCAST=$id failed; left out" >&2
     rm -f "$parts/$id.csv"
   fi
