@@ -242,7 +242,13 @@ impl Selector {
             (!rules.is_empty()).then_some(()),
             builtin_default(c).map(|_| ()),
         );
+        // The rules' bounds side by side: the per-call search reads two
+        // words per step, not the choices between them.
+        let mins = rules.iter().map(|r| r.min).collect();
+        let maxs = rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect();
         Decisions {
+            mins,
+            maxs,
             forced: match (layer, forced) {
                 (Layer::Forced, Some(a)) => Some(Choice {
                     algorithm: Some(a),
@@ -293,6 +299,9 @@ pub struct Decided {
 pub struct Decisions {
     forced: Option<Choice>,
     rules: Vec<Decided>,
+    /// `rules[i].min`, and `rules[i].max` (u64::MAX: open), by index.
+    mins: Vec<u64>,
+    maxs: Vec<u64>,
     fallback: Choice,
 }
 
@@ -304,10 +313,10 @@ impl Decisions {
         if let Some(f) = &self.forced {
             return (f, usize::MAX);
         }
-        let i = self.rules.partition_point(|r| r.min <= bytes);
-        if let Some(r) = i.checked_sub(1).map(|k| &self.rules[k]) {
-            if r.max.is_none_or(|m| bytes <= m) {
-                return (&r.choice, i - 1);
+        let i = self.mins.partition_point(|&m| m <= bytes);
+        if let Some(k) = i.checked_sub(1) {
+            if bytes <= self.maxs[k] {
+                return (&self.rules[k].choice, k);
             }
         }
         (&self.fallback, usize::MAX - 1)

@@ -687,7 +687,7 @@ pub unsafe fn bcast(
     }
     let route = routes.bcast(bytes);
     if let Route::Library(choice, slot) = route {
-        if let Some(f) = choice.library {
+        if let Some(f) = choice.library.filter(|f| !f.is_default()) {
             // The forced duplicate, once made: one atomic load.
             if let (Some(forced), false) = (slot.get(), routes.tracing()) {
                 return forced_bcast(forced, buffer, count, datatype, root, comm);
