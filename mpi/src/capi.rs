@@ -1201,6 +1201,19 @@ pub mod layers {
                 }),
             );
             let _ = cffi::barrier(comm);
+            // A rule naming one of the library's algorithms: the same call
+            // on the duplicate it runs on, without colltune in front.
+            if let Route::Library(_, slot) = route {
+                if let Some(Some(dup)) = slot.get() {
+                    add(
+                        "PMPI_Bcast on the rule's forced duplicate (back to back)",
+                        time(iters, || {
+                            black_box(cffi::user_bcast(p, count, dt, 0, dup));
+                        }),
+                    );
+                    let _ = cffi::barrier(comm);
+                }
+            }
         }
         let _ = mpi::ffi::PMPI_Comm_free(&mut single);
         out
