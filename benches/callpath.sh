@@ -32,9 +32,11 @@
 # `benches/callpath.sh` runs the layers with the table given as its 5th
 # argument), quiet machine:
 #   decision and route         14.7 (14.5..15.5)      8.4 (7.6..12.8) rule bounds in
-#                              over the rules          side arrays
+#                              over the rules          side arrays; 4.8 (4.1..7.9) with
+#                                                      the last call's rule tried first
 #   forced rule, per call      selector lock + lookup  one atomic load (ForcedSlot)
-#   MPI_Bcast, 1-rank comm.    23.5 (22.5..28.3)      16.8 (9.8..22.7) over PMPI_Bcast
+#   MPI_Bcast, 1-rank comm.    23.5 (22.5..28.3)      16.8 (9.8..22.7) over PMPI_Bcast;
+#                                                      13.1 (12.4..25.5) with the hint
 #   in situ, LD_PRELOAD, 1-rank communicator, 10^6 calls of a C program:
 #     29-36 ns per call against 7 ns without the preload
 #   forced rule, 4 ranks, back to back: 490 (403..633) ns through colltune

@@ -322,6 +322,22 @@ impl Decisions {
         (&self.fallback, usize::MAX - 1)
     }
 
+    /// [`choose`](Self::choose), trying rule `hint` first (the rule the
+    /// caller's last call used; any value is safe): a size the last rule
+    /// covers skips the search. The rules are disjoint, so a rule whose
+    /// bounds hold `bytes` is the one the search would find.
+    #[inline]
+    pub fn choose_hinted(&self, bytes: u64, hint: usize) -> (&Choice, usize) {
+        if self.forced.is_none() {
+            if let (Some(&lo), Some(&hi)) = (self.mins.get(hint), self.maxs.get(hint)) {
+                if lo <= bytes && bytes <= hi {
+                    return (&self.rules[hint].choice, hint);
+                }
+            }
+        }
+        self.choose(bytes)
+    }
+
     pub fn rules(&self) -> &[Decided] {
         &self.rules
     }
