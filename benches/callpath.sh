@@ -27,7 +27,21 @@
 #     1-rank communicator
 #   MPI_Bcast linear, 4 ranks  19.0 us vs library 6.0  5.6 us vs library 4.6
 #   (back to back; noisy)
-# Usage: benches/callpath.sh [ranks=4] [runs=5] [max_bytes=4194304] [layers|b2b|both=both]
+# Then (9eef385 and after), with a 32-rule table whose rule at 1 B names
+# Open MPI's forced basic_linear (COLLTUNE_TABLE=results/vm/table-imb.yaml,
+# `benches/callpath.sh` runs the layers with the table given as its 5th
+# argument), quiet machine:
+#   decision and route         14.7 (14.5..15.5)      8.4 (7.6..12.8) rule bounds in
+#                              over the rules          side arrays; 4.8 (4.1..7.9) with
+#                                                      the last call's rule tried first
+#   forced rule, per call      selector lock + lookup  one atomic load (ForcedSlot)
+#   MPI_Bcast, 1-rank comm.    23.5 (22.5..28.3)      16.8 (9.8..22.7) over PMPI_Bcast;
+#                                                      13.1 (12.4..25.5) with the hint
+#   in situ, LD_PRELOAD, 1-rank communicator, 10^6 calls of a C program:
+#     29-36 ns per call against 7 ns without the preload
+#   forced rule, 4 ranks, back to back: 490 (403..633) ns through colltune
+#     against 421 (373..503) ns for PMPI_Bcast on the same forced duplicate
+# Usage: benches/callpath.sh [ranks=4] [runs=5] [max_bytes=4194304] [layers|b2b|both=both] [table]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . jobs/mpirun-flags.sh
@@ -41,6 +55,11 @@ if [ "$WHAT" != b2b ]; then
   for forced in "" linear binomial knomial:radix=4; do
     mpirun -n "$N" "${MPIRUN_FLAGS[@]}" -x COLLTUNE_BCAST="$forced" "$exe" 1 20000 11
   done
+  if [ -n "${5:-}" ]; then
+    # a table (its rules may name the library's own algorithms)
+    mpirun -n "$N" "${MPIRUN_FLAGS[@]}" -x OMPI_MCA_coll_tuned_use_dynamic_rules=1 \
+      -x COLLTUNE_TABLE="$(readlink -f "$5")" "$exe" 1 20000 11
+  fi
 fi
 [ "$WHAT" = layers ] && exit 0
 mpicc -O2 -o "$OUT/b2b" benches/callpath/b2b.c

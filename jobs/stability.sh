@@ -11,7 +11,9 @@
 # BUDGET_MS (per point and run, 20), WITHIN (0.05: "agree" = the other's
 # choice is within 5%), OUT (results/stability-<date>), COLLTUNE (the binary,
 # target/release/colltune), TUNE_ARGS (more tune options, e.g.
-# "--pattern back-to-back"), REUSE=1 (keep tunes already in OUT).
+# "--pattern back-to-back"), REUSE=1 (keep tunes already in OUT), JUDGE=0
+# (do not measure, with `bench`, the two choices at sizes where neither tune
+# measured both; by default they are, so every size is judged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=jobs/mpirun-flags.sh
@@ -39,6 +41,60 @@ for t in a b; do
     { echo "stability.sh: tune $t failed, see $OUT/$t.log" >&2; tail -20 "$OUT/$t.log" >&2; exit 3; }
   grep -E '^(compaction|tuned in)' "$OUT/$t.log" || true
 done
+# Where neither tune measured both choices (the adaptive search pruned one),
+# measure the two there, the same way (the tunes' pattern, root, repetition
+# and cache options), so every size is judged by a measurement.
+"$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" --measured "$OUT/a.csv" --measured "$OUT/b.csv" \
+  --within "$WITHIN" > "$OUT/agreement-tunes.txt"
+judge=()
+if [ "${JUDGE:-1}" = 1 ] && grep -qE '^ +[0-9]+ [KMG]?i?B +\? ' "$OUT/agreement-tunes.txt"; then
+  # bench options from TUNE_ARGS that mean the same there
+  # shellcheck disable=SC2086
+  set -- ${TUNE_ARGS:-}
+  same=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --pattern|--root|--max-reps|--min-reps|--cache|--sync) same+=("$1" "$2"); shift 2 ;;
+      *) shift ;;
+    esac
+  done
+  rm -f "$OUT"/judge-*.csv "$OUT/judge.log"
+  python3 - "$OUT/agreement-tunes.txt" > "$OUT/judge.list" <<'PY'
+import re, sys
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(\d+) (B|KiB|MiB|GiB)\s+\?\s.*A: (\S+) \[(\w+)\]\s+B: (\S+) \[(\w+)\]", line)
+    if m:
+        n, u, a, ea, b, eb = m.groups()
+        print(int(n) * units[u], a, ea, b, eb)
+PY
+  while read -r bytes a ea b eb; do
+    args=(--sizes "$bytes" --collective bcast --runs 3 --budget-ms "$BUDGET_MS" "${same[@]}")
+    execs=()
+    base=none
+    segs=()
+    for x in "$a:$ea" "$b:$eb"; do
+      spec=${x%:*}; ex=${x##*:}
+      case "$spec" in
+        ompi_tuned:*)
+          base=ompi-tuned
+          s=$(sed -n 's/.*segment=\([0-9]*\).*/\1/p' <<< "$spec"); segs+=("${s:-0}") ;;
+        *) args+=(-a "$spec"); execs+=("$ex") ;;
+      esac
+    done
+    [ ${#execs[@]} -gt 0 ] || args+=(-a linear)
+    ex=$(printf '%s\n' "${execs[@]:-blocking}" | sort -u | paste -sd, -)
+    seg=$(printf '%s\n' "${segs[@]:-0}" | sort -un | paste -sd, -)
+    echo "== judging $bytes B: $a [$ea] against $b [$eb]"
+    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench "${args[@]}" --executions "$ex" \
+      --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes.csv" --summary-only \
+      < /dev/null >> "$OUT/judge.log" 2>&1 ||
+      { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
+  done < "$OUT/judge.list"
+  for f in "$OUT"/judge-*.csv; do
+    [ -s "$f" ] && judge+=(--measured "$f")
+  done
+fi
 echo "== agreement"
 "$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" --measured "$OUT/a.csv" --measured "$OUT/b.csv" \
-  --within "$WITHIN" | tee "$OUT/agreement.txt"
+  "${judge[@]}" --within "$WITHIN" | tee "$OUT/agreement.txt"

@@ -277,7 +277,7 @@ fn bad_input_is_refused_clearly() {
 fn bench_records_each_call_pattern() {
     let dir = tmpdir("pattern");
     for ranks in [2usize, 3] {
-        for pattern in ["synchronized", "back-to-back"] {
+        for pattern in ["synchronized", "back-to-back", "imb"] {
             let csv = dir.join(format!("{pattern}-np{ranks}.csv"));
             let mut c = mpirun(ranks);
             c.arg(colltune()).args([
@@ -345,9 +345,19 @@ fn bench_records_each_call_pattern() {
     assert!(text(&o).contains("--iterations"), "{}", text(&o));
     let o = run({
         let mut c = Command::new(colltune());
-        c.args(["bench", "--pattern", "imb"]);
+        c.args(["bench", "--pattern", "skampi"]);
         c
     });
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("back-to-back"), "{}", text(&o));
+    // IMB's measure starts each call after a barrier.
+    for cmd in ["bench", "tune"] {
+        let o = run({
+            let mut c = Command::new(colltune());
+            c.args([cmd, "--pattern", "imb", "--sync", "window"]);
+            c
+        });
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", text(&o));
+        assert!(text(&o).contains("--sync barrier"), "{cmd}: {}", text(&o));
+    }
 }

@@ -242,7 +242,13 @@ impl Selector {
             (!rules.is_empty()).then_some(()),
             builtin_default(c).map(|_| ()),
         );
+        // The rules' bounds side by side: the per-call search reads two
+        // words per step, not the choices between them.
+        let mins = rules.iter().map(|r| r.min).collect();
+        let maxs = rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect();
         Decisions {
+            mins,
+            maxs,
             forced: match (layer, forced) {
                 (Layer::Forced, Some(a)) => Some(Choice {
                     algorithm: Some(a),
@@ -293,6 +299,9 @@ pub struct Decided {
 pub struct Decisions {
     forced: Option<Choice>,
     rules: Vec<Decided>,
+    /// `rules[i].min`, and `rules[i].max` (u64::MAX: open), by index.
+    mins: Vec<u64>,
+    maxs: Vec<u64>,
     fallback: Choice,
 }
 
@@ -304,13 +313,29 @@ impl Decisions {
         if let Some(f) = &self.forced {
             return (f, usize::MAX);
         }
-        let i = self.rules.partition_point(|r| r.min <= bytes);
-        if let Some(r) = i.checked_sub(1).map(|k| &self.rules[k]) {
-            if r.max.is_none_or(|m| bytes <= m) {
-                return (&r.choice, i - 1);
+        let i = self.mins.partition_point(|&m| m <= bytes);
+        if let Some(k) = i.checked_sub(1) {
+            if bytes <= self.maxs[k] {
+                return (&self.rules[k].choice, k);
             }
         }
         (&self.fallback, usize::MAX - 1)
+    }
+
+    /// [`choose`](Self::choose), trying rule `hint` first (the rule the
+    /// caller's last call used; any value is safe): a size the last rule
+    /// covers skips the search. The rules are disjoint, so a rule whose
+    /// bounds hold `bytes` is the one the search would find.
+    #[inline]
+    pub fn choose_hinted(&self, bytes: u64, hint: usize) -> (&Choice, usize) {
+        if self.forced.is_none() {
+            if let (Some(&lo), Some(&hi)) = (self.mins.get(hint), self.maxs.get(hint)) {
+                if lo <= bytes && bytes <= hi {
+                    return (&self.rules[hint].choice, hint);
+                }
+            }
+        }
+        self.choose(bytes)
     }
 
     pub fn rules(&self) -> &[Decided] {

@@ -75,7 +75,24 @@ pub const TUNED_BCAST: &[TunedBcast] = &[
     },
 ];
 
+/// coll/tuned's algorithm 0: nothing forced, Open MPI's own decision (its
+/// fixed rules; `coll_tuned_bcast_algorithm=0`, "ignore"). As a table
+/// choice it is the library's default `MPI_Bcast`, so a tune can keep the
+/// library's decision where nothing beats it. MPICH has no such thing:
+/// exports to MPICH put the nearest of ours (`ours`) in its place, with a
+/// note.
+pub const TUNED_DEFAULT: TunedBcast = TunedBcast {
+    id: 0,
+    name: "default",
+    ours: "binomial",
+    segmented: false,
+};
+
+/// An algorithm by coll/tuned's id: 1-9, or 0 ([`TUNED_DEFAULT`]).
 pub fn tuned_by_id(id: u32) -> Option<&'static TunedBcast> {
+    if id == 0 {
+        return Some(&TUNED_DEFAULT);
+    }
     TUNED_BCAST.iter().find(|t| t.id == id)
 }
 
@@ -97,7 +114,7 @@ pub const LIBRARY_EXECUTION: &str = "library";
 /// broadcast (1 KiB for trees on small-to-medium messages, 8 KiB for
 /// split-binary and binomial in the middle, 64 KiB for pipeline and chain on
 /// large ones): the library's own picks are among the candidates, and four
-/// sizes keep the tune's cost at 27 library candidates.
+/// sizes keep the tune's cost at 28 library candidates (with the default).
 pub const TUNED_SEGMENTS: &[u32] = &[0, 1024, 8192, 65536];
 
 /// One of Open MPI's coll/tuned broadcast algorithms, forced (through
@@ -116,10 +133,17 @@ impl Forced {
         tuned_by_id(self.id).expect("a Forced holds a known id")
     }
 
-    /// Every candidate the tuner compares: each algorithm once, the
-    /// segmented ones at each of [`TUNED_SEGMENTS`].
+    /// Whether this is Open MPI's own decision (algorithm 0), not a forced
+    /// algorithm.
+    pub fn is_default(&self) -> bool {
+        self.id == 0
+    }
+
+    /// Every candidate the tuner compares: the library's own decision
+    /// (algorithm 0), then each algorithm once, the segmented ones at each
+    /// of [`TUNED_SEGMENTS`].
     pub fn candidates() -> Vec<Forced> {
-        let mut out = Vec::new();
+        let mut out = vec![Forced { id: 0, segment: 0 }];
         for t in TUNED_BCAST {
             let segs: &[u32] = if t.segmented { TUNED_SEGMENTS } else { &[0] };
             for &segment in segs {
@@ -139,8 +163,8 @@ impl Forced {
             return Err(format!("`{}` is not `{TABLE_NAME}`", spec.name));
         }
         let ids = || {
-            TUNED_BCAST
-                .iter()
+            std::iter::once(&TUNED_DEFAULT)
+                .chain(TUNED_BCAST)
                 .map(|t| format!("{} ({})", t.id, t.name))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -149,6 +173,7 @@ impl Forced {
             TUNED_BCAST
                 .iter()
                 .find(|t| t.name == w || t.ours == w)
+                .or((w == TUNED_DEFAULT.name).then_some(&TUNED_DEFAULT))
                 .or_else(|| w.parse::<u32>().ok().and_then(tuned_by_id))
         };
         for k in spec.params.keys() {
@@ -250,6 +275,9 @@ impl Forced {
 impl std::fmt::Display for Forced {
     /// `Open MPI's binomial (coll/tuned algorithm 6, segment 0)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_default() {
+            return f.write_str("Open MPI's own decision (coll/tuned algorithm 0: nothing forced)");
+        }
         write!(
             f,
             "Open MPI's {} (coll/tuned algorithm {}, segment {})",
@@ -298,12 +326,40 @@ mod tests {
     }
 
     #[test]
+    fn algorithm_zero_is_the_library_decision() {
+        for text in [
+            "ompi_tuned:algorithm=0",
+            "ompi_tuned:algorithm=default",
+            "ompi_tuned:algorithm=0,name=default,segment=0",
+        ] {
+            let f = Forced::from_spec(&AlgoSpec::parse(text).unwrap()).unwrap();
+            assert!(f.is_default(), "{text}");
+            assert_eq!(
+                f.spec().to_string(),
+                "ompi_tuned:algorithm=0,name=default,segment=0"
+            );
+            assert!(f.to_string().contains("own decision"), "{f}");
+        }
+        let e = Forced::from_spec(&AlgoSpec::parse("ompi_tuned:algorithm=0,segment=1024").unwrap())
+            .unwrap_err();
+        assert!(e.contains("does not segment"), "{e}");
+        assert_eq!(Forced::candidates()[0], Forced { id: 0, segment: 0 });
+        assert_eq!(
+            Forced::candidates()
+                .iter()
+                .filter(|f| f.is_default())
+                .count(),
+            1
+        );
+    }
+
+    #[test]
     fn bad_forced_choices_say_why() {
         for (text, says) in [
             ("ompi_tuned", "needs `algorithm`"),
             (
-                "ompi_tuned:algorithm=0",
-                "unknown Open MPI broadcast algorithm 0",
+                "ompi_tuned:algorithm=11",
+                "unknown Open MPI broadcast algorithm 11",
             ),
             (
                 "ompi_tuned:algorithm=10",
@@ -330,6 +386,7 @@ mod tests {
             assert!(c.iter().any(|f| f.id == t.id), "{}", t.name);
         }
         assert!(c.iter().all(|f| f.segment == 0 || f.tuned().segmented));
-        assert_eq!(c.len(), 3 + 6 * TUNED_SEGMENTS.len());
+        // the default, three unsegmented, six at every segment size
+        assert_eq!(c.len(), 1 + 3 + 6 * TUNED_SEGMENTS.len());
     }
 }

@@ -70,11 +70,14 @@ impl SeriesKey {
     pub fn is_library(&self) -> bool {
         self.execution == "library"
     }
+    /// The library's default call: the `mpi` baseline, or Open MPI's
+    /// algorithm 0 (nothing forced) measured as a tune's candidate.
     pub fn is_native(&self) -> bool {
-        self.spec == "mpi"
+        self.spec == "mpi" || self.spec.starts_with("ompi_tuned:algorithm=0,")
     }
+    /// One of Open MPI's algorithms forced (1-9).
     pub fn is_ompi_tuned(&self) -> bool {
-        self.spec.starts_with("ompi_tuned")
+        self.spec.starts_with("ompi_tuned") && !self.is_native()
     }
     /// One of the library's own algorithms, forced or chosen outside the
     /// process (Open MPI's `ompi_tuned`, MPICH's `mpich`, Intel MPI's

@@ -287,7 +287,17 @@ fn check(text: &str) -> Result<bool, String> {
             }
             for b in sizes {
                 let by_lookup = table.lookup(c, cr.key(), b);
-                let (choice, _) = d.choose(b);
+                let (choice, id) = d.choose(b);
+                // Any hint gives the same decision.
+                for hint in (0..d.rules().len() + 2).chain([usize::MAX - 1, usize::MAX]) {
+                    let (c2, id2) = d.choose_hinted(b, hint);
+                    if id2 != id || !std::ptr::eq(c2, choice) {
+                        return Err(format!(
+                            "{c} {} at {b} bytes: choose says rule {id}, choose_hinted with hint {hint} says {id2}",
+                            cr.key()
+                        ));
+                    }
+                }
                 let by_decision = match &choice.source {
                     Source::Table { index, .. } => Some(&cr.rules[*index]),
                     _ => None,

@@ -687,7 +687,7 @@ pub unsafe fn bcast(
     }
     let route = routes.bcast(bytes);
     if let Route::Library(choice, slot) = route {
-        if let Some(f) = choice.library {
+        if let Some(f) = choice.library.filter(|f| !f.is_default()) {
             // The forced duplicate, once made: one atomic load.
             if let (Some(forced), false) = (slot.get(), routes.tracing()) {
                 return forced_bcast(forced, buffer, count, datatype, root, comm);
@@ -1201,6 +1201,19 @@ pub mod layers {
                 }),
             );
             let _ = cffi::barrier(comm);
+            // A rule naming one of the library's algorithms: the same call
+            // on the duplicate it runs on, without colltune in front.
+            if let Route::Library(_, slot) = route {
+                if let Some(Some(dup)) = slot.get() {
+                    add(
+                        "PMPI_Bcast on the rule's forced duplicate (back to back)",
+                        time(iters, || {
+                            black_box(cffi::user_bcast(p, count, dt, 0, dup));
+                        }),
+                    );
+                    let _ = cffi::barrier(comm);
+                }
+            }
         }
         let _ = mpi::ffi::PMPI_Comm_free(&mut single);
         out

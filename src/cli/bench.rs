@@ -136,6 +136,12 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         )
         .into());
     }
+    if args.pattern == Pattern::Imb && args.sync != colltune_core::method::SyncMode::Barrier {
+        return Err(UsageError(
+            "--pattern imb with --sync window: IMB and OSU time each rank's call after a barrier; use --sync barrier".into(),
+        )
+        .into());
+    }
     if args.pattern == Pattern::BackToBack && args.iterations != [1] {
         return Err(UsageError(
             "--iterations with --pattern back-to-back: that pattern sizes its blocks of calls itself; drop --iterations".into(),

@@ -168,6 +168,14 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     } else {
         args.executions.clone()
     };
+    if args.pattern == colltune_core::method::Pattern::Imb
+        && args.sync != colltune_core::method::SyncMode::Barrier
+    {
+        return Err(UsageError(
+            "--pattern imb with --sync window: IMB and OSU time each rank's call after a barrier; use --sync barrier".into(),
+        )
+        .into());
+    }
     if let Some(model) = args.model.clone() {
         if args.pattern != colltune_core::method::Pattern::Synchronized {
             return Err(UsageError(

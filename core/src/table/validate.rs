@@ -449,9 +449,9 @@ mod tests {
                 "unknown Open MPI broadcast algorithm 12",
             ),
             (
-                "      algorithm: 0\n",
+                "      algorithm: 10\n",
                 "library",
-                "unknown Open MPI broadcast algorithm 0",
+                "unknown Open MPI broadcast algorithm 10",
             ),
             (
                 "      algorithm: 6\n      segment: -1\n",

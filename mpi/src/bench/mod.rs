@@ -15,6 +15,11 @@
 //!   at one agreed instant and its time runs from that instant to the end of
 //!   the call; a rank that reaches the instant late flags the repetition as
 //!   an outlier.
+//! - **What runs**: a colltune broadcast whose tree fits one segment
+//!   (linear, binomial, k-nomial, binary, chain, pipeline; no overlap) is
+//!   timed through the selector's direct path ([`crate::select::direct`]),
+//!   plain sends and receives, because that is what the runtime runs for
+//!   it in either execution; everything else through the executors.
 //! - **Several independent runs** (default 3), interleaved: run 1 of every
 //!   point, then run 2, ..., so slow drifts of the machine hit every
 //!   algorithm alike.
@@ -392,6 +397,20 @@ impl<'c> Measurer<'c> {
             self.method.cache,
         );
         let comm = self.comm;
+        // A tree that fits one segment runs at run time as plain sends and
+        // receives (the selector's direct path, in either execution): time
+        // that, not the general executor, so a tune ranks what will run.
+        // With overlap the call must be nonblocking: the executor then.
+        let direct = match pt.subject {
+            Subject::Ours { spec, exec, .. }
+                if coll == Collective::Bcast && pt.overlap_us <= 0.0 =>
+            {
+                crate::select::direct::tree_of(spec, *exec)
+                    .filter(|&(_, seg)| crate::select::direct::one_segment(pt.bytes, seg))
+                    .map(|(t, _)| t)
+            }
+            _ => None,
+        };
         let nroots = roots.len();
         let mut slot = 0usize;
         // `count` calls from root index `first`: each from that root
@@ -407,6 +426,23 @@ impl<'c> Measurer<'c> {
                     first % nroots
                 };
                 match pt.subject {
+                    Subject::Ours { .. } if direct.is_some() => {
+                        let d = data.slot(slot, n);
+                        // SAFETY: `d` is n bytes of this rank's buffer; the
+                        // communicator is the measurer's, of `size` ranks.
+                        unsafe {
+                            crate::select::direct::run(
+                                comm.raw(),
+                                rank,
+                                size,
+                                roots[root_idx],
+                                direct.expect("checked"),
+                                d.as_mut_ptr(),
+                                n as u64,
+                            )
+                        }
+                        .map_err(TransportError::from)?;
+                    }
                     Subject::Ours { exec, .. } => {
                         let d = data.slot(slot, n);
                         let r = recv.slot(slot, if coll == Collective::Swap { n } else { 0 });

@@ -1,6 +1,8 @@
 //! The MPI library's own algorithms as table choices: per communicator, one
 //! duplicate for each Open MPI coll/tuned broadcast algorithm the table
 //! chooses (`algorithm: ompi_tuned`), made with that algorithm forced.
+//! Algorithm 0 (Open MPI's own decision) needs none: the interposer runs the
+//! library's `MPI_Bcast` on the user's communicator for it.
 //!
 //! Open MPI reads `coll_tuned_bcast_algorithm` and `_segmentsize` when a
 //! communicator is created (and only with `coll_tuned_use_dynamic_rules`

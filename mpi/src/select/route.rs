@@ -1,7 +1,8 @@
 //! The per-call dispatch of a broadcast, without a lock: what every choice
 //! of one communicator runs, worked out once when the communicator is set
-//! up ([`Routes`], immutable, shared by every thread), and per call a
-//! binary search over the rules and one match ([`Route`]).
+//! up ([`Routes`], immutable but for a hint, shared by every thread), and
+//! per call a check of the last call's rule (else a binary search over the
+//! rules) and one match ([`Route`]).
 //!
 //! - [`Route::Library`]: the library's own `MPI_Bcast` with the user's
 //!   arguments; for a choice of one of its algorithms (`ompi_tuned`), on
@@ -14,6 +15,7 @@
 //!   general executor ([`CommSelector::bcast`](super::CommSelector::bcast),
 //!   under the communicator's lock).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use colltune_algorithms::Collective;
@@ -66,7 +68,8 @@ pub enum Route<'a> {
 }
 
 /// A communicator's broadcast decisions and what each runs; immutable once
-/// built, so any thread reads it without a lock.
+/// built (but for the last-rule hint, an atomic any value of which is
+/// correct), so any thread reads it without a lock.
 pub struct Routes {
     /// The private duplicate (owned by the `CommSelector` these were made
     /// from, which outlives them in the caller's state).
@@ -81,6 +84,9 @@ pub struct Routes {
     fallback: Kind,
     /// By rule index, then the forced choice's and the fallback's.
     slots: Vec<ForcedSlot>,
+    /// The rule the last call used (a hint: a program repeats its sizes;
+    /// any value is correct, so threads may race on it).
+    last: AtomicUsize,
 }
 
 // SAFETY: `comm` is an MPI handle (process-wide, used only in calls MPI
@@ -113,6 +119,7 @@ impl Routes {
             .collect();
         Routes {
             slots,
+            last: AtomicUsize::new(0),
             comm: sel.comm().raw(),
             rank: sel.comm().rank(),
             size: sel.comm().size(),
@@ -152,8 +159,12 @@ impl Routes {
     /// How a broadcast of `bytes` runs: no allocation, no lock.
     #[inline]
     pub fn bcast(&self, bytes: u64) -> Route<'_> {
-        let (choice, id) = self.bcast.choose(bytes);
+        let hint = self.last.load(Ordering::Relaxed);
+        let (choice, id) = self.bcast.choose_hinted(bytes, hint);
         let n = self.kinds.len();
+        if id != hint && id < n {
+            self.last.store(id, Ordering::Relaxed);
+        }
         let (k, slot) = match self.kinds.get(id) {
             Some(k) => (*k, id),
             None if self.bcast.forced().is_some() => (self.forced, n),
