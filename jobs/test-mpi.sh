@@ -129,11 +129,16 @@ fi
 # 6. MPICH's own algorithms as baselines (MPICH and derived libraries).
 if [ "$MPI_FAMILY" = mpich ]; then
   out=$scratch/mpich-algorithms
+  rc=0
   launch 4 "$bin" bench --collective bcast --baselines-only --baseline mpich-algorithms \
     --sizes 64,64K --runs 1 --budget-ms 2 --min-reps 2 --warmup 1 --summary-only --csv "$scratch/mpich.csv" > "$out" 2>&1 \
-    || { tail -20 "$out" >&2; fail "bench --baseline mpich-algorithms at 4 ranks"; }
+    || rc=$?
+  if [ "$rc" -ne 0 ] && ! grep -q "no MPICH algorithm baselines" "$out"; then
+    tail -20 "$out" >&2; fail "bench --baseline mpich-algorithms at 4 ranks"
+  fi
   if grep -q "no MPICH algorithm baselines" "$out"; then
-    # Intel MPI: no MPIR_CVAR_BCAST_INTRA_ALGORITHM; said once, nothing measured.
+    # Intel MPI: no MPIR_CVAR_BCAST_INTRA_ALGORITHM; said once, and with
+    # only that baseline asked for, nothing to measure (bench exits 2).
     [ "$(grep -c "no MPICH algorithm baselines" "$out")" -eq 1 ] || { cat "$out" >&2; fail "the refusal is said more than once"; }
     echo "test-mpi ($name): no MPICH algorithm baselines here, said once: $(grep "no MPICH algorithm baselines" "$out" | cut -c1-160)"
   else
