@@ -13,7 +13,9 @@
 #    runner, mpi4py installed with pip in a virtual environment.
 #
 # Settings: plain; preloaded with the shipped table
-# (tuning-tables/vm-2core.yaml); preloaded with COLLTUNE_BCAST forcing each
+# (tuning-tables/vm-2core.yaml); preloaded with a measured table whose rules
+# name Open MPI's own algorithms (library-rules: the forced-duplicate
+# route); preloaded with COLLTUNE_BCAST forcing each
 # algorithm family; preloaded without table.
 #
 # Usage: jobs/conformance.sh [MPICH_SOURCE]
@@ -60,11 +62,15 @@ mkdir -p "$WORK/logs"
 cargo build --release -p colltune-preload >&2 || exit 1
 PRELOAD=$ROOT/target/release/libcolltune_preload.so
 TABLE=$ROOT/tuning-tables/vm-2core.yaml
+# A measured table whose rules also name Open MPI's own algorithms (its
+# default decision and forced coll/tuned ones): the forced-duplicate route.
+LIBTABLE=$ROOT/docs/measurements/2026-12-01-imb/table-imb.yaml
 
 # name => mpirun -x arguments
 declare -A SET
 SET[plain]=""
 SET[table]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_TABLE=$TABLE"
+SET[library-rules]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_TABLE=$LIBTABLE"
 SET[no-table]="-x LD_PRELOAD=$PRELOAD"
 SET[linear]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=linear"
 SET[binomial]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binomial"
@@ -75,7 +81,7 @@ SET[binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binary"
 SET[split_binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=split_binary"
 SET[scatter_ag]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather"
 SET[scatter_ag_ring]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather_ring"
-settings=${CONFORMANCE_SETTINGS:-plain table no-table linear binomial knomial4 pipeline4k scatter_ag}
+settings=${CONFORMANCE_SETTINGS:-plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag}
 
 # run NAME SETTING NP CMD... : one mpirun under the timeout; prints PASS,
 # FAIL or HANG and keeps the log.

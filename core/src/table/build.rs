@@ -94,21 +94,28 @@ pub fn medians(samples: &[Sample]) -> Medians {
 /// The winner and runner-up at each measured size of one comm and collective.
 pub fn decisions(m: &Medians, c: Collective, key: CommKey) -> Vec<Decision> {
     m.range((c, key, 0)..=(c, key, u64::MAX))
-        .filter_map(|(&(_, _, bytes), subj)| {
-            let mut v: Vec<(&(String, String), f64)> = subj.iter().map(|(k, &t)| (k, t)).collect();
-            v.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
-            let ((spec, exec), t) = v.first()?;
-            Some(Decision {
-                bytes,
-                spec: spec.clone(),
-                execution: exec.clone(),
-                time_us: *t,
-                runner_up: v
-                    .get(1)
-                    .map(|((s, e), t)| (colltune_algorithms::label(s, e), *t)),
-            })
-        })
+        .filter_map(|(&(_, _, bytes), subj)| fastest(bytes, subj.iter().map(|(k, &t)| (k, t))))
         .collect()
+}
+
+/// The fastest of `times` (subject, median) at `bytes`, and the runner-up;
+/// ties go to the subject that sorts first.
+fn fastest<'a>(
+    bytes: u64,
+    times: impl Iterator<Item = (&'a (String, String), f64)>,
+) -> Option<Decision> {
+    let mut v: Vec<(&(String, String), f64)> = times.collect();
+    v.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
+    let ((spec, exec), t) = v.first()?;
+    Some(Decision {
+        bytes,
+        spec: spec.clone(),
+        execution: exec.clone(),
+        time_us: *t,
+        runner_up: v
+            .get(1)
+            .map(|((s, e), t)| (colltune_algorithms::label(s, e), *t)),
+    })
 }
 
 /// Rules from decisions at measured sizes: each size owns the sizes up to
@@ -487,21 +494,7 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
 fn decisions_of(points: &[(u64, &PointStats)]) -> Vec<Decision> {
     points
         .iter()
-        .filter_map(|(bytes, subj)| {
-            let mut v: Vec<(&(String, String), f64)> =
-                subj.iter().map(|(k, x)| (k, x.median)).collect();
-            v.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
-            let ((spec, exec), t) = v.first()?;
-            Some(Decision {
-                bytes: *bytes,
-                spec: spec.clone(),
-                execution: exec.clone(),
-                time_us: *t,
-                runner_up: v
-                    .get(1)
-                    .map(|((s, e), t)| (colltune_algorithms::label(s, e), *t)),
-            })
-        })
+        .filter_map(|(bytes, subj)| fastest(*bytes, subj.iter().map(|(k, x)| (k, x.median))))
         .collect()
 }
 

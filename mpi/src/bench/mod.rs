@@ -366,8 +366,22 @@ impl<'c> Measurer<'c> {
             (_, RootPolicy::Fixed(r)) => vec![r.min(size - 1)],
             (_, RootPolicy::Rotate) => (0..size).collect(),
         };
+        // A tree that fits one segment runs at run time as plain sends and
+        // receives (the selector's direct path, in either execution): time
+        // that, not the general executor, so a tune ranks what will run.
+        // With overlap the call must be nonblocking: the executor then.
+        let direct = match pt.subject {
+            Subject::Ours { spec, exec, .. }
+                if coll == Collective::Bcast && pt.overlap_us <= 0.0 =>
+            {
+                crate::select::direct::tree_of(spec, *exec)
+                    .filter(|&(_, seg)| crate::select::direct::one_segment(pt.bytes, seg))
+                    .map(|(t, _)| t)
+            }
+            _ => None,
+        };
         let plans: Vec<Plan> = match pt.subject {
-            Subject::Ours { spec, .. } => roots
+            Subject::Ours { spec, .. } if direct.is_none() => roots
                 .iter()
                 .map(|&root| {
                     build_resolved(
@@ -397,20 +411,6 @@ impl<'c> Measurer<'c> {
             self.method.cache,
         );
         let comm = self.comm;
-        // A tree that fits one segment runs at run time as plain sends and
-        // receives (the selector's direct path, in either execution): time
-        // that, not the general executor, so a tune ranks what will run.
-        // With overlap the call must be nonblocking: the executor then.
-        let direct = match pt.subject {
-            Subject::Ours { spec, exec, .. }
-                if coll == Collective::Bcast && pt.overlap_us <= 0.0 =>
-            {
-                crate::select::direct::tree_of(spec, *exec)
-                    .filter(|&(_, seg)| crate::select::direct::one_segment(pt.bytes, seg))
-                    .map(|(t, _)| t)
-            }
-            _ => None,
-        };
         let nroots = roots.len();
         let mut slot = 0usize;
         // `count` calls from root index `first`: each from that root
@@ -425,8 +425,8 @@ impl<'c> Measurer<'c> {
                 } else {
                     first % nroots
                 };
-                match pt.subject {
-                    Subject::Ours { .. } if direct.is_some() => {
+                match (pt.subject, direct) {
+                    (Subject::Ours { .. }, Some(tree)) => {
                         let d = data.slot(slot, n);
                         // SAFETY: `d` is n bytes of this rank's buffer; the
                         // communicator is the measurer's, of `size` ranks.
@@ -436,14 +436,14 @@ impl<'c> Measurer<'c> {
                                 rank,
                                 size,
                                 roots[root_idx],
-                                direct.expect("checked"),
+                                tree,
                                 d.as_mut_ptr(),
                                 n as u64,
                             )
                         }
                         .map_err(TransportError::from)?;
                     }
-                    Subject::Ours { exec, .. } => {
+                    (Subject::Ours { exec, .. }, None) => {
                         let d = data.slot(slot, n);
                         let r = recv.slot(slot, if coll == Collective::Swap { n } else { 0 });
                         let pending =
@@ -451,10 +451,13 @@ impl<'c> Measurer<'c> {
                         compute(pt.overlap_us);
                         pending.wait()?;
                     }
-                    Subject::Library
-                    | Subject::OmpiTuned { .. }
-                    | Subject::Mpich { .. }
-                    | Subject::LibraryLabelled { .. } => {
+                    (
+                        Subject::Library
+                        | Subject::OmpiTuned { .. }
+                        | Subject::Mpich { .. }
+                        | Subject::LibraryLabelled { .. },
+                        _,
+                    ) => {
                         ctl.library_bcast(data.slot(slot, n), roots[root_idx])?;
                         compute(pt.overlap_us);
                     }
