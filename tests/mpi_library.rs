@@ -2,7 +2,10 @@
 //! ompi_tuned`), under mpirun: an unmodified C program under the drop-in
 //! with a table whose rules force Open MPI coll/tuned algorithms checks every
 //! byte from every root on 2, 3 and 4 ranks (the world and a split
-//! communicator); the trace shows the forced path was taken; the forcing
+//! communicator), with the rules handed to Open MPI's own rules file at
+//! `MPI_Init` (the handoff) and without (`COLLTUNE_HANDOFF=0`: forced
+//! duplicates); the trace shows which path was taken; ranks that handed Open
+//! MPI different rules stop with a message instead of hanging; the forcing
 //! variables are back at Open MPI's defaults afterwards; with forcing
 //! unavailable the same rules fall back to the library's default with a
 //! warning and still move every byte; and `tune` measures the library's
@@ -119,6 +122,8 @@ fn forced_library_algorithms_move_every_byte_under_the_preload() {
             ),
             ("COLLTUNE_TABLE", tbl.display().to_string()),
             ("COLLTUNE_TRACE", "all".into()),
+            // The duplicates: not the rules file (see the handoff test)
+            ("COLLTUNE_HANDOFF", "0".into()),
         ];
         let (ok, out, err) = job(ranks, &exe, &env);
         let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
@@ -178,6 +183,141 @@ fn forced_library_algorithms_move_every_byte_under_the_preload() {
         );
         assert_eq!(traced("1024", "ompi_tuned"), 0, "{all}");
     }
+}
+
+#[test]
+fn library_rules_handed_to_open_mpi_move_every_byte() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_tuned rules need Open MPI",
+        );
+    }
+    let dir = scratch("handoff");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = table(&dir);
+    for ranks in [3, 4] {
+        let env = [
+            (
+                "LD_PRELOAD",
+                libs.join("libcolltune_preload.so").display().to_string(),
+            ),
+            ("COLLTUNE_TABLE", tbl.display().to_string()),
+            ("COLLTUNE_TRACE", "all".into()),
+            // A TMPDIR of the test's own: the rules file must be gone after.
+            ("TMPDIR", dir.display().to_string()),
+        ];
+        let (ok, out, err) = job(ranks, &exe, &env);
+        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        assert!(ok, "{all}");
+        assert!(out.contains("library_bcast: all bytes correct"), "{all}");
+        assert!(out.contains("cvars: algorithm=0 segment=0"), "{all}");
+        assert!(!err.contains("warning"), "{all}");
+        // Said once, by world rank 0: what Open MPI was given.
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("handoff: Open MPI runs the table's library rules itself"))
+            .collect();
+        assert_eq!(said.len(), 1, "{all}");
+        assert!(
+            said[0].contains("4 ranks 0-1023 B, 4096 B and up"),
+            "{}\n{all}",
+            said[0]
+        );
+        // Each library rule's calls went to the rules file, on every rank
+        // and root, in the world and the split halves; colltune's binomial
+        // ran in between; no duplicate was made.
+        let want = ranks * ranks + ranks.div_ceil(2).pow(2) + (ranks / 2).pow(2);
+        let traced = |size: &str, what: &str| {
+            err.lines()
+                .filter(|l| l.contains(&format!(" bcast {size} B ")) && l.contains(what))
+                .count()
+        };
+        for size in ["0", "1023", "4096", "65536", "300001"] {
+            assert_eq!(
+                traced(size, "Open MPI's rules file, handed it at MPI_Init"),
+                want,
+                "{size} B\n{all}"
+            );
+        }
+        assert_eq!(
+            traced("1024", "binomial:segment=0 [blocking]"),
+            want,
+            "{all}"
+        );
+        assert_eq!(
+            traced("4095", "binomial:segment=0 [blocking]"),
+            want,
+            "{all}"
+        );
+        assert!(!err.contains("forced on a duplicate communicator"), "{all}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("colltune-handoff-")
+            })
+            .collect();
+        assert!(left.is_empty(), "rules files left behind: {left:?}");
+    }
+    // Without the trace, the same bytes (the per-call shortcut).
+    let env = [
+        (
+            "LD_PRELOAD",
+            libs.join("libcolltune_preload.so").display().to_string(),
+        ),
+        ("COLLTUNE_TABLE", tbl.display().to_string()),
+    ];
+    let (ok, out, err) = job(4, &exe, &env);
+    assert!(
+        ok && out.contains("library_bcast: all bytes correct"),
+        "--- stdout ---\n{out}\n--- stderr ---\n{err}"
+    );
+}
+
+#[test]
+fn ranks_that_handed_open_mpi_different_rules_stop_with_a_message() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_tuned rules need Open MPI",
+        );
+    }
+    let dir = scratch("handoff-differs");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = table(&dir);
+    let other = dir.join("other.yaml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&tbl)
+            .unwrap()
+            .replace("algorithm: 7", "algorithm: 1"),
+    )
+    .unwrap();
+    // Rank 1 reads another table.
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then COLLTUNE_TABLE={}; export COLLTUNE_TABLE; fi; exec \"$0\" \"$@\"",
+        other.display()
+    );
+    let mut c = mpirun(2);
+    c.args(["-x", &format!("LD_PRELOAD={pre}")])
+        .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
+        .args(["sh", "-c", &script])
+        .arg(&exe)
+        .args(SIZES);
+    let o = run(c);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("the ranks handed Open MPI different broadcast rules at MPI_Init")
+            && err.contains("COLLTUNE_HANDOFF=0"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -44,12 +44,40 @@ pub struct Choice {
 
 impl fmt::Display for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, false)
+    }
+}
+
+/// A [`Choice`] of the library's that Open MPI's rules file runs (the
+/// handoff), for a trace line.
+pub struct HandedOff<'a>(&'a Choice);
+
+impl fmt::Display for HandedOff<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, true)
+    }
+}
+
+impl Choice {
+    /// This choice as run by Open MPI's rules file, handed it at
+    /// `MPI_Init`, not on a duplicate communicator.
+    pub fn handed_off(&self) -> HandedOff<'_> {
+        HandedOff(self)
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, handed_off: bool) -> fmt::Result {
         let what = match (&self.algorithm, &self.library) {
             (Some((s, e)), _) => colltune_algorithms::label(s, e),
-            (None, Some(f)) => format!(
-                "{} [library] ({f}, forced on a duplicate communicator)",
-                f.spec()
-            ),
+            (None, Some(lib)) => {
+                let how = if handed_off {
+                    "Open MPI's rules file, handed it at MPI_Init"
+                } else if lib.is_default() {
+                    "on the application's communicator"
+                } else {
+                    "forced on a duplicate communicator"
+                };
+                format!("{} [library] ({lib}, {how})", lib.spec())
+            }
             (None, None) => "the MPI library's own collective".into(),
         };
         match &self.source {

@@ -236,6 +236,115 @@ pub fn openmpi_classic(table: &Table) -> Result<(String, Vec<String>), ExportErr
     Ok((out, notes.into_vec()))
 }
 
+/// Open MPI's `chain_fanout` default (`coll_tuned_bcast_algorithm_chain_fanout`):
+/// what a forced chain runs with, so the handoff's chain rules run the same.
+const OMPI_CHAIN_FANOUT: u32 = 4;
+
+/// The part of a table Open MPI runs by itself: a rules file handed to it
+/// before `MPI_Init` (the "handoff"), so that calls a rule gives to one of
+/// Open MPI's own algorithms (or to its default decision) go straight to
+/// `PMPI_Bcast`, with no per-call work of colltune's but one check.
+///
+/// Open MPI keys rules by communicator size only, so a size for which the
+/// table has several node layouts is left to colltune (its rules file entry
+/// keeps Open MPI's fixed decision). Rules of colltune's own algorithms are
+/// written as algorithm 0 (Open MPI's fixed decision): those calls never
+/// reach the library's broadcast, and where colltune does hand one of them
+/// to the library (a communicator it could not set up), that is what it
+/// would run anyway.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Handoff {
+    /// The classic rules file (`coll_tuned_dynamic_rules_filename`).
+    pub rules: String,
+    /// Per communicator size, the byte ranges (inclusive) Open MPI's rules
+    /// decide; ascending, disjoint, neighbours merged.
+    pub ranges: Vec<(u32, Vec<(u64, u64)>)>,
+}
+
+impl Handoff {
+    /// A digest of the rules: every rank must have handed Open MPI the same.
+    pub fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for b in self.rules.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        h
+    }
+}
+
+/// The handoff of a table's broadcast rules to Open MPI (see [`Handoff`]);
+/// None where no rule names one of Open MPI's algorithms or its default.
+pub fn openmpi_handoff(table: &Table) -> Result<Option<Handoff>, ExportError> {
+    let mut per_size: BTreeMap<u32, Vec<&CommRules>> = BTreeMap::new();
+    for cr in &table.bcast {
+        per_size.entry(cr.ranks).or_default().push(cr);
+    }
+    let mut entries: Vec<(u32, Vec<(u64, Forced)>, Vec<(u64, u64)>)> = Vec::new();
+    for (size, layouts) in per_size {
+        let [cr] = layouts[..] else { continue };
+        let mut lines: Vec<(u64, Forced)> = Vec::new();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        let fixed = Forced { id: 0, segment: 0 };
+        if cr.rules.first().is_some_and(|r| r.min_bytes > 0) {
+            lines.push((0, fixed));
+        }
+        for r in &cr.rules {
+            let f = library(r, cr.ranks)?;
+            let line = f.unwrap_or(fixed);
+            if lines.last().map(|l| l.1) != Some(line) {
+                lines.push((r.min_bytes, line));
+            }
+            if f.is_some() {
+                let max = r.max_bytes.unwrap_or(u64::MAX);
+                match ranges.last_mut() {
+                    Some(last) if last.1.checked_add(1) == Some(r.min_bytes) => last.1 = max,
+                    _ => ranges.push((r.min_bytes, max)),
+                }
+            }
+        }
+        if !ranges.is_empty() {
+            entries.push((size, lines, ranges));
+        }
+    }
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let mut sizes: Vec<(u32, &[(u64, Forced)])> = Vec::new();
+    let fixed_only = [(0, Forced { id: 0, segment: 0 })];
+    for (i, (size, lines, _)) in entries.iter().enumerate() {
+        sizes.push((*size, lines));
+        if entries.get(i + 1).map(|n| n.0) != Some(size + 1) {
+            sizes.push((size + 1, &fixed_only));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "1 # number of collectives (colltune's handoff of the library rules in a table of {}, {})",
+        table.provenance.host, table.provenance.date
+    );
+    let _ = writeln!(out, "{OMPI_BCAST_ID} # collective id: bcast");
+    let _ = writeln!(out, "{} # number of communicator sizes", sizes.len());
+    for (size, lines) in sizes {
+        let _ = writeln!(out, "{size} # communicator size");
+        let _ = writeln!(out, "{} # number of message sizes", lines.len());
+        for (min, f) in lines {
+            let fanout = if f.id == 2 { OMPI_CHAIN_FANOUT } else { 0 };
+            let what = if f.is_default() {
+                "Open MPI's fixed decision"
+            } else {
+                f.tuned().name
+            };
+            let _ = writeln!(out, "{min} {} {fanout} {} # {what}", f.id, f.segment);
+        }
+    }
+    Ok(Some(Handoff {
+        rules: out,
+        ranges: entries.into_iter().map(|(s, _, r)| (s, r)).collect(),
+    }))
+}
+
 /// Open MPI 6.0's JSON rules (`rule_file_version` 3).
 pub fn openmpi_json(table: &Table) -> Result<(String, Vec<String>), ExportError> {
     let mut notes = Notes::default();
@@ -648,6 +757,119 @@ bcast:
                 .any(|n| n.contains("Open MPI's knomial") && n.contains("MPICH does not have")),
             "{notes:?}"
         );
+    }
+
+    #[test]
+    fn the_handoff_gives_open_mpi_only_its_own_rules() {
+        let h = openmpi_handoff(&library_table()).unwrap().unwrap();
+        let lines: Vec<&str> = h.rules.lines().collect();
+        assert_eq!(lines[1], "7 # collective id: bcast", "{}", h.rules);
+        assert_eq!(lines[2], "2 # number of communicator sizes", "{}", h.rules);
+        assert_eq!(
+            lines[3..],
+            [
+                "4 # communicator size",
+                "3 # number of message sizes",
+                "0 7 0 0 # knomial",
+                // colltune's own linear: Open MPI's fixed decision, not its linear
+                "1024 0 0 0 # Open MPI's fixed decision",
+                "65536 4 0 8192 # split_binary_tree",
+                "5 # communicator size",
+                "1 # number of message sizes",
+                "0 0 0 0 # Open MPI's fixed decision",
+            ],
+            "{}",
+            h.rules
+        );
+        assert_eq!(h.ranges, vec![(4, vec![(0, 1023), (65536, u64::MAX)])]);
+        // No rule of the library's: nothing to hand off.
+        assert_eq!(openmpi_handoff(&table()).unwrap(), None);
+    }
+
+    #[test]
+    fn the_handoff_skips_sizes_with_several_layouts_and_merges_ranges() {
+        let t = load_str(
+            "schema: 1
+provenance:
+  host: t
+  mpi: m
+  date: d
+  command: c
+  colltune: v
+  source: s
+  sweep:
+    mode: built
+bcast:
+- ranks: 4
+  ppn: 2
+  nodes: 2
+  rules:
+  - min_bytes: 0
+    algorithm: ompi_tuned
+    params:
+      algorithm: 1
+    execution: library
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    algorithm: ompi_tuned
+    params:
+      algorithm: 6
+    execution: library
+- ranks: 6
+  ppn: 6
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 99
+    algorithm: knomial
+    execution: blocking
+  - min_bytes: 100
+    max_bytes: 199
+    algorithm: ompi_tuned
+    params:
+      algorithm: chain
+      segment: 1024
+    execution: library
+  - min_bytes: 200
+    max_bytes: 299
+    algorithm: ompi_tuned
+    params:
+      algorithm: default
+    execution: library
+  - min_bytes: 300
+    algorithm: binomial
+    execution: blocking
+- ranks: 7
+  ppn: 7
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    algorithm: ompi_tuned
+    params:
+      algorithm: 0
+    execution: library
+",
+        )
+        .unwrap();
+        let h = openmpi_handoff(&t).unwrap().unwrap();
+        // 4 ranks has two layouts: left to colltune; 6 and 7 are handed
+        // off, 7 followed by its own end (8: the fixed decision).
+        assert_eq!(
+            h.ranges,
+            vec![(6, vec![(100, 299)]), (7, vec![(0, u64::MAX)])],
+            "{}",
+            h.rules
+        );
+        let text = &h.rules;
+        assert!(text.contains("3 # number of communicator sizes"), "{text}");
+        assert!(
+            text.contains("6 # communicator size\n3 # number of message sizes\n0 0 0 0 # Open MPI's fixed decision\n100 2 4 1024 # chain\n200 0 0 0 # Open MPI's fixed decision\n7 # communicator size\n1 # number of message sizes\n0 0 0 0 # Open MPI's fixed decision\n8 # communicator size"),
+            "{text}"
+        );
+        assert!(!text.contains("4 # communicator size"), "{text}");
     }
 
     fn table() -> Table {

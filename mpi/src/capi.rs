@@ -30,6 +30,7 @@
 //! recycled handle never finds stale state, and nothing is rebuilt per call.
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
+mod handoff;
 pub mod preload;
 
 use std::cell::Cell;
@@ -216,6 +217,9 @@ pub fn init() -> c_int {
         report("colltune_init: MPI is not initialised: call it after MPI_Init");
         return ERR_OTHER;
     }
+    // First, whatever else fails: the rules handed to Open MPI at MPI_Init
+    // are the same on every rank (or the job stops, saying why).
+    handoff::agree();
     let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
     let self_keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_self_attr));
     let world = Comm::world();
@@ -277,6 +281,7 @@ pub fn init() -> c_int {
 /// Frees colltune's state (before `MPI_Finalize`, or first thing in it).
 pub fn finalize() -> c_int {
     let _l = lock(&LIFECYCLE);
+    handoff::retire();
     let g = ACTIVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
     if g.is_null() {
         return SUCCESS;
@@ -321,7 +326,9 @@ fn prepare_library_forcing() {
 /// As for `MPI_Init`.
 pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     prepare_library_forcing();
+    handoff::before_init();
     let rc = cffi::user_init(argc, argv);
+    handoff::after_init();
     if rc == SUCCESS {
         init();
     }
@@ -339,7 +346,9 @@ pub unsafe fn mpi_init_thread(
     provided: *mut c_int,
 ) -> c_int {
     prepare_library_forcing();
+    handoff::before_init();
     let rc = cffi::user_init_thread(argc, argv, required, provided);
+    handoff::after_init();
     if rc == SUCCESS {
         init();
     }
@@ -641,6 +650,10 @@ pub unsafe fn bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    // Open MPI runs this call's rule itself (the handoff): one size check.
+    if let Some(rc) = handoff::pass(buffer, count, datatype, root, comm) {
+        return rc;
+    }
     let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
     // Outside colltune's lifetime (so outside MPI's), and arguments the
     // library rejects before any communication: its own MPI_Bcast reports
@@ -687,6 +700,15 @@ pub unsafe fn bcast(
     }
     let route = routes.bcast(bytes);
     if let Route::Library(choice, slot) = route {
+        // Traced (else `handoff::pass` took it): Open MPI's rules file runs
+        // this rule on the user's communicator.
+        if handoff::covers(routes.size(), bytes) {
+            if routes.tracing() {
+                let why = choice.handed_off();
+                lock(sel).trace("bcast", bytes, Some(root), &why);
+            }
+            return library();
+        }
         if let Some(f) = choice.library.filter(|f| !f.is_default()) {
             // The forced duplicate, once made: one atomic load.
             if let (Some(forced), false) = (slot.get(), routes.tracing()) {

@@ -137,6 +137,26 @@ pub fn comm_size(comm: MPI_Comm) -> Result<usize, MpiError> {
     Ok(s as usize)
 }
 
+/// `MPI_Comm_size` for the per-call path: None on any error (the caller
+/// then takes the path that reports it), no message built.
+#[inline]
+pub fn comm_size_raw(comm: MPI_Comm) -> Option<usize> {
+    let mut s: c_int = 0;
+    // SAFETY: valid out pointer.
+    let rc = unsafe { ffi::PMPI_Comm_size(comm, &mut s) };
+    (rc == ffi::MPI_SUCCESS as c_int).then_some(s as usize)
+}
+
+/// `MPI_Type_size` for the per-call path: None on any error or where the
+/// size does not fit an int (`MPI_UNDEFINED`).
+#[inline]
+pub fn type_size_raw(dt: MPI_Datatype) -> Option<u64> {
+    let mut n: c_int = 0;
+    // SAFETY: valid out pointer.
+    let rc = unsafe { ffi::PMPI_Type_size(dt, &mut n) };
+    (rc == ffi::MPI_SUCCESS as c_int && n >= 0).then_some(n as u64)
+}
+
 /// Whether `comm` is an intercommunicator (colltune handles only intra).
 pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
     let mut flag: c_int = 0;

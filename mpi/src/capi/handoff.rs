@@ -1,0 +1,301 @@
+//! The handoff: where a table gives calls to one of Open MPI's own
+//! broadcast algorithms (or to its default decision), Open MPI is told so
+//! itself, before `MPI_Init`, through a coll/tuned rules file
+//! ([`colltune_core::export::openmpi_handoff`]); those calls then go
+//! straight to `PMPI_Bcast` on the application's communicator, and
+//! colltune's per-call work there is one size check ([`pass`]): no
+//! communicator lookup, no decision, no duplicate.
+//!
+//! Why: a small broadcast takes 0.2-0.3 us, and in an application the
+//! interposition's cache lines are cold at every call (other ranks and the
+//! library's own work run between calls), so a full dispatch costs 50-100
+//! ns there where a warm one costs 13 ns.
+//!
+//! When: the drop-in's `MPI_Init` (not a program calling `colltune_init`
+//! itself) on Open MPI, with a table (`COLLTUNE_TABLE`), no forced choice
+//! (`COLLTUNE_BCAST`), and no rules file, forced broadcast algorithm or
+//! `coll_tuned_use_dynamic_rules=0` of the user's (`OMPI_MCA_...` in the
+//! environment); `COLLTUNE_HANDOFF=0` turns it off. Every rank reads the
+//! table itself for this (before `MPI_Init` there is no communication),
+//! writes the rules to `$TMPDIR/colltune-handoff-PID.rules` and sets
+//! `OMPI_MCA_coll_tuned_dynamic_rules_filename`; the file is removed once
+//! `MPI_Init` has read it.
+//!
+//! Every rank must have handed Open MPI the same rules (one that could not
+//! read the table, or read another, would run another algorithm in the
+//! same broadcast): [`agree`], first thing after `MPI_Init`, compares a
+//! digest of them over `MPI_COMM_WORLD`, and stops the job with a message
+//! where they differ, since the library's own broadcasts would hang.
+//!
+//! Open MPI keys rules by communicator size: a communicator of a size the
+//! table has rules for, but of another node layout, gets that size's
+//! library rules too (where colltune alone would give it the library's
+//! default); sizes with several layouts in the table are not handed off.
+
+use std::ffi::{c_int, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use colltune_core::decide::{RuntimeSettings, Trace};
+use colltune_core::export::{openmpi_handoff, Handoff};
+use colltune_core::table;
+use mpi::ffi::{MPI_Comm, MPI_Datatype};
+
+use super::{lock, report};
+use crate::abi::{self, Family};
+use crate::transport::mpi::ffi::{self as cffi, Datatype};
+use crate::transport::mpi::Op;
+
+const RULES_VAR: &str = "OMPI_MCA_coll_tuned_dynamic_rules_filename";
+const FILE_PREFIX: &str = "colltune-handoff-";
+
+/// What was handed to Open MPI before `MPI_Init`, until [`agree`].
+struct Pending {
+    handoff: Handoff,
+    file: PathBuf,
+}
+
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+
+/// Why nothing was handed off, for the trace.
+static WHY_NOT: Mutex<Option<String>> = Mutex::new(None);
+
+/// Per communicator size (the index), the byte ranges Open MPI's rules
+/// decide; published by [`agree`], read by [`pass`]. Never freed once
+/// published (a few bytes per size): a call in flight may still read it.
+struct Fast {
+    by_size: Vec<Vec<(u64, u64)>>,
+}
+
+static FAST: AtomicPtr<Fast> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Why the handoff does not apply in this process; None: it may.
+fn unwanted() -> Option<&'static str> {
+    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    if get("COLLTUNE_HANDOFF").is_some_and(|v| v == "0") {
+        return Some("COLLTUNE_HANDOFF=0");
+    }
+    if get("COLLTUNE_TABLE").is_none() {
+        return Some("no table");
+    }
+    if get("COLLTUNE_BCAST").is_some() {
+        return Some("COLLTUNE_BCAST forces one choice everywhere");
+    }
+    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
+        return Some("not Open MPI");
+    }
+    // A rules file of the user's (one of ours left from an exec'd parent
+    // is not).
+    if let Some(f) = get(RULES_VAR) {
+        let ours = std::path::Path::new(&f)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(FILE_PREFIX));
+        if !ours {
+            return Some("the user's own rules file");
+        }
+    }
+    if get("OMPI_MCA_coll_tuned_bcast_algorithm").is_some_and(|v| v != "0") {
+        return Some("the user's forced broadcast algorithm");
+    }
+    if get("OMPI_MCA_coll_tuned_use_dynamic_rules")
+        .is_some_and(|v| v == "0" || v.eq_ignore_ascii_case("false"))
+    {
+        return Some("coll_tuned_use_dynamic_rules=0");
+    }
+    None
+}
+
+/// Before the library's `MPI_Init`: reads the table, and where it has rules
+/// Open MPI can run, writes them for Open MPI and points it at them. Any
+/// problem (unreadable or invalid table, no such rules, a file that cannot
+/// be written) means no handoff; the table's own errors are reported after
+/// `MPI_Init`, as without it.
+pub fn before_init() {
+    let why_not = |why: String| *lock(&WHY_NOT) = Some(why);
+    if let Some(why) = unwanted() {
+        why_not(why.into());
+        return;
+    }
+    let Some(path) = std::env::var_os("COLLTUNE_TABLE").map(PathBuf::from) else {
+        return;
+    };
+    let Ok(Ok(t)) = table::read_text(&path).map(|text| table::load_str(&text)) else {
+        return why_not("the table could not be used before MPI_Init".into());
+    };
+    let handoff = match openmpi_handoff(&t) {
+        Ok(Some(h)) => h,
+        Ok(None) => return why_not("no rule names one of Open MPI's algorithms".into()),
+        Err(e) => return why_not(e.to_string()),
+    };
+    let dir = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let file = dir.join(format!("{FILE_PREFIX}{}.rules", std::process::id()));
+    if let Err(e) = std::fs::write(&file, &handoff.rules) {
+        return why_not(format!("{}: {e}", file.display()));
+    }
+    // Before MPI_Init: no other thread of the library's reads the
+    // environment yet.
+    std::env::set_var(RULES_VAR, &file);
+    std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    *lock(&PENDING) = Some(Pending { handoff, file });
+}
+
+/// Right after the library's `MPI_Init` (successful or not): Open MPI has
+/// read the rules file; remove it.
+pub fn after_init() {
+    if let Some(p) = lock(&PENDING).as_ref() {
+        let _ = std::fs::remove_file(&p.file);
+    }
+}
+
+/// First thing after `MPI_Init` (collective over `MPI_COMM_WORLD`): every
+/// rank handed Open MPI the same rules, or none did; the job stops where
+/// they differ. Publishes [`pass`]'s ranges, unless calls are traced (a
+/// traced call takes the full path, which says where it went).
+pub fn agree() {
+    let pending = lock(&PENDING).take();
+    let mine = pending.as_ref().map_or(0, |p| p.handoff.digest());
+    // max(d) and max(!d): every rank has the same d exactly when
+    // max(d) == !max(!d).
+    let send = [mine, !mine];
+    let mut got = [0u64; 2];
+    // SAFETY: two u64 in, two out; MPI_COMM_WORLD after MPI_Init.
+    let agreed = unsafe {
+        cffi::allreduce(
+            send.as_ptr().cast(),
+            got.as_mut_ptr().cast(),
+            2,
+            Datatype::U64,
+            Op::Max,
+            cffi::comm_world(),
+        )
+    };
+    if agreed.is_err() {
+        return;
+    }
+    if got[0] != !got[1] {
+        let rank = cffi::comm_rank(cffi::comm_world()).unwrap_or(0);
+        if rank == 0 {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "colltune: error: the ranks handed Open MPI different broadcast rules at MPI_Init (COLLTUNE_TABLE={}: some ranks read another file, or none), so the library's own broadcasts would run different algorithms on different ranks and hang. Make the table the same file on every node, or set COLLTUNE_HANDOFF=0.",
+                std::env::var("COLLTUNE_TABLE").unwrap_or_default()
+            );
+            let _ = std::io::stderr().flush();
+        }
+        let _ = cffi::barrier(cffi::comm_world());
+        cffi::abort(cffi::comm_world(), 3);
+        return;
+    }
+    let traced = RuntimeSettings::trace_from_env() != Trace::Off;
+    let lead = cffi::comm_rank(cffi::comm_world()).unwrap_or(0) == 0;
+    let Some(p) = pending else {
+        if let (true, true, Some(why)) = (traced, lead, lock(&WHY_NOT).take()) {
+            report(&format!("no handoff to Open MPI's rules: {why}"));
+        }
+        return;
+    };
+    if traced && lead {
+        report(&format!(
+            "handoff: Open MPI runs the table's library rules itself ({})",
+            describe(&p.handoff)
+        ));
+    }
+    // Traced calls take the full path, which says where each went.
+    publish(&p.handoff, !traced);
+}
+
+/// The handed-off ranges, for a trace line: `4 ranks 0-1448 B, ...`.
+fn describe(h: &Handoff) -> String {
+    h.ranges
+        .iter()
+        .map(|(size, r)| {
+            let r: Vec<String> = r
+                .iter()
+                .map(|&(lo, hi)| {
+                    if hi == u64::MAX {
+                        format!("{lo} B and up")
+                    } else {
+                        format!("{lo}-{hi} B")
+                    }
+                })
+                .collect();
+            format!("{size} ranks {}", r.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether the handoff covers a call of `bytes` on a communicator of
+/// `size` ranks (for the full path's trace, which then passes it on too).
+pub fn covers(size: usize, bytes: u64) -> bool {
+    // SAFETY: published once, never freed.
+    let f = unsafe { HANDED.load(Ordering::Acquire).as_ref() };
+    f.is_some_and(|f| within(f, size, bytes))
+}
+
+/// The ranges as [`covers`] sees them, whether or not [`pass`] takes them.
+static HANDED: AtomicPtr<Fast> = AtomicPtr::new(std::ptr::null_mut());
+
+fn publish(h: &Handoff, fast: bool) {
+    let len = h.ranges.iter().map(|r| r.0 as usize + 1).max().unwrap_or(0);
+    let mut by_size = vec![Vec::new(); len];
+    for (size, r) in &h.ranges {
+        by_size[*size as usize] = r.clone();
+    }
+    let f = Box::into_raw(Box::new(Fast { by_size }));
+    HANDED.store(f, Ordering::Release);
+    if fast {
+        FAST.store(f, Ordering::Release);
+    }
+}
+
+#[inline]
+fn within(f: &Fast, size: usize, bytes: u64) -> bool {
+    f.by_size
+        .get(size)
+        .is_some_and(|r| r.iter().any(|&(lo, hi)| lo <= bytes && bytes <= hi))
+}
+
+/// Before [`super::finalize`]: calls go the full way (to the library,
+/// colltune being gone).
+pub fn retire() {
+    FAST.store(std::ptr::null_mut(), Ordering::Release);
+    HANDED.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// A call the handoff covers, passed to `PMPI_Bcast` unchanged: its return
+/// code; None: the full path decides. Reads the communicator's size and the
+/// datatype's size from the library (both are read by its `MPI_Bcast`
+/// next, so they are in cache for it), and the ranges of that size.
+///
+/// # Safety
+/// As for `MPI_Bcast`.
+#[inline]
+pub unsafe fn pass(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    // SAFETY: published once, never freed.
+    let f = FAST.load(Ordering::Acquire).as_ref()?;
+    if count < 0 || comm == cffi::comm_null() || datatype == cffi::datatype_null() {
+        return None;
+    }
+    let size = cffi::comm_size_raw(comm)?;
+    if f.by_size.get(size).is_none_or(|r| r.is_empty()) {
+        return None;
+    }
+    let bytes = cffi::type_size_raw(datatype)?.checked_mul(count as u64)?;
+    if !within(f, size, bytes) {
+        return None;
+    }
+    let rc = cffi::user_bcast(buffer, count, datatype, root, comm);
+    Some(rc)
+}
