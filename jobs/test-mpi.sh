@@ -19,8 +19,9 @@
 #      program of each installed library's own interface, Open MPI 4.1 and
 #      5.0, MPICH 5, Intel MPI);
 #   4b. for the standard ABI, the same binaries on every other installed
-#      library that provides libmpi_abi.so.1 (LD_LIBRARY_PATH, its launcher):
-#      --version, verify at 3 ranks, the drop-in at 3 ranks;
+#      library that provides libmpi_abi.so.1 (LD_LIBRARY_PATH, its launcher
+#      beside it in ../bin; COLLTUNE_ABI_LIBS adds paths of more such
+#      libraries): --version, verify at 3 ranks, the drop-in at 3 ranks;
 #   5. with BENCH=1: `bench --quick` and a 1-minute `tune` at 4 ranks;
 #   6. on MPICH-derived libraries (through the ABI too), `bench --baseline mpich-algorithms`: the
 #      algorithms read through MPI_T are measured (or, where the library has
@@ -158,13 +159,14 @@ done
 if [ "$MPI_FAMILY" = abi ]; then
   own=$(readlink -f "$MPI_PREFIX/lib/libmpi_abi.so.1")
   providers=()
-  for lib in "$mpi_home"/*/lib/libmpi_abi.so.1 /usr/lib/*/libmpi_abi.so.1 /usr/lib64/libmpi_abi.so.1 /usr/local/lib/libmpi_abi.so.1; do
+  # shellcheck disable=SC2086
+  for lib in "$mpi_home"/*/lib/libmpi_abi.so.1 /usr/lib/*/libmpi_abi.so.1 /usr/lib64/libmpi_abi.so.1 /usr/local/lib/libmpi_abi.so.1 ${COLLTUNE_ABI_LIBS:-}; do
     [ -e "$lib" ] || continue
     [ "$(readlink -f "$lib")" = "$own" ] && continue
     providers+=("$lib")
   done
   if [ ${#providers[@]} -eq 0 ]; then
-    echo "test-mpi ($name): no other installed library provides libmpi_abi.so.1 (searched $mpi_home/*/lib, /usr/lib/*, /usr/lib64, /usr/local/lib); the binaries ran on $own above"
+    echo "test-mpi ($name): no other installed library provides libmpi_abi.so.1 (searched $mpi_home/*/lib, /usr/lib/*, /usr/lib64, /usr/local/lib, COLLTUNE_ABI_LIBS); the binaries ran on $own above"
   fi
   for lib in "${providers[@]}"; do
     dir=$(dirname "$lib")
