@@ -34,7 +34,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|impi}
 RANKS=${RANKS:-1 2 3 4 5 7 8}
-jobs/install-mpi.sh "${name%-abi}"
+jobs/install-mpi.sh "$name"
 jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"

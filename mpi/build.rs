@@ -280,7 +280,12 @@ fn elf_soname(b: &[u8]) -> Option<String> {
     // Section headers: find SHT_DYNAMIC (6); its sh_link is the string table.
     let section = |i: usize| {
         let o = shoff + i * shentsize;
-        Some((u32_at(o + 4)?, u64_at(o + 0x18)? as usize, u64_at(o + 0x20)? as usize, u32_at(o + 0x28)? as usize))
+        Some((
+            u32_at(o + 4)?,
+            u64_at(o + 0x18)? as usize,
+            u64_at(o + 0x20)? as usize,
+            u32_at(o + 0x28)? as usize,
+        ))
     };
     let (_, dyn_off, dyn_size, link) = (0..shnum).filter_map(section).find(|s| s.0 == 6)?;
     let (_, str_off, _, _) = section(link)?;

@@ -457,6 +457,21 @@ mod tests {
     }
 
     #[test]
+    fn the_standard_abi_is_a_binary_family_of_its_own() {
+        let mut l = parse_library_version("MPICH Version:      5.0.2\n");
+        assert_eq!(l.binary(), Family::Mpich);
+        assert_eq!(l.binary_name(), "MPICH ABI");
+        l.abi = Some((1, 0));
+        assert_eq!(l.binary(), Family::Abi);
+        // The lineage stays MPICH: MPICH's algorithms, MPICH's tables.
+        assert_eq!(l.family, Family::Mpich);
+        assert_eq!(l.binary_name(), "MPI standard ABI 1.0");
+        // A table measured through the ABI names its implementation first.
+        let t = parse_library_version("MPICH 5.0.2 (MPI standard ABI 1.0)");
+        assert_eq!(t.family, Family::Mpich);
+    }
+
+    #[test]
     fn handles_from_registers_keep_their_bits() {
         let c: MPI_Comm = comm_from_reg(0xdead_beef_4400_0000);
         let back: usize = if size_of::<MPI_Comm>() == 8 {
