@@ -124,7 +124,9 @@ done
 # each built and launched as jobs/mpi-env.sh sets that library up.
 mpi_home=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 case "$MPI_FAMILY" in
-  openmpi) others=(mpich4) ;;
+  # An Open MPI preload library in a program built with MPICH 5's
+  # mpicc_abi: the standard ABI is another family too.
+  openmpi) others=(mpich4 mpich5-abi) ;;
   mpich) others=(openmpi4) ;;
   # Each installed library's own interface. Not Debian's MPICH 4: MPICH 5's
   # libmpi_abi.so.1, which the preload library loads, brings pip's UCX,

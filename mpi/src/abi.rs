@@ -104,6 +104,15 @@ impl Library {
         }
     }
 
+    /// The library with its binary interface: `Open MPI v4.1.4 (Open MPI
+    /// ABI)`; through the standard ABI the name says it already.
+    pub fn described(&self) -> String {
+        match self.abi {
+            Some(_) => self.name.clone(),
+            None => format!("{} ({})", self.name, self.binary_name()),
+        }
+    }
+
     /// The binary interface in words: `Open MPI ABI`, `MPI standard ABI 1.0`.
     pub fn binary_name(&self) -> String {
         match self.abi {
@@ -273,10 +282,9 @@ pub fn mismatch() -> Option<String> {
     }
     if !same_binary(rt) {
         return Some(format!(
-            "colltune was built for {} but runs on {} ({}): rebuild it for this library (jobs/build.sh --mpi NAME)",
+            "colltune was built for {} but runs on {}: rebuild it for this library (jobs/build.sh --mpi NAME)",
             built_described(),
-            rt.name,
-            rt.binary_name()
+            rt.described()
         ));
     }
     // One standard ABI: any library that provides it is the library built for.
@@ -338,10 +346,9 @@ pub fn foreign_family() -> bool {
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
-                "colltune: error: libcolltune_preload.so was built for {} but this program runs on {} ({}); their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
+                "colltune: error: libcolltune_preload.so was built for {} but this program runs on {}; their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
                 built_described(),
-                rt.name,
-                rt.binary_name()
+                rt.described()
             );
         }
         foreign
@@ -466,6 +473,11 @@ mod tests {
         // The lineage stays MPICH: MPICH's algorithms, MPICH's tables.
         assert_eq!(l.family, Family::Mpich);
         assert_eq!(l.binary_name(), "MPI standard ABI 1.0");
+        l.name = "MPICH 5.0.2 (MPI standard ABI 1.0)".into();
+        assert_eq!(l.described(), "MPICH 5.0.2 (MPI standard ABI 1.0)");
+        l.abi = None;
+        l.name = "MPICH 5.0.2".into();
+        assert_eq!(l.described(), "MPICH 5.0.2 (MPICH ABI)");
         // A table measured through the ABI names its implementation first.
         let t = parse_library_version("MPICH 5.0.2 (MPI standard ABI 1.0)");
         assert_eq!(t.family, Family::Mpich);
