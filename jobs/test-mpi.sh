@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The MPI-dependent subset of the test suite against one MPI library:
-#   jobs/test-mpi.sh NAME     NAME: mpich4 openmpi5 mpich5 impi (or openmpi4)
+#   jobs/test-mpi.sh NAME     NAME: mpich4 openmpi5 mpich5 mpich5-abi impi (or openmpi4)
 # installs the library if missing (jobs/install-mpi.sh), builds colltune for
 # it (jobs/build.sh --mpi NAME: target/NAME), then
 #   1. `colltune --version` names the library built for and run on, alike;
@@ -15,17 +15,24 @@
 #      colltune ran the calls;
 #   4. where the other MPI family is installed too, the preload library of
 #      one in a program of the other: one message, and the program's own
-#      library broadcasts correctly;
+#      library broadcasts correctly (for the standard ABI, mpich5-abi: in a
+#      program of each installed library's own interface, Open MPI 4.1 and
+#      5.0, MPICH 5, Intel MPI);
+#   4b. for the standard ABI, the same binaries on every other installed
+#      library that provides libmpi_abi.so.1 (LD_LIBRARY_PATH, its launcher
+#      beside it in ../bin; COLLTUNE_ABI_LIBS adds paths of more such
+#      libraries): --version, verify at 3 ranks, the drop-in at 3 ranks;
 #   5. with BENCH=1: `bench --quick` and a 1-minute `tune` at 4 ranks;
-#   6. on MPICH-derived libraries, `bench --baseline mpich-algorithms`: the
+#   6. on MPICH-derived libraries (through the ABI too), `bench --baseline mpich-algorithms`: the
 #      algorithms read through MPI_T are measured (or, where the library has
 #      no MPIR_CVAR_BCAST_INTRA_ALGORITHM, Intel MPI, that is said once), and
 #      each name is the value MPICH itself gives it when the variable is set
 #      in the environment.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
+# mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|impi}
+name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|impi}
 RANKS=${RANKS:-1 2 3 4 5 7 8}
 jobs/install-mpi.sh "$name"
 jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
@@ -55,9 +62,17 @@ runs=$(sed -n 's/^MPI: runs on //p' "$scratch/version")
 case "$MPI_FAMILY" in
   openmpi) want="Open MPI" ;;
   mpich) want="MPI" ;;
+  abi) want="MPI standard ABI" ;;
 esac
 [[ "$built" == *"$want"* ]] || fail "colltune --version does not name the $MPI_FAMILY library it was built for: $built"
-[[ "$built" == "$runs"* || "$runs" == "$built"* ]] || fail "built for $built but runs on $runs"
+if [ "$MPI_FAMILY" = abi ]; then
+  # One interface, any implementation: the ABI's versions agree.
+  abi_built=$(grep -o 'MPI standard ABI [0-9.]*' <<< "$built" || true)
+  abi_runs=$(grep -o 'MPI standard ABI [0-9.]*' <<< "$runs" || true)
+  [ -n "$abi_runs" ] && [ "$abi_built" = "$abi_runs" ] || fail "built for $built but runs on $runs"
+else
+  [[ "$built" == "$runs"* || "$runs" == "$built"* ]] || fail "built for $built but runs on $runs"
+fi
 echo "test-mpi ($name): built for $built, runs on $runs"
 
 # 2. verify at every rank count, and one uneven node layout.
@@ -105,29 +120,75 @@ for n in 3 4; do
   done
 done
 
-# 4. Across families: this preload library in a program of the other family.
+# 4. Across families: this preload library in a program of another family,
+# each built and launched as jobs/mpi-env.sh sets that library up.
+mpi_home=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 case "$MPI_FAMILY" in
-  openmpi) other_cc=/usr/bin/mpicc.mpich other_run=/usr/bin/mpiexec.mpich other_flags=() ;;
-  mpich) other_cc=/usr/bin/mpicc.openmpi other_run=/usr/bin/mpirun.openmpi
-    other_flags=(--oversubscribe --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none) ;;
+  # An Open MPI preload library in a program built with MPICH 5's
+  # mpicc_abi: the standard ABI is another family too.
+  openmpi) others=(mpich4 mpich5-abi) ;;
+  mpich) others=(openmpi4) ;;
+  # Each installed library's own interface. Not Debian's MPICH 4: MPICH 5's
+  # libmpi_abi.so.1, which the preload library loads, brings pip's UCX,
+  # and Debian's libmpich.so.12 needs Debian's UCX under the same sonames:
+  # the process fails in the dynamic linker (or in MPICH 4) before colltune
+  # runs, as it does with MPICH 5's own libmpi.so.12 preloaded.
+  abi) others=(openmpi4 mpich5 openmpi5 impi) ;;
 esac
-if [ -x "$other_cc" ] && [ -x "$other_run" ]; then
-  "$other_cc" -O2 -o "$scratch/plain_other" tests/c/plain_bcast.c
-  out=$scratch/foreign
-  if ! timeout 300 "$other_run" -n 3 "${other_flags[@]}" env LD_PRELOAD="$preload" "$scratch/plain_other" "${sizes[@]}" > "$out" 2>&1; then
-    tail -20 "$out" >&2
-    fail "a program of the other MPI family with this preload library did not run"
+for other in "${others[@]}"; do
+  prog=$scratch/plain_$other
+  out=$prog.out
+  # A subshell: the other library's environment stays there.
+  (
+    # shellcheck source=jobs/mpi-env.sh
+    if ! . jobs/mpi-env.sh "$other" 2> /dev/null; then
+      echo "SKIPPED (test-mpi $name): $other is not installed: the refusal in its programs is not tested"
+      exit 0
+    fi
+    "$MPICC" -O2 -o "$prog" tests/c/plain_bcast.c
+    if ! timeout 300 "$MPI_LAUNCHER" -n 3 "${MPI_FLAGS[@]}" env LD_PRELOAD="$preload" "$prog" "${sizes[@]}" > "$out" 2>&1; then
+      tail -20 "$out" >&2
+      fail "a program of $other with this preload library did not run"
+    fi
+    grep -q "plain_bcast: all bytes correct" "$out" || { tail -20 "$out" >&2; fail "a program of $other: wrong bytes"; }
+    msgs=$(grep -c "was built for .* but this program runs on" "$out" || true)
+    [ "$msgs" -eq 1 ] || { cat "$out" >&2; fail "a program of $other: expected one refusal message, got $msgs"; }
+    echo "test-mpi ($name): preloaded into a program of $other: refused with one message ($(grep -o "runs on [^;]*" "$out")), the program's library broadcast every byte correctly"
+  ) || exit 1
+done
+
+# 4b. The standard ABI: the same binaries on every library that provides it.
+if [ "$MPI_FAMILY" = abi ]; then
+  own=$(readlink -f "$MPI_PREFIX/lib/libmpi_abi.so.1")
+  providers=()
+  # shellcheck disable=SC2086
+  for lib in "$mpi_home"/*/lib/libmpi_abi.so.1 /usr/lib/*/libmpi_abi.so.1 /usr/lib64/libmpi_abi.so.1 /usr/local/lib/libmpi_abi.so.1 ${COLLTUNE_ABI_LIBS:-}; do
+    [ -e "$lib" ] || continue
+    [ "$(readlink -f "$lib")" = "$own" ] && continue
+    providers+=("$lib")
+  done
+  if [ ${#providers[@]} -eq 0 ]; then
+    echo "test-mpi ($name): no other installed library provides libmpi_abi.so.1 (searched $mpi_home/*/lib, /usr/lib/*, /usr/lib64, /usr/local/lib, COLLTUNE_ABI_LIBS); the binaries ran on $own above"
   fi
-  grep -q "plain_bcast: all bytes correct" "$out" || { tail -20 "$out" >&2; fail "a program of the other family: wrong bytes"; }
-  msgs=$(grep -c "was built for .* but this program runs on" "$out" || true)
-  [ "$msgs" -eq 1 ] || { cat "$out" >&2; fail "a program of the other family: expected one refusal message, got $msgs"; }
-  echo "test-mpi ($name): preloaded into a program of the other family: refused with one message, the program's library broadcast every byte correctly"
-else
-  echo "SKIPPED (test-mpi $name): the other MPI family is not installed ($other_cc): the cross-family refusal is not tested"
+  for lib in "${providers[@]}"; do
+    dir=$(dirname "$lib")
+    run=""
+    for l in "$dir/../bin/mpiexec" "$dir/../bin/mpirun"; do [ -x "$l" ] && { run=$l; break; }; done
+    [ -n "$run" ] || fail "$lib provides the ABI but no mpiexec or mpirun lies beside it"
+    LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$bin" --version | sed -n 's/^MPI: runs on /  runs on /p'
+    LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 900 "$run" -n 3 env LD_LIBRARY_PATH="$dir" "$bin" verify > "$scratch/verify-abi" 2>&1 \
+      || { tail -20 "$scratch/verify-abi" >&2; fail "verify at 3 ranks on $lib"; }
+    LD_LIBRARY_PATH=$dir timeout 300 "$run" -n 3 env LD_LIBRARY_PATH="$dir" LD_PRELOAD="$preload" COLLTUNE_TRACE=1 "$scratch/plain_bcast" "${sizes[@]}" > "$scratch/dropin-abi" 2>&1 \
+      || { tail -20 "$scratch/dropin-abi" >&2; fail "the drop-in at 3 ranks on $lib"; }
+    grep -q "plain_bcast: all bytes correct" "$scratch/dropin-abi" && grep -q "colltune trace: .* bcast" "$scratch/dropin-abi" \
+      || { tail -20 "$scratch/dropin-abi" >&2; fail "the drop-in at 3 ranks on $lib: wrong bytes or colltune did not act"; }
+    echo "test-mpi ($name): the same binaries on $lib: verify and the drop-in at 3 ranks passed"
+  done
 fi
 
-# 6. MPICH's own algorithms as baselines (MPICH and derived libraries).
-if [ "$MPI_FAMILY" = mpich ]; then
+# 6. MPICH's own algorithms as baselines (MPICH and derived libraries,
+# through the standard ABI too).
+if [ "$MPI_FAMILY" = mpich ] || [[ "$MPI_FAMILY" = abi && "$runs" == MPICH* ]]; then
   out=$scratch/mpich-algorithms
   rc=0
   launch 4 "$bin" bench --collective bcast --baselines-only --baseline mpich-algorithms \

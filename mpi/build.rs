@@ -4,7 +4,9 @@
 //! `MPICC` (or `mpicc` on the PATH), then pkg-config `mpich` / `ompi`; this
 //! script follows the same order, reads the library's family and version
 //! from its `mpi.h` (`OMPI_*_VERSION`, `I_MPI_VERSION`, `MPICH_VERSION`,
-//! `MVAPICH2_VERSION`) and the library directories from the wrapper's
+//! `MVAPICH2_VERSION`; the MPI standard ABI's `mpi_abi.h` by
+//! `MPI_ABI_VERSION`, with the library's soname and the implementation
+//! whose wrapper built it) and the library directories from the wrapper's
 //! `-show` (or pkg-config's `-L`), and writes them to
 //! `$OUT_DIR/mpi_build.rs` (`crate::abi` includes it). The directories go
 //! to the crates that link a binary (colltune, libcolltune.so, the preload
@@ -41,6 +43,32 @@ fn main() {
         .as_ref()
         .map(|p| p.libdirs.clone())
         .unwrap_or_default();
+    let mut built_for = if version.is_empty() {
+        name.clone()
+    } else {
+        format!("{name} {version}")
+    };
+    // The standard ABI's header names no implementation: the soname the
+    // wrapper links, and the implementation its own header names.
+    let mut abi_version = (0, 0);
+    if let (Some(p), "abi") = (&probe, family) {
+        abi_version = (
+            define_int(&p.macros, "MPI_ABI_VERSION").unwrap_or(0),
+            define_int(&p.macros, "MPI_ABI_SUBVERSION").unwrap_or(0),
+        );
+        let soname = p
+            .libs
+            .iter()
+            .find(|l| l.contains("mpi"))
+            .map(|l| soname(&libdirs, l))
+            .unwrap_or_else(|| "no MPI library named".into());
+        let implementation = p
+            .wrapper
+            .as_deref()
+            .and_then(abi_implementation)
+            .unwrap_or_else(|| "an unnamed implementation".into());
+        built_for = format!("{built_for} ({soname}), built with {implementation}");
+    }
     let how = probe
         .as_ref()
         .map(|p| p.how.clone())
@@ -54,20 +82,25 @@ fn main() {
         f,
         "/// The MPI family colltune-mpi was built for.\n\
          pub const BUILT_FAMILY: Family = Family::{};\n\
-         /// The library's name and version from its header, e.g. `Open MPI v4.1.4`, `MPICH 4.0.2`.\n\
+         /// The library's name and version from its header, e.g. `Open MPI v4.1.4`, `MPICH 4.0.2`,\n\
+         /// `MPI standard ABI 1.0 (libmpi_abi.so.1), built with MPICH 5.0.2`.\n\
          pub const BUILT_FOR: &str = {:?};\n\
          /// Where the build found it (the wrapper or pkg-config entry).\n\
          pub const BUILT_WITH: &str = {:?};\n\
          /// The library directories recorded as the run path.\n\
-         pub const BUILT_LIBDIRS: &[&str] = &{:?};",
+         pub const BUILT_LIBDIRS: &[&str] = &{:?};\n\
+         /// The standard ABI's version (major, minor) for an ABI build; (0, 0) otherwise.\n\
+         pub const BUILT_ABI_VERSION: (i32, i32) = {:?};",
         match family {
             "openmpi" => "OpenMpi",
             "mpich" => "Mpich",
+            "abi" => "Abi",
             _ => "Unknown",
         },
-        if version.is_empty() { name.clone() } else { format!("{name} {version}") },
+        built_for,
         how,
         libdirs,
+        abi_version,
     )
     .expect("write OUT_DIR/mpi_build.rs");
     // How the header spells what bindgen turns into differently named
@@ -77,6 +110,12 @@ fn main() {
     // symbol in the library), Open MPI's functions.
     println!("cargo:rustc-check-cfg=cfg(colltune_combiner_enum)");
     println!("cargo:rustc-check-cfg=cfg(colltune_f2c_macro)");
+    println!("cargo:rustc-check-cfg=cfg(colltune_abi)");
+    // The standard ABI has no Fortran handles of its own (no `MPI_Fint`,
+    // no f2c): its Fortran bindings are a library above the C interface.
+    if family == "abi" {
+        println!("cargo:rustc-cfg=colltune_abi");
+    }
     if let Some(p) = &probe {
         if p.header.contains("enum MPIR_Combiner_enum") {
             println!("cargo:rustc-cfg=colltune_combiner_enum");
@@ -90,6 +129,7 @@ fn main() {
     }
     // For the build scripts of the crates that link binaries.
     println!("cargo:libdirs={}", libdirs.join("\x1f"));
+    println!("cargo:family={family}");
 }
 
 struct Probe {
@@ -99,6 +139,10 @@ struct Probe {
     /// `cc -E`: the preprocessed header.
     header: String,
     libdirs: Vec<String>,
+    /// The libraries linked (`-l`), e.g. `mpi_abi`.
+    libs: Vec<String>,
+    /// The compiler wrapper, when the probe went through one.
+    wrapper: Option<String>,
 }
 
 fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Option<String> {
@@ -144,6 +188,14 @@ fn libdirs_of(flags: &str) -> Vec<String> {
 
 const HEADER: &str = "#include <mpi.h>\n";
 
+fn libs_of(flags: &str) -> Vec<String> {
+    words(flags)
+        .iter()
+        .filter_map(|w| w.strip_prefix("-l"))
+        .map(String::from)
+        .collect()
+}
+
 fn from_wrapper(mpicc: &str) -> Option<Probe> {
     let show = run(mpicc, &["-show"], None)?;
     let macros = run(mpicc, &["-E", "-dM", "-x", "c", "-"], Some(HEADER))?;
@@ -153,7 +205,104 @@ fn from_wrapper(mpicc: &str) -> Option<Probe> {
         macros,
         header,
         libdirs: libdirs_of(&show),
+        libs: libs_of(&show),
+        wrapper: Some(mpicc.to_string()),
     })
+}
+
+/// The implementation behind a standard-ABI wrapper, from its own header:
+/// MPICH's `mpi.h` is `mpi_abi.h` only when `MPI_ABI` is defined (as
+/// `mpicc_abi` does), so with it undefined the same wrapper reads MPICH's
+/// native header and its `MPICH_VERSION`. None where that names nothing.
+fn abi_implementation(mpicc: &str) -> Option<String> {
+    let macros = run(
+        mpicc,
+        &["-E", "-dM", "-x", "c", "-"],
+        Some("#undef MPI_ABI\n#include <mpi.h>\n"),
+    )?;
+    match identify(&macros) {
+        ("abi" | "unknown", ..) => None,
+        (_, name, version) => Some(format!("{name} {version}")),
+    }
+}
+
+/// The soname of `lib<name>.so` in one of `dirs` (its ELF `DT_SONAME`;
+/// through a linker script `INPUT(libmpi_abi.so.1)`, as pip's wheels ship
+/// the link), else the file name it links to, else `lib<name>.so`.
+fn soname(dirs: &[String], name: &str) -> String {
+    let file = format!("lib{name}.so");
+    for d in dirs {
+        let mut path = PathBuf::from(d).join(&file);
+        if !path.exists() {
+            continue;
+        }
+        let mut bytes = fs::read(&path).unwrap_or_default();
+        if let Some(target) = linker_script_input(&bytes) {
+            path = PathBuf::from(d).join(target);
+            bytes = fs::read(&path).unwrap_or_default();
+        }
+        if let Some(s) = elf_soname(&bytes) {
+            return s;
+        }
+        if let Some(n) = fs::canonicalize(&path)
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+        {
+            return n;
+        }
+    }
+    file
+}
+
+/// The first file a small linker script names: `INPUT(libx.so.1)`, `GROUP ( libx.so.1 ... )`.
+fn linker_script_input(b: &[u8]) -> Option<String> {
+    if b.len() > 4096 || b.starts_with(b"\x7fELF") {
+        return None;
+    }
+    let text = std::str::from_utf8(b).ok()?;
+    let inner = text.split_once('(')?.1.split_once(')')?.0;
+    let first = inner.split_whitespace().next()?;
+    (!first.contains('/')).then(|| first.to_string())
+}
+
+/// `DT_SONAME` of a 64-bit little-endian ELF shared object.
+fn elf_soname(b: &[u8]) -> Option<String> {
+    let u16_at = |o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+    // ELFCLASS64, ELFDATA2LSB.
+    if b.get(..4)? != b"\x7fELF" || *b.get(4)? != 2 || *b.get(5)? != 1 {
+        return None;
+    }
+    let shoff = u64_at(0x28)? as usize;
+    let shentsize = u16_at(0x3a)? as usize;
+    let shnum = u16_at(0x3c)? as usize;
+    // Section headers: find SHT_DYNAMIC (6); its sh_link is the string table.
+    let section = |i: usize| {
+        let o = shoff + i * shentsize;
+        Some((
+            u32_at(o + 4)?,
+            u64_at(o + 0x18)? as usize,
+            u64_at(o + 0x20)? as usize,
+            u32_at(o + 0x28)? as usize,
+        ))
+    };
+    let (_, dyn_off, dyn_size, link) = (0..shnum).filter_map(section).find(|s| s.0 == 6)?;
+    let (_, str_off, _, _) = section(link)?;
+    let mut o = dyn_off;
+    while o + 16 <= dyn_off + dyn_size {
+        let (tag, val) = (u64_at(o)?, u64_at(o + 8)? as usize);
+        if tag == 0 {
+            break;
+        }
+        if tag == 14 {
+            let s = b.get(str_off + val..)?;
+            let end = s.iter().position(|&c| c == 0)?;
+            return Some(String::from_utf8_lossy(&s[..end]).into_owned());
+        }
+        o += 16;
+    }
+    None
 }
 
 fn from_pkg_config(name: &str) -> Option<Probe> {
@@ -166,11 +315,14 @@ fn from_pkg_config(name: &str) -> Option<Probe> {
     let macros = run(&cc, &args, Some(HEADER))?;
     let no_dm: Vec<&str> = args.iter().copied().filter(|a| *a != "-dM").collect();
     let header = run(&cc, &no_dm, Some(HEADER)).unwrap_or_default();
+    let libs_l = run("pkg-config", &["--libs-only-l", name], None).unwrap_or_default();
     Some(Probe {
         how: format!("pkg-config {name}"),
         macros,
         header,
         libdirs: libdirs_of(&libs),
+        libs: libs_of(&libs_l),
+        wrapper: None,
     })
 }
 
@@ -200,6 +352,10 @@ fn unquote(s: &str) -> String {
     s.trim_matches('"').to_string()
 }
 
+fn define_int(macros: &str, name: &str) -> Option<i32> {
+    define(macros, name)?.parse().ok()
+}
+
 /// (family, name, version) from the header's macros.
 fn identify(macros: &str) -> (&'static str, String, String) {
     if let Some(major) = define(macros, "OMPI_MAJOR_VERSION") {
@@ -219,6 +375,13 @@ fn identify(macros: &str) -> (&'static str, String, String) {
     }
     if let Some(v) = define(macros, "MPICH_VERSION") {
         return ("mpich", "MPICH".into(), unquote(v));
+    }
+    // The MPI standard ABI (MPI 5.0's mpi_abi.h, the same whichever
+    // implementation provides it): the ABI's version and no
+    // implementation's macros.
+    if let Some(major) = define(macros, "MPI_ABI_VERSION") {
+        let minor = define(macros, "MPI_ABI_SUBVERSION").unwrap_or("0");
+        return ("abi", "MPI standard ABI".into(), format!("{major}.{minor}"));
     }
     ("unknown", "unknown MPI".into(), String::new())
 }

@@ -1,26 +1,34 @@
 //! Which MPI library colltune was built for, which one it runs on, and what
 //! to do when they differ.
 //!
-//! MPI has two binary families: Open MPI's (handles are pointers to the
-//! library's objects: `MPI_COMM_WORLD` is `&ompi_mpi_comm_world`) and
-//! MPICH's (handles are 32-bit integers: MPICH, Intel MPI, MVAPICH, Cray
-//! MPICH). Code built for one family passes handles the other cannot read,
-//! so a preload library built for one refuses to act inside a program of
-//! the other ([`foreign_family`]): it says so once and passes every call
-//! through untouched ([`raw`]). Libraries of one family share a soname
-//! (Open MPI 4.1 and 5.0 both ship `libmpi.so.40`), so a binary can load
-//! another version than it was built for: [`mismatch`] names both.
+//! MPI has three binary families: Open MPI's (handles are pointers to the
+//! library's objects: `MPI_COMM_WORLD` is `&ompi_mpi_comm_world`), MPICH's
+//! (handles are 32-bit integers: MPICH, Intel MPI, MVAPICH, Cray MPICH),
+//! and the MPI standard ABI of MPI 5.0 (`mpi_abi.h`, `libmpi_abi.so.1`:
+//! handles are pointers to opaque structs, the predefined ones small
+//! integer constants, `MPI_COMM_WORLD` is `(MPI_Comm)0x101`; any
+//! implementation may provide it, MPICH 5 does beside its own). Code built
+//! for one family passes handles another cannot read, so a preload library
+//! built for one refuses to act inside a program of another
+//! ([`foreign_family`]): it says so once and passes every call through
+//! untouched ([`raw`]). Libraries of one family share a soname (Open MPI
+//! 4.1 and 5.0 both ship `libmpi.so.40`; every ABI library is
+//! `libmpi_abi.so.1`), so a binary can load another version than it was
+//! built for: [`mismatch`] names both (for the ABI that is the point: a
+//! build runs on any library that provides the same ABI version).
 //!
 //! The build-time side comes from `build.rs` (the library's `mpi.h`); the
-//! run-time side from `MPI_Get_library_version`, which MPI allows before
-//! `MPI_Init`.
+//! run-time side from `MPI_Get_library_version` (the implementation) and
+//! `MPI_Abi_get_version` of the same library (the standard ABI, or -1 for
+//! an implementation's own interface), both allowed before `MPI_Init`.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
-/// The two binary families of MPI libraries.
+/// The binary families of MPI libraries (and, but for `Abi`, the
+/// implementations' lineages).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Family {
     /// Open MPI (handles are pointers).
@@ -28,16 +36,20 @@ pub enum Family {
     /// MPICH and its derivatives: Intel MPI, MVAPICH, Cray MPICH (handles
     /// are 32-bit integers).
     Mpich,
+    /// The MPI standard ABI (MPI 5.0; handles are pointers to opaque
+    /// structs, predefined ones integer constants), whatever provides it.
+    Abi,
     /// Not recognised.
     Unknown,
 }
 
 impl Family {
-    /// A short name: `Open MPI`, `MPICH`.
+    /// A short name: `Open MPI`, `MPICH`, `MPI standard`.
     pub fn name(self) -> &'static str {
         match self {
             Family::OpenMpi => "Open MPI",
             Family::Mpich => "MPICH",
+            Family::Abi => "MPI standard",
             Family::Unknown => "unknown",
         }
     }
@@ -49,24 +61,65 @@ include!(concat!(env!("OUT_DIR"), "/mpi_build.rs"));
 // target directory reused with another MPICC keeps mpi-sys's old bindings
 // (its build script does not watch MPICC), and handles of the wrong width
 // would be passed to the library. Build each MPI in a target directory of
-// its own (jobs/build.sh does).
+// its own (jobs/build.sh does). For the standard ABI, mpi-sys's bindgen
+// must read mpi_abi.h (BINDGEN_EXTRA_CLANG_ARGS=-DMPI_ABI: jobs/mpi-env.sh),
+// not MPICH's own mpi.h beside it.
 const _: () = assert!(
     match BUILT_FAMILY {
-        Family::OpenMpi => size_of::<MPI_Comm>() == size_of::<usize>(),
+        Family::OpenMpi | Family::Abi => size_of::<MPI_Comm>() == size_of::<usize>(),
         Family::Mpich => size_of::<MPI_Comm>() == 4,
         Family::Unknown => true,
     },
     "mpi-sys's bindings are of another MPI family than the mpi.h build.rs found: \
-     build each MPI in a target directory of its own (jobs/build.sh --mpi NAME)"
+     build each MPI in a target directory of its own, with its environment \
+     (jobs/build.sh --mpi NAME; the standard ABI needs BINDGEN_EXTRA_CLANG_ARGS=-DMPI_ABI)"
 );
+// The ABI's handles are its own opaque structs, not Open MPI's: the name
+// is the proof that bindgen read mpi_abi.h.
+#[cfg(colltune_abi)]
+const _: usize = size_of::<mpi::ffi::MPI_ABI_Comm>();
 
 /// One library, as its version string names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Library {
+    /// The implementation's lineage (`OpenMpi`, `Mpich`; never `Abi`): what
+    /// a table's choices and the library's own algorithms depend on.
     pub family: Family,
     /// Name and version, short: `Open MPI v4.1.4`, `MPICH 4.0.2`,
-    /// `Intel(R) MPI Library 2021.13`.
+    /// `Intel(R) MPI Library 2021.13`; through the standard ABI
+    /// `MPICH 5.0.2 (MPI standard ABI 1.0)`.
     pub name: String,
+    /// The standard ABI's version (major, minor) when the library is
+    /// reached through it (`MPI_Abi_get_version`).
+    pub abi: Option<(i32, i32)>,
+}
+
+impl Library {
+    /// The binary family: which handles the program and the library pass.
+    pub fn binary(&self) -> Family {
+        if self.abi.is_some() {
+            Family::Abi
+        } else {
+            self.family
+        }
+    }
+
+    /// The library with its binary interface: `Open MPI v4.1.4 (Open MPI
+    /// ABI)`; through the standard ABI the name says it already.
+    pub fn described(&self) -> String {
+        match self.abi {
+            Some(_) => self.name.clone(),
+            None => format!("{} ({})", self.name, self.binary_name()),
+        }
+    }
+
+    /// The binary interface in words: `Open MPI ABI`, `MPI standard ABI 1.0`.
+    pub fn binary_name(&self) -> String {
+        match self.abi {
+            Some((major, minor)) => format!("MPI standard ABI {major}.{minor}"),
+            None => format!("{} ABI", self.family.name()),
+        }
+    }
 }
 
 /// Names the library from `MPI_Get_library_version`'s text.
@@ -78,6 +131,7 @@ pub fn parse_library_version(text: &str) -> Library {
         return Library {
             family: Family::OpenMpi,
             name: head.to_string(),
+            abi: None,
         };
     }
     if let Some(rest) = head.strip_prefix("Intel(R) MPI Library") {
@@ -85,6 +139,7 @@ pub fn parse_library_version(text: &str) -> Library {
         return Library {
             family: Family::Mpich,
             name: format!("Intel(R) MPI Library {v}").trim().to_string(),
+            abi: None,
         };
     }
     // MPICH: "MPICH Version:\t4.0.2"; MVAPICH2: "MVAPICH2 Version :\t2.3";
@@ -103,6 +158,7 @@ pub fn parse_library_version(text: &str) -> Library {
             return Library {
                 family: Family::Mpich,
                 name: format!("{n} {v}").trim().to_string(),
+                abi: None,
             };
         }
     }
@@ -110,6 +166,7 @@ pub fn parse_library_version(text: &str) -> Library {
         return Library {
             family: Family::Mpich,
             name: head.to_string(),
+            abi: None,
         };
     }
     Library {
@@ -119,6 +176,7 @@ pub fn parse_library_version(text: &str) -> Library {
         } else {
             head.to_string()
         },
+        abi: None,
     }
 }
 
@@ -135,11 +193,68 @@ pub fn runtime() -> &'static Library {
             return Library {
                 family: Family::Unknown,
                 name: "unknown".into(),
+                abi: None,
             };
         }
         let n = (len.max(0) as usize).min(buf.len());
-        parse_library_version(&String::from_utf8_lossy(&buf[..n]))
+        let mut lib = parse_library_version(&String::from_utf8_lossy(&buf[..n]));
+        lib.abi = program_abi_version();
+        if let Some((major, minor)) = lib.abi {
+            lib.name = format!("{} (MPI standard ABI {major}.{minor})", lib.name);
+        }
+        lib
     })
+}
+
+/// The standard ABI's version when the program's MPI library is reached
+/// through it: `MPI_Abi_get_version` of the library that answers
+/// `MPI_Get_library_version` (MPICH 5's own `libmpi.so.12` has the
+/// function too and answers -1; a process can hold two libraries, the
+/// program's and a preload library's, so the function must be the
+/// program's library's: the one the dynamic linker finds first).
+fn program_abi_version() -> Option<(i32, i32)> {
+    /// The start of the loaded object holding `p`.
+    fn object_of(p: *mut c_void) -> Option<usize> {
+        // SAFETY: dladdr only reads the loader's tables; info is plain data.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        (unsafe { libc::dladdr(p, &mut info) } != 0).then_some(info.dli_fbase as usize)
+    }
+    // SAFETY: dlsym with NUL-terminated names in the global scope.
+    let (lib, get) = unsafe {
+        (
+            libc::dlsym(libc::RTLD_DEFAULT, c"PMPI_Get_library_version".as_ptr()),
+            libc::dlsym(libc::RTLD_DEFAULT, c"PMPI_Abi_get_version".as_ptr()),
+        )
+    };
+    if lib.is_null() || get.is_null() || object_of(lib)? != object_of(get)? {
+        return None;
+    }
+    // SAFETY: MPI 5.0's `int MPI_Abi_get_version(int *abi_major, int
+    // *abi_minor)`, allowed before MPI_Init.
+    let f: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int =
+        unsafe { std::mem::transmute(get) };
+    let (mut major, mut minor): (c_int, c_int) = (-1, -1);
+    // SAFETY: two valid out pointers.
+    let rc = unsafe { f(&mut major, &mut minor) };
+    (rc == 0 && major >= 1).then_some((major, minor))
+}
+
+/// What this was built for with its binary interface:
+/// `Open MPI v4.1.4 (Open MPI ABI)`; an ABI build's name says it already.
+fn built_described() -> String {
+    match BUILT_FAMILY {
+        Family::Abi => BUILT_FOR.to_string(),
+        f => format!("{BUILT_FOR} ({} ABI)", f.name()),
+    }
+}
+
+/// Whether a library reached through `rt` takes this build's handles: the
+/// same binary family and, for the standard ABI, the same major version.
+fn same_binary(rt: &Library) -> bool {
+    match (BUILT_FAMILY, rt.abi) {
+        (Family::Abi, Some((major, _))) => major == BUILT_ABI_VERSION.0,
+        (built, _) => built == rt.binary(),
+    }
 }
 
 /// `colltune --version`'s MPI line: what this was built for and where.
@@ -149,7 +264,12 @@ pub fn built_for() -> String {
     } else {
         format!(", run path {}", BUILT_LIBDIRS.join(":"))
     };
-    format!("{BUILT_FOR} ({} ABI{dirs})", BUILT_FAMILY.name())
+    match BUILT_FAMILY {
+        // BUILT_FOR names the ABI already.
+        Family::Abi if dirs.is_empty() => BUILT_FOR.to_string(),
+        Family::Abi => format!("{BUILT_FOR} ({})", &dirs[2..]),
+        f => format!("{BUILT_FOR} ({} ABI{dirs})", f.name()),
+    }
 }
 
 /// A warning when the library this runs on is not the one it was built
@@ -157,16 +277,19 @@ pub fn built_for() -> String {
 /// they agree or either is unknown.
 pub fn mismatch() -> Option<String> {
     let rt = runtime();
-    if BUILT_FAMILY == Family::Unknown || rt.family == Family::Unknown {
+    if BUILT_FAMILY == Family::Unknown || rt.binary() == Family::Unknown {
         return None;
     }
-    if rt.family != BUILT_FAMILY {
+    if !same_binary(rt) {
         return Some(format!(
-            "colltune was built for {BUILT_FOR} ({} ABI) but runs on {} ({} ABI): rebuild it for this library (jobs/build.sh --mpi NAME)",
-            BUILT_FAMILY.name(),
-            rt.name,
-            rt.family.name()
+            "colltune was built for {} but runs on {}: rebuild it for this library (jobs/build.sh --mpi NAME)",
+            built_described(),
+            rt.described()
         ));
+    }
+    // One standard ABI: any library that provides it is the library built for.
+    if BUILT_FAMILY == Family::Abi {
+        return None;
     }
     // The header may say more than the run-time string (Intel MPI's
     // 2021.13.0 against 2021.13).
@@ -217,17 +340,15 @@ pub fn foreign_family() -> bool {
     static FOREIGN: OnceLock<bool> = OnceLock::new();
     *FOREIGN.get_or_init(|| {
         let rt = runtime();
-        let foreign = BUILT_FAMILY != Family::Unknown
-            && rt.family != Family::Unknown
-            && rt.family != BUILT_FAMILY;
+        let foreign =
+            BUILT_FAMILY != Family::Unknown && rt.binary() != Family::Unknown && !same_binary(rt);
         if foreign && launcher_rank().unwrap_or(0) == 0 {
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
-                "colltune: error: libcolltune_preload.so was built for {BUILT_FOR} ({} ABI) but this program runs on {} ({} ABI); their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
-                BUILT_FAMILY.name(),
-                rt.name,
-                rt.family.name()
+                "colltune: error: libcolltune_preload.so was built for {} but this program runs on {}; their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
+                built_described(),
+                rt.described()
             );
         }
         foreign
@@ -299,7 +420,7 @@ pub mod raw {
     }
 
     fn f2c(name: &std::ffi::CStr, f: c_int) -> usize {
-        if runtime().family == Family::Mpich {
+        if runtime().binary() == Family::Mpich {
             return f as u32 as usize;
         }
         // SAFETY: dlsym with a NUL-terminated name in the global scope.
@@ -340,6 +461,26 @@ mod tests {
         );
         assert_eq!(l.family, Family::Mpich);
         assert_eq!(parse_library_version("").family, Family::Unknown);
+    }
+
+    #[test]
+    fn the_standard_abi_is_a_binary_family_of_its_own() {
+        let mut l = parse_library_version("MPICH Version:      5.0.2\n");
+        assert_eq!(l.binary(), Family::Mpich);
+        assert_eq!(l.binary_name(), "MPICH ABI");
+        l.abi = Some((1, 0));
+        assert_eq!(l.binary(), Family::Abi);
+        // The lineage stays MPICH: MPICH's algorithms, MPICH's tables.
+        assert_eq!(l.family, Family::Mpich);
+        assert_eq!(l.binary_name(), "MPI standard ABI 1.0");
+        l.name = "MPICH 5.0.2 (MPI standard ABI 1.0)".into();
+        assert_eq!(l.described(), "MPICH 5.0.2 (MPI standard ABI 1.0)");
+        l.abi = None;
+        l.name = "MPICH 5.0.2".into();
+        assert_eq!(l.described(), "MPICH 5.0.2 (MPICH ABI)");
+        // A table measured through the ABI names its implementation first.
+        let t = parse_library_version("MPICH 5.0.2 (MPI standard ABI 1.0)");
+        assert_eq!(t.family, Family::Mpich);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! up) go to the library's own `MPI_Bcast` with the caller's arguments.
 //!
 //! Built for one MPI family (Open MPI: pointer handles; MPICH, Intel MPI:
-//! integer handles) and preloaded into a program of the other, it says so
+//! integer handles; the MPI standard ABI: its own handles, no Fortran
+//! entry points) and preloaded into a program of another, it says so
 //! once at `MPI_Init` and passes every call through untouched
 //! (`colltune_mpi::capi::preload`): `MPI_Bcast` takes its handles at
 //! register width for that reason.
@@ -62,8 +63,14 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 /// them by (`mpi_bcast_` for gfortran, `mpi_bcast`, `mpi_bcast__`,
 /// `MPI_BCAST`, and the `mpi_f08` module's `mpi_bcast_f08_`). Integer
 /// arguments come by reference; `ierror` may be absent (null) in mpi_f08.
+///
+/// Not in a build for the MPI standard ABI (`colltune_abi`): the ABI has no
+/// Fortran handles (no `MPI_Fint`, no `MPI_Comm_f2c`); its Fortran bindings
+/// are a library of their own above the C interface, whose calls reach the
+/// C `MPI_Bcast` above.
 macro_rules! fortran {
     ($($bcast:ident $init:ident $init_thread:ident $finalize:ident;)*) => {$(
+        #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $bcast(
             buffer: *mut c_void,
@@ -76,11 +83,13 @@ macro_rules! fortran {
             capi::preload::fortran_bcast(buffer, count, datatype, root, comm, ierror)
         }
 
+        #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $init(ierror: *mut c_int) {
             capi::preload::fortran_init(None, std::ptr::null_mut(), ierror)
         }
 
+        #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $init_thread(
             required: *const c_int,
@@ -90,6 +99,7 @@ macro_rules! fortran {
             capi::preload::fortran_init(Some(required), provided, ierror)
         }
 
+        #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $finalize(ierror: *mut c_int) {
             capi::preload::fortran_finalize(ierror)

@@ -1343,28 +1343,42 @@ pub unsafe fn comm_set_attr(comm: MPI_Comm, key: c_int, val: *mut c_void) -> Res
 }
 
 /// `MPI_Comm_f2c`: the C handle of a Fortran communicator (in MPICH a
-/// macro: the same integer).
+/// macro: the same integer). The MPI standard ABI has no f2c (its Fortran
+/// bindings are a library above the C interface, and the preload library
+/// built for it exports no Fortran entry points): there this is the ABI's
+/// integer conversion, `MPI_Comm_fromint`.
 pub fn comm_f2c(f: c_int) -> MPI_Comm {
     #[cfg(colltune_f2c_macro)]
     {
         MPI_Comm(f)
     }
     // SAFETY: conversion only; the library checks what it checks.
-    #[cfg(not(colltune_f2c_macro))]
+    #[cfg(colltune_abi)]
+    unsafe {
+        ffi::PMPI_Comm_fromint(f)
+    }
+    // SAFETY: conversion only; the library checks what it checks.
+    #[cfg(not(any(colltune_f2c_macro, colltune_abi)))]
     unsafe {
         ffi::PMPI_Comm_f2c(f)
     }
 }
 
 /// `MPI_Type_f2c`: the C handle of a Fortran datatype (in MPICH a macro:
-/// the same integer).
+/// the same integer; in the standard ABI `MPI_Type_fromint`, as
+/// [`comm_f2c`]).
 pub fn type_f2c(f: c_int) -> MPI_Datatype {
     #[cfg(colltune_f2c_macro)]
     {
         MPI_Datatype(f)
     }
     // SAFETY: conversion only; the library checks what it checks.
-    #[cfg(not(colltune_f2c_macro))]
+    #[cfg(colltune_abi)]
+    unsafe {
+        ffi::PMPI_Type_fromint(f)
+    }
+    // SAFETY: conversion only; the library checks what it checks.
+    #[cfg(not(any(colltune_f2c_macro, colltune_abi)))]
     unsafe {
         ffi::PMPI_Type_f2c(f)
     }
