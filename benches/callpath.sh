@@ -6,7 +6,9 @@
 #     and with linear / binomial / k-nomial forced;
 #  2. back to back (benches/callpath/b2b.c, IMB-like: t_avg, 1 B .. 4 MiB),
 #     interleaved runs of: Open MPI's default, the preload with no table
-#     (a rule that says "the library"), and each of our linear, binomial and
+#     (a rule that says "the library"), a table naming Open MPI's linear
+#     (handed to Open MPI's rules file at MPI_Init: the handoff's shortcut)
+#     against Open MPI's forced linear, and each of our linear, binomial and
 #     k-nomial (radix 4) against Open MPI's forced linear (1), binomial (6)
 #     and k-nomial (7, radix 4); prints per-size medians over runs and the
 #     ratios ours / Open MPI's (target <= 1.1) and preload / plain.
@@ -63,10 +65,24 @@ if [ "$WHAT" != b2b ]; then
 fi
 [ "$WHAT" = layers ] && exit 0
 mpicc -O2 -o "$OUT/b2b" benches/callpath/b2b.c
+# A table whose one rule names Open MPI's forced linear at every size: the
+# drop-in hands it to Open MPI's rules file at MPI_Init (the handoff), so
+# every call takes the one-check shortcut.
+cat > "$OUT/handoff.yaml" <<YAML
+schema: 1
+provenance: {host: callpath, mpi: Open MPI, date: now, command: benches/callpath.sh, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}
+bcast:
+- ranks: $N
+  ppn: $N
+  nodes: 1
+  rules:
+  - {min_bytes: 0, algorithm: ompi_tuned, params: {algorithm: 1}, execution: library}
+YAML
 # name | mpirun extra arguments
 CONFIGS=(
   "plain|"
   "preload-library|-x LD_PRELOAD=$PRE"
+  "handoff-linear|-x LD_PRELOAD=$PRE -x COLLTUNE_TABLE=$OUT/handoff.yaml"
   "ompi-linear|--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 1"
   "ours-linear|-x LD_PRELOAD=$PRE -x COLLTUNE_BCAST=linear"
   "ompi-binomial|--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 6"
@@ -93,15 +109,15 @@ for f in glob.glob(os.path.join(out, "*.*")):
         n, med, lo, hi = line.split()
         data.setdefault(name, {}).setdefault(int(n), []).append(float(med))
 sizes = sorted(data["plain"])
-pairs = [("preload-library", "plain"), ("ours-linear", "ompi-linear"),
+pairs = [("preload-library", "plain"), ("handoff-linear", "ompi-linear"), ("ours-linear", "ompi-linear"),
          ("ours-binomial", "ompi-binomial"), ("ours-knomial", "ompi-knomial")]
 print(f"back to back MPI_Bcast, t_avg us per call, median of {runs} interleaved runs (min..max over runs)")
-hdr = "bytes   " + "".join(f"{n:>22}" for n in ["plain", "preload-library", "ompi-linear", "ours-linear",
+hdr = "bytes   " + "".join(f"{n:>22}" for n in ["plain", "preload-library", "handoff-linear", "ompi-linear", "ours-linear",
                                                  "ompi-binomial", "ours-binomial", "ompi-knomial", "ours-knomial"])
 print(hdr)
 for s in sizes:
     row = f"{s:<8}"
-    for n in ["plain", "preload-library", "ompi-linear", "ours-linear", "ompi-binomial", "ours-binomial",
+    for n in ["plain", "preload-library", "handoff-linear", "ompi-linear", "ours-linear", "ompi-binomial", "ours-binomial",
               "ompi-knomial", "ours-knomial"]:
         v = data[n][s]
         row += f"{st.median(v):>9.3f} ({min(v):.2f}..{max(v):.2f})"[:22].rjust(22)
@@ -114,7 +130,7 @@ for s in sizes:
     for a, b in pairs:
         ma, mb = st.median(data[a][s]), st.median(data[b][s])
         worst[(a, b)] = max(worst[(a, b)], ma / mb)
-        extra = f" ({(ma-mb)*1000:+.0f} ns)" if a == "preload-library" else ""
+        extra = f" ({(ma-mb)*1000:+.0f} ns)" if a in ("preload-library", "handoff-linear") else ""
         row += f"{ma/mb:>22.3f}{extra:>8}"
     print(row)
 print("worst: " + ", ".join(f"{a}/{b} {w:.3f}" for (a, b), w in worst.items()))
