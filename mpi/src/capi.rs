@@ -528,6 +528,18 @@ fn error_code(comm: MPI_Comm, e: &TransportError) -> c_int {
     code
 }
 
+/// Puts a predefined datatype (with its size, as the library gave it) in
+/// [`typecache`]; derived types are not cached (their handles are freed
+/// and reused).
+fn remember_predefined(dt: MPI_Datatype, size: u64) {
+    if cffi::type_combiner(dt).ok() != Some(Combiner::Named) {
+        return;
+    }
+    if let Ok(dense) = contiguous(dt) {
+        typecache::put(dt, size, dense);
+    }
+}
+
 /// What colltune caches of a predefined datatype: its size and whether
 /// its elements are their signature's bytes back to back. Predefined
 /// datatypes live as long as MPI and never change, so the cache is

@@ -292,7 +292,17 @@ pub unsafe fn pass(
     if f.by_size.get(size).is_none_or(|r| r.is_empty()) {
         return None;
     }
-    let bytes = cffi::type_size_raw(datatype)?.checked_mul(count as u64)?;
+    // A predefined type the full path has met: its size from colltune's
+    // cache (no library call); else the library's answer.
+    let each = match super::typecache::get(datatype) {
+        Some((size, _)) => size,
+        _ => {
+            let size = cffi::type_size_raw(datatype)?;
+            super::remember_predefined(datatype, size);
+            size
+        }
+    };
+    let bytes = each.checked_mul(count as u64)?;
     if !within(f, size, bytes) {
         return None;
     }

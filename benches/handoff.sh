@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The handoff's per-call cost in situ (issue 16): IMB-MPI1 Bcast at small
+# sizes, interleaved rounds of
+#   forced     Open MPI's forced algorithm ALG, no interposition (the floor)
+#   handoff    the drop-in with TABLE (its library rules handed to Open MPI's
+#              rules file at MPI_Init: one size check per call)
+#   full       the same with COLLTUNE_HANDOFF=0 (the full dispatch: state
+#              lookup, decision, the forced duplicate)
+#   thin       a one-line C wrapper around PMPI_Bcast under LD_PRELOAD, with
+#              ALG forced (the cost of any interposition)
+# and per size the median over rounds of each round's ratio to `forced`
+# (ratios within a round, since this machine's run-to-run spread is larger
+# than the effect), with quartiles.
+# Usage: benches/handoff.sh IMB-MPI1 TABLE [ranks=4] [rounds=15] [msglog=0:10] [iter=5000] [alg=1]
+# TABLE's rules at these sizes should name Open MPI's algorithm ALG.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMB=${1:?usage: benches/handoff.sh IMB-MPI1 TABLE [ranks] [rounds] [msglog] [iter] [alg]}
+TABLE=$(readlink -f "${2:?a table}")
+N=${3:-4}; ROUNDS=${4:-15}; MSGLOG=${5:-0:10}; ITER=${6:-5000}; ALG=${7:-1}
+. jobs/mpirun-flags.sh
+cargo build --release -q -p colltune-preload
+PRE=$PWD/target/release/libcolltune_preload.so
+OUT=$(mktemp -d)
+cat > "$OUT/thin.c" <<'C'
+#include <mpi.h>
+int MPI_Bcast(void *b, int c, MPI_Datatype d, int r, MPI_Comm comm) { return PMPI_Bcast(b, c, d, r, comm); }
+C
+mpicc -O2 -shared -fPIC -o "$OUT/libthin.so" "$OUT/thin.c"
+FORCE=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm "$ALG")
+csv=$OUT/handoff.csv
+echo "config,bytes,t_avg,run" > "$csv"
+one() {   # one NAME RUN mpirun-arguments...
+  local name=$1 run=$2; shift 2
+  mpirun -n "$N" "${MPIRUN_FLAGS[@]}" "$@" "$IMB" Bcast -npmin "$N" -iter "$ITER" \
+      -iter_policy off -zero_size off -msglog "$MSGLOG" -time 1000 2>&1 |
+    awk -v n="$name" -v r="$run" '/Benchmarking Bcast/{on=1;next}
+      on && /^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$/ {print n","$1","$5","r}' >> "$csv"
+}
+for r in $(seq "$ROUNDS"); do
+  one forced "$r" "${FORCE[@]}"
+  one handoff "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE"
+  one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
+  one thin "$r" -x LD_PRELOAD="$OUT/libthin.so" "${FORCE[@]}"
+done
+echo "IMB-MPI1 Bcast t_avg, $N ranks, -iter $ITER, $ROUNDS interleaved rounds, $(mpirun --version | head -1), table $TABLE"
+python3 - "$csv" <<'PY'
+import csv, math, statistics as st, sys
+from collections import defaultdict
+t = defaultdict(dict)
+for r in csv.DictReader(open(sys.argv[1])):
+    t[(r["config"], int(r["bytes"]))][int(r["run"])] = float(r["t_avg"])
+sizes = sorted({k[1] for k in t})
+others = ["handoff", "full", "thin"]
+gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
+print("per size: forced's median t_avg (us); each config's median per-round ratio to forced [quartiles]")
+print(f"{'bytes':>7} {'forced us':>10}" + "".join(f"{c:>22}" for c in others))
+per = defaultdict(list)
+for b in sizes:
+    f = t[("forced", b)]
+    row = f"{b:>7} {st.median(f.values()):>10.3f}"
+    for c in others:
+        rs = [t[(c, b)][r] / f[r] for r in f if r in t[(c, b)] and f[r] > 0]
+        q = st.quantiles(rs, n=4) if len(rs) > 1 else rs * 3
+        per[c].append(st.median(rs))
+        row += f"{st.median(rs):>9.3f} [{q[0]:.2f},{q[2]:.2f}]".rjust(22)
+    print(row)
+for c in others:
+    print(f"{c}: geomean {gm(per[c]):.3f}, sizes above 1.15x: {sum(x > 1.15 for x in per[c])} of {len(per[c])}")
+PY
+echo "raw: $csv"
