@@ -57,7 +57,7 @@ if [ "$name" != impi ]; then
   launch "$bin" bench "${bench_args[@]}" --csv "$out"
   if [ "$name" = openmpi5 ] && [[ " ${bench_args[*]} " != *" --baseline"* ]]; then
     for fam in ompi_tuned ompi_adapt; do
-      rows=$(grep -c ",$fam,$fam:" "$out" || true)
+      rows=$(grep -c ",$fam,\"\\?$fam:" "$out" || true)
       [ "$rows" -gt 0 ] || { echo "library-baselines: no $fam samples in $out (bench said why above)" >&2; exit 1; }
       echo "library-baselines: $rows samples of $fam"
     done

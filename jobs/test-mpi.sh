@@ -253,7 +253,7 @@ if [ "$MPI_FAMILY" = openmpi ]; then
     report=$("$bin" report --comparison "$scratch/adapt.csv")
     grep -q "best forced Open MPI" <<< "$report" || { echo "$report" >&2; fail "report --comparison has no best forced Open MPI column"; }
     for alg in binomial in_order_binomial binary pipeline chain linear; do
-      rows=$(grep -c ",ompi_adapt,ompi_adapt:algorithm=[0-9]*,name=$alg,segment=0," "$scratch/adapt.csv" || true)
+      rows=$(grep -c ",ompi_adapt,\"ompi_adapt:algorithm=[0-9]*,name=$alg,segment=0\"," "$scratch/adapt.csv" || true)
       [ "$rows" -gt 0 ] || { cat "$out" >&2; fail "no samples of coll/adapt's $alg"; }
     done
     # The plot draws them as the library's best forced line.
