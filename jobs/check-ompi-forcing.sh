@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks that forcing an Open MPI coll/tuned broadcast algorithm through the
 # MPI tool interface takes effect on this library, the way colltune's
-# `bench --baseline ompi-tuned` forces its baselines:
+# `bench --baseline ompi-tuned` forces its baselines (and, where MPI_T can
+# write coll/adapt's variables, Open MPI 5.0, coll/adapt's, as
+# `--baseline ompi-adapt` does):
 #   jobs/check-ompi-forcing.sh openmpi4|openmpi5 [RANKS]
+# CHECK=tuned,adapt,han (the default: all that apply) chooses the parts.
 # For each algorithm 1..9, tests/c/force_tuned.c runs twice under Open MPI's
 # pml monitoring (which counts the messages between every pair of ranks):
 # forced with MPI_T_cvar_write + MPI_Comm_dup, and forced by the environment
@@ -10,6 +13,31 @@
 # The pattern of messages rank 0 sends must be the same; and algorithm 1
 # (basic linear: the root sends to every rank) must differ from 6 (binomial).
 # Exit 1 naming the algorithm where they differ.
+#
+# coll/adapt (tests/c/force_adapt.c; Open MPI 5.0, whose coll/adapt
+# variables MPI_T may write: ompi_info says "writeable"):
+# - which component serves the broadcast: with --mca coll_base_verbose 10,
+#   Open MPI prints each communicator's selection ("coll:base:comm_select:
+#   selecting <component>, priority <p>, Enabled", lowest priority first,
+#   each enabled module overriding the functions it has). The duplicate
+#   made with coll_adapt_priority raised through MPI_T must show adapt at
+#   priority 100 on every rank, above every other enabled component; the
+#   duplicate made after the priority was put back (and MPI_COMM_WORLD)
+#   must show it at 0 (where it is "Disabled": first in the selection, it
+#   finds no reduce under it);
+# - which algorithm and segment: for each of coll_adapt_bcast_algorithm's
+#   values 1..6 (read from ompi_info: binomial ... linear), rank 0's
+#   messages under the pml monitoring, forced through MPI_T, equal those
+#   with adapt forced by the environment at MPI_Init
+#   (OMPI_MCA_coll_adapt_priority=100, _bcast_algorithm=N, as Open MPI's
+#   4.1.0 release notes enable it); linear (the root sends to every rank)
+#   differs from binomial; pipeline with 64 KiB segments sends rank 1 16
+#   messages per 1 MiB broadcast where unsegmented it sends 1 (150 more over
+#   the 10 broadcasts; at least 100 more asked).
+# coll/han: on one node Open MPI 5.0's coll/han disqualifies itself on
+# every communicator ("comm has only local processes; disqualifying
+# myself", coll_han_module.c), even at priority 100: the check expects
+# that line, so its choices are no baselines here (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/check-ompi-forcing.sh openmpi4|openmpi5 [ranks]}
@@ -17,6 +45,8 @@ ranks=${2:-4}
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"
 [ "$MPI_FAMILY" = openmpi ] || { echo "check-ompi-forcing: $name is not Open MPI" >&2; exit 2; }
+check=${CHECK:-tuned,adapt,han}
+want() { [[ ",$check," == *",$1,"* ]]; }
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$MPICC" -O2 -o "$d/force_tuned" tests/c/force_tuned.c
@@ -47,9 +77,14 @@ sends_retry() {
   done
   echo "$r"
 }
-for alg in 1 2 3 4 5 6 7 8 9; do
-  a=$(sends_retry mpit "$alg")
-  b=$(sends_retry env "$alg")
+want tuned && for alg in 1 2 3 4 5 6 7 8 9; do
+  # A line broken by another rank's output reads as a difference: measure
+  # both again (twice at most) before calling it one.
+  for _ in 1 2 3; do
+    a=$(sends_retry mpit "$alg")
+    b=$(sends_retry env "$alg")
+    [ "$a" = "$b" ] && break
+  done
   seen[$alg]=$a
   if [ "$a" = "$b" ]; then
     echo "check-ompi-forcing ($name, $ranks ranks): algorithm $alg: forced through MPI_T = forced at init: rank 0 sends $a"
@@ -58,8 +93,106 @@ for alg in 1 2 3 4 5 6 7 8 9; do
     rc=1
   fi
 done
-if [ "${seen[1]}" = "${seen[6]}" ]; then
+if want tuned && [ "${seen[1]}" = "${seen[6]}" ]; then
   echo "check-ompi-forcing ($name): basic linear and binomial send the same messages: the monitoring cannot tell algorithms apart here" >&2
   rc=1
+fi
+
+ompi_info=${MPI_PREFIX:+$MPI_PREFIX/bin/}ompi_info
+[ -x "$ompi_info" ] || ompi_info=$(command -v ompi_info.openmpi || command -v ompi_info || true)
+info=$([ -n "$ompi_info" ] && "$ompi_info" --all --parsable 2> /dev/null || true)
+# coll/adapt: forced through MPI_T where Open MPI lets it write the variables.
+if want adapt && grep -q '^mca:coll:adapt:param:coll_adapt_priority:status:writeable' <<< "$info"; then
+  "$MPICC" -O2 -o "$d/force_adapt" tests/c/force_adapt.c
+  # The names Open MPI gives the values: "0: tuned, 1: binomial, ...".
+  adapt_names=$(sed -n 's/^mca:coll:adapt:param:coll_adapt_bcast_algorithm:help:[^,]*, //p' <<< "$info")
+  adapt_name() { tr ',' '\n' <<< "$adapt_names" | sed -n "s/^ *$1: //p"; }
+  # 1. The component: coll_base_verbose's selection, per communicator.
+  OMPI_MCA_coll_base_verbose=10 timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "$d/force_adapt" 6 0 > "$d/verbose" 2>&1 \
+    || { tail -20 "$d/verbose" >&2; echo "check-ompi-forcing: force_adapt under coll_base_verbose failed" >&2; exit 1; }
+  grep -q "force_adapt: all bytes correct" "$d/verbose" || { tail -20 "$d/verbose" >&2; exit 1; }
+  # Per rank: MPI_COMM_WORLD, the forced duplicate, the one made after.
+  # adapt at priority 0 comes first in the selection and finds no reduce
+  # under it to keep ("Disabled"); at 100 it comes last and is enabled.
+  high=$(grep -cE 'coll:base:comm_select: selecting +adapt, priority +100, Enabled' "$d/verbose" || true)
+  low=$(grep -cE 'coll:base:comm_select: selecting +adapt, priority +0,' "$d/verbose" || true)
+  # Nothing enabled above adapt's 100 on any communicator.
+  above=$(grep -E 'coll:base:comm_select: selecting .*Enabled' "$d/verbose" | awk -F'priority' '{split($2, a, ","); if (a[1] + 0 > 100) n++} END {print n + 0}')
+  if [ "$high" -eq "$ranks" ] && [ "$low" -ge $((2 * ranks)) ] && [ "$above" -eq 0 ]; then
+    echo "check-ompi-forcing ($name, $ranks ranks): coll/adapt: the duplicate made with coll_adapt_priority=100 written through MPI_T selects adapt at priority 100 on all $ranks ranks, nothing enabled above it (coll_base_verbose: \"$(grep -m1 -oE 'selecting +adapt, priority +100, Enabled' "$d/verbose" | tr -s ' ')\"); MPI_COMM_WORLD and the duplicate made after the priority was put back see it at 0 ($low times)"
+  else
+    grep -E 'comm_select: (new communicator|selecting)' "$d/verbose" | head -40 >&2
+    echo "check-ompi-forcing ($name): coll/adapt was NOT selected as forced: adapt enabled at 100 on $high rank(s) (want $ranks), at 0 on $low communicator(s) (want $((2 * ranks))), $above enabled above 100" >&2
+    rc=1
+  fi
+  # 2. The algorithm and segment: MPI_T = environment, per algorithm.
+  adapt_sends() { # mode alg seg
+    local extra=() arg=("$2" "$3")
+    if [ "$1" = env ]; then
+      extra=(-x OMPI_MCA_coll_adapt_priority=100 -x "OMPI_MCA_coll_adapt_bcast_algorithm=$2" -x "OMPI_MCA_coll_adapt_bcast_segment_size=$3")
+      arg=(-1)
+    fi
+    OMPI_MCA_pml_monitoring_enable=1 OMPI_MCA_pml_monitoring_enable_output=1 \
+      timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "${extra[@]}" "$d/force_adapt" "${arg[@]}" > "$d/out" 2>&1 || {
+      tail -20 "$d/out" >&2
+      echo "check-ompi-forcing: the coll/adapt run ($1, algorithm $2, segment $3) failed" >&2
+      exit 1
+    }
+    grep -q "force_adapt: all bytes correct" "$d/out" || { tail -20 "$d/out" >&2; exit 1; }
+    awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$d/out" | sort -n | tr '\n' ';'
+  }
+  adapt_retry() {
+    local r="" i
+    for i in 1 2 3; do
+      r=$(adapt_sends "$@")
+      [ -n "$r" ] && break
+    done
+    echo "$r"
+  }
+  declare -A aseen
+  for case in 1:0 2:0 3:0 4:0 5:0 6:0 4:65536; do
+    alg=${case%%:*} seg=${case#*:}
+    for _ in 1 2 3; do
+      a=$(adapt_retry mpit "$alg" "$seg")
+      b=$(adapt_retry env "$alg" "$seg")
+      [ "$a" = "$b" ] && break
+    done
+    aseen[$case]=$a
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then
+      echo "check-ompi-forcing ($name, $ranks ranks): coll/adapt algorithm $alg ($(adapt_name "$alg")), segment $seg: forced through MPI_T = forced at init: rank 0 sends $a"
+    else
+      echo "check-ompi-forcing ($name, $ranks ranks): coll/adapt algorithm $alg ($(adapt_name "$alg")), segment $seg: MPI_T forcing did NOT take effect: MPI_T $a, at init $b" >&2
+      rc=1
+    fi
+  done
+  if [ "${aseen[1:0]}" = "${aseen[6:0]}" ]; then
+    echo "check-ompi-forcing ($name): coll/adapt's binomial and linear send the same messages: the algorithm did not change" >&2
+    rc=1
+  fi
+  # Rank 0's messages to rank 1 (pipeline: its only peer), whole and in 64 KiB segments.
+  m0=$(tr ';' '\n' <<< "${aseen[4:0]}" | awk '$1==1 {print $3}')
+  m64=$(tr ';' '\n' <<< "${aseen[4:65536]}" | awk '$1==1 {print $3}')
+  if [ -n "$m0" ] && [ -n "$m64" ] && [ "$m64" -ge $((m0 + 100)) ]; then
+    echo "check-ompi-forcing ($name): coll/adapt's segment takes effect: pipeline sends rank 1 $m0 messages unsegmented, $m64 with 64 KiB segments (10 broadcasts of 1 MiB)"
+  else
+    echo "check-ompi-forcing ($name): coll/adapt's segment did NOT take effect: pipeline sends rank 1 $m0 messages unsegmented, $m64 with 64 KiB segments" >&2
+    rc=1
+  fi
+elif want adapt; then
+  echo "check-ompi-forcing ($name): coll/adapt's variables are not writable through MPI_T here ($(grep '^mca:coll:adapt:param:coll_adapt_priority:status' <<< "$info" | cut -d: -f7)): not checked; bench has no ompi-adapt baselines on this library"
+fi
+
+# coll/han on one node: disqualified, whatever its priority.
+if want han && grep -q '^mca:coll:han:param:coll_han_priority:status:writeable' <<< "$info"; then
+  OMPI_MCA_coll_base_verbose=10 OMPI_MCA_coll_han_priority=100 timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "$d/force_tuned" -1 > "$d/han" 2>&1 \
+    || { tail -20 "$d/han" >&2; echo "check-ompi-forcing: force_tuned with coll_han_priority=100 failed" >&2; exit 1; }
+  han_out=$(grep -cE 'coll:han:comm_query .*comm has only local processes; disqualifying myself' "$d/han" || true)
+  han_in=$(grep -cE 'coll:base:comm_select: selecting +han,' "$d/han" || true)
+  if [ "$han_out" -ge "$ranks" ] && [ "$han_in" -eq 0 ]; then
+    echo "check-ompi-forcing ($name, $ranks ranks): coll/han at priority 100 on one node: disqualified on every communicator ($han_out times: \"comm has only local processes; disqualifying myself\"), never selected: its broadcast choices cannot run here"
+  else
+    echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit the README's baselines section" >&2
+    rc=1
+  fi
 fi
 exit $rc

@@ -7,9 +7,19 @@
 # flags for that launcher). Bench arguments default to --collective bcast.
 #
 # - Open MPI and MPICH force their algorithms inside one process (the
-#   default baselines: `ompi-tuned`, coll/tuned through MPI_T; and
-#   `mpich-algorithms`, MPIR_CVAR_BCAST_INTRA_ALGORITHM through MPI_T, per
-#   call), so this is one `colltune bench`.
+#   default baselines: `ompi-tuned`, coll/tuned through MPI_T; on Open MPI
+#   5.0 also `ompi-adapt`, coll/adapt selected on a communicator of its own
+#   and its algorithm written through MPI_T; and `mpich-algorithms`,
+#   MPIR_CVAR_BCAST_INTRA_ALGORITHM through MPI_T, per call), so this is one
+#   `colltune bench`, interleaved with colltune's points.
+# - openmpi5: first jobs/check-ompi-forcing.sh CHECK=tuned,adapt,han proves
+#   on this library that each forced choice takes effect (coll_base_verbose
+#   names the component a duplicate selected; the pml monitoring shows
+#   each algorithm's messages equal those forced by the environment at
+#   MPI_Init); CHECK_FORCING=0 skips it. coll/han has no baselines on one
+#   node: Open MPI 5.0 disqualifies it on any communicator of one node
+#   (that check shows it); on several nodes it is 5.0's default, the `mpi`
+#   baseline. Then the CSV must hold coll/tuned and coll/adapt rows.
 # - Intel MPI chooses its broadcast by I_MPI_ADJUST_BCAST, read at MPI_Init,
 #   and exposes no MPIR_CVAR_BCAST_INTRA_ALGORITHM: one bench of colltune's
 #   algorithms and the library's default MPI_Bcast, then, per algorithm id
@@ -39,7 +49,20 @@ launch() {
 }
 
 if [ "$name" != impi ]; then
+  if [ "$name" = openmpi5 ] && [ "${CHECK_FORCING:-1}" != 0 ]; then
+    echo "library-baselines: Open MPI 5: does forcing coll/tuned and coll/adapt take effect here? (jobs/check-ompi-forcing.sh)"
+    CHECK=${CHECK:-tuned,adapt,han} jobs/check-ompi-forcing.sh "$name" "$RANKS" \
+      || { echo "library-baselines: forcing does not take effect as checked: no baselines under names that did not run" >&2; exit 1; }
+  fi
   launch "$bin" bench "${bench_args[@]}" --csv "$out"
+  if [ "$name" = openmpi5 ] && [[ " ${bench_args[*]} " != *" --baseline"* ]]; then
+    for fam in ompi_tuned ompi_adapt; do
+      rows=$(grep -c ",$fam,\"\\?$fam:" "$out" || true)
+      [ "$rows" -gt 0 ] || { echo "library-baselines: no $fam samples in $out (bench said why above)" >&2; exit 1; }
+      echo "library-baselines: $rows samples of $fam"
+    done
+  fi
+  "$bin" report --comparison "$out"
   exit 0
 fi
 

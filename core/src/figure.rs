@@ -153,7 +153,7 @@ pub fn lines(all: &Series, ctx: &SeriesKey, sel: &Selection) -> Result<Vec<Line>
             points: BTreeMap::new(),
         });
         let variant = if k.is_forced() {
-            crate::mpich::short_name(&k.spec).to_string()
+            crate::mpich::forced_label(&k.spec)
         } else {
             k.label()
         };
@@ -635,6 +635,41 @@ mod tests {
             err.contains("ring") && err.contains("linear, pipeline"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn forced_open_mpi_components_are_one_line_named_apart() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 2.0));
+            s.push(sample("linear", "blocking", 64, run, 2.0));
+            for (b, tuned, adapt) in [(8u64, 5.0, 4.0), (64, 3.0, 6.0)] {
+                s.push(sample(
+                    "ompi_tuned:algorithm=6,name=binomial,segment=0",
+                    "library",
+                    b,
+                    run,
+                    tuned,
+                ));
+                s.push(sample(
+                    "ompi_adapt:algorithm=1,name=binomial,segment=0",
+                    "library",
+                    b,
+                    run,
+                    adapt,
+                ));
+            }
+        }
+        let all = series(&s);
+        let ctx = all.keys().next().unwrap().context();
+        let ls = lines(&all, &ctx, &Selection::default()).unwrap();
+        let forced: Vec<&Line> = ls
+            .iter()
+            .filter(|l| l.kind == LineKind::LibraryForced)
+            .collect();
+        assert_eq!(forced.len(), 1);
+        assert_eq!(forced[0].points[&8].variant, "adapt:binomial");
+        assert_eq!(forced[0].points[&64].variant, "binomial");
     }
 
     #[test]

@@ -38,6 +38,14 @@ pub enum Subject {
     /// through `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (`MPI_T`, process-wide,
     /// read per call) for the duration of each point.
     Mpich { choice: crate::mpich::Choice },
+    /// One of Open MPI's coll/adapt broadcast algorithms: adapt selected on
+    /// a communicator of its own (its priority raised through `MPI_T` while
+    /// the communicator is made), the algorithm and segment written
+    /// through `MPI_T` for the duration of each point (read per call).
+    OmpiAdapt {
+        choice: crate::ompi::adapt::Choice,
+        segment: u64,
+    },
     /// The library's own `MPI_Bcast` under an algorithm chosen outside the
     /// process (an environment variable read at `MPI_Init`, as Intel MPI's
     /// `I_MPI_ADJUST_BCAST`), recorded under `label`
@@ -59,6 +67,7 @@ impl Subject {
             Subject::Library => "mpi".into(),
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
             Subject::Mpich { .. } => crate::mpich::TABLE_NAME.into(),
+            Subject::OmpiAdapt { .. } => crate::ompi::adapt::TABLE_NAME.into(),
             Subject::LibraryLabelled { label } => {
                 label.split(':').next().unwrap_or(label).to_string()
             }
@@ -75,6 +84,7 @@ impl Subject {
                 )
             }
             Subject::Mpich { choice } => choice.spec(),
+            Subject::OmpiAdapt { choice, segment } => choice.spec(*segment),
             Subject::LibraryLabelled { label } => label.clone(),
         }
     }

@@ -200,7 +200,13 @@ pub fn check_label(label: &str) -> Result<String, String> {
             "`{label}`: the family `{family}` must be a lower-case word (letters, digits, _)"
         ));
     }
-    if ["mpi", crate::ompi::TABLE_NAME, TABLE_NAME].contains(&family)
+    if [
+        "mpi",
+        crate::ompi::TABLE_NAME,
+        crate::ompi::adapt::TABLE_NAME,
+        TABLE_NAME,
+    ]
+    .contains(&family)
         || colltune_algorithms::Collective::ALL
             .iter()
             .any(|&c| colltune_algorithms::lookup(c, family).is_ok())
@@ -244,12 +250,24 @@ pub fn short_name(spec: &str) -> &str {
     value("name").or_else(|| value("algorithm")).unwrap_or(spec)
 }
 
+/// How tables and legends name a forced library algorithm: its
+/// [`short_name`], with the Open MPI component before it where that is not
+/// coll/tuned (`adapt:binomial`: coll/adapt has a binomial too).
+pub fn forced_label(spec: &str) -> String {
+    let short = short_name(spec);
+    if spec.starts_with(crate::ompi::adapt::TABLE_NAME) && short != spec {
+        format!("adapt:{short}")
+    } else {
+        short.to_string()
+    }
+}
+
 /// The library a forced algorithm's spec belongs to, as its comparison
 /// column says it: `Open MPI`, `MPICH`, `Intel MPI`, else the family.
 pub fn library_of(spec: &str) -> &str {
     let family = spec.split(':').next().unwrap_or(spec);
     match family {
-        f if f == crate::ompi::TABLE_NAME => "Open MPI",
+        f if f == crate::ompi::TABLE_NAME || f == crate::ompi::adapt::TABLE_NAME => "Open MPI",
         f if f == TABLE_NAME => "MPICH",
         "impi" => "Intel MPI",
         f => f,
@@ -394,6 +412,18 @@ tree                                    - Force tree-based algorithm";
         assert_eq!(short_name("mpich:algorithm=smp"), "smp");
         assert_eq!(short_name("impi:I_MPI_ADJUST_BCAST=3,name=ring"), "ring");
         assert_eq!(short_name("mpi"), "mpi");
+        assert_eq!(
+            forced_label("ompi_adapt:algorithm=1,name=binomial,segment=0"),
+            "adapt:binomial"
+        );
+        assert_eq!(
+            forced_label("ompi_tuned:algorithm=6,name=binomial,segment=0"),
+            "binomial"
+        );
+        assert_eq!(
+            library_of("ompi_adapt:algorithm=6,name=linear,segment=0"),
+            "Open MPI"
+        );
         assert_eq!(library_of("mpich:algorithm=smp"), "MPICH");
         assert_eq!(library_of("ompi_tuned:algorithm=1"), "Open MPI");
         assert_eq!(

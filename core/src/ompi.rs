@@ -288,6 +288,126 @@ impl std::fmt::Display for Forced {
     }
 }
 
+/// Open MPI's coll/adapt component (Open MPI 4.1 and later): event-driven
+/// broadcast trees whose segments a rank forwards the moment they land.
+/// Off by default (`coll_adapt_priority` 0, below coll/tuned's 30 and
+/// coll/han's 35). Its broadcast shape is `coll_adapt_bcast_algorithm`,
+/// its segment `coll_adapt_bcast_segment_size` (0: none), both read at
+/// every call (process-wide); the component itself is chosen per
+/// communicator, when the communicator is made, by priority. Open MPI 5.0
+/// lets `MPI_T` write all three (its 5.0.x changelog: "Adjusted MCA
+/// variable scopes ... to allow setting via the MPI_T interface: coll
+/// adapt, ucc, han, ..."); 4.1 has them read-only, read at `MPI_Init`.
+/// So colltune forces it as it forces coll/tuned: raise the priority,
+/// `MPI_Comm_dup`, put the priority back; then, per point, the algorithm
+/// and segment (see `colltune_mpi::bench::adapt`).
+pub mod adapt {
+    /// The priority variable; what a communicator made after writing
+    /// [`FORCE_PRIORITY`] to it gets its broadcast from.
+    pub const PRIORITY: &str = "coll_adapt_priority";
+    /// The broadcast algorithm (an int; read per call).
+    pub const ALGORITHM: &str = "coll_adapt_bcast_algorithm";
+    /// Bytes per segment (an int, 0: no segmentation; read per call).
+    pub const SEGMENT: &str = "coll_adapt_bcast_segment_size";
+    /// Above every coll component that can serve an intra-communicator of
+    /// several ranks in Open MPI 5.0 (han 35, tuned 30, basic and libnbc
+    /// 10; self 75 serves only one rank, inter 40 only inter-communicators,
+    /// sync 50 only when told to add barriers): the value Open MPI's 4.1.0
+    /// release notes give to enable adapt.
+    pub const FORCE_PRIORITY: i32 = 100;
+    /// The `algorithm` column (and spec family) of a forced adapt sample.
+    pub const TABLE_NAME: &str = "ompi_adapt";
+    /// The names Open MPI 4.1 and 5.0 document for [`ALGORITHM`] (its
+    /// description: "Algorithm of broadcast, 0: tuned, 1: binomial, ...").
+    /// Used only to check what a library's description says, never as the
+    /// list of what it offers.
+    pub const DOCUMENTED: &[&str] = &[
+        "tuned",
+        "binomial",
+        "in_order_binomial",
+        "binary",
+        "pipeline",
+        "chain",
+        "linear",
+    ];
+    /// Value 0, `tuned`: adapt answers it with OMPI_ERR_NOT_IMPLEMENTED
+    /// (coll_adapt_ibcast.c), so it is no baseline.
+    pub const NOT_IMPLEMENTED: &str = "tuned";
+
+    /// One value of [`ALGORITHM`].
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub struct Choice {
+        /// The integer `MPI_T_cvar_write` takes.
+        pub id: i32,
+        /// Open MPI's name (`in_order_binomial`).
+        pub name: String,
+    }
+
+    impl Choice {
+        /// The sample's `spec`: `ompi_adapt:algorithm=1,name=binomial,segment=0`.
+        pub fn spec(&self, segment: u64) -> String {
+            format!(
+                "{TABLE_NAME}:algorithm={},name={},segment={segment}",
+                self.id, self.name
+            )
+        }
+    }
+
+    /// The choices [`ALGORITHM`]'s description lists, `N: name` entries
+    /// separated by commas (Open MPI 4.1.4 and 5.0.11 alike), in the order
+    /// written. The error says what could not be read.
+    pub fn from_description(desc: &str) -> Result<Vec<Choice>, String> {
+        let mut out: Vec<Choice> = Vec::new();
+        for part in desc.split(',') {
+            let Some((num, name)) = part.split_once(':') else {
+                continue;
+            };
+            let Ok(id) = num.trim().parse::<i32>() else {
+                continue;
+            };
+            let name = name.trim();
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                return Err(format!("entry {id} has the name {name:?}, not a word"));
+            }
+            if out.iter().any(|c| c.id == id || c.name == name) {
+                return Err(format!("entry `{id}: {name}` appears twice"));
+            }
+            out.push(Choice {
+                id,
+                name: name.to_string(),
+            });
+        }
+        if out.is_empty() {
+            return Err(format!("no `N: name` entries in {desc:?}"));
+        }
+        Ok(out)
+    }
+
+    /// The algorithms worth forcing: every one but [`NOT_IMPLEMENTED`].
+    pub fn baselines(all: &[Choice]) -> Vec<Choice> {
+        all.iter()
+            .filter(|c| c.name != NOT_IMPLEMENTED)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Open MPI's coll/han (hierarchical: an inter-node step over node leaders,
+/// an intra-node step in each node) on one node: nothing to force. Open
+/// MPI 5.0's `mca_coll_han_comm_query` disqualifies coll/han on any
+/// communicator whose ranks all share one node ("comm has only local
+/// processes; disqualifying myself", coll_han_module.c), whatever its
+/// priority, so its broadcast choices (`coll_han_use_bcast_algorithm`,
+/// `coll_han_bcast_up_module` / `_low_module`, `coll_han_bcast_segsize`)
+/// never run there; `jobs/test-mpi.sh openmpi5` checks that it says so.
+/// On several nodes coll/han is Open MPI 5.0's default (priority 35 over
+/// coll/tuned's 30): the `mpi` baseline.
+pub const HAN_ONE_NODE: &str = "coll/han disqualifies itself on a communicator whose ranks share one node (Open MPI 5.0: \"comm has only local processes\"), so its broadcast choices cannot run here; on several nodes it is Open MPI 5.0's default, the `mpi` baseline";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,5 +508,39 @@ mod tests {
         assert!(c.iter().all(|f| f.segment == 0 || f.tuned().segmented));
         // the default, three unsegmented, six at every segment size
         assert_eq!(c.len(), 1 + 3 + 6 * TUNED_SEGMENTS.len());
+    }
+
+    // Open MPI 5.0.11's (and 4.1.4's) description of coll_adapt_bcast_algorithm.
+    const ADAPT_DESC: &str = "Algorithm of broadcast, 0: tuned, 1: binomial, 2: in_order_binomial, 3: binary, 4: pipeline, 5: chain, 6: linear";
+
+    #[test]
+    fn adapt_choices_read_from_the_description() {
+        let all = adapt::from_description(ADAPT_DESC).unwrap();
+        let names: Vec<(i32, &str)> = all.iter().map(|c| (c.id, c.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (0, "tuned"),
+                (1, "binomial"),
+                (2, "in_order_binomial"),
+                (3, "binary"),
+                (4, "pipeline"),
+                (5, "chain"),
+                (6, "linear")
+            ]
+        );
+        assert!(all
+            .iter()
+            .all(|c| adapt::DOCUMENTED.contains(&c.name.as_str())));
+        let b = adapt::baselines(&all);
+        assert_eq!(b.len(), 6);
+        assert!(b.iter().all(|c| c.id != 0));
+        assert_eq!(
+            b[1].spec(65536),
+            "ompi_adapt:algorithm=2,name=in_order_binomial,segment=65536"
+        );
+        assert!(adapt::from_description("Algorithm of broadcast").is_err());
+        assert!(adapt::from_description("x, 1: bin omial").is_err());
+        assert!(adapt::from_description("1: binomial, 1: binomial").is_err());
     }
 }

@@ -80,17 +80,21 @@ impl SeriesKey {
         self.spec.starts_with("ompi_tuned") && !self.is_native()
     }
     /// One of the library's own algorithms, forced or chosen outside the
-    /// process (Open MPI's `ompi_tuned`, MPICH's `mpich`, Intel MPI's
+    /// process (Open MPI's `ompi_tuned` and `ompi_adapt`, MPICH's `mpich`, Intel MPI's
     /// `impi` labels): a library subject that is not its default call.
     pub fn is_forced(&self) -> bool {
         self.is_library() && !self.is_native()
     }
     /// How the comparison names a forced algorithm: Open MPI's with its
-    /// segment (`binomial,segment=0`), others by their short name.
-    pub fn forced_name(&self) -> &str {
+    /// segment (coll/tuned's `binomial,segment=0`, coll/adapt's
+    /// `adapt:binomial,segment=0`), others by their short name.
+    pub fn forced_name(&self) -> String {
         match self.spec.split_once("name=") {
-            Some((_, rest)) if self.is_ompi_tuned() => rest,
-            _ => crate::mpich::short_name(&self.spec),
+            Some((_, rest)) if self.is_ompi_tuned() => rest.to_string(),
+            Some((_, rest)) if self.spec.starts_with(crate::ompi::adapt::TABLE_NAME) => {
+                format!("adapt:{rest}")
+            }
+            _ => crate::mpich::short_name(&self.spec).to_string(),
         }
     }
 }
@@ -435,6 +439,45 @@ mod tests {
         assert!(text.contains("best forced Intel MPI"), "{text}");
         assert!(text.contains(" ring "), "{text}");
         assert!(text.contains("Intel MPI algorithm: 2.000x"), "{text}");
+    }
+
+    #[test]
+    fn comparison_names_open_mpi_adapt_apart_from_tuned() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 2.0));
+            s.push(sample("mpi", "library", 8, run, 8.0));
+            s.push(sample(
+                "ompi_tuned:algorithm=6,name=binomial,segment=0",
+                "library",
+                8,
+                run,
+                5.0,
+            ));
+            s.push(sample(
+                "ompi_adapt:algorithm=1,name=binomial,segment=0",
+                "library",
+                8,
+                run,
+                4.0,
+            ));
+        }
+        let all = series(&s);
+        let text = comparison(&all);
+        // one library: both components are Open MPI's
+        assert!(text.contains("best forced Open MPI"), "{text}");
+        assert!(text.contains("ours/omp"), "{text}");
+        // the best forced one is adapt's binomial, named apart from tuned's
+        assert!(text.contains(" adapt:binomial,segment=0 "), "{text}");
+        assert!(
+            text.contains("best of colltune / best forced Open MPI algorithm: 0.500x"),
+            "{text}"
+        );
+        let adapt = all
+            .keys()
+            .find(|k| k.spec.starts_with("ompi_adapt"))
+            .unwrap();
+        assert!(adapt.is_forced() && !adapt.is_native() && !adapt.is_ompi_tuned());
     }
 
     #[test]

@@ -12,9 +12,10 @@ use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
 use colltune_core::method::{expand, CacheMode, Method, Pattern, Subject};
 use colltune_core::mpich::check_label;
-use colltune_core::ompi::{is_open_mpi, TUNED_BCAST};
+use colltune_core::ompi::{adapt, is_open_mpi, HAN_ONE_NODE, TUNED_BCAST};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series, spread_overall};
+use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
 use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
 use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
 use colltune_mpi::transport::mpi::Comm;
@@ -69,10 +70,13 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "0")]
     overlap_us: Vec<f64>,
     /// Baselines: `mpi` (the library's own MPI_Bcast), `ompi-tuned` (each
-    /// Open MPI coll/tuned algorithm forced), `mpich-algorithms` (each
-    /// algorithm MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced
-    /// through MPI_T), `none`. Default: `mpi` and the library's forced
-    /// algorithms (ompi-tuned on Open MPI, mpich-algorithms on MPICH).
+    /// Open MPI coll/tuned algorithm forced), `ompi-adapt` (each Open MPI
+    /// coll/adapt algorithm, adapt selected and its algorithm written
+    /// through MPI_T: Open MPI 5.0), `mpich-algorithms` (each algorithm
+    /// MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced through
+    /// MPI_T), `none`. Default: `mpi` and the library's forced algorithms
+    /// (ompi-tuned, and ompi-adapt where MPI_T can force it, on Open MPI;
+    /// mpich-algorithms on MPICH).
     #[arg(long, value_delimiter = ',')]
     baseline: Vec<String>,
     /// Record the `mpi` baseline under this spec instead of `mpi`: the
@@ -84,7 +88,8 @@ pub struct Args {
     /// Measure only the baselines, none of colltune's algorithms.
     #[arg(long)]
     baselines_only: bool,
-    /// Segment sizes for the forced Open MPI algorithms that segment.
+    /// Segment sizes for the forced Open MPI algorithms that segment
+    /// (coll/tuned's segmented ones, every coll/adapt one).
     #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_bytes)]
     ompi_segment: Vec<u64>,
     /// Raw samples go here (CSV, streamed as they are taken).
@@ -160,14 +165,23 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         .map(|b| b.to_ascii_lowercase())
         .collect();
     for b in &baselines {
-        if !["mpi", "ompi-tuned", "mpich-algorithms", "none"].contains(&b.as_str()) {
+        if ![
+            "mpi",
+            "ompi-tuned",
+            "ompi-adapt",
+            "mpich-algorithms",
+            "none",
+        ]
+        .contains(&b.as_str())
+        {
             return Err(UsageError(format!(
-                "--baseline `{b}`: use mpi, ompi-tuned, mpich-algorithms or none"
+                "--baseline `{b}`: use mpi, ompi-tuned, ompi-adapt, mpich-algorithms or none"
             ))
             .into());
         }
     }
     let want_tuned = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-tuned");
+    let want_adapt = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-adapt");
     let want_mpich = baselines.is_empty() || baselines.iter().any(|b| b == "mpich-algorithms");
     let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
     if let Some(l) = &args.baseline_label {
@@ -224,6 +238,59 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                 } else if lead && !baselines.is_empty() {
                     eprintln!(
                         "colltune bench: {} is not Open MPI: no coll/tuned baselines",
+                        prov.mpi
+                    );
+                }
+            }
+            if want_adapt {
+                if is_open_mpi(&prov.mpi) {
+                    // Every rank reads the same library: all agree.
+                    match adapt_algorithms() {
+                        Ok(offered) => {
+                            let forced = adapt::baselines(&offered);
+                            if lead {
+                                println!(
+                                    "colltune bench: {} offers coll/adapt broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm and {} written per point{}",
+                                    prov.mpi,
+                                    adapt::ALGORITHM,
+                                    offered
+                                        .iter()
+                                        .map(|c| format!("{} ({})", c.name, c.id))
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                    adapt::PRIORITY,
+                                    adapt::FORCE_PRIORITY,
+                                    adapt::SEGMENT,
+                                    if forced.len() < offered.len() {
+                                        format!("; not `{}`, which adapt does not implement", adapt::NOT_IMPLEMENTED)
+                                    } else {
+                                        String::new()
+                                    }
+                                );
+                                if !multi_node {
+                                    println!(
+                                        "colltune bench: no coll/han baselines: {HAN_ONE_NODE}"
+                                    );
+                                }
+                            }
+                            for choice in forced {
+                                for &segment in &args.ompi_segment {
+                                    subjects.push(Subject::OmpiAdapt {
+                                        choice: choice.clone(),
+                                        segment,
+                                    });
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            if lead {
+                                eprintln!("colltune bench: no coll/adapt baselines: {e}");
+                            }
+                        }
+                    }
+                } else if lead && !baselines.is_empty() {
+                    eprintln!(
+                        "colltune bench: {} is not Open MPI: no coll/adapt baselines",
                         prov.mpi
                     );
                 }

@@ -43,6 +43,7 @@
 //!   the ranks** (IMB's `t_avg`) where the other patterns take the slowest
 //!   rank; it needs barrier synchronisation.
 
+pub mod adapt;
 pub mod clock;
 pub mod mpich;
 
@@ -164,6 +165,10 @@ pub struct Measurer<'c> {
     tuned_comms: Vec<(String, CommHandle)>,
     /// MPICH's variables as found before the first forced MPICH point.
     mpich_saved: Option<mpich::Saved>,
+    /// The communicator Open MPI's coll/adapt serves (made at the first
+    /// adapt point), and its variables as found before that point.
+    adapt_comm: Option<CommHandle>,
+    adapt_saved: Option<adapt::Saved>,
 }
 
 impl<'c> Measurer<'c> {
@@ -179,6 +184,8 @@ impl<'c> Measurer<'c> {
             prov,
             tuned_comms: Vec::new(),
             mpich_saved: None,
+            adapt_comm: None,
+            adapt_saved: None,
         }
     }
 
@@ -221,8 +228,33 @@ impl<'c> Measurer<'c> {
                 .find(|(k, _)| *k == s.label())
                 .map(|(_, c)| c)
                 .expect("made by make_tuned_comm"),
+            Subject::OmpiAdapt { .. } => self.adapt_comm.as_ref().expect("made by force_adapt"),
             _ => self.comm.handle(),
         }
+    }
+
+    /// Forces one of coll/adapt's broadcast algorithms for a point: makes
+    /// the communicator adapt serves at the first (collective; a library
+    /// that will not let `MPI_T` raise its priority makes the subject
+    /// unavailable, on every rank alike), then writes the algorithm and
+    /// segment (read per call); returns the values to put back.
+    fn force_adapt(&mut self, id: i32, segment: u64) -> Result<adapt::Saved, BenchError> {
+        let segment = i32::try_from(segment).map_err(|_| {
+            BenchError::Invalid(format!(
+                "coll/adapt segment {segment}: Open MPI takes at most 2^31 - 1 bytes"
+            ))
+        })?;
+        if self.adapt_comm.is_none() {
+            let saved = adapt::Saved::read()
+                .map_err(|e| BenchError::Unavailable(format!("coll/adapt: {e}")))?;
+            let c = adapt::dup_with_adapt(self.comm)
+                .map_err(|e| BenchError::Unavailable(format!("coll/adapt: {e}")))?;
+            self.adapt_saved = Some(saved);
+            self.adapt_comm = Some(c);
+        }
+        let saved = self.adapt_saved.expect("read with the communicator");
+        adapt::write(id, segment)?;
+        Ok(saved)
     }
 
     /// Forces MPICH's broadcast algorithm `choice` (process-wide, read per
@@ -310,9 +342,19 @@ impl<'c> Measurer<'c> {
             Subject::Mpich { choice } => Some(self.force_mpich(choice, pt.bytes)?),
             _ => None,
         };
+        let restore_adapt = match pt.subject {
+            Subject::OmpiAdapt { choice, segment } => Some(self.force_adapt(choice.id, *segment)?),
+            _ => None,
+        };
         let got = self.measure_inner(pt, run);
         if let Some(value) = restore {
             let back = mpich::write_algorithm(value);
+            if got.is_ok() {
+                back?;
+            }
+        }
+        if let Some(saved) = restore_adapt {
+            let back = adapt::write(saved.algorithm, saved.segment);
             if got.is_ok() {
                 back?;
             }
@@ -455,6 +497,7 @@ impl<'c> Measurer<'c> {
                         Subject::Library
                         | Subject::OmpiTuned { .. }
                         | Subject::Mpich { .. }
+                        | Subject::OmpiAdapt { .. }
                         | Subject::LibraryLabelled { .. },
                         _,
                     ) => {

@@ -1,0 +1,112 @@
+//! Open MPI's coll/adapt broadcast algorithms as baselines: which ones the
+//! library offers (read through `MPI_T` from its own description, which
+//! [`colltune_core::ompi::adapt`] parses), a communicator on which adapt
+//! serves the broadcast, and forcing one algorithm for a point.
+//!
+//! Open MPI picks a communicator's collective components when the
+//! communicator is made, by priority; coll/adapt's is 0, below coll/tuned
+//! and coll/han. So the measurer raises `coll_adapt_priority` through
+//! `MPI_T`, duplicates its communicator, and puts the priority back at once
+//! (the application's, and colltune's, later communicators keep Open MPI's
+//! own choice). adapt reads `coll_adapt_bcast_algorithm` and
+//! `_segment_size` at every call, process-wide, so a point writes them
+//! before its first call (read back) and the measurer writes back the
+//! values found at start after the point, as for MPICH. Open MPI 5.0 lets
+//! `MPI_T` write the three; 4.1 has them read-only (read at `MPI_Init`),
+//! which [`bcast_algorithms`] finds and says.
+//!
+//! That it takes effect is checked outside the process, against Open MPI
+//! itself (`jobs/check-ompi-forcing.sh`): `coll_base_verbose` shows adapt
+//! enabled at priority 100 on the duplicate, and the pml monitoring shows
+//! each algorithm's messages the same as with adapt forced by the
+//! environment at `MPI_Init`.
+
+use colltune_core::ompi::adapt::{
+    from_description, Choice, ALGORITHM, FORCE_PRIORITY, PRIORITY, SEGMENT,
+};
+
+use crate::transport::mpi::control::CommHandle;
+use crate::transport::mpi::{ffi, Comm, MpiError};
+
+/// Why coll/adapt's algorithms cannot be forced here, said once.
+#[derive(Debug, thiserror::Error)]
+pub enum AdaptUnavailable {
+    #[error("{library} has no coll/adapt broadcast ({why})")]
+    NoComponent { library: String, why: String },
+    #[error("{library}: cannot read the algorithms {ALGORITHM} takes: {why}")]
+    Unreadable { library: String, why: String },
+    #[error("{library} does not let MPI_T write coll/adapt's variables (Open MPI 4.1 reads them only at MPI_Init; 5.0 lets MPI_T write them): {why}")]
+    NotWritable { library: String, why: String },
+}
+
+/// Every broadcast algorithm this library's coll/adapt offers (its value 0,
+/// `tuned`, included: [`colltune_core::ompi::adapt::baselines`] leaves it
+/// out), after checking that the three variables can be written (each
+/// current value is written back).
+pub fn bcast_algorithms() -> Result<Vec<Choice>, AdaptUnavailable> {
+    let library = super::library_short();
+    let info = ffi::cvar_info(ALGORITHM).map_err(|e| AdaptUnavailable::NoComponent {
+        library: library.clone(),
+        why: e.message,
+    })?;
+    let all = from_description(&info.description).map_err(|why| AdaptUnavailable::Unreadable {
+        library: library.clone(),
+        why,
+    })?;
+    for var in [PRIORITY, ALGORITHM, SEGMENT] {
+        ffi::cvar_read_int(var)
+            .and_then(|v| ffi::cvar_write_int(var, v))
+            .map_err(|e| AdaptUnavailable::NotWritable {
+                library: library.clone(),
+                why: e.to_string(),
+            })?;
+    }
+    Ok(all)
+}
+
+/// The algorithm and segment as found before the first forced point.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Saved {
+    pub algorithm: i32,
+    pub segment: i32,
+}
+
+impl Saved {
+    pub(super) fn read() -> Result<Saved, MpiError> {
+        Ok(Saved {
+            algorithm: ffi::cvar_read_int(ALGORITHM)?,
+            segment: ffi::cvar_read_int(SEGMENT)?,
+        })
+    }
+}
+
+/// Writes the algorithm and segment, and reads both back.
+pub(super) fn write(algorithm: i32, segment: i32) -> Result<(), MpiError> {
+    for (var, value) in [(ALGORITHM, algorithm), (SEGMENT, segment)] {
+        ffi::cvar_write_int(var, value)?;
+        let back = ffi::cvar_read_int(var)?;
+        if back != value {
+            return Err(MpiError {
+                call: "MPI_T_cvar_read",
+                code: -1,
+                message: format!("{var}: wrote {value}, read back {back}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A duplicate of `comm` whose broadcast is coll/adapt's (collective over
+/// `comm`): [`PRIORITY`] raised to [`FORCE_PRIORITY`] while it is made,
+/// then put back.
+pub(super) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
+    let old = ffi::cvar_read_int(PRIORITY)?;
+    // Every rank reads the same library: a failure here is everywhere, and
+    // before the collective duplicate.
+    ffi::cvar_write_int(PRIORITY, FORCE_PRIORITY)?;
+    let dup = CommHandle::dup_private(comm.raw());
+    let back = ffi::cvar_write_int(PRIORITY, old);
+    let dup = dup?;
+    back?;
+    Ok(dup)
+}
