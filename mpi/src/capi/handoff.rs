@@ -8,8 +8,9 @@
 //!
 //! Why: a small broadcast takes 0.2-0.3 us, and in an application the
 //! interposition's cache lines are cold at every call (other ranks and the
-//! library's own work run between calls), so a full dispatch costs 50-100
-//! ns there where a warm one costs 13 ns.
+//! library's own work run between calls), so every line the path touches
+//! costs there what a warm benchmark does not show (13 ns for the whole
+//! dispatch warm, 40-70 ns in situ: docs/measurements/2026-12-01-handoff).
 //!
 //! When: the drop-in's `MPI_Init` (not a program calling `colltune_init`
 //! itself) on Open MPI, with a table (`COLLTUNE_TABLE`), no forced choice
@@ -269,9 +270,9 @@ pub fn retire() {
 }
 
 /// A call the handoff covers, passed to `PMPI_Bcast` unchanged: its return
-/// code; None: the full path decides. Reads the communicator's size and the
-/// datatype's size from the library (both are read by its `MPI_Bcast`
-/// next, so they are in cache for it), and the ranges of that size.
+/// code; None: the full path decides. Reads the communicator's size from
+/// the library, the datatype's size from colltune's cache of predefined
+/// types (else from the library), and the ranges of that size.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
