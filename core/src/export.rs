@@ -282,8 +282,8 @@ pub fn openmpi_handoff(table: &Table) -> Result<Option<Handoff>, ExportError> {
     }
     // Per handed-off size: the rules file's lines (from-byte, algorithm)
     // and the byte ranges Open MPI decides.
-    type Lines = Vec<(u64, Forced)>;
-    let mut entries: Vec<(u32, Lines, Vec<(u64, u64)>)> = Vec::new();
+    type Entry = (u32, Vec<(u64, Forced)>, Vec<(u64, u64)>);
+    let mut entries: Vec<Entry> = Vec::new();
     for (size, layouts) in per_size {
         let [cr] = layouts[..] else { continue };
         let mut lines: Vec<(u64, Forced)> = Vec::new();
