@@ -191,35 +191,55 @@ const OMPI_BCAST_ID: u32 = 7;
 /// Open MPI's classic dynamic rules file (the syntax Open MPI 4.1 reads).
 pub fn openmpi_classic(table: &Table) -> Result<(String, Vec<String>), ExportError> {
     let mut notes = Notes::default();
-    let entries = by_size(table, &mut notes);
-    // Open MPI applies the rules of the largest listed size not above the
-    // communicator's; a size right after each listed one, with algorithm 0
-    // (Open MPI's fixed decision), keeps each rule set to its own size.
-    let mut sizes: Vec<(u32, Option<&CommRules>)> = Vec::new();
-    for (i, cr) in entries.iter().enumerate() {
-        sizes.push((cr.ranks, Some(cr)));
-        let next = entries.get(i + 1).map(|n| n.ranks);
-        if next != Some(cr.ranks + 1) {
-            sizes.push((cr.ranks + 1, None));
-        }
+    let mut entries = Vec::new();
+    for cr in by_size(table, &mut notes) {
+        let rules = ompi_rules(cr, &mut notes)?;
+        entries.push((
+            cr.ranks,
+            rules.into_iter().map(|(min, _, m)| (min, m)).collect(),
+        ));
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "1 # number of collectives (made by colltune {} from a table of {}, {})",
+    let first = format!(
+        "made by colltune {} from a table of {}, {}",
         env!("CARGO_PKG_VERSION"),
         table.provenance.host,
         table.provenance.date
     );
+    let out = classic_file(
+        &first,
+        &entries,
+        "no colltune rule: Open MPI's fixed decision",
+    );
+    Ok((out, notes.into_vec()))
+}
+
+/// The classic rules file's text: a broadcast section with each size's
+/// `(from-byte, algorithm)` lines. Open MPI applies the rules of the largest
+/// listed size not above the communicator's; a size right after each
+/// listed one, with algorithm 0 (Open MPI's fixed decision, commented
+/// `fixed`), keeps each rule set to its own size.
+/// One communicator size's lines of a classic rules file.
+type SizeLines = (u32, Vec<(u64, Mapped)>);
+
+fn classic_file(first: &str, entries: &[SizeLines], fixed: &str) -> String {
+    let mut sizes: Vec<(u32, Option<&SizeLines>)> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let size = entry.0;
+        sizes.push((size, Some(entry)));
+        if entries.get(i + 1).map(|n| n.0) != Some(size + 1) {
+            sizes.push((size + 1, None));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "1 # number of collectives ({first})");
     let _ = writeln!(out, "{OMPI_BCAST_ID} # collective id: bcast");
     let _ = writeln!(out, "{} # number of communicator sizes", sizes.len());
-    for (size, cr) in sizes {
+    for (size, lines) in sizes {
         let _ = writeln!(out, "{size} # communicator size");
-        match cr {
-            Some(cr) => {
-                let rules = ompi_rules(cr, &mut notes)?;
-                let _ = writeln!(out, "{} # number of message sizes", rules.len());
-                for (min, _, m) in rules {
+        match lines {
+            Some((_, lines)) => {
+                let _ = writeln!(out, "{} # number of message sizes", lines.len());
+                for (min, m) in lines {
                     let _ = writeln!(
                         out,
                         "{min} {} {} {} # {}",
@@ -229,11 +249,11 @@ pub fn openmpi_classic(table: &Table) -> Result<(String, Vec<String>), ExportErr
             }
             None => {
                 let _ = writeln!(out, "1 # number of message sizes");
-                let _ = writeln!(out, "0 0 0 0 # no colltune rule: Open MPI's fixed decision");
+                let _ = writeln!(out, "0 0 0 0 # {fixed}");
             }
         }
     }
-    Ok((out, notes.into_vec()))
+    out
 }
 
 /// Open MPI's `chain_fanout` default (`coll_tuned_bcast_algorithm_chain_fanout`):
@@ -313,35 +333,33 @@ pub fn openmpi_handoff(table: &Table) -> Result<Option<Handoff>, ExportError> {
     if entries.is_empty() {
         return Ok(None);
     }
-    let mut sizes: Vec<(u32, &[(u64, Forced)])> = Vec::new();
-    let fixed_only = [(0, Forced { id: 0, segment: 0 })];
-    for (i, (size, lines, _)) in entries.iter().enumerate() {
-        sizes.push((*size, lines));
-        if entries.get(i + 1).map(|n| n.0) != Some(size + 1) {
-            sizes.push((size + 1, &fixed_only));
+    const FIXED: &str = "Open MPI's fixed decision";
+    let mapped = |f: Forced| Mapped {
+        id: f.id,
+        name: if f.is_default() {
+            FIXED
+        } else {
+            f.tuned().name
         }
-    }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "1 # number of collectives (colltune's handoff of the library rules in a table of {}, {})",
+        .into(),
+        faninout: if f.id == 2 { OMPI_CHAIN_FANOUT } else { 0 },
+        segment: u64::from(f.segment),
+        params: Vec::new(),
+    };
+    let files: Vec<SizeLines> = entries
+        .iter()
+        .map(|(size, lines, _)| {
+            (
+                *size,
+                lines.iter().map(|&(min, f)| (min, mapped(f))).collect(),
+            )
+        })
+        .collect();
+    let first = format!(
+        "colltune's handoff of the library rules in a table of {}, {}",
         table.provenance.host, table.provenance.date
     );
-    let _ = writeln!(out, "{OMPI_BCAST_ID} # collective id: bcast");
-    let _ = writeln!(out, "{} # number of communicator sizes", sizes.len());
-    for (size, lines) in sizes {
-        let _ = writeln!(out, "{size} # communicator size");
-        let _ = writeln!(out, "{} # number of message sizes", lines.len());
-        for (min, f) in lines {
-            let fanout = if f.id == 2 { OMPI_CHAIN_FANOUT } else { 0 };
-            let what = if f.is_default() {
-                "Open MPI's fixed decision"
-            } else {
-                f.tuned().name
-            };
-            let _ = writeln!(out, "{min} {} {fanout} {} # {what}", f.id, f.segment);
-        }
-    }
+    let out = classic_file(&first, &files, FIXED);
     Ok(Some(Handoff {
         rules: out,
         ranges: entries.into_iter().map(|(s, _, r)| (s, r)).collect(),

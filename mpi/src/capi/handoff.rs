@@ -289,8 +289,8 @@ pub unsafe fn pass(
     if count < 0 || comm == cffi::comm_null() || datatype == cffi::datatype_null() {
         return None;
     }
-    let size = cffi::comm_size_raw(comm)?;
-    if f.by_size.get(size).is_none_or(|r| r.is_empty()) {
+    let ranges = f.by_size.get(cffi::comm_size_raw(comm)?)?;
+    if ranges.is_empty() {
         return None;
     }
     // A predefined type the full path has met: its size from colltune's
@@ -304,7 +304,7 @@ pub unsafe fn pass(
         }
     };
     let bytes = each.checked_mul(count as u64)?;
-    if !within(f, size, bytes) {
+    if !ranges.iter().any(|&(lo, hi)| lo <= bytes && bytes <= hi) {
         return None;
     }
     let rc = cffi::user_bcast(buffer, count, datatype, root, comm);
