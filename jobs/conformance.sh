@@ -4,33 +4,44 @@
 #
 #  - MPICH's broadcast tests (test/mpi/coll: bcast.c on DTPools, i.e.
 #    derived datatypes that differ between ranks with one signature,
-#    bcast_comm_world_only, bcasttest, bcastzerotype, icbcast; p_bcast and
-#    p_bcast2 need MPI_Bcast_init (MPI 4) and are reported "not built"
-#    with Open MPI 4.1), built against the installed MPI (Open MPI) with
-#    MPICH's own test harness (util/mtest*.c, dtpools), compiled here
-#    without MPICH's configure;
+#    bcast_comm_world_only, bcasttest, bcastzerotype, icbcast, and p_bcast
+#    and p_bcast2 where the library has MPI_Bcast_init, MPI 4; Open MPI 4.1
+#    has not: "not built"), built against the chosen MPI with MPICH's own
+#    test harness (util/mtest*.c, dtpools), compiled here without MPICH's
+#    configure;
 #  - mpi4py's collective tests (test/test_cco*.py) run by mpi4py's own
-#    runner, mpi4py installed with pip in a virtual environment.
+#    runner, mpi4py installed with pip in a virtual environment (its wheel
+#    carries both the Open MPI and the MPICH interface; the chosen library's
+#    is named by MPI4PY_MPIABI and found on LD_LIBRARY_PATH).
 #
 # Settings: plain; preloaded with the shipped table
 # (tuning-tables/vm-2core.yaml); preloaded with a measured table whose rules
-# name Open MPI's own algorithms (library-rules: the forced-duplicate
-# route); preloaded with COLLTUNE_BCAST forcing each
-# algorithm family; preloaded without table.
+# name Open MPI's own algorithms (library-rules: the handoff and the
+# forced-duplicate route; Open MPI only); preloaded with COLLTUNE_BCAST
+# forcing each algorithm family; preloaded without table.
 #
-# Usage: jobs/conformance.sh [MPICH_SOURCE]
+# Usage: jobs/conformance.sh [--mpi NAME] [MPICH_SOURCE]
+#   NAME: the MPI library (jobs/mpi-env.sh): openmpi4 (the default), mpich4,
+#   openmpi5, mpich5, impi, mpich5-abi (the test programs built with
+#   mpicc_abi, the standard-ABI preload library). The preload library is
+#   that library's build (jobs/build.sh --mpi NAME; built here if missing),
+#   the programs are built with its mpicc, run by its launcher with its
+#   pinning flags.
 #   MPICH_SOURCE: a checkout of https://github.com/pmodels/mpich (only
 #   test/mpi is used), e.g.
 #     git clone --depth 1 https://github.com/pmodels/mpich /tmp/mpich
 #   Without it the MPICH part is skipped (said so in the output).
 # Environment:
-#   CONFORMANCE_WORK      build and log directory (default target/conformance)
-#   CONFORMANCE_TIMEOUT   seconds per mpirun (default 20; every run takes
-#                         under 2 s plain on 2 cores); a run that
-#                         reaches it counts as a failure ("hang")
+#   CONFORMANCE_WORK      build and log directory (default
+#                         target/conformance, target/conformance/NAME for
+#                         another library than openmpi4)
+#   CONFORMANCE_TIMEOUT   seconds per run (default 20; every run takes
+#                         under 2 s plain on 2 cores with Open MPI); a run
+#                         that reaches it counts as a failure ("hang")
 #   CONFORMANCE_SETTINGS  names of the settings to run, space-separated
-#                         (default: plain table no-table linear binomial
-#                         knomial4 pipeline4k scatter_ag; also chain binary
+#                         (default: plain table library-rules no-table
+#                         linear binomial knomial4 pipeline4k scatter_ag,
+#                         library-rules on Open MPI only; also chain binary
 #                         split_binary scatter_ag_ring, see SET below)
 #   CONFORMANCE_MAX_NP    skip MPICH runs with more ranks (default 10)
 #   CONFORMANCE_MPI4PY_NP rank counts for mpi4py (default "2 3")
@@ -48,52 +59,108 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-# shellcheck disable=SC1091
-. jobs/mpirun-flags.sh
 
-MPICH_SRC=${1:-}
-WORK=${CONFORMANCE_WORK:-$ROOT/target/conformance}
+MPI=${COLLTUNE_MPI:-openmpi4}
+MPICH_SRC=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mpi) MPI=${2:?--mpi needs a name}; shift 2 ;;
+    --mpi=*) MPI=${1#--mpi=}; shift ;;
+    *) MPICH_SRC=$1; shift ;;
+  esac
+done
+# shellcheck source=jobs/mpi-env.sh
+. jobs/mpi-env.sh "$MPI" || exit 2
+if [ "$MPI" = openmpi4 ]; then
+  WORK=${CONFORMANCE_WORK:-$ROOT/target/conformance}
+else
+  WORK=${CONFORMANCE_WORK:-$ROOT/target/conformance/$MPI}
+fi
 TIMEOUT=${CONFORMANCE_TIMEOUT:-20}
 MAX_NP=${CONFORMANCE_MAX_NP:-10}
 M4P_NP=${CONFORMANCE_MPI4PY_NP:-2 3}
 M4P_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-240}
 mkdir -p "$WORK/logs"
 
-cargo build --release -p colltune-preload >&2 || exit 1
-PRELOAD=$ROOT/target/release/libcolltune_preload.so
+PRELOAD=$ROOT/$CARGO_TARGET_DIR/release/libcolltune_preload.so
+jobs/build.sh --mpi "$MPI" -p colltune-preload >&2 || exit 1
 TABLE=$ROOT/tuning-tables/vm-2core.yaml
 # A measured table whose rules also name Open MPI's own algorithms (its
-# default decision and forced coll/tuned ones): the forced-duplicate route.
+# default decision and forced coll/tuned ones): the handoff and the
+# forced-duplicate route.
 LIBTABLE=$ROOT/docs/measurements/2026-12-01-imb/table-imb.yaml
 
-# name => mpirun -x arguments
+# name => the environment each rank gets (NAME=VALUE words), passed by the
+# launcher (Open MPI: -x; hydra, MPICH's and Intel's: -genv).
 declare -A SET
 SET[plain]=""
-SET[table]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_TABLE=$TABLE"
-SET[library-rules]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_TABLE=$LIBTABLE"
-SET[no-table]="-x LD_PRELOAD=$PRELOAD"
-SET[linear]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=linear"
-SET[binomial]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binomial"
-SET[knomial4]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=knomial:radix=4"
-SET[pipeline4k]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=pipeline:segment=4096"
-SET[chain]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=chain"
-SET[binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=binary"
-SET[split_binary]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=split_binary"
-SET[scatter_ag]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather"
-SET[scatter_ag_ring]="-x LD_PRELOAD=$PRELOAD -x COLLTUNE_BCAST=scatter_allgather_ring"
-settings=${CONFORMANCE_SETTINGS:-plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag}
+SET[table]="LD_PRELOAD=$PRELOAD COLLTUNE_TABLE=$TABLE"
+SET[library-rules]="LD_PRELOAD=$PRELOAD COLLTUNE_TABLE=$LIBTABLE"
+SET[no-table]="LD_PRELOAD=$PRELOAD"
+SET[linear]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=linear"
+SET[binomial]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=binomial"
+SET[knomial4]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=knomial:radix=4"
+SET[pipeline4k]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=pipeline:segment=4096"
+SET[chain]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=chain"
+SET[binary]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=binary"
+SET[split_binary]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=split_binary"
+SET[scatter_ag]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather"
+SET[scatter_ag_ring]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather_ring"
+if [ "$MPI_FAMILY" = openmpi ]; then
+  default_settings="plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag"
+else
+  default_settings="plain table no-table linear binomial knomial4 pipeline4k scatter_ag"
+fi
+settings=${CONFORMANCE_SETTINGS:-$default_settings}
+for s in $settings; do
+  [ -n "${SET[$s]+x}" ] || { echo "conformance: unknown setting \`$s\` (CONFORMANCE_SETTINGS): one of ${!SET[*]}" >&2; exit 2; }
+done
 
-# run NAME SETTING NP CMD... : one mpirun under the timeout; prints PASS,
+# The libraries installed by jobs/install-mpi.sh are found on their own
+# directory (the test programs and mpi4py have no run path to it).
+if [ -n "$MPI_PREFIX" ]; then
+  export LD_LIBRARY_PATH=$MPI_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+# command NP SETTING LIMIT CMD...: sets CMD to the chosen library's
+# launcher, pinned, with the setting's environment and the launcher's own
+# time limit of LIMIT seconds.
+command() {
+  local np=$1 setting=$2 limit=$3
+  shift 3
+  local env=() kv
+  for kv in ${SET[$setting]}; do
+    if [ "$MPI_FAMILY" = openmpi ]; then
+      env+=(-x "$kv")
+    else
+      env+=(-genv "${kv%%=*}" "${kv#*=}")
+    fi
+  done
+  if [ "$MPI_FAMILY" = openmpi ]; then
+    [ -n "$MPI_PREFIX" ] && env+=(-x LD_LIBRARY_PATH)
+    CMD=("$MPI_LAUNCHER" -n "$np" "${MPI_FLAGS[@]}" --timeout "$limit" "${env[@]}" "$@")
+  else
+    # hydra (MPICH's and Intel's) passes the launcher's environment on.
+    CMD=(env MPIEXEC_TIMEOUT="$limit" "$MPI_LAUNCHER" -n "$np" "${MPI_FLAGS[@]}" "${env[@]}" "$@")
+  fi
+}
+
+# A launcher's own "time limit reached" (Open MPI) or "timeout" (hydra).
+timed_out() {
+  grep -qi "time limit for job execution has been reached\|APPLICATION TIMED OUT\|timeout" "$1"
+}
+
+# run NAME SETTING NP CMD... : one launch under the timeout; prints PASS,
 # FAIL or HANG and keeps the log.
 run() {
   local name=$1 setting=$2 np=$3
   shift 3
   local log="$WORK/logs/$setting.$name.np$np.log"
   # shellcheck disable=SC2086
-  timeout -k 10 $((TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$TIMEOUT" \
-    ${SET[$setting]} "$@" >"$log" 2>&1
+  command "$np" "$setting" "$TIMEOUT" "$@"
+  timeout -k 10 $((TIMEOUT + 30)) "${CMD[@]}" >"$log" 2>&1
   local rc=$?
-  if grep -q "time limit for job execution has been reached" "$log" || [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+  if timed_out "$log" || [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo HANG
   elif [ $rc -eq 0 ] && grep -q "No Errors" "$log"; then
     echo PASS
@@ -134,20 +201,20 @@ EOF
   local o
   for f in util/mtest.c util/mtest_common.c util/dtypes.c util/mtest_single.c util/run_mpitests.c dtpools/src/*.c; do
     o=$(basename "$f" .c).o
-    mpicc "${CF[@]}" -c "$f" -o "$o" || { echo "MPICH: cannot compile $f" >&2; return 1; }
+    "$MPICC" "${CF[@]}" -c "$f" -o "$o" || { echo "MPICH: cannot compile $f" >&2; return 1; }
   done
   ar rcs libmtest.a mtest.o mtest_common.o dtypes.o dtpools*.o
   local built=()
   for t in bcast bcasttest bcastzerotype icbcast p_bcast p_bcast2; do
     local main=()
     grep -q '^int run(' "coll/$t.c" && main=(run_mpitests.o)
-    if mpicc "${CF[@]}" -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$WORK/logs/build.$t.log" 2>&1; then
+    if "$MPICC" "${CF[@]}" -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$WORK/logs/build.$t.log" 2>&1; then
       built+=("$t")
     else
       echo "MPICH: $t not built ($(grep -m1 -o "undefined reference to .*" "$WORK/logs/build.$t.log" || echo "see $WORK/logs/build.$t.log"))"
     fi
   done
-  mpicc "${CF[@]}" -DBCAST_COMM_WORLD_ONLY -o bcast_comm_world_only coll/bcast.c mtest_single.o libmtest.a -lpthread -lm && built+=(bcast_comm_world_only)
+  "$MPICC" "${CF[@]}" -DBCAST_COMM_WORLD_ONLY -o bcast_comm_world_only coll/bcast.c mtest_single.o libmtest.a -lpthread -lm && built+=(bcast_comm_world_only)
 
   # The runs of coll/testlist.in and of maint/dtp-test-config.txt (the
   # DTPools tests: types MPI_INT and MPI_INT:4+MPI_DOUBLE:8, counts 1 and
@@ -207,7 +274,12 @@ EOF
 
 # --------------------------------------------------------------- mpi4py
 mpi4py() {
-  local V=$WORK/venv
+  if [ "$MPI_FAMILY" = abi ]; then
+    echo "mpi4py: skipped: its wheel carries the Open MPI and the MPICH interfaces, not the MPI standard ABI"
+    return 0
+  fi
+  # One virtual environment for every library: the wheel is the same.
+  local V=${CONFORMANCE_VENV:-$ROOT/target/conformance/venv}
   if [ ! -x "$V/bin/python" ]; then
     python3 -m venv "$V" || return 1
   fi
@@ -219,20 +291,29 @@ mpi4py() {
     git clone --quiet --depth 1 --branch "$ver" https://github.com/mpi4py/mpi4py "$src" ||
       { echo "mpi4py: no test sources (set MPI4PY_SOURCE to an mpi4py $ver checkout)" >&2; return 1; }
   fi
+  if [ "$MPI_FAMILY" = mpich ] && [ -z "$MPI_PREFIX" ]; then
+    # Debian's MPICH names its library libmpich.so.12; mpi4py's MPICH
+    # module asks for libmpi.so.12, which MPICH's own installations have.
+    local libdir
+    libdir=$("$MPICC" -show | grep -o -- '-L[^ ]*' | head -1 | cut -c3-)
+    mkdir -p "$WORK/lib"
+    ln -sf "${libdir:-/usr/lib/x86_64-linux-gnu}/libmpich.so.12" "$WORK/lib/libmpi.so.12"
+    export LD_LIBRARY_PATH=$WORK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
   printf '\nmpi4py %s collective tests (%s/test/test_cco*.py, mpi4py'"'"'s runner), tests passed (summed over ranks) per setting\n' "$ver" "$src"
   for np in $M4P_NP; do
     local line="  np=$np"
     for s in $settings; do
       local log="$WORK/logs/$s.mpi4py.np$np.log"
       # shellcheck disable=SC2086
-      (cd "$src/test" && timeout -k 10 $((M4P_TIMEOUT + 30)) mpirun -n "$np" "${MPIRUN_FLAGS[@]}" --timeout "$M4P_TIMEOUT" \
-        ${SET[$s]} "$V/bin/python" runtests.py --no-builddir -i test_cco) >"$log" 2>&1
+      command "$np" "$s" "$M4P_TIMEOUT" "$V/bin/python" runtests.py --no-builddir -i test_cco
+      (cd "$src/test" && MPI4PY_MPIABI=$MPI_FAMILY timeout -k 10 $((M4P_TIMEOUT + 30)) "${CMD[@]}") >"$log" 2>&1
       local rc=$?
       local ran failed
       ran=$(grep -o '^Ran [0-9]* test' "$log" | awk '{s += $2} END {print s + 0}')
       failed=$(grep -o '\(failures\|errors\)=[0-9]*' "$log" | awk -F= '{s += $2} END {print s + 0}')
       local res="$((ran - failed))/$ran"
-      if grep -q "time limit for job execution has been reached" "$log" || [ $rc -eq 124 ]; then
+      if timed_out "$log" || [ $rc -eq 124 ]; then
         res+="(HANG)"
       elif [ $rc -ne 0 ]; then
         res+="(rc=$rc)"
@@ -243,7 +324,7 @@ mpi4py() {
   done
 }
 
-echo "conformance: settings: $settings; logs in $WORK/logs"
+echo "conformance: $MPI ($MPI_LAUNCHER), settings: $settings; logs in $WORK/logs"
 if [ "${SKIP_MPICH:-0}" != 1 ]; then
   if [ -n "$MPICH_SRC" ]; then
     mpich || echo "MPICH part failed"
