@@ -34,6 +34,8 @@
 #      node), then `bench --baseline ompi-adapt` measures each of the names
 #      Open MPI gives coll_adapt_bcast_algorithm and `report --comparison`
 #      names them (adapt:<name>,segment=N); on 4.1 bench says once why not.
+#   8. the library reads what `colltune export` writes for it
+#      (jobs/check-exports.sh; Open MPI and MPICH).
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
@@ -272,4 +274,14 @@ if [ -n "${BENCH:-}" ]; then
   launch 4 "$bin" tune --budget 1 --sizes 1,64K,1M --csv "$scratch/tune.csv" --table "$scratch/t.yaml" > "$scratch/tune" 2>&1 || { tail -30 "$scratch/tune" >&2; fail "tune at 4 ranks"; }
   grep -m1 "mpi:" "$scratch/t.yaml" | sed 's/^/test-mpi: table provenance /'
 fi
+# 8. The library reads what `export` writes for it (jobs/check-exports.sh:
+#    Open MPI's rules file runs the algorithm it names, MPICH loads the JSON
+#    and fails on a broken one; Intel MPI and the standard ABI have no
+#    export format of their own).
+case "$name" in
+  openmpi4 | openmpi5 | mpich4 | mpich5)
+    jobs/check-exports.sh "$name" 4 > "$scratch/exports" 2>&1 || { cat "$scratch/exports" >&2; fail "the library does not run what export wrote for it (jobs/check-exports.sh)"; }
+    grep '^check-exports' "$scratch/exports" | sed 's/^/  /'
+    ;;
+esac
 echo "test-mpi ($name): passed in $(( $(date +%s) - start )) s"
