@@ -83,7 +83,7 @@ M4P_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-240}
 mkdir -p "$WORK/logs"
 
 PRELOAD=$ROOT/$CARGO_TARGET_DIR/release/libcolltune_preload.so
-jobs/build.sh --mpi "$MPI" -p colltune-preload >&2 || exit 1
+jobs/build.sh --mpi "$MPI" >&2 || exit 1
 TABLE=$ROOT/tuning-tables/vm-2core.yaml
 # A measured table whose rules also name Open MPI's own algorithms (its
 # default decision and forced coll/tuned ones): the handoff and the
