@@ -59,8 +59,8 @@
 #   its variables at MPI_Init (mca_coll_han_query_module_from_mca,
 #   coll_han_component.c), and _up_module likewise. Exit 1 if that changes
 #   (the README's baselines section and bench would then be wrong).
-# Not root, or the emulated cluster in use by another job: that part is
-# skipped, saying so.
+# Not root: that part is skipped, saying so. Another job's emulated cluster
+# is waited for (EMU_WAIT_S, 600 s; then exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/check-ompi-forcing.sh openmpi4|openmpi5 [ranks]}
@@ -224,7 +224,7 @@ emu=jobs/emucluster/emucluster
 if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_use_bcast_algorithm:status:writeable' <<< "$info"; then
   if [ "$(id -u)" != 0 ]; then
     echo "check-ompi-forcing ($name): coll/han across nodes NOT checked: the emulated cluster needs root (network namespaces)"
-  elif [ -e /run/colltune-emucluster ] || ip netns list 2> /dev/null | grep -q '^ctnode'; then
+  elif ! "$emu" wait "${EMU_WAIT_S:-600}"; then
     echo "check-ompi-forcing ($name): coll/han across nodes NOT checked: the emulated cluster (ctnode namespaces) is in use by another job" >&2
     rc=1
   else

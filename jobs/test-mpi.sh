@@ -39,7 +39,8 @@
 #      (adapt:<name>,segment=N); on 4.1 bench says once why not;
 #   8. on Open MPI 5.0, as root: the emulated cluster of 2 nodes x 2 ranks
 #      (jobs/emucluster/emucluster run --mpi openmpi5; skipped, saying so,
-#      when not root or when another job uses it): coll_base_verbose shows
+#      when not root; another job's emulated cluster is waited for,
+#      EMU_WAIT_S, 600 s): coll_base_verbose shows
 #      coll/han selected on MPI_COMM_WORLD, `verify` passes, and `bench
 #      --baseline mpi,ompi-han` measures coll/han's intra and simple
 #      (ompi_han rows), which report and plot label han:<...>.
@@ -281,7 +282,7 @@ if [ "$name" = openmpi5 ]; then
   emu=jobs/emucluster/emucluster
   if [ "$(id -u)" != 0 ]; then
     echo "test-mpi ($name): SKIPPED the emulated cluster (coll/han across nodes): it needs root (network namespaces)"
-  elif [ -e /run/colltune-emucluster ] || ip netns list 2> /dev/null | grep -q '^ctnode'; then
+  elif ! "$emu" wait "${EMU_WAIT_S:-600}"; then
     fail "the emulated cluster (ctnode namespaces) is in use by another job: run again when it is down"
   else
     t8=$(date +%s)
