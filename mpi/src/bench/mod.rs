@@ -274,9 +274,12 @@ impl<'c> Measurer<'c> {
                     .map_err(|e| BenchError::Unavailable(format!("{what}: {e}")))?,
             );
         }
-        slot.as_ref()
-            .expect("made above")
-            .write(&[Some(id), segment])?;
+        let forced = slot.as_ref().expect("made above");
+        if let Err(e) = forced.write(&[Some(id), segment]) {
+            // Half written: leave none of it behind.
+            let _ = forced.restore();
+            return Err(e.into());
+        }
         Ok(component)
     }
 
