@@ -57,8 +57,10 @@
 #   written through MPI_T, before or after the duplicate, it changes
 #   nothing: han turns the string into a module id once, when it registers
 #   its variables at MPI_Init (mca_coll_han_query_module_from_mca,
-#   coll_han_component.c), and _up_module likewise. Exit 1 if that changes
-#   (the README's baselines section and bench would then be wrong).
+#   coll_han_component.c); _up_module goes through the same conversion
+#   (not checked: on 2 nodes libnbc and adapt send rank 0 the same
+#   messages). Exit 1 if that changes (the README's baselines section and
+#   bench would then be wrong).
 # Not root: that part is skipped, saying so. Another job's emulated cluster
 # is waited for (EMU_WAIT_S, 600 s; then exit 1).
 set -euo pipefail
