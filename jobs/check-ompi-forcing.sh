@@ -37,7 +37,32 @@
 # coll/han: on one node Open MPI 5.0's coll/han disqualifies itself on
 # every communicator ("comm has only local processes; disqualifying
 # myself", coll_han_module.c), even at priority 100: the check expects
-# that line, so its choices are no baselines here (README).
+# that line. Across nodes it serves: as root (network namespaces), the
+# check brings up the emulated cluster (jobs/emucluster/emucluster, 2
+# nodes x 2 ranks; down again at the end) and runs tests/c/force_han.c
+# there:
+# - coll_base_verbose: the duplicate made with coll_han_priority=100
+#   written through MPI_T selects han at 100 on all 4 ranks (MPI_COMM_WORLD
+#   and the duplicate made after see it at its own 35), and han's own
+#   verbose output (coll_han_verbose 1: "coll:han:get_algorithm bcast ...
+#   algorithm:2 simple") shows it running the algorithm written;
+# - the pml monitoring: coll_han_use_bcast_algorithm (1 intra, 2 simple)
+#   and coll_han_bcast_segsize (intra's pipeline segment), written through
+#   MPI_T after the duplicate is made (han reads them at every call), give
+#   rank 0 the messages they give forced at MPI_Init (OMPI_MCA_...); intra
+#   with 8 KiB segments differs from 64 KiB ones, simple from intra;
+# - the negative: coll_han_bcast_low_module (0 tuned, 1 sm: the component
+#   of intra's intra-node step) forced at MPI_Init to sm changes rank 0's
+#   messages to its node neighbour (shared memory instead of the pml);
+#   written through MPI_T, before or after the duplicate, it changes
+#   nothing: han turns the string into a module id once, when it registers
+#   its variables at MPI_Init (mca_coll_han_query_module_from_mca,
+#   coll_han_component.c); _up_module goes through the same conversion
+#   (not checked: on 2 nodes libnbc and adapt send rank 0 the same
+#   messages). Exit 1 if that changes (the README's baselines section and
+#   bench would then be wrong).
+# Not root: that part is skipped, saying so. Another job's emulated cluster
+# is waited for (EMU_WAIT_S, 600 s; then exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/check-ompi-forcing.sh openmpi4|openmpi5 [ranks]}
@@ -193,6 +218,101 @@ if want han && grep -q '^mca:coll:han:param:coll_han_priority:status:writeable' 
   else
     echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit the README's baselines section" >&2
     rc=1
+  fi
+fi
+
+# coll/han across nodes: on the emulated cluster (root).
+emu=jobs/emucluster/emucluster
+if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_use_bcast_algorithm:status:writeable' <<< "$info"; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "check-ompi-forcing ($name): coll/han across nodes NOT checked: the emulated cluster needs root (network namespaces)"
+  elif ! "$emu" wait "${EMU_WAIT_S:-600}"; then
+    echo "check-ompi-forcing ($name): coll/han across nodes NOT checked: the emulated cluster (ctnode namespaces) is in use by another job" >&2
+    rc=1
+  else
+    "$MPICC" -O2 -o "$d/force_han" tests/c/force_han.c
+    trap '"$emu" down > /dev/null 2>&1 || true; rm -rf "$d"' EXIT
+    NODES=2 "$emu" up > "$d/emu" 2>&1 || { cat "$d/emu" >&2; echo "check-ompi-forcing: emucluster up failed" >&2; exit 1; }
+    hrun() { timeout 300 "$emu" run --mpi "$name" -np 4 --host ctnode1:2,ctnode2:2 "$@"; }
+    # 1. The component and the algorithm, from Open MPI's own words.
+    hrun -x OMPI_MCA_coll_base_verbose=10 -x OMPI_MCA_coll_han_verbose=1 "$d/force_han" after coll_han_use_bcast_algorithm=2 > "$d/hverbose" 2>&1 \
+      || { tail -20 "$d/hverbose" >&2; echo "check-ompi-forcing: force_han under coll_base_verbose failed" >&2; exit 1; }
+    grep -q "force_han: all bytes correct" "$d/hverbose" || { tail -20 "$d/hverbose" >&2; exit 1; }
+    high=$(grep -cE 'coll:base:comm_select: selecting +han, priority +100, Enabled' "$d/hverbose" || true)
+    own=$(grep -cE 'coll:base:comm_select: selecting +han, priority +35, Enabled' "$d/hverbose" || true)
+    above=$(grep -E 'coll:base:comm_select: selecting .*Enabled' "$d/hverbose" | awk -F'priority' '{split($2, a, ","); if (a[1] + 0 > 100) n++} END {print n + 0}')
+    simple=$(grep -cE 'coll:han:get_algorithm bcast size:1048576 algorithm:2 simple' "$d/hverbose" || true)
+    if [ "$high" -eq 4 ] && [ "$own" -ge 8 ] && [ "$above" -eq 0 ] && [ "$simple" -eq 10 ]; then
+      echo "check-ompi-forcing ($name, 2 emulated nodes x 2 ranks): coll/han: the duplicate made with coll_han_priority=100 written through MPI_T selects han at priority 100 on all 4 ranks, nothing enabled above it; MPI_COMM_WORLD and the duplicate made after select it at its own 35 ($own times); coll_han_use_bcast_algorithm=2 written after the duplicate: han says \"$(grep -m1 -oE 'coll:han:get_algorithm bcast size:1048576 algorithm:2 simple' "$d/hverbose")\" for each of the 10 broadcasts"
+    else
+      grep -E 'comm_select: selecting|get_algorithm|disqualif' "$d/hverbose" | head -40 >&2
+      echo "check-ompi-forcing ($name): coll/han was NOT forced as written: han enabled at 100 on $high rank(s) (want 4), at 35 on $own communicator(s) (want 8), $above enabled above 100, the simple broadcast run $simple times (want 10)" >&2
+      rc=1
+    fi
+    # 2. Rank 0's messages: through MPI_T (after the duplicate) = at MPI_Init.
+    han_sends() { # mode NAME=VALUE...
+      local mode=$1 extra=() args=() kv
+      shift
+      if [ "$mode" = env ]; then
+        for kv in "$@"; do extra+=(-x "OMPI_MCA_$kv"); done
+      elif [ "$mode" != none ]; then
+        args=("$mode" "$@")
+      fi
+      hrun -x OMPI_MCA_pml_monitoring_enable=1 -x OMPI_MCA_pml_monitoring_enable_output=1 "${extra[@]}" "$d/force_han" "${args[@]}" > "$d/hout" 2>&1 || {
+        tail -20 "$d/hout" >&2
+        echo "check-ompi-forcing: the coll/han run ($mode $*) failed" >&2
+        exit 1
+      }
+      grep -q "force_han: all bytes correct" "$d/hout" || { tail -20 "$d/hout" >&2; exit 1; }
+      awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$d/hout" | sort -n | tr '\n' ';'
+    }
+    han_retry() {
+      local r="" i
+      for i in 1 2 3; do
+        r=$(han_sends "$@")
+        [ -n "$r" ] && break
+      done
+      echo "$r"
+    }
+    declare -A hseen
+    for case in "coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=65536" "coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=8192" \
+      "coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=0" "coll_han_use_bcast_algorithm=2"; do
+      read -r -a kv <<< "$case"
+      for _ in 1 2 3; do
+        a=$(han_retry after "${kv[@]}")
+        b=$(han_retry env "${kv[@]}")
+        [ "$a" = "$b" ] && break
+      done
+      hseen[$case]=$a
+      if [ -n "$a" ] && [ "$a" = "$b" ]; then
+        echo "check-ompi-forcing ($name, 2x2 emulated): coll/han $case: forced through MPI_T = forced at init: rank 0 sends $a"
+      else
+        echo "check-ompi-forcing ($name, 2x2 emulated): coll/han $case: MPI_T forcing did NOT take effect: MPI_T $a, at init $b" >&2
+        rc=1
+      fi
+    done
+    i64="coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=65536"
+    if [ "${hseen[$i64]}" = "${hseen[coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=8192]}" ] || [ "${hseen[$i64]}" = "${hseen[coll_han_use_bcast_algorithm=2]}" ]; then
+      echo "check-ompi-forcing ($name): coll/han's intra at 64 KiB and 8 KiB segments, or intra and simple, send the same messages: the choices did not change anything" >&2
+      rc=1
+    fi
+    # 3. The modules of intra's two steps: read only at MPI_Init.
+    plain=$(han_retry none)
+    for _ in 1 2 3; do
+      env_sm=$(han_retry env coll_han_bcast_low_module=1)
+      [ "$env_sm" != "$plain" ] && break
+    done
+    for _ in 1 2 3; do
+      after_sm=$(han_retry after coll_han_bcast_low_module=1)
+      before_sm=$(han_retry before coll_han_bcast_low_module=1)
+      [ "$after_sm" = "$plain" ] && [ "$before_sm" = "$plain" ] && break
+    done
+    if [ -n "$plain" ] && [ "$env_sm" != "$plain" ] && [ "$after_sm" = "$plain" ] && [ "$before_sm" = "$plain" ]; then
+      echo "check-ompi-forcing ($name, 2x2 emulated): coll/han's module choices are read only at MPI_Init: coll_han_bcast_low_module=1 (sm) forced at init changes rank 0's messages ($plain -> $env_sm); written through MPI_T (it reads back), before or after the duplicate, nothing changes ($after_sm): no up/low baselines"
+    else
+      echo "check-ompi-forcing ($name, 2x2 emulated): coll_han_bcast_low_module: expected at-init-only (at init $env_sm vs none $plain; MPI_T after the duplicate $after_sm, before $before_sm): revisit bench's coll/han baselines and the README" >&2
+      rc=1
+    fi
   fi
 fi
 exit $rc

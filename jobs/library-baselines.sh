@@ -16,10 +16,11 @@
 #   on this library that each forced choice takes effect (coll_base_verbose
 #   names the component a duplicate selected; the pml monitoring shows
 #   each algorithm's messages equal those forced by the environment at
-#   MPI_Init); CHECK_FORCING=0 skips it. coll/han has no baselines on one
-#   node: Open MPI 5.0 disqualifies it on any communicator of one node
-#   (that check shows it); on several nodes it is 5.0's default, the `mpi`
-#   baseline. Then the CSV must hold coll/tuned and coll/adapt rows.
+#   MPI_Init; as root, coll/han's on the emulated cluster);
+#   CHECK_FORCING=0 skips it. coll/han has no baselines on one node: Open
+#   MPI 5.0 disqualifies it on any communicator of one node (that check
+#   shows it); bench measures its choices only across nodes. Then the CSV
+#   must hold coll/tuned and coll/adapt rows.
 # - Intel MPI chooses its broadcast by I_MPI_ADJUST_BCAST, read at MPI_Init,
 #   and exposes no MPIR_CVAR_BCAST_INTRA_ALGORITHM: one bench of colltune's
 #   algorithms and the library's default MPI_Bcast, then, per algorithm id

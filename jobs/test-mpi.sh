@@ -31,10 +31,20 @@
 #   7. on Open MPI, coll/adapt's algorithms as baselines: where MPI_T may
 #      write coll/adapt's variables (5.0), jobs/check-ompi-forcing.sh proves
 #      forcing them takes effect (and that coll/han is disqualified on one
-#      node), then `bench --baseline ompi-adapt` measures each of the names
-#      Open MPI gives coll_adapt_bcast_algorithm and `report --comparison`
-#      names them (adapt:<name>,segment=N); on 4.1 bench says once why not.
-#   8. the library reads what `colltune export` writes for it
+#      node; as root, that forcing coll/han's choices takes effect on the
+#      emulated 2x2 cluster, its modules not), then `bench --baseline
+#      ompi-adapt,ompi-han` measures each of the names Open MPI gives
+#      coll_adapt_bcast_algorithm, says once why there are no coll/han
+#      baselines on one node, and `report --comparison` names them
+#      (adapt:<name>,segment=N); on 4.1 bench says once why not;
+#   8. on Open MPI 5.0, as root: the emulated cluster of 2 nodes x 2 ranks
+#      (jobs/emucluster/emucluster run --mpi openmpi5; skipped, saying so,
+#      when not root; another job's emulated cluster is waited for,
+#      EMU_WAIT_S, 600 s): coll_base_verbose shows
+#      coll/han selected on MPI_COMM_WORLD, `verify` passes, and `bench
+#      --baseline mpi,ompi-han` measures coll/han's intra and simple
+#      (ompi_han rows), which report and plot label han:<...>.
+#   9. the library reads what `colltune export` writes for it
 #      (jobs/check-exports.sh; Open MPI and MPICH).
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
@@ -238,10 +248,10 @@ fi
 if [ "$MPI_FAMILY" = openmpi ]; then
   out=$scratch/adapt
   rc=0
-  launch 4 "$bin" bench --collective bcast -a binomial --executions blocking --baseline mpi,ompi-adapt \
+  launch 4 "$bin" bench --collective bcast -a binomial --executions blocking --baseline mpi,ompi-adapt,ompi-han \
     --sizes 64,64K --runs 1 --budget-ms 2 --min-reps 2 --warmup 1 --summary-only --csv "$scratch/adapt.csv" > "$out" 2>&1 \
     || rc=$?
-  [ "$rc" -eq 0 ] || { tail -20 "$out" >&2; fail "bench -a binomial --baseline mpi,ompi-adapt at 4 ranks"; }
+  [ "$rc" -eq 0 ] || { tail -20 "$out" >&2; fail "bench -a binomial --baseline mpi,ompi-adapt,ompi-han at 4 ranks"; }
   if grep -q "no coll/adapt baselines" "$out"; then
     [ "$(grep -c "no coll/adapt baselines" "$out")" -eq 1 ] || { cat "$out" >&2; fail "the refusal is said more than once"; }
     [ "$name" != openmpi5 ] || { cat "$out" >&2; fail "Open MPI 5 lets MPI_T write coll/adapt's variables, but bench has no coll/adapt baselines"; }
@@ -253,7 +263,8 @@ if [ "$MPI_FAMILY" = openmpi ]; then
     offered=$(sed -n 's/.*coll\/adapt broadcasts through MPI_T ([a-z_]*): \(.*\); forced on.*/\1/p' "$out")
     [ -n "$offered" ] || { cat "$out" >&2; fail "bench named no coll/adapt algorithm"; }
     echo "test-mpi ($name): coll_adapt_bcast_algorithm offers $offered"
-    grep -q "no coll/han baselines: coll/han disqualifies itself" "$out" || { cat "$out" >&2; fail "bench did not say why coll/han has no baselines on one node"; }
+    [ "$(grep -c "no coll/han baselines: coll/han disqualifies itself" "$out")" -eq 1 ] || { cat "$out" >&2; fail "bench did not say once why coll/han has no baselines on one node"; }
+    ! grep -q ",ompi_han," "$scratch/adapt.csv" || fail "coll/han baselines measured on one node"
     report=$("$bin" report --comparison "$scratch/adapt.csv")
     grep -q "best forced Open MPI" <<< "$report" || { echo "$report" >&2; fail "report --comparison has no best forced Open MPI column"; }
     for alg in binomial in_order_binomial binary pipeline chain linear; do
@@ -267,6 +278,44 @@ if [ "$MPI_FAMILY" = openmpi ]; then
   fi
 fi
 
+# 8. Open MPI 5.0 across emulated nodes: coll/han selected, verify, its
+# choices as baselines.
+if [ "$name" = openmpi5 ]; then
+  emu=jobs/emucluster/emucluster
+  if [ "$(id -u)" != 0 ]; then
+    echo "test-mpi ($name): SKIPPED the emulated cluster (coll/han across nodes): it needs root (network namespaces)"
+  elif ! "$emu" wait "${EMU_WAIT_S:-600}"; then
+    fail "the emulated cluster (ctnode namespaces) is in use by another job: run again when it is down"
+  else
+    t8=$(date +%s)
+    trap '"$emu" down > /dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+    NODES=2 "$emu" up > "$scratch/emu" 2>&1 || { cat "$scratch/emu" >&2; fail "emucluster up"; }
+    erun() { timeout "${TEST_TIMEOUT_S:-900}" "$emu" run --mpi "$name" -np 4 --host ctnode1:2,ctnode2:2 "$@"; }
+    erun -x OMPI_MCA_coll_base_verbose=10 "$bin" verify --collective bcast --sizes 0,1,4095,65537 > "$scratch/emu-verify" 2>&1 \
+      || { grep -v '^\[' "$scratch/emu-verify" | tail -20 >&2; fail "verify on 2 emulated nodes x 2 ranks"; }
+    grep -q "all correct" "$scratch/emu-verify" || { tail -20 "$scratch/emu-verify" >&2; fail "verify on the emulated cluster did not say all correct"; }
+    # Each rank's MPI_COMM_WORLD (cid 0): han selected, enabled.
+    world_han=$(awk '/comm_select: new communicator: MPI_COMM_WORLD \(cid 0\)/ {w[$1]=1; next} /comm_select: new communicator/ {w[$1]=0} w[$1] && /comm_select: selecting +han, priority +35, Enabled/ && !n[$1]++ {k++} END {print k + 0}' "$scratch/emu-verify")
+    [ "$world_han" -eq 4 ] || { grep -E 'new communicator|selecting|han:comm_query' "$scratch/emu-verify" | head -40 >&2; fail "coll/han is not selected on MPI_COMM_WORLD on all 4 ranks across emulated nodes ($world_han)"; }
+    ! grep -q "MPI_COMM_WORLD): comm has only local processes" "$scratch/emu-verify" || fail "coll/han disqualified itself on MPI_COMM_WORLD across emulated nodes"
+    echo "test-mpi ($name): 2 emulated nodes x 2 ranks: coll/han selected on MPI_COMM_WORLD on all 4 ranks (coll_base_verbose), verify: $(grep -m1 'all correct' "$scratch/emu-verify")"
+    erun "$bin" bench --collective bcast -a binomial --executions blocking --baseline mpi,ompi-han --ompi-segment 0,64K \
+      --sizes 64,64K,1M --runs 1 --budget-ms 5 --min-reps 2 --warmup 1 --summary-only --csv "$scratch/han.csv" > "$scratch/han" 2>&1 \
+      || { tail -20 "$scratch/han" >&2; fail "bench --baseline mpi,ompi-han on the emulated cluster"; }
+    grep -q "offers coll/han broadcasts through MPI_T" "$scratch/han" || { cat "$scratch/han" >&2; fail "bench named no coll/han choice across nodes"; }
+    for spec in "ompi_han:algorithm=1,name=intra,up=libnbc,low=tuned,segment=0" "ompi_han:algorithm=1,name=intra,up=libnbc,low=tuned,segment=65536" "ompi_han:algorithm=2,name=simple"; do
+      rows=$(grep -c ",ompi_han,\"$spec\"," "$scratch/han.csv" || true)
+      [ "$rows" -gt 0 ] || { cat "$scratch/han" >&2; fail "no samples of coll/han's $spec"; }
+    done
+    report=$("$bin" report --comparison "$scratch/han.csv")
+    grep -qE " han:(intra|simple)" <<< "$report" || { echo "$report" >&2; fail "report --comparison does not name coll/han's choices han:<...>"; }
+    "$bin" plot "$scratch/han.csv" -o "$scratch/han.svg" > "$scratch/plot" 2>&1 || { cat "$scratch/plot" >&2; fail "plot of the coll/han baselines"; }
+    grep -q "MPI library, best forced" "$scratch/han.svg" || fail "the plot of the coll/han baselines has no best-forced line"
+    "$emu" down > /dev/null
+    echo "test-mpi ($name): coll/han across emulated nodes: $(grep -c ',ompi_han,' "$scratch/han.csv") ompi_han samples (intra at 0 and 64 KiB, simple); report: $(grep -m1 'best forced Open MPI algorithm' <<< "$report"); $(( $(date +%s) - t8 )) s"
+  fi
+fi
+
 # 5. bench and tune run (BENCH=1).
 if [ -n "${BENCH:-}" ]; then
   launch 4 "$bin" bench --quick --csv "$scratch/bench.csv" > "$scratch/bench" 2>&1 || { tail -30 "$scratch/bench" >&2; fail "bench at 4 ranks"; }
@@ -274,7 +323,7 @@ if [ -n "${BENCH:-}" ]; then
   launch 4 "$bin" tune --budget 1 --sizes 1,64K,1M --csv "$scratch/tune.csv" --table "$scratch/t.yaml" > "$scratch/tune" 2>&1 || { tail -30 "$scratch/tune" >&2; fail "tune at 4 ranks"; }
   grep -m1 "mpi:" "$scratch/t.yaml" | sed 's/^/test-mpi: table provenance /'
 fi
-# 8. The library reads what `export` writes for it (jobs/check-exports.sh:
+# 9. The library reads what `export` writes for it (jobs/check-exports.sh:
 #    Open MPI's rules file runs the algorithm it names, MPICH loads the JSON
 #    and fails on a broken one; Intel MPI and the standard ABI have no
 #    export format of their own).

@@ -77,7 +77,7 @@ const FORCED: RGBColor = RGBColor(100, 100, 100);
 pub fn color_of(c: Collective, family: &str) -> RGBColor {
     match family {
         "mpi" => LIBRARY,
-        "ompi_tuned" | "ompi_adapt" | "mpich" | "impi" => FORCED,
+        "ompi_tuned" | "ompi_adapt" | "ompi_han" | "mpich" | "impi" => FORCED,
         f => PALETTE[family_index(c, f) % PALETTE.len()],
     }
 }

@@ -46,6 +46,17 @@ pub enum Subject {
         choice: crate::ompi::adapt::Choice,
         segment: u64,
     },
+    /// One of Open MPI 5.0's coll/han broadcasts, across nodes: han
+    /// selected on a communicator of its own (as [`Subject::OmpiAdapt`]),
+    /// the algorithm and, for the segmented ones, the segment written
+    /// through `MPI_T` for the duration of each point (read per call);
+    /// `modules` are the components of its steps as `MPI_Init` set them
+    /// (recorded, not forced).
+    OmpiHan {
+        choice: crate::ompi::han::Choice,
+        segment: u64,
+        modules: crate::ompi::han::Modules,
+    },
     /// The library's own `MPI_Bcast` under an algorithm chosen outside the
     /// process (an environment variable read at `MPI_Init`, as Intel MPI's
     /// `I_MPI_ADJUST_BCAST`), recorded under `label`
@@ -68,6 +79,7 @@ impl Subject {
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
             Subject::Mpich { .. } => crate::mpich::TABLE_NAME.into(),
             Subject::OmpiAdapt { .. } => crate::ompi::adapt::TABLE_NAME.into(),
+            Subject::OmpiHan { .. } => crate::ompi::han::TABLE_NAME.into(),
             Subject::LibraryLabelled { label } => {
                 label.split(':').next().unwrap_or(label).to_string()
             }
@@ -85,6 +97,11 @@ impl Subject {
             }
             Subject::Mpich { choice } => choice.spec(),
             Subject::OmpiAdapt { choice, segment } => choice.spec(*segment),
+            Subject::OmpiHan {
+                choice,
+                segment,
+                modules,
+            } => choice.spec(*segment, modules),
             Subject::LibraryLabelled { label } => label.clone(),
         }
     }

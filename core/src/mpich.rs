@@ -204,6 +204,7 @@ pub fn check_label(label: &str) -> Result<String, String> {
         "mpi",
         crate::ompi::TABLE_NAME,
         crate::ompi::adapt::TABLE_NAME,
+        crate::ompi::han::TABLE_NAME,
         TABLE_NAME,
     ]
     .contains(&family)
@@ -252,13 +253,13 @@ pub fn short_name(spec: &str) -> &str {
 
 /// How tables and legends name a forced library algorithm: its
 /// [`short_name`], with the Open MPI component before it where that is not
-/// coll/tuned (`adapt:binomial`: coll/adapt has a binomial too).
+/// coll/tuned (`adapt:binomial`: coll/adapt has a binomial too;
+/// `han:intra`).
 pub fn forced_label(spec: &str) -> String {
     let short = short_name(spec);
-    if spec.starts_with(crate::ompi::adapt::TABLE_NAME) && short != spec {
-        format!("adapt:{short}")
-    } else {
-        short.to_string()
+    match crate::ompi::component_of(spec) {
+        Some(component) if short != spec => format!("{component}:{short}"),
+        _ => short.to_string(),
     }
 }
 
@@ -267,7 +268,12 @@ pub fn forced_label(spec: &str) -> String {
 pub fn library_of(spec: &str) -> &str {
     let family = spec.split(':').next().unwrap_or(spec);
     match family {
-        f if f == crate::ompi::TABLE_NAME || f == crate::ompi::adapt::TABLE_NAME => "Open MPI",
+        f if f == crate::ompi::TABLE_NAME
+            || f == crate::ompi::adapt::TABLE_NAME
+            || f == crate::ompi::han::TABLE_NAME =>
+        {
+            "Open MPI"
+        }
         f if f == TABLE_NAME => "MPICH",
         "impi" => "Intel MPI",
         f => f,
@@ -416,6 +422,12 @@ tree                                    - Force tree-based algorithm";
             forced_label("ompi_adapt:algorithm=1,name=binomial,segment=0"),
             "adapt:binomial"
         );
+        assert_eq!(
+            forced_label("ompi_han:algorithm=1,name=intra,up=libnbc,low=tuned,segment=0"),
+            "han:intra"
+        );
+        assert_eq!(library_of("ompi_han:algorithm=2,name=simple"), "Open MPI");
+        assert!(check_label("ompi_han:algorithm=2").is_err());
         assert_eq!(
             forced_label("ompi_tuned:algorithm=6,name=binomial,segment=0"),
             "binomial"

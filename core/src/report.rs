@@ -87,13 +87,16 @@ impl SeriesKey {
     }
     /// How the comparison names a forced algorithm: Open MPI's with its
     /// segment (coll/tuned's `binomial,segment=0`, coll/adapt's
-    /// `adapt:binomial,segment=0`), others by their short name.
+    /// `adapt:binomial,segment=0`, coll/han's
+    /// `han:intra,up=libnbc,low=tuned,segment=0` or `han:simple`), others
+    /// by their short name.
     pub fn forced_name(&self) -> String {
         match self.spec.split_once("name=") {
             Some((_, rest)) if self.is_ompi_tuned() => rest.to_string(),
-            Some((_, rest)) if self.spec.starts_with(crate::ompi::adapt::TABLE_NAME) => {
-                format!("adapt:{rest}")
-            }
+            Some((_, rest)) => match crate::ompi::component_of(&self.spec) {
+                Some(component) => format!("{component}:{rest}"),
+                None => crate::mpich::short_name(&self.spec).to_string(),
+            },
             _ => crate::mpich::short_name(&self.spec).to_string(),
         }
     }
@@ -478,6 +481,46 @@ mod tests {
             .find(|k| k.spec.starts_with("ompi_adapt"))
             .unwrap();
         assert!(adapt.is_forced() && !adapt.is_native() && !adapt.is_ompi_tuned());
+    }
+
+    #[test]
+    fn comparison_names_open_mpi_han_with_its_modules() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            s.push(sample("linear", "blocking", 8, run, 6.0));
+            s.push(sample("mpi", "library", 8, run, 8.0));
+            s.push(sample(
+                "ompi_han:algorithm=1,name=intra,up=libnbc,low=tuned,segment=65536",
+                "library",
+                8,
+                run,
+                3.0,
+            ));
+            s.push(sample(
+                "ompi_han:algorithm=2,name=simple",
+                "library",
+                8,
+                run,
+                4.0,
+            ));
+        }
+        let all = series(&s);
+        let text = comparison(&all);
+        assert!(text.contains("best forced Open MPI"), "{text}");
+        assert!(
+            text.contains(" han:intra,up=libnbc,low=tuned,segment=65536 "),
+            "{text}"
+        );
+        assert!(
+            text.contains("best of colltune / best forced Open MPI algorithm: 2.000x"),
+            "{text}"
+        );
+        let simple = all
+            .keys()
+            .find(|k| k.spec == "ompi_han:algorithm=2,name=simple")
+            .unwrap();
+        assert!(simple.is_forced() && !simple.is_native() && !simple.is_ompi_tuned());
+        assert_eq!(simple.forced_name(), "han:simple");
     }
 
     #[test]

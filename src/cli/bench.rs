@@ -12,10 +12,11 @@ use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
 use colltune_core::method::{expand, CacheMode, Method, Pattern, Subject};
 use colltune_core::mpich::check_label;
-use colltune_core::ompi::{adapt, is_open_mpi, HAN_ONE_NODE, TUNED_BCAST};
+use colltune_core::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series, spread_overall};
 use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
+use colltune_mpi::bench::han::{bcast_algorithms as han_algorithms, HanUnavailable};
 use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
 use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, MAX_BYTES};
 use colltune_mpi::transport::mpi::Comm;
@@ -72,11 +73,13 @@ pub struct Args {
     /// Baselines: `mpi` (the library's own MPI_Bcast), `ompi-tuned` (each
     /// Open MPI coll/tuned algorithm forced), `ompi-adapt` (each Open MPI
     /// coll/adapt algorithm, adapt selected and its algorithm written
-    /// through MPI_T: Open MPI 5.0), `mpich-algorithms` (each algorithm
-    /// MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced through
-    /// MPI_T), `none`. Default: `mpi` and the library's forced algorithms
-    /// (ompi-tuned, and ompi-adapt where MPI_T can force it, on Open MPI;
-    /// mpich-algorithms on MPICH).
+    /// through MPI_T: Open MPI 5.0), `ompi-han` (each Open MPI 5.0
+    /// coll/han broadcast, han selected and coll_han_use_bcast_algorithm
+    /// written through MPI_T: across nodes only), `mpich-algorithms` (each
+    /// algorithm MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced
+    /// through MPI_T), `none`. Default: `mpi` and the library's forced
+    /// algorithms (ompi-tuned, and ompi-adapt and ompi-han where MPI_T can
+    /// force them, on Open MPI; mpich-algorithms on MPICH).
     #[arg(long, value_delimiter = ',')]
     baseline: Vec<String>,
     /// Record the `mpi` baseline under this spec instead of `mpi`: the
@@ -89,7 +92,8 @@ pub struct Args {
     #[arg(long)]
     baselines_only: bool,
     /// Segment sizes for the forced Open MPI algorithms that segment
-    /// (coll/tuned's segmented ones, every coll/adapt one).
+    /// (coll/tuned's segmented ones, every coll/adapt one, coll/han's
+    /// intra).
     #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_bytes)]
     ompi_segment: Vec<u64>,
     /// Raw samples go here (CSV, streamed as they are taken).
@@ -169,19 +173,21 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             "mpi",
             "ompi-tuned",
             "ompi-adapt",
+            "ompi-han",
             "mpich-algorithms",
             "none",
         ]
         .contains(&b.as_str())
         {
             return Err(UsageError(format!(
-                "--baseline `{b}`: use mpi, ompi-tuned, ompi-adapt, mpich-algorithms or none"
+                "--baseline `{b}`: use mpi, ompi-tuned, ompi-adapt, ompi-han, mpich-algorithms or none"
             ))
             .into());
         }
     }
     let want_tuned = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-tuned");
     let want_adapt = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-adapt");
+    let want_han = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-han");
     let want_mpich = baselines.is_empty() || baselines.iter().any(|b| b == "mpich-algorithms");
     let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
     if let Some(l) = &args.baseline_label {
@@ -267,11 +273,6 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                                         String::new()
                                     }
                                 );
-                                if !multi_node {
-                                    println!(
-                                        "colltune bench: no coll/han baselines: {HAN_ONE_NODE}"
-                                    );
-                                }
                             }
                             for choice in forced {
                                 for &segment in &args.ompi_segment {
@@ -291,6 +292,67 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                 } else if lead && !baselines.is_empty() {
                     eprintln!(
                         "colltune bench: {} is not Open MPI: no coll/adapt baselines",
+                        prov.mpi
+                    );
+                }
+            }
+            if want_han {
+                if is_open_mpi(&prov.mpi) {
+                    // Every rank reads the same library and layout: all agree.
+                    match han_algorithms(&comm) {
+                        Ok((forced, modules)) => {
+                            if lead {
+                                println!(
+                                    "colltune bench: {} offers coll/han broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm (and for {} {}) written per point; {} = {}, {} = {} as MPI_Init read them (han reads them only there)",
+                                    prov.mpi,
+                                    han::ALGORITHM,
+                                    forced
+                                        .iter()
+                                        .map(|c| format!("{} ({})", c.name, c.id))
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                    han::PRIORITY,
+                                    han::FORCE_PRIORITY,
+                                    han::SEGMENTED.join(", "),
+                                    han::SEGMENT,
+                                    han::UP_MODULE,
+                                    modules.up,
+                                    han::LOW_MODULE,
+                                    modules.low,
+                                );
+                            }
+                            for choice in forced {
+                                let segs: &[u64] = if choice.segmented() {
+                                    &args.ompi_segment
+                                } else {
+                                    &[0]
+                                };
+                                for &segment in segs {
+                                    subjects.push(Subject::OmpiHan {
+                                        choice: choice.clone(),
+                                        segment,
+                                        modules: modules.clone(),
+                                    });
+                                }
+                            }
+                        }
+                        // One node: said on Open MPI 5.0 (where han has the
+                        // variable), whatever was asked; the rest only
+                        // when asked for.
+                        Err(e @ (HanUnavailable::OneNode | HanUnavailable::Imbalanced { .. })) => {
+                            if lead {
+                                println!("colltune bench: no coll/han baselines: {e}");
+                            }
+                        }
+                        Err(e) => {
+                            if lead && !baselines.is_empty() {
+                                eprintln!("colltune bench: no coll/han baselines: {e}");
+                            }
+                        }
+                    }
+                } else if lead && !baselines.is_empty() {
+                    eprintln!(
+                        "colltune bench: {} is not Open MPI: no coll/han baselines",
                         prov.mpi
                     );
                 }

@@ -6,9 +6,8 @@
 //! Open MPI picks a communicator's collective components when the
 //! communicator is made, by priority; coll/adapt's is 0, below coll/tuned
 //! and coll/han. So the measurer raises `coll_adapt_priority` through
-//! `MPI_T`, duplicates its communicator, and puts the priority back at once
-//! (the application's, and colltune's, later communicators keep Open MPI's
-//! own choice). adapt reads `coll_adapt_bcast_algorithm` and
+//! `MPI_T` while it duplicates its communicator (`super::forcing`, shared
+//! with coll/han). adapt reads `coll_adapt_bcast_algorithm` and
 //! `_segment_size` at every call, process-wide, so a point writes them
 //! before its first call (read back) and the measurer writes back the
 //! values found at start after the point, as for MPICH. Open MPI 5.0 lets
@@ -25,8 +24,16 @@ use colltune_core::ompi::adapt::{
     from_description, Choice, ALGORITHM, FORCE_PRIORITY, PRIORITY, SEGMENT,
 };
 
-use crate::transport::mpi::control::CommHandle;
-use crate::transport::mpi::{ffi, Comm, MpiError};
+use super::forcing::Component;
+use crate::transport::mpi::ffi;
+
+/// coll/adapt, forced (`super::forcing`): its algorithm and segment per
+/// point, in that order.
+pub(super) static COMPONENT: Component = Component {
+    priority: PRIORITY,
+    force_priority: FORCE_PRIORITY,
+    per_call: &[ALGORITHM, SEGMENT],
+};
 
 /// Why coll/adapt's algorithms cannot be forced here, said once.
 #[derive(Debug, thiserror::Error)]
@@ -53,60 +60,11 @@ pub fn bcast_algorithms() -> Result<Vec<Choice>, AdaptUnavailable> {
         library: library.clone(),
         why,
     })?;
-    for var in [PRIORITY, ALGORITHM, SEGMENT] {
-        ffi::cvar_read_int(var)
-            .and_then(|v| ffi::cvar_write_int(var, v))
-            .map_err(|e| AdaptUnavailable::NotWritable {
-                library: library.clone(),
-                why: e.to_string(),
-            })?;
-    }
+    COMPONENT
+        .check_writable()
+        .map_err(|e| AdaptUnavailable::NotWritable {
+            library: library.clone(),
+            why: e.to_string(),
+        })?;
     Ok(all)
-}
-
-/// The algorithm and segment as found before the first forced point.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Saved {
-    pub algorithm: i32,
-    pub segment: i32,
-}
-
-impl Saved {
-    pub(super) fn read() -> Result<Saved, MpiError> {
-        Ok(Saved {
-            algorithm: ffi::cvar_read_int(ALGORITHM)?,
-            segment: ffi::cvar_read_int(SEGMENT)?,
-        })
-    }
-}
-
-/// Writes the algorithm and segment, and reads both back.
-pub(super) fn write(algorithm: i32, segment: i32) -> Result<(), MpiError> {
-    for (var, value) in [(ALGORITHM, algorithm), (SEGMENT, segment)] {
-        ffi::cvar_write_int(var, value)?;
-        let back = ffi::cvar_read_int(var)?;
-        if back != value {
-            return Err(MpiError {
-                call: "MPI_T_cvar_read",
-                code: -1,
-                message: format!("{var}: wrote {value}, read back {back}"),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// A duplicate of `comm` whose broadcast is coll/adapt's (collective over
-/// `comm`): [`PRIORITY`] raised to [`FORCE_PRIORITY`] while it is made,
-/// then put back.
-pub(super) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
-    let old = ffi::cvar_read_int(PRIORITY)?;
-    // Every rank reads the same library: a failure here is everywhere, and
-    // before the collective duplicate.
-    ffi::cvar_write_int(PRIORITY, FORCE_PRIORITY)?;
-    let dup = CommHandle::dup_private(comm.raw());
-    let back = ffi::cvar_write_int(PRIORITY, old);
-    let dup = dup?;
-    back?;
-    Ok(dup)
 }

@@ -45,6 +45,8 @@
 
 pub mod adapt;
 pub mod clock;
+mod forcing;
+pub mod han;
 pub mod mpich;
 
 use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
@@ -156,6 +158,13 @@ fn compute(us: f64) {
     }
 }
 
+/// An Open MPI component a subject forces through `MPI_T` (`forcing`).
+#[derive(Clone, Copy, Debug)]
+enum Forcing {
+    Adapt,
+    Han,
+}
+
 /// Measures points on one communicator.
 pub struct Measurer<'c> {
     comm: &'c Comm,
@@ -165,10 +174,10 @@ pub struct Measurer<'c> {
     tuned_comms: Vec<(String, CommHandle)>,
     /// MPICH's variables as found before the first forced MPICH point.
     mpich_saved: Option<mpich::Saved>,
-    /// The communicator Open MPI's coll/adapt serves (made at the first
-    /// adapt point), and its variables as found before that point.
-    adapt_comm: Option<CommHandle>,
-    adapt_saved: Option<adapt::Saved>,
+    /// The communicators Open MPI's coll/adapt and coll/han serve (each
+    /// made at its first point), and their variables as found before it.
+    adapt: Option<forcing::Forced>,
+    han: Option<forcing::Forced>,
 }
 
 impl<'c> Measurer<'c> {
@@ -184,8 +193,8 @@ impl<'c> Measurer<'c> {
             prov,
             tuned_comms: Vec::new(),
             mpich_saved: None,
-            adapt_comm: None,
-            adapt_saved: None,
+            adapt: None,
+            han: None,
         }
     }
 
@@ -228,33 +237,50 @@ impl<'c> Measurer<'c> {
                 .find(|(k, _)| *k == s.label())
                 .map(|(_, c)| c)
                 .expect("made by make_tuned_comm"),
-            Subject::OmpiAdapt { .. } => self.adapt_comm.as_ref().expect("made by force_adapt"),
+            Subject::OmpiAdapt { .. } => &self.adapt.as_ref().expect("made by force").comm,
+            Subject::OmpiHan { .. } => &self.han.as_ref().expect("made by force").comm,
             _ => self.comm.handle(),
         }
     }
 
-    /// Forces one of coll/adapt's broadcast algorithms for a point: makes
-    /// the communicator adapt serves at the first (collective; a library
-    /// that will not let `MPI_T` raise its priority makes the subject
-    /// unavailable, on every rank alike), then writes the algorithm and
-    /// segment (read per call); returns the values to put back.
-    fn force_adapt(&mut self, id: i32, segment: u64) -> Result<adapt::Saved, BenchError> {
-        let segment = i32::try_from(segment).map_err(|_| {
-            BenchError::Invalid(format!(
-                "coll/adapt segment {segment}: Open MPI takes at most 2^31 - 1 bytes"
-            ))
-        })?;
-        if self.adapt_comm.is_none() {
-            let saved = adapt::Saved::read()
-                .map_err(|e| BenchError::Unavailable(format!("coll/adapt: {e}")))?;
-            let c = adapt::dup_with_adapt(self.comm)
-                .map_err(|e| BenchError::Unavailable(format!("coll/adapt: {e}")))?;
-            self.adapt_saved = Some(saved);
-            self.adapt_comm = Some(c);
+    /// Forces a coll/adapt or coll/han choice for a point: makes the
+    /// communicator the component serves at its first point (collective; a
+    /// library that will not let `MPI_T` raise its priority makes the
+    /// subject unavailable, on every rank alike), then writes the
+    /// algorithm and segment (read per call; a segment of None: as found).
+    /// Returns which component to put back after the point.
+    fn force(
+        &mut self,
+        component: Forcing,
+        id: i32,
+        segment: Option<u64>,
+    ) -> Result<Forcing, BenchError> {
+        let (c, slot, what) = match component {
+            Forcing::Adapt => (&adapt::COMPONENT, &mut self.adapt, "coll/adapt"),
+            Forcing::Han => (&han::COMPONENT, &mut self.han, "coll/han"),
+        };
+        let segment = segment
+            .map(|s| {
+                i32::try_from(s).map_err(|_| {
+                    BenchError::Invalid(format!(
+                        "{what} segment {s}: Open MPI takes at most 2^31 - 1 bytes"
+                    ))
+                })
+            })
+            .transpose()?;
+        if slot.is_none() {
+            *slot = Some(
+                c.force_on(self.comm)
+                    .map_err(|e| BenchError::Unavailable(format!("{what}: {e}")))?,
+            );
         }
-        let saved = self.adapt_saved.expect("read with the communicator");
-        adapt::write(id, segment)?;
-        Ok(saved)
+        let forced = slot.as_ref().expect("made above");
+        if let Err(e) = forced.write(&[Some(id), segment]) {
+            // Half written: leave none of it behind.
+            let _ = forced.restore();
+            return Err(e.into());
+        }
+        Ok(component)
     }
 
     /// Forces MPICH's broadcast algorithm `choice` (process-wide, read per
@@ -342,8 +368,17 @@ impl<'c> Measurer<'c> {
             Subject::Mpich { choice } => Some(self.force_mpich(choice, pt.bytes)?),
             _ => None,
         };
-        let restore_adapt = match pt.subject {
-            Subject::OmpiAdapt { choice, segment } => Some(self.force_adapt(choice.id, *segment)?),
+        let restore_forced = match pt.subject {
+            Subject::OmpiAdapt { choice, segment } => {
+                Some(self.force(Forcing::Adapt, choice.id, Some(*segment))?)
+            }
+            Subject::OmpiHan {
+                choice, segment, ..
+            } => Some(self.force(
+                Forcing::Han,
+                choice.id,
+                choice.segmented().then_some(*segment),
+            )?),
             _ => None,
         };
         let got = self.measure_inner(pt, run);
@@ -353,8 +388,12 @@ impl<'c> Measurer<'c> {
                 back?;
             }
         }
-        if let Some(saved) = restore_adapt {
-            let back = adapt::write(saved.algorithm, saved.segment);
+        if let Some(component) = restore_forced {
+            let forced = match component {
+                Forcing::Adapt => &self.adapt,
+                Forcing::Han => &self.han,
+            };
+            let back = forced.as_ref().expect("made by force").restore();
             if got.is_ok() {
                 back?;
             }
@@ -498,6 +537,7 @@ impl<'c> Measurer<'c> {
                         | Subject::OmpiTuned { .. }
                         | Subject::Mpich { .. }
                         | Subject::OmpiAdapt { .. }
+                        | Subject::OmpiHan { .. }
                         | Subject::LibraryLabelled { .. },
                         _,
                     ) => {

@@ -843,6 +843,22 @@ pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
     ]))
 }
 
+/// Reads a string control variable (`MPI_CHAR`, as Open MPI's coll/han
+/// module names) through the MPI tool interface: up to its first NUL.
+pub fn cvar_read_string(name: &str) -> Result<String, MpiError> {
+    let (mut handle, n) = cvar_handle(name)?;
+    // Open MPI gives a string variable's count as 2048 and copies the
+    // whole string (strcpy): room for the count and more.
+    let mut buf = vec![0u8; n.max(1) as usize + 4096];
+    // SAFETY: a buffer larger than the count the library gave.
+    let rc = unsafe { ffi::PMPI_T_cvar_read(handle, buf.as_mut_ptr().cast()) };
+    // SAFETY: handle was allocated above.
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+    check(rc, "MPI_T_cvar_read")?;
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
 /// The name of the node this rank runs on.
 pub fn processor_name() -> String {
     let mut buf = vec![0u8; 1024];

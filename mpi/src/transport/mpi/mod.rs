@@ -77,6 +77,9 @@ pub struct Comm {
     rank: usize,
     size: usize,
     nodes: NodeMap,
+    /// The nodes as the library sees them (shared memory), whatever
+    /// `COLLTUNE_NODES` says.
+    shared: NodeMap,
     window: RefCell<Option<Window>>,
 }
 
@@ -130,6 +133,7 @@ impl Comm {
             rank,
             size,
             nodes,
+            shared: NodeMap::from_labels(&labels),
             window: RefCell::new(None),
         })
     }
@@ -155,6 +159,12 @@ impl Comm {
     }
     pub fn nodes(&self) -> &NodeMap {
         &self.nodes
+    }
+    /// Which ranks share memory (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`),
+    /// as the MPI library's own node-aware components see them:
+    /// [`Comm::nodes`] without the `COLLTUNE_NODES` override.
+    pub fn shared_memory_nodes(&self) -> &NodeMap {
+        &self.shared
     }
     /// The private duplicate.
     pub(crate) fn raw(&self) -> ffi::MPI_Comm {
