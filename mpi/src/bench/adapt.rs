@@ -98,14 +98,18 @@ pub(super) fn write(algorithm: i32, segment: i32) -> Result<(), MpiError> {
 
 /// A duplicate of `comm` whose broadcast is coll/adapt's (collective over
 /// `comm`): [`PRIORITY`] raised to [`FORCE_PRIORITY`] while it is made,
-/// then put back.
-pub(super) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
-    let old = ffi::cvar_read_int(PRIORITY)?;
-    // Every rank reads the same library: a failure here is everywhere, and
-    // before the collective duplicate.
-    ffi::cvar_write_int(PRIORITY, FORCE_PRIORITY)?;
+/// then put back. Every rank duplicates, whether or not its priority could
+/// be raised, so the collective calls match; the error says why adapt may
+/// not serve the duplicate (the duplicate is then freed). The runtime's
+/// forcing (`select::library`) shares it.
+pub(crate) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
+    let raised = ffi::cvar_read_int(PRIORITY)
+        .and_then(|old| ffi::cvar_write_int(PRIORITY, FORCE_PRIORITY).map(|()| old));
     let dup = CommHandle::dup_private(comm.raw());
-    let back = ffi::cvar_write_int(PRIORITY, old);
+    let back = match raised {
+        Ok(old) => ffi::cvar_write_int(PRIORITY, old),
+        Err(e) => Err(e),
+    };
     let dup = dup?;
     back?;
     Ok(dup)

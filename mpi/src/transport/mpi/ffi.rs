@@ -843,6 +843,78 @@ pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
     ]))
 }
 
+/// An integer control variable held open: a handle allocated once (never
+/// freed: a process holds a few, for its life), so a read or write is one
+/// `MPI_T_cvar_read` / `_write` with no lookup, cheap enough around every
+/// call of a forced broadcast (`select::library`).
+#[derive(Clone, Copy, Debug)]
+pub struct Cvar {
+    handle: ffi::MPI_T_cvar_handle,
+    name: &'static str,
+}
+
+// SAFETY: an MPI_T handle is process-wide; MPI_T calls on it are made only
+// where MPI allows them (the forcing refuses MPI_THREAD_MULTIPLE).
+unsafe impl Send for Cvar {}
+unsafe impl Sync for Cvar {}
+
+impl Cvar {
+    /// The variable `name`, opened once per process (later calls find the
+    /// same handle); an error when the library has no such variable or it
+    /// holds more than one value.
+    pub fn open(name: &'static str) -> Result<Cvar, MpiError> {
+        static OPEN: std::sync::Mutex<Vec<Cvar>> = std::sync::Mutex::new(Vec::new());
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = open.iter().find(|c| c.name == name) {
+            return Ok(*c);
+        }
+        let (mut handle, n) = cvar_handle(name)?;
+        if n != 1 {
+            // SAFETY: handle was allocated above.
+            unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+            return Err(MpiError {
+                call: "MPI_T_cvar_handle_alloc",
+                code: -1,
+                message: format!("{name} holds {n} values, not one"),
+            });
+        }
+        let c = Cvar { handle, name };
+        open.push(c);
+        Ok(c)
+    }
+
+    /// Reads the value (an int).
+    pub fn read(&self) -> Result<c_int, MpiError> {
+        let mut value = [0u8; 16];
+        // SAFETY: a handle of one value of at most 16 bytes.
+        let rc = unsafe { ffi::PMPI_T_cvar_read(self.handle, value.as_mut_ptr().cast()) };
+        check(rc, "MPI_T_cvar_read")?;
+        Ok(c_int::from_ne_bytes([
+            value[0], value[1], value[2], value[3],
+        ]))
+    }
+
+    /// Writes the value (an int).
+    pub fn write(&self, value: c_int) -> Result<(), MpiError> {
+        // SAFETY: a handle of one int.
+        let rc = unsafe { ffi::PMPI_T_cvar_write(self.handle, (&value as *const c_int).cast()) };
+        check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
+            message: format!("{} = {value}: {}", self.name, e.message),
+            ..e
+        })
+    }
+}
+
+/// Whether MPI was initialised with `MPI_THREAD_MULTIPLE` (any thread may
+/// call at any time); false where it cannot tell.
+pub fn thread_multiple() -> bool {
+    let mut level: c_int = 0;
+    // SAFETY: valid out pointer; called after MPI_Init.
+    let rc = unsafe { ffi::PMPI_Query_thread(&mut level) };
+    // SAFETY: reading a constant of the library's.
+    rc == ffi::MPI_SUCCESS as c_int && level == unsafe { ffi::RSMPI_THREAD_MULTIPLE }
+}
+
 /// The name of the node this rank runs on.
 pub fn processor_name() -> String {
     let mut buf = vec![0u8; 1024];
