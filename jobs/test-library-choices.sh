@@ -130,7 +130,7 @@ for n in 3 4; do
   t0=$(date +%s)
   out=$scratch/other-$n
   dropin "$n" "$scratch/$other.yaml" "$out" || fail "drop-in with $other rules at $n ranks (fallback)"
-  [ "$other" = adapt ] && what="coll/adapt" || what="MPICH's"
+  [ "$other" = adapt ] && what="Open MPI's coll/adapt" || what="MPICH's"
   warnings=$(grep -c "warning: cannot force $what" "$out" || true)
   algos=3
   # one per algorithm and communicator leader (world rank 0; rank 1 leads the

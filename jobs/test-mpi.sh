@@ -34,6 +34,12 @@
 #      node), then `bench --baseline ompi-adapt` measures each of the names
 #      Open MPI gives coll_adapt_bcast_algorithm and `report --comparison`
 #      names them (adapt:<name>,segment=N); on 4.1 bench says once why not.
+#   8. the library's own algorithms as table choices
+#      (jobs/test-library-choices.sh): a table of `ompi_adapt` (Open MPI
+#      5.0) or `mpich` (MPICH 4, 5) rules drives the drop-in and the Rust
+#      selector at 3 and 4 ranks, every byte checked, the trace showing the
+#      forced choice; the other library's rules fall back with one warning;
+#      a short tune at 4 ranks measures them as candidates.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
@@ -41,7 +47,7 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|impi}
 RANKS=${RANKS:-1 2 3 4 5 7 8}
 jobs/install-mpi.sh "$name"
-jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
+jobs/build.sh --mpi "$name" -p colltune -p colltune-preload --example select_check
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"
 bin=$CARGO_TARGET_DIR/release/colltune
@@ -272,4 +278,10 @@ if [ -n "${BENCH:-}" ]; then
   launch 4 "$bin" tune --budget 1 --sizes 1,64K,1M --csv "$scratch/tune.csv" --table "$scratch/t.yaml" > "$scratch/tune" 2>&1 || { tail -30 "$scratch/tune" >&2; fail "tune at 4 ranks"; }
   grep -m1 "mpi:" "$scratch/t.yaml" | sed 's/^/test-mpi: table provenance /'
 fi
+# 8. The library's own algorithms as table choices.
+case "$name" in
+  openmpi4 | openmpi5 | mpich4 | mpich5)
+    COLLTUNE_NO_BUILD=1 jobs/test-library-choices.sh "$name" || fail "the library's algorithms as table choices"
+    ;;
+esac
 echo "test-mpi ($name): passed in $(( $(date +%s) - start )) s"
