@@ -20,7 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/test-library-choices.sh openmpi5|mpich4|mpich5|openmpi4}
 if [ -z "${COLLTUNE_NO_BUILD:-}" ]; then
-  jobs/build.sh --mpi "$name" -p colltune -p colltune-preload --example select_check
+  jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
+  jobs/build.sh --mpi "$name" --example select_check
 fi
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"

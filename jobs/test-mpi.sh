@@ -47,7 +47,9 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|impi}
 RANKS=${RANKS:-1 2 3 4 5 7 8}
 jobs/install-mpi.sh "$name"
-jobs/build.sh --mpi "$name" -p colltune -p colltune-preload --example select_check
+jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
+# the Rust selector's check (step 8); target flags build only what they name
+jobs/build.sh --mpi "$name" --example select_check
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"
 bin=$CARGO_TARGET_DIR/release/colltune
