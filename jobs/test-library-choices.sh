@@ -64,8 +64,12 @@ rule() { # min max algorithm params...
   for p in "$@"; do printf '      %s\n' "$p"; done
   printf '    execution: library\n'
 }
+# a coll/tuned rule among them: on Open MPI the drop-in hands it to Open
+# MPI's rules file (adapt's ranges written there as algorithm 0 and left to
+# colltune's duplicates)
 adapt_rules=$(rule 0 1023 ompi_adapt "algorithm: binomial" "segment: 0"
-  rule 1024 65535 ompi_adapt "algorithm: pipeline" "segment: 8192"
+  rule 1024 4095 ompi_tuned "algorithm: knomial" "segment: 0"
+  rule 4096 65535 ompi_adapt "algorithm: pipeline" "segment: 8192"
   rule 65536 - ompi_adapt "algorithm: in_order_binomial" "segment: 65536")
 mpich_rules=$(rule 0 1023 mpich "algorithm: binomial"
   rule 1024 65535 mpich "algorithm: nb"
@@ -116,6 +120,13 @@ if [ -n "$own" ]; then
     for w in "${want[@]}"; do
       grep -q "colltune trace: .*$w" "$out" || { grep "colltune trace" "$out" | head -5 >&2; fail "drop-in at $n ranks: the trace never shows $w"; }
     done
+    if [ "$own" = adapt ]; then
+      # the coll/tuned rule handed off; adapt's sizes on adapt's duplicate
+      grep "colltune trace: .* bcast 1024 B" "$out" | grep -q "handed it at MPI_Init" \
+        || { grep "colltune trace: .* bcast 1024 B" "$out" | head -3 >&2; fail "drop-in at $n ranks: the coll/tuned rule was not handed off"; }
+      ! grep "colltune trace: .* bcast 65535 B" "$out" | grep -q "handed it at MPI_Init" \
+        || fail "drop-in at $n ranks: an adapt rule's size went to Open MPI's rules file"
+    fi
     calls=$(grep -c "colltune trace: .* bcast .*\[library\]" "$out" || true)
     rust_api "$n" "$scratch/$own.yaml" "$scratch/rust-$n" || fail "Rust selector with $own rules at $n ranks"
     for w in "${want[@]}"; do
@@ -140,7 +151,7 @@ for n in 3 4; do
     || { grep "warning" "$out" | head -8 >&2; fail "fallback at $n ranks: $warnings warnings for $algos algorithms"; }
   grep -q "forcing is unavailable here: the MPI library's default" "$out" || fail "fallback at $n ranks: the trace does not say it fell back"
   rust_api "$n" "$scratch/$other.yaml" "$scratch/rust-other-$n" || fail "Rust selector with $other rules at $n ranks (fallback)"
-  rw=$(grep -c "warning: cannot force" "$scratch/rust-other-$n" || true)
+  rw=$(grep -c "warning: cannot force $what" "$scratch/rust-other-$n" || true)
   [ "$rw" -eq "$algos" ] || { cat "$scratch/rust-other-$n" >&2; fail "Rust selector fallback at $n ranks: $rw warnings for $algos algorithms"; }
   echo "test-library-choices ($name): $other rules at $n ranks: fell back, $warnings warnings (drop-in), $rw (Rust), all bytes correct in $(( $(date +%s) - t0 )) s"
 done
