@@ -806,14 +806,10 @@ pub fn cvar_info(name: &str) -> Result<CvarInfo, MpiError> {
 /// or MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (read at every call).
 pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     let (mut handle, _) = cvar_handle(name)?;
-    // SAFETY: the variable holds one int (n == 1 for these variables).
-    let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    let r = handle_write(handle, name, value);
     // SAFETY: handle was allocated above.
     unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-    check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
-        message: format!("{name} = {value}: {}", e.message),
-        ..e
-    })
+    r
 }
 
 /// Reads an integer (or boolean) control variable of the MPI library
@@ -821,26 +817,45 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
 /// library has no such variable.
 pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
     let (mut handle, n) = cvar_handle(name)?;
-    if n != 1 {
-        // SAFETY: handle was allocated above.
-        unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-        return Err(MpiError {
-            call: "MPI_T_cvar_handle_alloc",
-            code: -1,
-            message: format!("{name} holds {n} values, not one"),
-        });
+    let r = one_value(name, n).and_then(|()| handle_read(handle));
+    // SAFETY: handle was allocated above.
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+    r
+}
+
+/// An error unless a handle holds one value (`n`, as `MPI_T_cvar_handle_alloc` said).
+fn one_value(name: &str, n: c_int) -> Result<(), MpiError> {
+    if n == 1 {
+        return Ok(());
     }
+    Err(MpiError {
+        call: "MPI_T_cvar_handle_alloc",
+        code: -1,
+        message: format!("{name} holds {n} values, not one"),
+    })
+}
+
+/// Reads an int through a handle of one value.
+fn handle_read(handle: ffi::MPI_T_cvar_handle) -> Result<c_int, MpiError> {
     // Room for any one scalar (a boolean may be a C bool or an int); zeroed,
     // so a narrower type still reads as zero or not.
     let mut value = [0u8; 16];
-    // SAFETY: one element of at most 16 bytes.
+    // SAFETY: a handle of one element of at most 16 bytes.
     let rc = unsafe { ffi::PMPI_T_cvar_read(handle, value.as_mut_ptr().cast()) };
-    // SAFETY: handle was allocated above.
-    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
     check(rc, "MPI_T_cvar_read")?;
     Ok(c_int::from_ne_bytes([
         value[0], value[1], value[2], value[3],
     ]))
+}
+
+/// Writes an int through a handle of one value; the error names the variable.
+fn handle_write(handle: ffi::MPI_T_cvar_handle, name: &str, value: c_int) -> Result<(), MpiError> {
+    // SAFETY: the variable holds one int (n == 1 for these variables).
+    let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
+        message: format!("{name} = {value}: {}", e.message),
+        ..e
+    })
 }
 
 /// An integer control variable held open: a handle allocated once (never
@@ -869,14 +884,10 @@ impl Cvar {
             return Ok(*c);
         }
         let (mut handle, n) = cvar_handle(name)?;
-        if n != 1 {
+        if let Err(e) = one_value(name, n) {
             // SAFETY: handle was allocated above.
             unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-            return Err(MpiError {
-                call: "MPI_T_cvar_handle_alloc",
-                code: -1,
-                message: format!("{name} holds {n} values, not one"),
-            });
+            return Err(e);
         }
         let c = Cvar { handle, name };
         open.push(c);
@@ -884,24 +895,15 @@ impl Cvar {
     }
 
     /// Reads the value (an int).
+    #[inline]
     pub fn read(&self) -> Result<c_int, MpiError> {
-        let mut value = [0u8; 16];
-        // SAFETY: a handle of one value of at most 16 bytes.
-        let rc = unsafe { ffi::PMPI_T_cvar_read(self.handle, value.as_mut_ptr().cast()) };
-        check(rc, "MPI_T_cvar_read")?;
-        Ok(c_int::from_ne_bytes([
-            value[0], value[1], value[2], value[3],
-        ]))
+        handle_read(self.handle)
     }
 
     /// Writes the value (an int).
+    #[inline]
     pub fn write(&self, value: c_int) -> Result<(), MpiError> {
-        // SAFETY: a handle of one int.
-        let rc = unsafe { ffi::PMPI_T_cvar_write(self.handle, (&value as *const c_int).cast()) };
-        check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
-            message: format!("{} = {value}: {}", self.name, e.message),
-            ..e
-        })
+        handle_write(self.handle, self.name, value)
     }
 }
 
