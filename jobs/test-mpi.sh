@@ -46,6 +46,12 @@
 #      (ompi_han rows), which report and plot label han:<...>.
 #   9. the library reads what `colltune export` writes for it
 #      (jobs/check-exports.sh; Open MPI and MPICH).
+#  10. the library's own algorithms as table choices
+#      (jobs/test-library-choices.sh): a table of `ompi_adapt` (Open MPI
+#      5.0) or `mpich` (MPICH 4, 5) rules drives the drop-in and the Rust
+#      selector at 3 and 4 ranks, every byte checked, the trace showing the
+#      forced choice; the other library's rules fall back with one warning;
+#      a short tune at 4 ranks measures them as candidates.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
@@ -54,6 +60,8 @@ name=${1:?usage: jobs/test-mpi.sh openmpi4|mpich4|openmpi5|mpich5|mpich5-abi|imp
 RANKS=${RANKS:-1 2 3 4 5 7 8}
 jobs/install-mpi.sh "$name"
 jobs/build.sh --mpi "$name" -p colltune -p colltune-preload
+# the Rust selector's check (step 8); target flags build only what they name
+jobs/build.sh --mpi "$name" --example select_check
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name"
 bin=$CARGO_TARGET_DIR/release/colltune
@@ -331,6 +339,12 @@ case "$name" in
   openmpi4 | openmpi5 | mpich4 | mpich5)
     jobs/check-exports.sh "$name" 4 > "$scratch/exports" 2>&1 || { cat "$scratch/exports" >&2; fail "the library does not run what export wrote for it (jobs/check-exports.sh)"; }
     grep '^check-exports' "$scratch/exports" | sed 's/^/  /'
+    ;;
+esac
+# 10. The library's own algorithms as table choices.
+case "$name" in
+  openmpi4 | openmpi5 | mpich4 | mpich5)
+    COLLTUNE_NO_BUILD=1 jobs/test-library-choices.sh "$name" || fail "the library's algorithms as table choices"
     ;;
 esac
 echo "test-mpi ($name): passed in $(( $(date +%s) - start )) s"

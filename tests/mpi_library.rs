@@ -362,6 +362,100 @@ fn unavailable_forcing_falls_back_to_the_library_with_one_warning() {
     assert!(err.contains("forcing is unavailable here"), "{all}");
 }
 
+/// A table for 1-4 ranks whose rules name coll/adapt's and MPICH's
+/// algorithms: neither can be forced on Open MPI 4.1 (adapt's variables are
+/// read-only there; MPICH's do not exist), so each falls back to the
+/// library's default with one warning, every byte still right.
+fn adapt_mpich_table(dir: &Path) -> PathBuf {
+    let rules = "  rules:
+  - min_bytes: 0
+    max_bytes: 4095
+    algorithm: ompi_adapt
+    params:
+      algorithm: pipeline
+      segment: 8192
+    execution: library
+  - min_bytes: 4096
+    algorithm: mpich
+    params:
+      algorithm: scatter_ring_allgather
+    execution: library
+";
+    let text = std::fs::read_to_string(table(dir)).unwrap();
+    let head = &text[..text.find("- ranks: 1").unwrap()];
+    let mut t = head.to_string();
+    for n in 1..=4 {
+        t += &format!("- ranks: {n}\n  ppn: {n}\n  nodes: 1\n{rules}");
+    }
+    let p = dir.join("adapt-mpich.yaml");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+#[test]
+fn adapt_and_mpich_rules_fall_back_once_where_they_cannot_be_forced() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: the fallback checked is Open MPI's",
+        );
+    }
+    let version = Command::new("ompi_info")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if !version.contains("v4.") {
+        // 5.0 lets MPI_T write adapt's variables: jobs/test-library-choices.sh.
+        return skip("openmpi4", "coll/adapt can be forced on this Open MPI");
+    }
+    let dir = scratch("library-adapt-mpich");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = adapt_mpich_table(&dir);
+    colltune_core::table::load(&tbl).unwrap();
+    for ranks in [3, 4] {
+        let env = [
+            (
+                "LD_PRELOAD",
+                libs.join("libcolltune_preload.so").display().to_string(),
+            ),
+            ("COLLTUNE_TABLE", tbl.display().to_string()),
+            ("COLLTUNE_TRACE", "all".into()),
+        ];
+        let (ok, out, err) = job(ranks, &exe, &env);
+        let all = format!("--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        assert!(ok, "{all}");
+        assert!(out.contains("library_bcast: all bytes correct"), "{all}");
+        let warned = |what: &str| {
+            err.lines()
+                .filter(|l| l.contains("warning: cannot force") && l.contains(what))
+                .count()
+        };
+        // Once per process that leads a communicator (world rank 0, and
+        // rank 1 leading the other split half), per algorithm: never per call.
+        for what in ["coll/adapt pipeline", "MPICH's scatter_ring_allgather"] {
+            let n = warned(what);
+            assert!((1..=2).contains(&n), "{what}: {n} warnings\n{all}");
+        }
+        assert!(err.contains("MPIR_CVAR_BCAST_INTRA_ALGORITHM"), "{all}");
+        // The trace names the rule's choice and says it fell back.
+        assert!(
+            err.lines().any(|l| l
+                .contains("ompi_adapt:algorithm=4,name=pipeline,segment=8192 [library]")
+                && l.contains("forcing is unavailable here")),
+            "{all}"
+        );
+        assert!(
+            err.lines().any(
+                |l| l.contains("mpich:algorithm=scatter_ring_allgather [library]")
+                    && l.contains("forcing is unavailable here")
+            ),
+            "{all}"
+        );
+    }
+}
+
 /// The library's samples in a tune's CSV.
 fn library_specs(csv: &Path) -> Vec<String> {
     let mut v: Vec<String> = colltune_core::record::read(csv)

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
-use crate::ompi::Forced;
+use crate::library::LibraryChoice;
 use crate::table::{CommKey, Table};
 
 /// Where a decision came from.
@@ -34,11 +34,11 @@ pub enum Source {
 pub struct Choice {
     /// None: the MPI library's own collective.
     pub algorithm: Option<(AlgoSpec, Execution)>,
-    /// With `algorithm` None: the library's own algorithm forced on a
-    /// communicator of its own (a table's `ompi_tuned` rule); None: the
-    /// library's default decision. Code that does not know this field
+    /// With `algorithm` None: the library's own algorithm forced (a table's
+    /// `ompi_tuned`, `ompi_adapt` or `mpich` rule: [`LibraryChoice`]); None:
+    /// the library's default decision. Code that does not know this field
     /// still runs the library's collective, only without the forcing.
-    pub library: Option<Forced>,
+    pub library: Option<LibraryChoice>,
     pub source: Source,
 }
 
@@ -74,7 +74,15 @@ impl Choice {
                 } else if lib.is_default() {
                     "on the application's communicator"
                 } else {
-                    "forced on a duplicate communicator"
+                    match lib {
+                        LibraryChoice::Tuned(_) => "forced on a duplicate communicator",
+                        LibraryChoice::Adapt(_) => {
+                            "on a duplicate coll/adapt serves, its algorithm and segment written around the call"
+                        }
+                        LibraryChoice::Mpich(_) => {
+                            "MPIR_CVAR_BCAST_INTRA_ALGORITHM written around the call"
+                        }
+                    }
                 };
                 format!("{} [library] ({lib}, {how})", lib.spec())
             }
@@ -372,8 +380,8 @@ impl Decisions {
 
     /// The library algorithms these decisions can choose (each once): the
     /// forced duplicates a communicator may need.
-    pub fn library_choices(&self) -> Vec<Forced> {
-        let mut out: Vec<Forced> = Vec::new();
+    pub fn library_choices(&self) -> Vec<LibraryChoice> {
+        let mut out: Vec<LibraryChoice> = Vec::new();
         for f in self.rules.iter().filter_map(|r| r.choice.library) {
             if !out.contains(&f) {
                 out.push(f);

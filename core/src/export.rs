@@ -24,6 +24,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+use crate::library::LibraryChoice;
 use crate::ompi::{Forced, TUNED_BCAST};
 use crate::table::{CommRules, Rule, Table};
 
@@ -65,8 +66,9 @@ fn resolved(rule: &Rule, ranks: u32) -> Result<(AlgoSpec, Execution), ExportErro
     Ok((spec, exec))
 }
 
-/// The Open MPI algorithm an `ompi_tuned` rule forces; None for colltune's.
-fn library(rule: &Rule, ranks: u32) -> Result<Option<Forced>, ExportError> {
+/// The library algorithm an `ompi_tuned`, `ompi_adapt` or `mpich` rule
+/// forces; None for colltune's.
+fn library(rule: &Rule, ranks: u32) -> Result<Option<LibraryChoice>, ExportError> {
     rule.library().transpose().map_err(|why| ExportError::Rule {
         ranks,
         range: rule.range(),
@@ -167,15 +169,46 @@ fn ompi_rules(
 ) -> Result<Vec<(u64, Option<u64>, Mapped)>, ExportError> {
     let mut out: Vec<(u64, Option<u64>, Mapped)> = Vec::new();
     for r in &cr.rules {
+        let tuned = |f: Forced| Mapped {
+            id: f.id,
+            name: f.tuned().name.into(),
+            faninout: 0,
+            segment: u64::from(f.segment),
+            params: Vec::new(),
+        };
         let m = match library(r, cr.ranks)? {
             // Open MPI's own algorithm: its id and segment, as they are.
-            Some(f) => Mapped {
-                id: f.id,
-                name: f.tuned().name.into(),
-                faninout: 0,
-                segment: u64::from(f.segment),
-                params: Vec::new(),
-            },
+            Some(LibraryChoice::Tuned(f)) => tuned(f),
+            // coll/adapt is another component: coll/tuned's rules file
+            // cannot choose it, so coll/tuned's algorithm of its shape
+            // stands in (said once per algorithm).
+            Some(LibraryChoice::Adapt(a)) => {
+                let f = a.tuned_shape();
+                notes.add(format!(
+                    "{} ranks, {} bytes: the rule chooses {a}; coll/tuned's rules file cannot choose coll/adapt (another component), so coll/tuned's {} of the same shape is written instead (colltune's runtime runs coll/adapt itself)",
+                    cr.ranks,
+                    r.range(),
+                    f.tuned().name
+                ));
+                tuned(f)
+            }
+            Some(LibraryChoice::Mpich(m)) if m.is_default() => {
+                notes.add(format!(
+                    "{} ranks, {} bytes: the rule chooses MPICH's own decision; Open MPI's own decision (algorithm 0) is written",
+                    cr.ranks,
+                    r.range()
+                ));
+                tuned(Forced { id: 0, segment: 0 })
+            }
+            Some(LibraryChoice::Mpich(m)) => {
+                notes.add(format!(
+                    "{} ranks, {} bytes: the rule chooses {m}, which Open MPI does not have; Open MPI's nearest to colltune's {} stands in",
+                    cr.ranks,
+                    r.range(),
+                    m.ours()
+                ));
+                to_ompi(&mpich_stand_in(m, r, cr.ranks)?, notes)
+            }
             None => to_ompi(&resolved(r, cr.ranks)?.0, notes),
         };
         match out.last_mut() {
@@ -184,6 +217,22 @@ fn ompi_rules(
         }
     }
     Ok(out)
+}
+
+/// colltune's algorithm of the nearest shape to MPICH's `m`, resolved.
+fn mpich_stand_in(
+    m: crate::mpich::Forced,
+    rule: &Rule,
+    ranks: u32,
+) -> Result<AlgoSpec, ExportError> {
+    AlgoSpec::parse(m.ours())
+        .map_err(|e| e.to_string())
+        .and_then(|s| resolve(Collective::Bcast, &s).map_err(|e| e.to_string()))
+        .map_err(|why| ExportError::Rule {
+            ranks,
+            range: rule.range(),
+            why,
+        })
 }
 
 const OMPI_BCAST_ID: u32 = 7;
@@ -313,7 +362,14 @@ pub fn openmpi_handoff(table: &Table) -> Result<Option<Handoff>, ExportError> {
             lines.push((0, fixed));
         }
         for r in &cr.rules {
-            let f = library(r, cr.ranks)?;
+            // Only coll/tuned's algorithms are the rules file's to run; a
+            // coll/adapt rule (another component) is written as the fixed
+            // decision and runs on colltune's duplicate, an MPICH one
+            // cannot run on Open MPI (colltune falls back, warned).
+            let f = match library(r, cr.ranks)? {
+                Some(LibraryChoice::Tuned(f)) => Some(f),
+                _ => None,
+            };
             let line = f.unwrap_or(fixed);
             if lines.last().map(|l| l.1) != Some(line) {
                 lines.push((r.min_bytes, line));
@@ -498,6 +554,52 @@ fn to_mpich(
     }
 }
 
+/// Appends a message-size rule, merged into the previous one when both
+/// choose the same.
+fn merged_push(merged: &mut Vec<(Option<u64>, Value)>, max: Option<u64>, v: Value) {
+    match merged.last_mut() {
+        Some(last) if last.1 == v => last.0 = max,
+        _ => merged.push((max, v)),
+    }
+}
+
+/// An `mpich` rule's algorithm in MPICH's JSON file, by MPICH's own name.
+/// MPICH's tree algorithms take their parameters from the file, where the
+/// control variable way of forcing them takes MPICH's defaults
+/// (`MPIR_CVAR_BCAST_TREE_TYPE=kary`, `_TREE_KVAL=2`,
+/// `_IS_NON_BLOCKING=1`, `_TREE_PIPELINE_CHUNK_SIZE=8192`,
+/// `_RECV_PRE_POST=0`): the file says those, so both run the same.
+fn mpich_native(m: crate::mpich::Forced, known: &[String], notes: &mut Notes) -> Mapped {
+    let name = m.json_name().unwrap_or("MPIR_Bcast_intra_binomial");
+    if !known.is_empty() && !known.iter().any(|k| k == name) {
+        notes.add(format!(
+            "{name}: the MPICH base does not name it (an older MPICH?); MPICH may refuse the file"
+        ));
+    }
+    let params = match m.name {
+        "tree" => vec![
+            "tree_type=kary".into(),
+            "k=2".into(),
+            "is_non_blocking=1".into(),
+        ],
+        "pipelined_tree" => vec![
+            "tree_type=kary".into(),
+            "k=2".into(),
+            "is_non_blocking=1".into(),
+            "chunk_size=8192".into(),
+            "recv_pre_posted=0".into(),
+        ],
+        _ => Vec::new(),
+    };
+    Mapped {
+        id: 0,
+        name: name.into(),
+        faninout: 0,
+        segment: 0,
+        params,
+    }
+}
+
 fn leaf(m: &Mapped) -> Value {
     let mut params = Map::new();
     for p in &m.params {
@@ -542,13 +644,41 @@ pub fn mpich_json(
     let mut below = 0u32;
     for cr in &entries {
         let mut by_msg = Map::new();
-        let mut merged: Vec<(Option<u64>, Mapped)> = Vec::new();
+        let mut merged: Vec<(Option<u64>, Value)> = Vec::new();
         for r in &cr.rules {
             let m = match library(r, cr.ranks)? {
+                // MPICH's own decision: its previous rules for the size.
+                Some(LibraryChoice::Mpich(m)) if m.is_default() => {
+                    merged_push(&mut merged, r.max_bytes, previous.clone());
+                    continue;
+                }
+                // MPICH's own algorithm: by its own name.
+                Some(LibraryChoice::Mpich(m)) => mpich_native(m, &known, &mut notes),
                 // Open MPI's own algorithms do not exist in MPICH: the
                 // MPICH algorithm of colltune's same-shaped schedule stands
                 // in, and a note says so.
-                Some(f) => {
+                Some(LibraryChoice::Adapt(a)) => {
+                    let f = a.tuned_shape();
+                    let t = f.tuned();
+                    notes.add(format!(
+                        "{} ranks, {} bytes: the rule chooses {a}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
+                        cr.ranks,
+                        r.range(),
+                        t.ours
+                    ));
+                    let mut spec = AlgoSpec::new(t.ours);
+                    if t.segmented {
+                        spec = spec.with_int("segment", u64::from(f.segment));
+                    }
+                    let spec =
+                        resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
+                            ranks: cr.ranks,
+                            range: r.range(),
+                            why: e.to_string(),
+                        })?;
+                    to_mpich(&spec, Execution::Blocking, cr.ranks, &known, &mut notes)
+                }
+                Some(LibraryChoice::Tuned(f)) => {
                     let t = f.tuned();
                     notes.add(format!(
                         "{} ranks, {} bytes: the rule chooses {f}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
@@ -573,17 +703,14 @@ pub fn mpich_json(
                     to_mpich(&spec, exec, cr.ranks, &known, &mut notes)
                 }
             };
-            match merged.last_mut() {
-                Some(last) if last.1 == m => last.0 = r.max_bytes,
-                _ => merged.push((r.max_bytes, m)),
-            }
+            merged_push(&mut merged, r.max_bytes, leaf(&m));
         }
-        for (max, m) in merged {
+        for (max, v) in merged {
             let key = match max {
                 Some(b) => format!("avg_msg_size<={b}"),
                 None => "avg_msg_size=any".into(),
             };
-            by_msg.insert(key, leaf(&m));
+            by_msg.insert(key, v);
         }
         if cr.ranks > below + 1 {
             intra.insert(format!("comm_size<={}", cr.ranks - 1), previous.clone());
@@ -805,6 +932,139 @@ bcast:
         assert_eq!(h.ranges, vec![(4, vec![(0, 1023), (65536, u64::MAX)])]);
         // No rule of the library's: nothing to hand off.
         assert_eq!(openmpi_handoff(&table()).unwrap(), None);
+    }
+
+    /// A table of coll/adapt and MPICH rules beside a coll/tuned one.
+    fn adapt_mpich_table() -> Table {
+        let text = "schema: 1
+provenance:
+  host: t
+  mpi: m
+  date: d
+  command: c
+  colltune: v
+  source: s
+  sweep:
+    mode: built
+bcast:
+- ranks: 4
+  ppn: 4
+  nodes: 1
+  rules:
+  - min_bytes: 0
+    max_bytes: 1023
+    algorithm: ompi_tuned
+    params:
+      algorithm: 7
+      segment: 0
+    execution: library
+  - min_bytes: 1024
+    max_bytes: 65535
+    algorithm: ompi_adapt
+    params:
+      algorithm: pipeline
+      segment: 8192
+    execution: library
+  - min_bytes: 65536
+    max_bytes: 262143
+    algorithm: mpich
+    params:
+      algorithm: scatter_ring_allgather
+    execution: library
+  - min_bytes: 262144
+    max_bytes: 1048575
+    algorithm: mpich
+    params:
+      algorithm: pipelined_tree
+    execution: library
+  - min_bytes: 1048576
+    algorithm: mpich
+    params:
+      algorithm: auto
+    execution: library
+";
+        load_str(text).unwrap()
+    }
+
+    #[test]
+    fn adapt_and_mpich_rules_export_natively_or_say_what_stands_in() {
+        let t = adapt_mpich_table();
+        // Open MPI's rules file: coll/tuned's pipeline for adapt's, with a
+        // note; MPICH's by colltune's nearest, with a note.
+        let (text, notes) = openmpi_classic(&t).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"0 7 0 0 # knomial"), "{text}");
+        assert!(lines.contains(&"1024 3 0 8192 # pipeline"), "{text}");
+        assert!(
+            lines.contains(&"65536 9 0 0 # scatter_allgather_ring"),
+            "{text}"
+        );
+        assert!(lines.contains(&"1048576 0 0 0 # default"), "{text}");
+        for says in [
+            "coll/tuned's rules file cannot choose coll/adapt",
+            "MPICH's scatter_ring_allgather (MPIR_CVAR_BCAST_INTRA_ALGORITHM), which Open MPI does not have",
+            "MPICH's own decision",
+        ] {
+            assert!(notes.iter().any(|n| n.contains(says)), "{says}: {notes:?}");
+        }
+        // MPICH's file names its own algorithms; auto keeps MPICH's rules.
+        let base = MpichBase {
+            rules: json!({"collective=bcast": {"comm_type=intra": {"algorithm=MPIR_Bcast_intra_smp": {}}}}),
+            known: vec![
+                "MPIR_Bcast_intra_scatter_ring_allgather".into(),
+                "MPIR_Bcast_intra_pipelined_tree".into(),
+                "MPIR_Bcast_intra_tree".into(),
+            ],
+        };
+        let (json, notes) = mpich_json(&t, Some(base)).unwrap();
+        let v: Value = serde_json::from_str(&json).unwrap();
+        let four = &v["collective=bcast"]["comm_type=intra"]["comm_size<=4"];
+        assert_eq!(
+            four["avg_msg_size<=262143"],
+            json!({"algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}),
+            "{json}"
+        );
+        assert!(
+            four["avg_msg_size<=1048575"]["algorithm=MPIR_Bcast_intra_pipelined_tree"]
+                .get("chunk_size=8192")
+                .is_some(),
+            "{json}"
+        );
+        assert_eq!(
+            four["avg_msg_size=any"],
+            json!({"algorithm=MPIR_Bcast_intra_smp": {}}),
+            "{json}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("coll/adapt pipeline") && n.contains("MPICH does not have")),
+            "{notes:?}"
+        );
+        assert!(
+            !notes.iter().any(|n| n.contains("scatter_ring_allgather")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_handoff_leaves_adapt_and_mpich_rules_to_colltune() {
+        let h = openmpi_handoff(&adapt_mpich_table()).unwrap().unwrap();
+        let lines: Vec<&str> = h.rules.lines().collect();
+        assert_eq!(
+            lines[3..7],
+            [
+                "4 # communicator size",
+                "2 # number of message sizes",
+                "0 7 0 0 # knomial",
+                // adapt and MPICH rules: the fixed decision, not covered
+                "1024 0 0 0 # Open MPI's fixed decision",
+            ],
+            "{}",
+            h.rules
+        );
+        // Only the coll/tuned rule is the rules file's to run.
+        assert_eq!(h.ranges, vec![(4, vec![(0, 1023)])]);
     }
 
     #[test]

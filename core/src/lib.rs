@@ -24,6 +24,7 @@ pub mod decide;
 pub mod export;
 pub mod figure;
 pub mod fit;
+pub mod library;
 pub mod method;
 pub mod mpich;
 pub mod ompi;

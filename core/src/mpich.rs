@@ -66,6 +66,123 @@ impl Choice {
     }
 }
 
+/// One of MPICH's broadcast algorithms as a table choice (`algorithm:
+/// mpich`, `params: {algorithm: <name>}`): [`BCAST_CVAR`] written to its
+/// value around each call (MPICH reads it per call, process-wide;
+/// `colltune_mpi::select::library`). The name is one MPICH documents
+/// ([`DOCUMENTED_BCAST`]); its value is read from the library at run time.
+/// `auto` is MPICH's own decision: nothing forced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Forced {
+    pub name: &'static str,
+}
+
+impl Forced {
+    /// Whether this is MPICH's own decision (`auto`), nothing forced.
+    pub fn is_default(&self) -> bool {
+        self.name == "auto"
+    }
+
+    /// The table choice of an algorithm the library offers; None for a name
+    /// MPICH does not document (a table could not say it).
+    pub fn from_choice(c: &Choice) -> Option<Forced> {
+        DOCUMENTED_BCAST
+            .iter()
+            .find(|d| **d == c.name)
+            .map(|name| Forced { name })
+    }
+
+    /// Reads a table's `mpich` specification: `algorithm`, one of the names
+    /// MPICH documents for [`BCAST_CVAR`] (`binomial`, `scatter_ring_allgather`,
+    /// ...). The error says what is wrong and what to write.
+    pub fn from_spec(spec: &colltune_algorithms::AlgoSpec) -> Result<Forced, String> {
+        use colltune_algorithms::ParamValue;
+        if spec.name != TABLE_NAME {
+            return Err(format!("`{}` is not `{TABLE_NAME}`", spec.name));
+        }
+        let names = || DOCUMENTED_BCAST.join(", ");
+        if let Some(k) = spec.params.keys().find(|k| k.as_str() != "algorithm") {
+            return Err(format!(
+                "{TABLE_NAME} has no parameter `{k}`; it takes only algorithm (one of {}): MPICH's parameters of its algorithms are its own control variables",
+                names()
+            ));
+        }
+        let word = match spec.params.get("algorithm") {
+            None => {
+                return Err(format!(
+                    "{TABLE_NAME} needs `algorithm`: one of {} (MPIR_CVAR_BCAST_INTRA_ALGORITHM's names)",
+                    names()
+                ))
+            }
+            Some(ParamValue::Word(w)) => w.clone(),
+            Some(o) => o.to_string(),
+        };
+        DOCUMENTED_BCAST
+            .iter()
+            .find(|d| **d == word)
+            .map(|name| Forced { name })
+            .ok_or_else(|| {
+                format!(
+                    "{TABLE_NAME}: unknown MPICH broadcast algorithm `{word}`; MPICH's {BCAST_CVAR} takes {}",
+                    names()
+                )
+            })
+    }
+
+    /// The canonical specification, as bench records it:
+    /// `mpich:algorithm=scatter_ring_allgather`.
+    pub fn spec(&self) -> colltune_algorithms::AlgoSpec {
+        colltune_algorithms::AlgoSpec::new(TABLE_NAME).with(
+            "algorithm",
+            colltune_algorithms::ParamValue::Word(self.name.into()),
+        )
+    }
+
+    /// The name of the algorithm in MPICH's JSON tuning file
+    /// (`MPIR_Bcast_intra_binomial`); None for `auto` (MPICH's own rules).
+    pub fn json_name(&self) -> Option<&'static str> {
+        Some(match self.name {
+            "auto" => return None,
+            "binomial" => "MPIR_Bcast_intra_binomial",
+            "nb" => "MPIR_Bcast_allcomm_nb",
+            "smp" => "MPIR_Bcast_intra_smp",
+            "scatter_recursive_doubling_allgather" => {
+                "MPIR_Bcast_intra_scatter_recursive_doubling_allgather"
+            }
+            "scatter_ring_allgather" => "MPIR_Bcast_intra_scatter_ring_allgather",
+            "pipelined_tree" => "MPIR_Bcast_intra_pipelined_tree",
+            "tree" => "MPIR_Bcast_intra_tree",
+            _ => return None,
+        })
+    }
+
+    /// colltune's algorithm of the nearest shape (what another library's
+    /// file can say in its place): a spec `core::export` maps.
+    pub fn ours(&self) -> &'static str {
+        match self.name {
+            "scatter_recursive_doubling_allgather" => "scatter_allgather",
+            "scatter_ring_allgather" => "scatter_allgather_ring",
+            // MPICH's trees default to a k-ary tree of k = 2.
+            "tree" => "binary",
+            "pipelined_tree" => "binary:segment=8192",
+            "smp" => "hierarchical",
+            _ => "binomial",
+        }
+    }
+}
+
+impl std::fmt::Display for Forced {
+    /// `MPICH's scatter_ring_allgather (MPIR_CVAR_BCAST_INTRA_ALGORITHM)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_default() {
+            return f.write_str(
+                "MPICH's own decision (MPIR_CVAR_BCAST_INTRA_ALGORITHM=auto: nothing forced)",
+            );
+        }
+        write!(f, "MPICH's {} ({BCAST_CVAR})", self.name)
+    }
+}
+
 /// The choices of an enumeration as `MPI_T_enum_get_item` lists them.
 pub fn from_enum(items: &[(i32, String)]) -> Result<Vec<Choice>, String> {
     if items.is_empty() {

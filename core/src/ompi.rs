@@ -228,28 +228,7 @@ impl Forced {
                 ))
             }
         };
-        let segment = match spec.params.get("segment") {
-            None => 0,
-            Some(ParamValue::Int(s)) => u32::try_from(*s)
-                .ok()
-                .filter(|&s| s <= i32::MAX as u32)
-                .ok_or_else(|| {
-                    format!(
-                        "{TABLE_NAME}: segment {s} is larger than Open MPI takes (2^31 - 1 bytes)"
-                    )
-                })?,
-            Some(other) => {
-                let t = match other {
-                    ParamValue::Word(w) => w.clone(),
-                    o => o.to_string(),
-                };
-                return Err(if t.trim_start().starts_with('-') {
-                    format!("{TABLE_NAME}: segment {t} is negative; write 0 (no segmentation) or a size in bytes")
-                } else {
-                    format!("{TABLE_NAME}: segment `{t}` is not a size; write 0 (no segmentation) or bytes (65536 or 64K)")
-                });
-            }
-        };
+        let segment = segment_param(TABLE_NAME, spec)?;
         if segment > 0 && !tuned.segmented {
             return Err(format!(
                 "{TABLE_NAME}: Open MPI does not segment algorithm {} ({}); write segment: 0",
@@ -269,6 +248,31 @@ impl Forced {
             .with_int("algorithm", u64::from(self.id))
             .with("name", ParamValue::Word(self.tuned().name.into()))
             .with_int("segment", u64::from(self.segment))
+    }
+}
+
+/// A library choice's `segment` parameter (bytes, default 0): what Open MPI
+/// takes (0 to 2^31 - 1); the error says what is wrong and what to write.
+pub(crate) fn segment_param(family: &str, spec: &AlgoSpec) -> Result<u32, String> {
+    match spec.params.get("segment") {
+        None => Ok(0),
+        Some(ParamValue::Int(s)) => u32::try_from(*s)
+            .ok()
+            .filter(|&s| s <= i32::MAX as u32)
+            .ok_or_else(|| {
+                format!("{family}: segment {s} is larger than Open MPI takes (2^31 - 1 bytes)")
+            }),
+        Some(other) => {
+            let t = match other {
+                ParamValue::Word(w) => w.clone(),
+                o => o.to_string(),
+            };
+            Err(if t.trim_start().starts_with('-') {
+                format!("{family}: segment {t} is negative; write 0 (no segmentation) or a size in bytes")
+            } else {
+                format!("{family}: segment `{t}` is not a size; write 0 (no segmentation) or bytes (65536 or 64K)")
+            })
+        }
     }
 }
 
@@ -302,6 +306,8 @@ impl std::fmt::Display for Forced {
 /// `MPI_Comm_dup`, put the priority back; then, per point, the algorithm
 /// and segment (see `colltune_mpi::bench::adapt`).
 pub mod adapt {
+    use colltune_algorithms::{AlgoSpec, ParamValue};
+
     /// The priority variable; what a communicator made after writing
     /// [`FORCE_PRIORITY`] to it gets its broadcast from.
     pub const PRIORITY: &str = "coll_adapt_priority";
@@ -349,6 +355,152 @@ pub mod adapt {
             format!(
                 "{TABLE_NAME}:algorithm={},name={},segment={segment}",
                 self.id, self.name
+            )
+        }
+    }
+
+    /// Segment sizes the tuner tries for coll/adapt's algorithms: 0 (adapt
+    /// then sends the message whole) and two of coll/tuned's
+    /// ([`super::TUNED_SEGMENTS`]), so a tune measures 18 adapt candidates.
+    pub const TUNE_SEGMENTS: &[u32] = &[0, 8192, 65536];
+
+    /// One of coll/adapt's broadcast algorithms as a table choice
+    /// (`algorithm: ompi_adapt`): run on a duplicate adapt serves, its
+    /// algorithm and segment written around each call (adapt reads them per
+    /// call, process-wide; `colltune_mpi::select::library`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub struct Forced {
+        /// The value of [`ALGORITHM`] (1..=6; 0, `tuned`, is refused).
+        pub id: i32,
+        /// Bytes per segment ([`SEGMENT`]); 0: none.
+        pub segment: u32,
+    }
+
+    impl Forced {
+        /// Open MPI's name of the algorithm (`in_order_binomial`).
+        pub fn name(&self) -> &'static str {
+            usize::try_from(self.id)
+                .ok()
+                .and_then(|i| DOCUMENTED.get(i))
+                .copied()
+                .unwrap_or("unknown")
+        }
+
+        /// The table choice of an algorithm the library offers (read from
+        /// its description), at `segment`; None where the library's value
+        /// and name are not the ones Open MPI documents (a table could not
+        /// say it), or for `tuned`.
+        pub fn from_choice(c: &Choice, segment: u32) -> Option<Forced> {
+            let f = Forced { id: c.id, segment };
+            (c.name != NOT_IMPLEMENTED && f.name() == c.name).then_some(f)
+        }
+
+        /// Reads a table's `ompi_adapt` specification: `algorithm` (1-6 or
+        /// a name: `binomial`, `in_order_binomial`, `binary`, `pipeline`,
+        /// `chain`, `linear`), an optional `name` (which must agree) and
+        /// `segment` (bytes, default 0).
+        pub fn from_spec(spec: &AlgoSpec) -> Result<Forced, String> {
+            if spec.name != TABLE_NAME {
+                return Err(format!("`{}` is not `{TABLE_NAME}`", spec.name));
+            }
+            let ids = || {
+                DOCUMENTED
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n != NOT_IMPLEMENTED)
+                    .map(|(i, n)| format!("{i} ({n})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            for k in spec.params.keys() {
+                if !["algorithm", "name", "segment"].contains(&k.as_str()) {
+                    return Err(format!(
+                        "{TABLE_NAME} has no parameter `{k}`; it takes algorithm (1-6 or a name), segment (bytes, 0: none) and name"
+                    ));
+                }
+            }
+            let by_word = |w: &str| -> Result<i32, String> {
+                let id = DOCUMENTED
+                    .iter()
+                    .position(|n| *n == w)
+                    .or_else(|| w.parse::<usize>().ok().filter(|&i| i < DOCUMENTED.len()));
+                match id {
+                    Some(0) => Err(format!(
+                        "{TABLE_NAME}: coll/adapt's algorithm 0 ({NOT_IMPLEMENTED}) is not implemented (adapt answers it with an error); choose one of {}",
+                        ids()
+                    )),
+                    Some(i) => Ok(i as i32),
+                    None => Err(format!(
+                        "{TABLE_NAME}: unknown coll/adapt broadcast algorithm `{w}`; coll/adapt has {}",
+                        ids()
+                    )),
+                }
+            };
+            let word = |v: &ParamValue| match v {
+                ParamValue::Word(w) => w.clone(),
+                o => o.to_string(),
+            };
+            let from_algorithm = spec
+                .params
+                .get("algorithm")
+                .map(|v| by_word(&word(v)))
+                .transpose()?;
+            let from_name = spec
+                .params
+                .get("name")
+                .map(|v| by_word(&word(v)))
+                .transpose()?;
+            let id = match (from_algorithm, from_name) {
+                (Some(a), Some(n)) if a != n => {
+                    return Err(format!(
+                        "{TABLE_NAME}: algorithm {a} is {}, but name says {}; make them agree (or drop name)",
+                        DOCUMENTED[a as usize], DOCUMENTED[n as usize]
+                    ))
+                }
+                (Some(i), _) | (None, Some(i)) => i,
+                (None, None) => {
+                    return Err(format!("{TABLE_NAME} needs `algorithm`: one of {}", ids()))
+                }
+            };
+            Ok(Forced {
+                id,
+                segment: super::segment_param(TABLE_NAME, spec)?,
+            })
+        }
+
+        /// The canonical specification, as bench records it:
+        /// `ompi_adapt:algorithm=1,name=binomial,segment=0`.
+        pub fn spec(&self) -> AlgoSpec {
+            AlgoSpec::new(TABLE_NAME)
+                .with_int("algorithm", self.id as u64)
+                .with("name", ParamValue::Word(self.name().into()))
+                .with_int("segment", u64::from(self.segment))
+        }
+
+        /// The coll/tuned algorithm of the same shape (what a coll/tuned
+        /// rules file can say in its place).
+        pub fn tuned_shape(&self) -> super::Forced {
+            let id = match self.name() {
+                "binomial" | "in_order_binomial" => 6,
+                "binary" => 5,
+                "pipeline" => 3,
+                "chain" => 2,
+                _ => 1,
+            };
+            let segment = if id == 1 { 0 } else { self.segment };
+            super::Forced { id, segment }
+        }
+    }
+
+    impl std::fmt::Display for Forced {
+        /// `Open MPI's coll/adapt binomial (algorithm 1, segment 0)`.
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(
+                f,
+                "Open MPI's coll/adapt {} (algorithm {}, segment {})",
+                self.name(),
+                self.id,
+                self.segment
             )
         }
     }

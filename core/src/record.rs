@@ -125,10 +125,15 @@ impl Sample {
         self.execution == "library"
     }
     /// Whether a table may choose what the sample measured: colltune's
-    /// algorithms and the library's forced ones (`ompi_tuned`), not the
-    /// library's default `MPI_Bcast` (a baseline only).
+    /// algorithms and the library's forced ones a table can name
+    /// (`ompi_tuned`, `ompi_adapt`, `mpich`: [`crate::library`]), not the
+    /// library's default `MPI_Bcast` (a baseline only) nor an algorithm a
+    /// table could not say (an MPICH name it does not document).
     pub fn is_choice(&self) -> bool {
-        !self.is_library() || self.algorithm == crate::ompi::TABLE_NAME
+        !self.is_library()
+            || (crate::library::is_table_name(&self.algorithm)
+                && colltune_algorithms::AlgoSpec::parse(&self.spec)
+                    .is_ok_and(|s| crate::library::LibraryChoice::from_spec(&s).is_ok()))
     }
 }
 

@@ -754,18 +754,20 @@ pub unsafe fn bcast(
     }
 }
 
-/// A table's choice of the library's own algorithm (`ompi_tuned`): the
-/// user's own arguments to `PMPI_Bcast` on the communicator's duplicate
-/// with that algorithm forced (`Some(dup)`, made at the rule's first call,
-/// collectively); the library's default on the user's communicator where
-/// forcing is unavailable (None, warned once). Errors go to
+/// A table's choice of the library's own algorithm (`ompi_tuned`,
+/// `ompi_adapt`, `mpich`): the user's own arguments to `PMPI_Bcast`, as the
+/// rule's [`Forcing`](crate::select::Forcing) runs it (set up at the rule's
+/// first call, collectively): on the communicator's duplicate with the
+/// algorithm forced, and/or with the library's variables written around
+/// the call; the library's default on the user's communicator where
+/// forcing is unavailable (None, warned once). Errors on a duplicate go to
 /// the user's communicator's handler, as the library's own would.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
 #[inline]
 unsafe fn forced_bcast(
-    forced: Option<MPI_Comm>,
+    forced: Option<crate::select::Forcing>,
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -775,8 +777,10 @@ unsafe fn forced_bcast(
     let Some(forced) = forced else {
         return cffi::user_bcast(buffer, count, datatype, root as c_int, comm);
     };
-    let rc = cffi::user_bcast(buffer, count, datatype, root as c_int, forced);
-    if rc != SUCCESS {
+    let rc = forced.run(comm, |c| {
+        cffi::user_bcast(buffer, count, datatype, root as c_int, c)
+    });
+    if rc != SUCCESS && forced.comm().is_some() {
         cffi::comm_call_errhandler(comm, rc);
     }
     rc
@@ -1238,7 +1242,7 @@ pub mod layers {
             // A rule naming one of the library's algorithms: the same call
             // on the duplicate it runs on, without colltune in front.
             if let Route::Library(_, slot) = route {
-                if let Some(Some(dup)) = slot.get() {
+                if let Some(Some(dup)) = slot.get().map(|f| f.and_then(|f| f.comm())) {
                     add(
                         "PMPI_Bcast on the rule's forced duplicate (back to back)",
                         time(iters, || {

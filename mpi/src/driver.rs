@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::bench::{BenchError, Measurer, Point};
 use crate::transport::mpi::{Comm, Control, MpiError};
+use colltune_core::library::LibraryChoice;
 use colltune_core::method::{Method, Origin, Subject};
 use colltune_core::progress::Progress;
 use colltune_core::record::{Sample, Writer};
@@ -33,6 +34,9 @@ pub struct MpiOracle<'c> {
     pub reused: u64,
     /// Candidates that cannot run here (every rank learns it alike).
     pub unavailable: Vec<(String, String)>,
+    /// MPICH's broadcast algorithms as this library numbers them (read on
+    /// every rank: `bench::mpich::bcast_algorithms`), for `mpich` candidates.
+    pub mpich_offered: Vec<colltune_core::mpich::Choice>,
     stop: Arc<AtomicBool>,
 }
 
@@ -68,6 +72,7 @@ impl<'c> MpiOracle<'c> {
             measured: 0,
             reused: 0,
             unavailable: Vec::new(),
+            mpich_offered: Vec::new(),
             stop,
         }
     }
@@ -106,10 +111,25 @@ impl<'c> MpiOracle<'c> {
             Duration::from_secs_f64(self.method.budget.as_secs_f64() * r.budget_scale);
         let subject = match r.cand.forced() {
             // The MPI library's own algorithm, forced on a duplicate.
-            Some(f) => Subject::OmpiTuned {
+            Some(LibraryChoice::Tuned(f)) => Subject::OmpiTuned {
                 tuned: f.tuned(),
                 segment: u64::from(f.segment),
             },
+            // coll/adapt's, on a duplicate adapt serves.
+            Some(LibraryChoice::Adapt(a)) => Subject::OmpiAdapt {
+                choice: colltune_core::ompi::adapt::Choice {
+                    id: a.id,
+                    name: a.name().into(),
+                },
+                segment: u64::from(a.segment),
+            },
+            // MPICH's, by the value this library gives its name.
+            Some(LibraryChoice::Mpich(m)) => {
+                match self.mpich_offered.iter().find(|c| c.name == m.name) {
+                    Some(c) => Subject::Mpich { choice: c.clone() },
+                    None => return Ok(Vec::new()),
+                }
+            }
             None => Subject::Ours {
                 collective: r.cand.collective,
                 spec: r.cand.spec.clone(),
@@ -124,6 +144,14 @@ impl<'c> MpiOracle<'c> {
         };
         match m.measure(&pt, r.run) {
             Ok(s) => Ok(s),
+            // MPICH refused the algorithm for these arguments (its `error`
+            // fallback, on every rank alike): no sample, so never a choice
+            // at this point.
+            Err(e) if e.is_not_applicable() => {
+                self.progress
+                    .println(&format!("colltune tune: not at {} bytes: {e}", r.bytes));
+                Ok(Vec::new())
+            }
             Err(e) if e.is_unavailable() => {
                 self.progress
                     .println(&format!("colltune tune: excluding {label}: {e}"));

@@ -270,7 +270,7 @@ fn run_model(
         deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
         // Open MPI's own algorithms are measured beside colltune's (forced
         // through MPI_T on a duplicate); a model cannot simulate them.
-        library_candidates: false,
+        library_candidates: Vec::new(),
     };
     let progress = Reporter::new(
         comms.len() as u64 * collectives.len() as u64 * 200,

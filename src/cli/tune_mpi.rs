@@ -45,10 +45,61 @@ pub fn run_measured(
     let world = Comm::world().context("setting up MPI_COMM_WORLD")?;
     let lead = world.rank() == 0;
     let prov = provenance(&world)?;
-    let library_candidates = want_library && colltune_core::ompi::is_open_mpi(&prov.mpi);
-    if want_library && !library_candidates && lead {
+    // The library's own algorithms it lets colltune force (every rank reads
+    // the same library, so all agree): Open MPI's coll/tuned, and its
+    // coll/adapt where MPI_T may write adapt's variables (5.0); MPICH's.
+    let mut library_candidates = Vec::new();
+    let mut mpich_offered = Vec::new();
+    let family = colltune_mpi::abi::runtime().family;
+    if want_library && colltune_core::ompi::is_open_mpi(&prov.mpi) {
+        library_candidates.extend(colltune_core::tune::library_candidates());
+        match colltune_mpi::bench::adapt::bcast_algorithms() {
+            Ok(offered) => {
+                let adapt = colltune_core::tune::adapt_candidates(&offered);
+                if lead {
+                    println!(
+                        "colltune tune: {} coll/adapt candidates ({} algorithms at segments {:?})",
+                        adapt.len(),
+                        adapt.len() / colltune_core::ompi::adapt::TUNE_SEGMENTS.len(),
+                        colltune_core::ompi::adapt::TUNE_SEGMENTS
+                    );
+                }
+                library_candidates.extend(adapt);
+            }
+            Err(e) => {
+                if lead {
+                    eprintln!("colltune tune: no coll/adapt candidates: {e}");
+                }
+            }
+        }
+    } else if want_library && family == colltune_mpi::abi::Family::Mpich {
+        match colltune_mpi::bench::mpich::bcast_algorithms() {
+            Ok(offered) => {
+                // smp needs several nodes (MPICH 5.0.2 hangs refusing it on one).
+                let multi_node = world.nodes().num_nodes() > 1 && args.comm_sizes.is_empty();
+                let mpich = colltune_core::tune::mpich_candidates(&offered.all, multi_node);
+                if lead {
+                    println!(
+                        "colltune tune: MPICH's candidates: {}",
+                        mpich
+                            .iter()
+                            .map(|c| c.spec.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                library_candidates.extend(mpich);
+                mpich_offered = offered.all;
+            }
+            Err(e) => {
+                if lead {
+                    eprintln!("colltune tune: no MPICH algorithm candidates: {e}");
+                }
+            }
+        }
+    } else if want_library && lead {
         eprintln!(
-            "colltune tune: {} is not Open MPI: its own broadcast algorithms are not candidates",
+            "colltune tune: {} is neither Open MPI nor MPICH: its own broadcast algorithms are not candidates",
             prov.mpi
         );
     }
@@ -182,6 +233,7 @@ pub fn run_measured(
         Box::new(progress),
         Arc::clone(&stop),
     );
+    oracle.mpich_offered = mpich_offered;
 
     if !lead {
         oracle.serve()?;

@@ -248,29 +248,31 @@ impl Rule {
     }
 
     /// Whether the rule chooses one of the MPI library's own algorithms
-    /// (`algorithm: ompi_tuned`), whatever its parameters.
+    /// (`algorithm: ompi_tuned`, `ompi_adapt` or `mpich`), whatever its
+    /// parameters.
     pub fn is_library(&self) -> bool {
-        self.algorithm == crate::ompi::TABLE_NAME
+        crate::library::is_table_name(&self.algorithm)
     }
 
     /// The library algorithm the rule forces (`algorithm: ompi_tuned`,
-    /// `params: {algorithm: 6, segment: 0}`, `execution: library`); None for
-    /// colltune's algorithms, an error saying what is wrong for a bad one.
-    pub fn library(&self) -> Option<Result<crate::ompi::Forced, String>> {
+    /// `params: {algorithm: 6, segment: 0}`, `execution: library`; or
+    /// `ompi_adapt`, `mpich`); None for colltune's algorithms, an error
+    /// saying what is wrong for a bad one.
+    pub fn library(&self) -> Option<Result<crate::library::LibraryChoice, String>> {
         if !self.is_library() {
             return None;
         }
         let forced = self
             .spec()
             .map_err(|e| e.to_string())
-            .and_then(|s| crate::ompi::Forced::from_spec(&s));
+            .and_then(|s| crate::library::LibraryChoice::from_spec(&s));
         Some(forced.and_then(|f| {
             if self.execution == crate::ompi::LIBRARY_EXECUTION {
                 Ok(f)
             } else {
                 Err(format!(
                     "{}: execution `{}`: the library runs its own algorithms; write `execution: {}`",
-                    crate::ompi::TABLE_NAME,
+                    self.algorithm,
                     self.execution,
                     crate::ompi::LIBRARY_EXECUTION
                 ))

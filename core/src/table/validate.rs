@@ -307,14 +307,14 @@ pub fn check_with(
                     if c != Collective::Bcast {
                         p(
                             at,
-                            format!("{}: {} is a broadcast algorithm of Open MPI; {c} has no library counterpart", here(), r.algorithm),
+                            format!("{}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", here(), r.algorithm),
                             "choose a colltune algorithm (`colltune list`)",
                         );
                     } else if let Err(e) = lib {
                         p(
                             at,
                             format!("{}: {e}", here()),
-                            "see `ompi_tuned` in tuning-tables/README.md (ompi_info --param coll tuned --level 9 lists the ids)",
+                            crate::library::LibraryChoice::reference(&r.algorithm),
                         );
                     }
                 } else if let Some(e) = resolved
@@ -427,14 +427,20 @@ mod tests {
         let d = sel.decisions(Collective::Bcast, key);
         let (c, _) = d.choose(100);
         assert!(c.algorithm.is_none());
-        assert_eq!(c.library, Some(crate::ompi::Forced { id: 7, segment: 0 }));
+        assert_eq!(
+            c.library,
+            Some(crate::ompi::Forced { id: 7, segment: 0 }.into())
+        );
         let (c, _) = d.choose(1 << 20);
         assert_eq!(
             c.library,
-            Some(crate::ompi::Forced {
-                id: 6,
-                segment: 8192
-            })
+            Some(
+                crate::ompi::Forced {
+                    id: 6,
+                    segment: 8192
+                }
+                .into()
+            )
         );
         assert!(c.to_string().contains("Open MPI's binomial"), "{c}");
         assert_eq!(d.library_choices().len(), 2);
@@ -498,6 +504,144 @@ mod tests {
             problems[0].what.contains("no library counterpart"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn adapt_and_mpich_rules_load_and_decide() {
+        use crate::library::LibraryChoice;
+        let text = with_bcast_rules(
+            "  - min_bytes: 0
+    max_bytes: 4095
+    algorithm: ompi_adapt
+    params:
+      algorithm: in_order_binomial
+      segment: 0
+    execution: library
+  - min_bytes: 4096
+    max_bytes: 65535
+    algorithm: mpich
+    params:
+      algorithm: scatter_ring_allgather
+    execution: library
+  - min_bytes: 65536
+    algorithm: mpich
+    params:
+      algorithm: auto
+    execution: library
+",
+        );
+        let t = load_str(&text).unwrap();
+        let key = super::super::CommKey {
+            ranks: 4,
+            ppn: 4,
+            nodes: 1,
+        };
+        assert_eq!(
+            t.lookup(Collective::Bcast, key, 100).unwrap().label(),
+            "ompi_adapt:algorithm=2,name=in_order_binomial,segment=0 [library]"
+        );
+        assert_eq!(
+            t.lookup(Collective::Bcast, key, 5000).unwrap().label(),
+            "mpich:algorithm=scatter_ring_allgather [library]"
+        );
+        let sel = crate::decide::Selector {
+            settings: Default::default(),
+            table: Some(std::sync::Arc::new(t)),
+            fallback: None,
+        };
+        let d = sel.decisions(Collective::Bcast, key);
+        let (c, _) = d.choose(100);
+        assert!(c.algorithm.is_none());
+        assert_eq!(
+            c.library,
+            Some(LibraryChoice::Adapt(crate::ompi::adapt::Forced {
+                id: 2,
+                segment: 0
+            }))
+        );
+        assert!(c.to_string().contains("coll/adapt serves"), "{c}");
+        let (c, _) = d.choose(5000);
+        assert!(
+            matches!(c.library, Some(LibraryChoice::Mpich(m)) if m.name == "scatter_ring_allgather"),
+            "{c}"
+        );
+        assert!(c.to_string().contains("written around the call"), "{c}");
+        let (c, _) = d.choose(1 << 20);
+        assert!(c.library.is_some_and(|l| l.is_default()), "{c}");
+        assert_eq!(d.library_choices().len(), 3);
+    }
+
+    #[test]
+    fn bad_adapt_and_mpich_rules_name_the_line_and_the_fix() {
+        for (algorithm, params, execution, says, fix) in [
+            (
+                "ompi_adapt",
+                "      algorithm: 0\n",
+                "library",
+                "not implemented",
+                "coll adapt",
+            ),
+            (
+                "ompi_adapt",
+                "      algorithm: 9\n",
+                "library",
+                "unknown coll/adapt broadcast algorithm `9`",
+                "coll adapt",
+            ),
+            (
+                "ompi_adapt",
+                "      algorithm: 1\n      name: chain\n",
+                "library",
+                "make them agree",
+                "coll adapt",
+            ),
+            (
+                "ompi_adapt",
+                "      algorithm: 1\n",
+                "blocking",
+                "write `execution: library`",
+                "coll adapt",
+            ),
+            (
+                "mpich",
+                "      algorithm: warp\n",
+                "library",
+                "unknown MPICH broadcast algorithm `warp`",
+                "MPIR_CVAR_BCAST_INTRA_ALGORITHM",
+            ),
+            (
+                "mpich",
+                "      algorithm: tree\n      k: 4\n",
+                "library",
+                "no parameter `k`",
+                "MPIR_CVAR_BCAST_INTRA_ALGORITHM",
+            ),
+            (
+                "mpich",
+                "      k: 4\n",
+                "library",
+                "no parameter `k`",
+                "MPIR_CVAR_BCAST_INTRA_ALGORITHM",
+            ),
+        ] {
+            let text = with_bcast_rules(&format!(
+                "  - min_bytes: 0
+    algorithm: {algorithm}
+    params:
+{params}    execution: {execution}
+"
+            ));
+            let problems = load_str(&text).unwrap_err();
+            assert_eq!(problems.len(), 1, "{params}: {problems:?}");
+            let line = text
+                .lines()
+                .position(|l| l.contains("- min_bytes: 0") && !l.contains("max"))
+                .map(|i| i + 1);
+            let p = &problems[0];
+            assert!(p.what.contains(says), "{params}: {p}");
+            assert_eq!(p.line, line, "{p}");
+            assert!(p.fix.contains(fix), "{p}");
+        }
     }
 
     const GOOD: &str = "schema: 1

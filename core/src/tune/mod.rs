@@ -41,7 +41,10 @@ use colltune_algorithms::Collective;
 use thiserror::Error;
 
 use crate::stats::{self, Summary};
-pub use space::{candidates, library_candidates, segment_grid, Candidate, SpaceOptions};
+pub use space::{
+    adapt_candidates, candidates, library_candidates, mpich_candidates, segment_grid, Candidate,
+    SpaceOptions,
+};
 
 /// One measurement the search asks for: one run of one point.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,9 +91,12 @@ pub struct Settings {
     pub brent_iters: u64,
     pub exhaustive: bool,
     pub deadline: Option<Instant>,
-    /// Compare the MPI library's own broadcast algorithms
-    /// ([`library_candidates`]) beside colltune's: on Open MPI, measured.
-    pub library_candidates: bool,
+    /// The MPI library's own broadcast algorithms compared beside
+    /// colltune's (measured only): coll/tuned's ([`library_candidates`])
+    /// and coll/adapt's ([`adapt_candidates`]) on Open MPI, MPICH's
+    /// ([`mpich_candidates`]) on MPICH; what the running library lets
+    /// colltune force.
+    pub library_candidates: Vec<Candidate>,
 }
 
 impl Default for Settings {
@@ -105,7 +111,7 @@ impl Default for Settings {
             brent_iters: 6,
             exhaustive: false,
             deadline: None,
-            library_candidates: false,
+            library_candidates: Vec::new(),
         }
     }
 }
@@ -505,8 +511,8 @@ pub fn search_all<O: Oracle>(
         };
         for &coll in collectives {
             let mut cands = candidates(coll, &opts);
-            if settings.library_candidates && coll == Collective::Bcast {
-                cands.extend(library_candidates());
+            if coll == Collective::Bcast {
+                cands.extend(settings.library_candidates.iter().cloned());
             }
             let mut search = Search::new(oracle, settings, ci, cands);
             search.run()?;

@@ -16,6 +16,7 @@ use std::fmt;
 
 use colltune_algorithms::registry::{SEGMENT_MAX, SEGMENT_MIN};
 
+use crate::library::LibraryChoice;
 use crate::ompi::Forced;
 use colltune_algorithms::{
     algorithms, resolve, AlgoSpec, AlgorithmInfo, Collective, Execution, ParamTuning, ParamValue,
@@ -45,21 +46,21 @@ impl Candidate {
         }
     }
 
-    /// One of the MPI library's own algorithms (Open MPI coll/tuned,
-    /// forced on a communicator of its own), compared beside colltune's.
-    /// Its `exec` is a placeholder: the library runs it.
-    pub fn library(f: Forced) -> Candidate {
+    /// One of the MPI library's own algorithms (Open MPI coll/tuned or
+    /// coll/adapt, MPICH's), compared beside colltune's. Its `exec` is a
+    /// placeholder: the library runs it.
+    pub fn library(f: impl Into<LibraryChoice>) -> Candidate {
         Candidate {
             collective: Collective::Bcast,
-            spec: f.spec(),
+            spec: f.into().spec(),
             exec: Execution::Blocking,
         }
     }
 
     /// The library algorithm this candidate forces, if it is one.
-    pub fn forced(&self) -> Option<Forced> {
-        (self.spec.name == crate::ompi::TABLE_NAME)
-            .then(|| Forced::from_spec(&self.spec).ok())
+    pub fn forced(&self) -> Option<LibraryChoice> {
+        crate::library::is_table_name(&self.spec.name)
+            .then(|| LibraryChoice::from_spec(&self.spec).ok())
             .flatten()
     }
 
@@ -160,6 +161,36 @@ pub fn library_candidates() -> Vec<Candidate> {
         .into_iter()
         .map(Candidate::library)
         .collect()
+}
+
+/// Open MPI 5.0's coll/adapt broadcast algorithms as candidates: each one
+/// the library offers (`offered`, read from it: `colltune_mpi::bench::adapt`)
+/// that a table can name, at each of [`crate::ompi::adapt::TUNE_SEGMENTS`].
+pub fn adapt_candidates(offered: &[crate::ompi::adapt::Choice]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for c in offered {
+        for &segment in crate::ompi::adapt::TUNE_SEGMENTS {
+            if let Some(f) = crate::ompi::adapt::Forced::from_choice(c, segment) {
+                out.push(Candidate::library(LibraryChoice::Adapt(f)));
+            }
+        }
+    }
+    out
+}
+
+/// MPICH's broadcast algorithms as candidates: each one the library offers
+/// (`offered`, read from it: `colltune_mpi::bench::mpich`) that a table can
+/// name, `auto` (MPICH's own decision) first; `smp` only when
+/// `multi_node` (MPICH cannot apply it on one node).
+pub fn mpich_candidates(offered: &[crate::mpich::Choice], multi_node: bool) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = offered
+        .iter()
+        .filter_map(crate::mpich::Forced::from_choice)
+        .filter(|f| multi_node || f.name != "smp")
+        .map(|f| Candidate::library(LibraryChoice::Mpich(f)))
+        .collect();
+    out.sort_by_key(|c| !matches!(c.forced(), Some(l) if l.is_default()));
+    out
 }
 
 /// The specifications (as text) one candidate algorithm is compared in.
@@ -285,7 +316,9 @@ mod tests {
         let l = library_candidates();
         assert_eq!(l.len(), Forced::candidates().len());
         for c in &l {
-            let f = c.forced().expect("a library candidate");
+            let Some(LibraryChoice::Tuned(f)) = c.forced() else {
+                panic!("{c}: not a coll/tuned candidate")
+            };
             assert_eq!(c.segment(), None, "the tuner does not vary their segment");
             assert_eq!(c.family(), *c);
             assert!(c.label().ends_with(" [library]"), "{}", c.label());
@@ -299,7 +332,11 @@ mod tests {
         }
         // Every one of Open MPI's 9, the unsegmented once each.
         for id in 1..=9 {
-            assert!(l.iter().any(|c| c.forced().unwrap().id == id), "{id}");
+            assert!(
+                l.iter()
+                    .any(|c| matches!(c.forced(), Some(LibraryChoice::Tuned(f)) if f.id == id)),
+                "{id}"
+            );
         }
         assert!(l
             .iter()
@@ -309,5 +346,53 @@ mod tests {
                 .forced()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn adapt_and_mpich_candidates_key_back_to_what_bench_records() {
+        let offered = crate::ompi::adapt::from_description(
+            "Algorithm of broadcast, 0: tuned, 1: binomial, 2: in_order_binomial, 3: binary, 4: pipeline, 5: chain, 6: linear",
+        )
+        .unwrap();
+        let a = adapt_candidates(&offered);
+        // tuned (0) is not implemented: 6 algorithms at each segment.
+        assert_eq!(a.len(), 6 * crate::ompi::adapt::TUNE_SEGMENTS.len());
+        for c in &a {
+            let Some(LibraryChoice::Adapt(f)) = c.forced() else {
+                panic!("{c}: not a coll/adapt candidate")
+            };
+            assert_eq!(c.segment(), None);
+            let choice = offered.iter().find(|o| o.id == f.id).unwrap().clone();
+            let subject = crate::method::Subject::OmpiAdapt {
+                choice,
+                segment: u64::from(f.segment),
+            };
+            assert_eq!(subject.label(), c.label());
+        }
+        let offered = crate::mpich::from_description(
+            "x\nauto - a\nbinomial - b\nsmp - c\nscatter_ring_allgather - d\nfancy_new - e",
+            crate::mpich::DOCUMENTED_BCAST,
+        )
+        .unwrap();
+        let one_node = mpich_candidates(&offered, false);
+        let names: Vec<String> = one_node.iter().map(|c| c.spec.to_string()).collect();
+        // auto first; smp only on several nodes; an undocumented name is
+        // no table choice.
+        assert_eq!(
+            names,
+            [
+                "mpich:algorithm=auto",
+                "mpich:algorithm=binomial",
+                "mpich:algorithm=scatter_ring_allgather"
+            ]
+        );
+        assert_eq!(mpich_candidates(&offered, true).len(), 4);
+        for c in &one_node {
+            let Some(LibraryChoice::Mpich(f)) = c.forced() else {
+                panic!("{c}: not an MPICH candidate")
+            };
+            let choice = offered.iter().find(|o| o.name == f.name).unwrap().clone();
+            assert_eq!(crate::method::Subject::Mpich { choice }.label(), c.label());
+        }
     }
 }

@@ -27,8 +27,10 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
             collective,
             spec: AlgoSpec::parse(f[2])
                 .ok()
-                .and_then(|s| match s.name == crate::ompi::TABLE_NAME {
-                    true => crate::ompi::Forced::from_spec(&s).ok().map(|f| f.spec()),
+                .and_then(|s| match crate::library::is_table_name(&s.name) {
+                    true => crate::library::LibraryChoice::from_spec(&s)
+                        .ok()
+                        .map(|f| f.spec()),
                     false => colltune_algorithms::resolve(collective, &s).ok(),
                 })
                 .ok_or_else(bad)?,
@@ -67,5 +69,16 @@ mod tests {
             ..r
         };
         assert_eq!(decode(&encode(&lib)).unwrap(), lib);
+        for text in [
+            "ompi_adapt:algorithm=2,segment=8192",
+            "mpich:algorithm=scatter_ring_allgather",
+        ] {
+            let spec = colltune_algorithms::AlgoSpec::parse(text).unwrap();
+            let other = Request {
+                cand: Candidate::library(crate::library::LibraryChoice::from_spec(&spec).unwrap()),
+                ..lib.clone()
+            };
+            assert_eq!(decode(&encode(&other)).unwrap(), other, "{text}");
+        }
     }
 }

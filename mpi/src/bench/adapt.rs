@@ -25,7 +25,8 @@ use colltune_core::ompi::adapt::{
 };
 
 use super::forcing::Component;
-use crate::transport::mpi::ffi;
+use crate::transport::mpi::control::CommHandle;
+use crate::transport::mpi::{ffi, Comm, MpiError};
 
 /// coll/adapt, forced (`super::forcing`): its algorithm and segment per
 /// point, in that order.
@@ -67,4 +68,11 @@ pub fn bcast_algorithms() -> Result<Vec<Choice>, AdaptUnavailable> {
             why: e.to_string(),
         })?;
     Ok(all)
+}
+
+/// A duplicate of `comm` whose broadcast is coll/adapt's (collective over
+/// `comm`; [`super::forcing::Component::dup_raised`]). The runtime's forcing
+/// (`select::library`) shares it with the measurer.
+pub(crate) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
+    COMPONENT.dup_raised(comm)
 }

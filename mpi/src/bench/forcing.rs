@@ -42,19 +42,29 @@ impl Component {
             .iter()
             .map(|v| ffi::cvar_read_int(v))
             .collect::<Result<Vec<_>, _>>()?;
-        let old = ffi::cvar_read_int(self.priority)?;
-        // Every rank reads the same library: a failure here is everywhere,
-        // and before the collective duplicate.
-        ffi::cvar_write_int(self.priority, self.force_priority)?;
-        let dup = CommHandle::dup_private(comm.raw());
-        let back = ffi::cvar_write_int(self.priority, old);
-        let dup = dup?;
-        back?;
         Ok(Forced {
             component: self,
-            comm: dup,
+            comm: self.dup_raised(comm)?,
             saved,
         })
+    }
+
+    /// A duplicate of `comm` (collective over it) made with the priority
+    /// raised, which is put back at once. Every rank duplicates, whether or
+    /// not its priority could be raised, so the collective calls match; the
+    /// error says why the component may not serve the duplicate (which is
+    /// then freed).
+    pub fn dup_raised(&self, comm: &Comm) -> Result<CommHandle, MpiError> {
+        let raised = ffi::cvar_read_int(self.priority)
+            .and_then(|old| ffi::cvar_write_int(self.priority, self.force_priority).map(|()| old));
+        let dup = CommHandle::dup_private(comm.raw());
+        let back = match raised {
+            Ok(old) => ffi::cvar_write_int(self.priority, old),
+            Err(e) => Err(e),
+        };
+        let dup = dup?;
+        back?;
+        Ok(dup)
     }
 }
 

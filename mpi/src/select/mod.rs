@@ -25,6 +25,7 @@ pub mod direct;
 mod library;
 mod route;
 
+pub use library::Forcing;
 pub use route::{ForcedSlot, Route, Routes};
 
 use std::cell::RefCell;
@@ -243,11 +244,15 @@ impl CommSelector {
         }
     }
 
-    /// The communicator a library choice runs on: a duplicate with `f`
-    /// forced, made at its first call (collective: every rank makes the
-    /// same choice at the same call); None where forcing is unavailable
-    /// (warned once), and the library's default runs.
-    pub(crate) fn library_comm(&self, f: colltune_core::ompi::Forced) -> Option<ffi::MPI_Comm> {
+    /// How a library choice runs: on a duplicate with `f` forced, or with
+    /// its variables written around each call (`select::library`), set up
+    /// at its first call (collective: every rank makes the same choice at
+    /// the same call); None where forcing is unavailable (warned once), and
+    /// the library's default runs.
+    pub(crate) fn library_comm(
+        &self,
+        f: colltune_core::library::LibraryChoice,
+    ) -> Option<library::Forcing> {
         self.library.get(&self.comm, f)
     }
 
@@ -374,12 +379,16 @@ impl CommSelector {
                 let plan = self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?;
                 execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
             }
-            None => match choice.library.and_then(|f| self.library_comm(f)) {
+            None => match choice
+                .library
+                .filter(|f| !f.is_default())
+                .and_then(|f| self.library_comm(f))
+            {
                 // SAFETY: buf holds buf.len() bytes; the duplicate lives
                 // as long as self.
-                Some(forced) => unsafe {
-                    ffi::library_bcast(buf.as_mut_ptr(), bytes, root, forced)?
-                },
+                Some(forced) => forced.run(self.comm.raw(), |c| unsafe {
+                    ffi::library_bcast(buf.as_mut_ptr(), bytes, root, c)
+                })?,
                 None => self.comm.library_bcast(buf, root)?,
             },
         }

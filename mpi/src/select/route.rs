@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use colltune_algorithms::Collective;
 
 use super::direct::{self, Tree};
+use super::library::Forcing;
 use super::{Choice, CommSelector, Decisions, Trace};
 use crate::transport::mpi::ffi::MPI_Comm;
 use crate::transport::mpi::MpiError;
@@ -34,24 +35,25 @@ enum Kind {
     General,
 }
 
-/// Where a rule that chooses one of the library's own algorithms runs: the
-/// forced duplicate (None: forcing is unavailable, the library's default
-/// on the user's communicator), set at the first call of the rule (made
-/// under the selector's lock, collectively), read without a lock after.
+/// How a rule that chooses one of the library's own algorithms runs: the
+/// forced duplicate and the variables written around the call
+/// ([`Forcing`]; None: forcing is unavailable, the library's default on
+/// the user's communicator), set at the first call of the rule (made under
+/// the selector's lock, collectively), read without a lock after.
 #[derive(Debug, Default)]
-pub struct ForcedSlot(OnceLock<Option<MPI_Comm>>);
+pub struct ForcedSlot(OnceLock<Option<Forcing>>);
 
 impl ForcedSlot {
-    /// The duplicate, once made.
+    /// The forcing, once set up.
     #[inline]
-    pub fn get(&self) -> Option<Option<MPI_Comm>> {
+    pub fn get(&self) -> Option<Option<Forcing>> {
         self.0.get().copied()
     }
 
     /// Records what the first call found (the first record wins; every
-    /// thread finds the same duplicate).
-    pub fn set(&self, comm: Option<MPI_Comm>) -> Option<MPI_Comm> {
-        *self.0.get_or_init(|| comm)
+    /// thread finds the same forcing).
+    pub fn set(&self, forcing: Option<Forcing>) -> Option<Forcing> {
+        *self.0.get_or_init(|| forcing)
     }
 }
 

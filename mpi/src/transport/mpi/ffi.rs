@@ -806,14 +806,10 @@ pub fn cvar_info(name: &str) -> Result<CvarInfo, MpiError> {
 /// or MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (read at every call).
 pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
     let (mut handle, _) = cvar_handle(name)?;
-    // SAFETY: the variable holds one int (n == 1 for these variables).
-    let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    let r = handle_write(handle, name, value);
     // SAFETY: handle was allocated above.
     unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-    check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
-        message: format!("{name} = {value}: {}", e.message),
-        ..e
-    })
+    r
 }
 
 /// Reads an integer (or boolean) control variable of the MPI library
@@ -821,22 +817,31 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
 /// library has no such variable.
 pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
     let (mut handle, n) = cvar_handle(name)?;
-    if n != 1 {
-        // SAFETY: handle was allocated above.
-        unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-        return Err(MpiError {
-            call: "MPI_T_cvar_handle_alloc",
-            code: -1,
-            message: format!("{name} holds {n} values, not one"),
-        });
+    let r = one_value(name, n).and_then(|()| handle_read(handle));
+    // SAFETY: handle was allocated above.
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+    r
+}
+
+/// An error unless a handle holds one value (`n`, as `MPI_T_cvar_handle_alloc` said).
+fn one_value(name: &str, n: c_int) -> Result<(), MpiError> {
+    if n == 1 {
+        return Ok(());
     }
+    Err(MpiError {
+        call: "MPI_T_cvar_handle_alloc",
+        code: -1,
+        message: format!("{name} holds {n} values, not one"),
+    })
+}
+
+/// Reads an int through a handle of one value.
+fn handle_read(handle: ffi::MPI_T_cvar_handle) -> Result<c_int, MpiError> {
     // Room for any one scalar (a boolean may be a C bool or an int); zeroed,
     // so a narrower type still reads as zero or not.
     let mut value = [0u8; 16];
-    // SAFETY: one element of at most 16 bytes.
+    // SAFETY: a handle of one element of at most 16 bytes.
     let rc = unsafe { ffi::PMPI_T_cvar_read(handle, value.as_mut_ptr().cast()) };
-    // SAFETY: handle was allocated above.
-    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
     check(rc, "MPI_T_cvar_read")?;
     Ok(c_int::from_ne_bytes([
         value[0], value[1], value[2], value[3],
@@ -857,6 +862,75 @@ pub fn cvar_read_string(name: &str) -> Result<String, MpiError> {
     check(rc, "MPI_T_cvar_read")?;
     let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// Writes an int through a handle of one value; the error names the variable.
+fn handle_write(handle: ffi::MPI_T_cvar_handle, name: &str, value: c_int) -> Result<(), MpiError> {
+    // SAFETY: the variable holds one int (n == 1 for these variables).
+    let rc = unsafe { ffi::PMPI_T_cvar_write(handle, (&value as *const c_int).cast()) };
+    check(rc, "MPI_T_cvar_write").map_err(|e| MpiError {
+        message: format!("{name} = {value}: {}", e.message),
+        ..e
+    })
+}
+
+/// An integer control variable held open: a handle allocated once (never
+/// freed: a process holds a few, for its life), so a read or write is one
+/// `MPI_T_cvar_read` / `_write` with no lookup, cheap enough around every
+/// call of a forced broadcast (`select::library`).
+#[derive(Clone, Copy, Debug)]
+pub struct Cvar {
+    handle: ffi::MPI_T_cvar_handle,
+    name: &'static str,
+}
+
+// SAFETY: an MPI_T handle is process-wide; MPI_T calls on it are made only
+// where MPI allows them (the forcing refuses MPI_THREAD_MULTIPLE).
+unsafe impl Send for Cvar {}
+unsafe impl Sync for Cvar {}
+
+impl Cvar {
+    /// The variable `name`, opened once per process (later calls find the
+    /// same handle); an error when the library has no such variable or it
+    /// holds more than one value.
+    pub fn open(name: &'static str) -> Result<Cvar, MpiError> {
+        static OPEN: std::sync::Mutex<Vec<Cvar>> = std::sync::Mutex::new(Vec::new());
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = open.iter().find(|c| c.name == name) {
+            return Ok(*c);
+        }
+        let (mut handle, n) = cvar_handle(name)?;
+        if let Err(e) = one_value(name, n) {
+            // SAFETY: handle was allocated above.
+            unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+            return Err(e);
+        }
+        let c = Cvar { handle, name };
+        open.push(c);
+        Ok(c)
+    }
+
+    /// Reads the value (an int).
+    #[inline]
+    pub fn read(&self) -> Result<c_int, MpiError> {
+        handle_read(self.handle)
+    }
+
+    /// Writes the value (an int).
+    #[inline]
+    pub fn write(&self, value: c_int) -> Result<(), MpiError> {
+        handle_write(self.handle, self.name, value)
+    }
+}
+
+/// Whether MPI was initialised with `MPI_THREAD_MULTIPLE` (any thread may
+/// call at any time); false where it cannot tell.
+pub fn thread_multiple() -> bool {
+    let mut level: c_int = 0;
+    // SAFETY: valid out pointer; called after MPI_Init.
+    let rc = unsafe { ffi::PMPI_Query_thread(&mut level) };
+    // SAFETY: reading a constant of the library's.
+    rc == ffi::MPI_SUCCESS as c_int && level == unsafe { ffi::RSMPI_THREAD_MULTIPLE }
 }
 
 /// The name of the node this rank runs on.
