@@ -13,7 +13,8 @@
 # built, jobs/build.sh --mpi NAME). Environment: RUNS (3), RANKS (4),
 # BENCH_ARGS (bench arguments, default --collective bcast), CHECK_FORCING
 # (Open MPI 5's proof that forcing takes effect: run once, before its first
-# run; 0 skips it).
+# run; 0 skips it), SUMMARY_ONLY=1 (no runs: the summary of the reports
+# already in OUTDIR).
 # OUTDIR keeps each run's CSV and report (NAME-runK.csv, NAME-runK.txt) and
 # the summary (summary.txt).
 set -euo pipefail
@@ -50,6 +51,7 @@ spread() {
 }
 
 for n in "${names[@]}"; do
+  [ "${SUMMARY_ONLY:-0}" = 1 ] && break
   for k in $(seq 1 "$RUNS"); do
     check=0
     [ "$k" = 1 ] && check=${CHECK_FORCING:-1}
