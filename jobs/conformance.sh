@@ -265,7 +265,8 @@ EOF
     echo "  ${lines[-1]}"
   done
   local total=0
-  for r in "${lines[@]}"; do [[ "$r" == *":"* ]] && total=$((total + 1)); done
+  # A run that ran has a result per setting; skipped and unbuilt ones none.
+  for r in "${lines[@]}"; do [[ "$r" == *" ${settings%% *}:"* ]] && total=$((total + 1)); done
   printf 'MPICH pass counts (of %d runs that ran):' "$total"
   for s in $settings; do printf ' %s=%d' "$s" "${pass[$s]}"; done
   echo
