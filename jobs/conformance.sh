@@ -311,7 +311,7 @@ mpi4py() {
       (cd "$src/test" && MPI4PY_MPIABI=$MPI_FAMILY timeout -k 10 $((M4P_TIMEOUT + 30)) "${CMD[@]}") >"$log" 2>&1
       local rc=$?
       local ran failed
-      ran=$(grep -o '^Ran [0-9]* test' "$log" | awk '{s += $2} END {print s + 0}')
+      ran=$(grep -o 'Ran [0-9]* test' "$log" | awk '{s += $2} END {print s + 0}')
       failed=$(grep -o '\(failures\|errors\)=[0-9]*' "$log" | awk -F= '{s += $2} END {print s + 0}')
       local res="$((ran - failed))/$ran"
       if timed_out "$log" || [ $rc -eq 124 ]; then
