@@ -11,6 +11,8 @@
 # and per size the median over rounds of each round's ratio to `forced`
 # (ratios within a round, since this machine's run-to-run spread is larger
 # than the effect), with quartiles.
+# BEFORE=path/to/an/older/libcolltune_preload.so adds its handoff as
+# `before` in the same rounds (a change's effect, measured in one run).
 # Usage: benches/handoff.sh IMB-MPI1 TABLE [ranks=4] [rounds=15] [msglog=0:10] [iter=5000] [alg=1]
 # TABLE's rules at these sizes should name Open MPI's algorithm ALG.
 set -euo pipefail
@@ -40,6 +42,9 @@ one() {   # one NAME RUN mpirun-arguments...
 for r in $(seq "$ROUNDS"); do
   one forced "$r" "${FORCE[@]}"
   one handoff "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE"
+  if [ -n "${BEFORE:-}" ]; then
+    one before "$r" -x LD_PRELOAD="$(readlink -f "$BEFORE")" -x COLLTUNE_TABLE="$TABLE"
+  fi
   one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
   one thin "$r" -x LD_PRELOAD="$OUT/libthin.so" "${FORCE[@]}"
 done
@@ -51,7 +56,7 @@ t = defaultdict(dict)
 for r in csv.DictReader(open(sys.argv[1])):
     t[(r["config"], int(r["bytes"]))][int(r["run"])] = float(r["t_avg"])
 sizes = sorted({k[1] for k in t})
-others = ["handoff", "full", "thin"]
+others = [c for c in ["handoff", "before", "full", "thin"] if (c, sizes[0]) in t]
 gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
 print("per size: forced's median t_avg (us); each config's median per-round ratio to forced [quartiles]")
 print(f"{'bytes':>7} {'forced us':>10}" + "".join(f"{c:>22}" for c in others))

@@ -278,6 +278,78 @@ fn library_rules_handed_to_open_mpi_move_every_byte() {
     );
 }
 
+/// A table whose decision at small sizes differs by communicator size:
+/// odd sizes hand 0-1023 B to Open MPI's linear and run colltune's binomial
+/// above; even sizes the other way round (colltune below, Open MPI's
+/// k-nomial above). A rank that applied a freed communicator's rules to a
+/// recycled handle of another size would take another path than its peers.
+fn parity_table(dir: &Path) -> PathBuf {
+    let library = |lo: u64, hi: Option<u64>, alg: u32| {
+        let max = hi.map_or(String::new(), |h| format!("    max_bytes: {h}\n"));
+        format!(
+            "  - min_bytes: {lo}\n{max}    algorithm: ompi_tuned\n    params:\n      algorithm: {alg}\n      segment: 0\n    execution: library\n"
+        )
+    };
+    let ours = |lo: u64, hi: Option<u64>| {
+        let max = hi.map_or(String::new(), |h| format!("    max_bytes: {h}\n"));
+        format!("  - min_bytes: {lo}\n{max}    algorithm: binomial\n    execution: blocking\n")
+    };
+    let mut t = String::from(
+        "schema: 1\nprovenance:\n  host: test\n  mpi: Open MPI\n  date: 2026-12-01T00:00:00Z\n  command: tests/mpi_library.rs\n  colltune: 0.1.0\n  source: measured\n  sweep:\n    mode: built\nbcast:\n",
+    );
+    for n in 1..=5 {
+        t += &format!("- ranks: {n}\n  ppn: {n}\n  nodes: 1\n  rules:\n");
+        if n % 2 == 1 {
+            t += &library(0, Some(1023), 1);
+            t += &ours(1024, None);
+        } else {
+            t += &ours(0, Some(1023));
+            t += &library(1024, None, 7);
+        }
+    }
+    let p = dir.join("parity.yaml");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+#[test]
+fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
+    }
+    let dir = scratch("handoff-recycled");
+    let libs = shared_libs();
+    let exe = dir.join("recycled_comms");
+    mpicc(&format!("{ROOT}/tests/c/recycled_comms.c"), &exe, &[]);
+    let tbl = parity_table(&dir);
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    for ranks in [3, 5] {
+        let mut c = mpirun(ranks);
+        c.args(["-x", &format!("LD_PRELOAD={pre}")])
+            .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
+            .arg(&exe)
+            .args(["100", "1000", "3000"]);
+        let o = run(c);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        assert!(o.status.success(), "{all}");
+        assert!(out.contains("recycled_comms: all bytes correct"), "{all}");
+        assert!(!err.contains("warning"), "{all}");
+        // The case this test is for happened: some rank got back a freed
+        // communicator's handle for one of another size.
+        let recycled: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("recycled handles: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no recycled count\n{all}"));
+        assert!(recycled > 0, "no handle came back for another size\n{all}");
+    }
+}
+
 #[test]
 fn ranks_that_handed_open_mpi_different_rules_stop_with_a_message() {
     if !is_open_mpi() {

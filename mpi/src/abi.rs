@@ -360,15 +360,18 @@ pub fn foreign_family() -> bool {
 /// it can pass a foreign library's handles through unchanged (an MPICH
 /// integer handle leaves the register's upper half undefined: it is
 /// dropped here).
+#[inline]
 pub fn comm_from_reg(r: usize) -> MPI_Comm {
     from_reg(r)
 }
 
 /// See [`comm_from_reg`].
+#[inline]
 pub fn datatype_from_reg(r: usize) -> MPI_Datatype {
     from_reg(r)
 }
 
+#[inline]
 fn from_reg<T: Copy>(r: usize) -> T {
     const { assert!(size_of::<T>() == 8 || size_of::<T>() == 4) };
     if size_of::<T>() == 8 {

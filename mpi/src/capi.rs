@@ -666,6 +666,21 @@ pub unsafe fn bcast(
     if let Some(rc) = handoff::pass(buffer, count, datatype, root, comm) {
         return rc;
     }
+    bcast_kept(buffer, count, datatype, root, comm)
+}
+
+/// [`bcast`] for a call the handoff does not take (its cache said so, or
+/// [`handoff::pass`] did).
+///
+/// # Safety
+/// As for `MPI_Bcast`.
+pub(crate) unsafe fn bcast_kept(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
     // Outside colltune's lifetime (so outside MPI's), and arguments the
     // library rejects before any communication: its own MPI_Bcast reports

@@ -7,6 +7,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use super::handoff::Hot;
 use crate::abi;
 
 /// # Safety
@@ -35,6 +36,7 @@ pub unsafe fn mpi_init_thread(
 /// # Safety
 /// As for `MPI_Bcast`; `datatype` and `comm` are the handles' register
 /// values.
+#[inline]
 pub unsafe fn bcast(
     buffer: *mut c_void,
     count: c_int,
@@ -42,16 +44,22 @@ pub unsafe fn bcast(
     root: c_int,
     comm: usize,
 ) -> c_int {
+    // First, before anything else is touched: a call the handoff gave to
+    // Open MPI (one cache line; its entries exist only for Open MPI's own
+    // handles, never in a foreign program).
+    let kept = match super::handoff::hot::pass(buffer, count, datatype, root, comm) {
+        Hot::Passed(rc) => return rc,
+        Hot::Kept => true,
+        Hot::Unknown => false,
+    };
     if abi::foreign_family() {
         return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
     }
-    super::bcast(
-        buffer,
-        count,
-        abi::datatype_from_reg(datatype),
-        root,
-        abi::comm_from_reg(comm),
-    )
+    let (datatype, comm) = (abi::datatype_from_reg(datatype), abi::comm_from_reg(comm));
+    if kept {
+        return super::bcast_kept(buffer, count, datatype, root, comm);
+    }
+    super::bcast(buffer, count, datatype, root, comm)
 }
 
 pub fn mpi_finalize() -> c_int {

@@ -1103,6 +1103,7 @@ pub fn datatype_null() -> MPI_Datatype {
 ///
 /// # Safety
 /// As for `MPI_Bcast` (the library checks what it checks).
+#[inline]
 pub unsafe fn user_bcast(
     buf: *mut c_void,
     count: c_int,
