@@ -12,7 +12,8 @@
 # (ratios within a round, since this machine's run-to-run spread is larger
 # than the effect), with quartiles.
 # BEFORE=path/to/an/older/libcolltune_preload.so adds its handoff as
-# `before` in the same rounds (a change's effect, measured in one run).
+# `before` in the same rounds (a change's effect, measured in one run);
+# BEFORE="name=path,name=path" adds several, each under its name.
 # Usage: benches/handoff.sh IMB-MPI1 TABLE [ranks=4] [rounds=15] [msglog=0:10] [iter=5000] [alg=1]
 # TABLE's rules at these sizes should name Open MPI's algorithm ALG.
 set -euo pipefail
@@ -43,7 +44,11 @@ for r in $(seq "$ROUNDS"); do
   one forced "$r" "${FORCE[@]}"
   one handoff "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE"
   if [ -n "${BEFORE:-}" ]; then
-    one before "$r" -x LD_PRELOAD="$(readlink -f "$BEFORE")" -x COLLTUNE_TABLE="$TABLE"
+    IFS=, read -ra befores <<< "$BEFORE"
+    for b in "${befores[@]}"; do
+      case "$b" in *=*) bn=${b%%=*}; bp=${b#*=} ;; *) bn=before; bp=$b ;; esac
+      one "$bn" "$r" -x LD_PRELOAD="$(readlink -f "$bp")" -x COLLTUNE_TABLE="$TABLE"
+    done
   fi
   one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
   one thin "$r" -x LD_PRELOAD="$OUT/libthin.so" "${FORCE[@]}"
@@ -56,7 +61,8 @@ t = defaultdict(dict)
 for r in csv.DictReader(open(sys.argv[1])):
     t[(r["config"], int(r["bytes"]))][int(r["run"])] = float(r["t_avg"])
 sizes = sorted({k[1] for k in t})
-others = [c for c in ["handoff", "before", "full", "thin"] if (c, sizes[0]) in t]
+named = sorted({k[0] for k in t} - {"forced", "handoff", "full", "thin"})
+others = [c for c in ["handoff", *named, "full", "thin"] if (c, sizes[0]) in t]
 gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
 print("per size: forced's median t_avg (us); each config's median per-round ratio to forced [quartiles]")
 print(f"{'bytes':>7} {'forced us':>10}" + "".join(f"{c:>22}" for c in others))

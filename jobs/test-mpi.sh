@@ -13,6 +13,9 @@
 #      run plain and under LD_PRELOAD with the built-in choice and with
 #      algorithm families forced, at 3 and 4 ranks; the trace must show
 #      colltune ran the calls;
+#   3b. communicators freed and made again with other sizes under the
+#      drop-in (tests/c/recycled_comms.c, every byte, at 3 and 5 ranks):
+#      a recycled handle never gets a freed communicator's cached state;
 #   4. where the other MPI family is installed too, the preload library of
 #      one in a program of the other: one message, and the program's own
 #      library broadcasts correctly (for the standard ABI, mpich5-abi: in a
@@ -144,6 +147,32 @@ for n in 3 4; do
     fi
     echo "test-mpi ($name): drop-in at $n ranks, $label: all bytes correct ($calls calls traced)"
   done
+done
+
+# 3b. Communicators freed and made again, of other sizes, so that handles
+# come back (tests/c/recycled_comms.c): the drop-in's per-call cache must
+# never give a recycled handle a freed communicator's state. Sizes 1-5 each
+# run another algorithm below and above 1 KiB (odd: linear, then binomial;
+# even: the other way round).
+"$MPICC" -O2 -o "$scratch/recycled_comms" tests/c/recycled_comms.c
+{
+  printf 'schema: 1\nprovenance:\n  host: test\n  mpi: any\n  date: 2026-12-01T00:00:00Z\n  command: jobs/test-mpi.sh\n  colltune: 0.1.0\n  source: measured\n  sweep:\n    mode: built\nbcast:\n'
+  for k in 1 2 3 4 5; do
+    if [ $((k % 2)) = 1 ]; then lo=linear; hi=binomial; else lo=binomial; hi=linear; fi
+    printf -- '- ranks: %s\n  ppn: %s\n  nodes: 1\n  rules:\n' "$k" "$k"
+    printf -- '  - min_bytes: 0\n    max_bytes: 1023\n    algorithm: %s\n    execution: blocking\n' "$lo"
+    printf -- '  - min_bytes: 1024\n    algorithm: %s\n    execution: blocking\n' "$hi"
+  done
+} > "$scratch/parity.yaml"
+for n in 3 5; do
+  out=$scratch/recycled-$n
+  if ! "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" env LD_PRELOAD="$preload" COLLTUNE_TABLE="$scratch/parity.yaml" \
+      timeout 300 "$scratch/recycled_comms" 100 1000 3000 > "$out" 2>&1 ||
+      ! grep -q "recycled_comms: all bytes correct" "$out"; then
+    tail -20 "$out" >&2
+    fail "communicators freed and made again under the drop-in at $n ranks"
+  fi
+  echo "test-mpi ($name): communicators freed and made again under the drop-in at $n ranks: all bytes correct ($(grep -o 'recycled handles: .*' "$out"))"
 done
 
 # 4. Across families: this preload library in a program of another family,

@@ -281,9 +281,11 @@ fn library_rules_handed_to_open_mpi_move_every_byte() {
 /// A table whose decision at small sizes differs by communicator size:
 /// odd sizes hand 0-1023 B to Open MPI's linear and run colltune's binomial
 /// above; even sizes the other way round (colltune below, Open MPI's
-/// k-nomial above). A rank that applied a freed communicator's rules to a
-/// recycled handle of another size would take another path than its peers.
-fn parity_table(dir: &Path) -> PathBuf {
+/// k-nomial above); without `library_rules`, colltune's linear in place of
+/// Open MPI's. A rank that applied a freed communicator's rules or state
+/// (the drop-in's per-call cache) to a recycled handle of another size
+/// would take another path than its peers.
+fn parity_table(dir: &Path, library_rules: bool) -> PathBuf {
     let library = |lo: u64, hi: Option<u64>, alg: u32| {
         let max = hi.map_or(String::new(), |h| format!("    max_bytes: {h}\n"));
         format!(
@@ -293,6 +295,15 @@ fn parity_table(dir: &Path) -> PathBuf {
     let ours = |lo: u64, hi: Option<u64>| {
         let max = hi.map_or(String::new(), |h| format!("    max_bytes: {h}\n"));
         format!("  - min_bytes: {lo}\n{max}    algorithm: binomial\n    execution: blocking\n")
+    };
+    // Without library rules: colltune's linear in their place.
+    let library = |lo: u64, hi: Option<u64>, alg: u32| {
+        if library_rules {
+            library(lo, hi, alg)
+        } else {
+            let max = hi.map_or(String::new(), |h| format!("    max_bytes: {h}\n"));
+            format!("  - min_bytes: {lo}\n{max}    algorithm: linear\n    execution: blocking\n")
+        }
     };
     let mut t = String::from(
         "schema: 1\nprovenance:\n  host: test\n  mpi: Open MPI\n  date: 2026-12-01T00:00:00Z\n  command: tests/mpi_library.rs\n  colltune: 0.1.0\n  source: measured\n  sweep:\n    mode: built\nbcast:\n",
@@ -307,7 +318,11 @@ fn parity_table(dir: &Path) -> PathBuf {
             t += &library(1024, None, 7);
         }
     }
-    let p = dir.join("parity.yaml");
+    let p = dir.join(if library_rules {
+        "parity-library.yaml"
+    } else {
+        "parity-ours.yaml"
+    });
     std::fs::write(&p, t).unwrap();
     p
 }
@@ -321,9 +336,9 @@ fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
     let libs = shared_libs();
     let exe = dir.join("recycled_comms");
     mpicc(&format!("{ROOT}/tests/c/recycled_comms.c"), &exe, &[]);
-    let tbl = parity_table(&dir);
     let pre = libs.join("libcolltune_preload.so").display().to_string();
-    for ranks in [3, 5] {
+    for (ranks, library_rules) in [(3, true), (5, true), (3, false), (5, false)] {
+        let tbl = parity_table(&dir, library_rules);
         let mut c = mpirun(ranks);
         c.args(["-x", &format!("LD_PRELOAD={pre}")])
             .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
@@ -334,7 +349,9 @@ fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr),
         );
-        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        let all = format!(
+            "{ranks} ranks, library rules {library_rules}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+        );
         assert!(o.status.success(), "{all}");
         assert!(out.contains("recycled_comms: all bytes correct"), "{all}");
         assert!(!err.contains("warning"), "{all}");

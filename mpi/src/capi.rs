@@ -31,6 +31,7 @@
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
 mod handoff;
+mod hot;
 pub mod preload;
 
 use std::cell::Cell;
@@ -58,7 +59,7 @@ pub const MAX_BYTES: u64 = i32::MAX as u64;
 /// A communicator's state, the same on all its ranks (always boxed: an
 /// attribute value).
 #[allow(clippy::large_enum_variant)]
-enum CommState {
+pub(crate) enum CommState {
     /// colltune's selector on the private duplicate: `routes` decides and
     /// runs the direct path without a lock; `sel` (prepared schedules, the
     /// general executor, swaps, traces) is locked per call that needs it.
@@ -274,6 +275,7 @@ pub fn init() -> c_int {
         self_keyval,
         world,
     }));
+    hot::start();
     ACTIVE.store(g, Ordering::Release);
     SUCCESS
 }
@@ -282,6 +284,7 @@ pub fn init() -> c_int {
 pub fn finalize() -> c_int {
     let _l = lock(&LIFECYCLE);
     handoff::retire();
+    hot::clear();
     let g = ACTIVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
     if g.is_null() {
         return SUCCESS;
@@ -666,20 +669,23 @@ pub unsafe fn bcast(
     if let Some(rc) = handoff::pass(buffer, count, datatype, root, comm) {
         return rc;
     }
-    bcast_kept(buffer, count, datatype, root, comm)
+    bcast_kept(buffer, count, datatype, root, comm, false)
 }
 
 /// [`bcast`] for a call the handoff does not take (its cache said so, or
-/// [`handoff::pass`] did).
+/// [`handoff::pass`] did). `remember`: the interposition library's call,
+/// which looks in [`hot`] first, so the communicator's state goes there
+/// for the next call.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
-pub(crate) unsafe fn bcast_kept(
+unsafe fn bcast_kept(
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    remember: bool,
 ) -> c_int {
     let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
     // Outside colltune's lifetime (so outside MPI's), and arguments the
@@ -698,15 +704,59 @@ pub(crate) unsafe fn bcast_kept(
     let Some(state) = state(g, comm) else {
         return library();
     };
-    let CommState::Colltune { routes, sel } = &*state else {
+    let mut known = None;
+    if let (true, Some((each, dense))) = (remember, typecache::get(datatype)) {
+        known = Some((each, dense));
+        if !hot::holds(comm, datatype, state) {
+            let size = match &*state {
+                CommState::Colltune { routes, .. } => routes.size(),
+                CommState::Library => 0,
+            };
+            hot::fill(comm, datatype, each, dense, handoff::ranges_of(size), state);
+        }
+    }
+    bcast_on(&*state, known, buffer, count, datatype, root, comm)
+}
+
+/// [`bcast_kept`] once the communicator's `state` is known (and, from
+/// [`hot`], the predefined datatype's (size, contiguous)).
+///
+/// # Safety
+/// As for `MPI_Bcast`; `count` >= 0; `state` is `comm`'s, alive.
+unsafe fn bcast_on(
+    state: &CommState,
+    known: Option<(u64, bool)>,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
+    let CommState::Colltune { routes, sel } = state else {
         return library();
     };
     let Some(root) = usize::try_from(root).ok().filter(|&r| r < routes.size()) else {
         return library();
     };
     // The library's own checks of the datatype and buffer (committed,
-    // valid, data where the buffer says), without a message.
-    let Some((size, dense)) = self::datatype(buffer, count, datatype, routes.raw()) else {
+    // valid, data where the buffer says), without a message: those of a
+    // predefined type passed once and hold for good, so only a null
+    // buffer is checked again.
+    let checked = match known {
+        Some((size, dense)) => {
+            if buffer == cffi::in_place()
+                || (buffer.is_null()
+                    && count > 0
+                    && cffi::check_message(buffer, count, datatype, routes.raw()).is_err())
+            {
+                return library();
+            }
+            Some((size, Some(dense)))
+        }
+        None => self::datatype(buffer, count, datatype, routes.raw()),
+    };
+    let Some((size, dense)) = checked else {
         return library();
     };
     let Some(bytes) = size.checked_mul(count as u64) else {

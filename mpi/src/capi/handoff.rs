@@ -251,7 +251,6 @@ fn publish(h: &Handoff, fast: bool) {
     let f = Box::into_raw(Box::new(Fast { by_size }));
     HANDED.store(f, Ordering::Release);
     if fast {
-        hot::start();
         FAST.store(f, Ordering::Release);
     }
 }
@@ -268,15 +267,14 @@ fn within(f: &Fast, size: usize, bytes: u64) -> bool {
 pub fn retire() {
     FAST.store(std::ptr::null_mut(), Ordering::Release);
     HANDED.store(std::ptr::null_mut(), Ordering::Release);
-    hot::clear();
 }
 
 /// A call the handoff covers, passed to `PMPI_Bcast` unchanged: its return
 /// code; None: the full path decides. Reads the communicator's size from
 /// the library, the datatype's size from colltune's cache of predefined
 /// types (else from the library), and the ranges of that size; remembers
-/// them in [`hot`] for the next call on this communicator with this
-/// datatype.
+/// them in [`super::hot`] for the next call on this communicator with
+/// this datatype.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
@@ -308,8 +306,10 @@ pub unsafe fn pass(
         }
     };
     // Only predefined types (derived ones' handles are reused once freed).
-    if super::typecache::get(datatype).is_some() {
-        hot::fill(comm, datatype, each, ranges);
+    if let Some((_, dense)) = super::typecache::get(datatype) {
+        if !super::hot::has(comm, datatype) {
+            super::hot::fill(comm, datatype, each, dense, ranges, std::ptr::null());
+        }
     }
     if ranges.is_empty() {
         return None;
@@ -322,295 +322,12 @@ pub unsafe fn pass(
     Some(rc)
 }
 
-/// What [`hot::pass`] knows of a call.
-pub enum Hot {
-    /// Handed off: passed to `PMPI_Bcast`, its return code.
-    Passed(c_int),
-    /// Not handed off (the communicator's size has no library rule for
-    /// these bytes): the full path decides, [`pass`] need not be asked.
-    Kept,
-    /// Not cached: ask [`pass`].
-    Unknown,
-}
-
-/// The drop-in's first look at a call, before anything else: one cache
-/// line per (communicator, predefined datatype) recently seen holds the
-/// datatype's size and the handed-off ranges of the communicator's size,
-/// so a handed-off call costs one line and a few compares, with no call
-/// into the library before its `PMPI_Bcast`. (In an application the
-/// interposition's lines are cold at every call: each line touched costs
-/// there. docs/measurements/2026-12-01-hotpath.)
-///
-/// Entries are filled by [`pass`] (under a lock, as a sequence lock:
-/// readers never wait and never see a half-written entry), and only for
-/// predefined datatypes, which live as long as MPI. A communicator's
-/// handle can be reused once it is freed, so a communicator gets an
-/// attribute of colltune's when its entry is made, whose delete callback
-/// (run by MPI whenever the communicator is freed, by whatever path)
-/// empties its entries first. Entries exist only while the handoff is
-/// published ([`publish`] to [`retire`]), and only for Open MPI (the
-/// handoff's only library), so a hit is an Open MPI handle.
-pub mod hot {
-    use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-    use std::sync::Mutex;
-
-    use super::*;
-
-    const SLOTS: usize = 4;
-    const RANGES: usize = 4;
-    /// A range word `lo << 32 | hi` that matches nothing (lo > hi).
-    const NO_RANGE: u64 = (u32::MAX as u64) << 32;
-
-    /// One cache line: a sequence (odd while written), the key, the
-    /// datatype's size and up to [`RANGES`] byte ranges, each as
-    /// `lo << 32 | hi` (`hi` = `u32::MAX`: and up).
-    #[repr(C, align(64))]
-    struct Slot {
-        seq: AtomicU64,
-        comm: AtomicUsize,
-        dtype: AtomicUsize,
-        each: AtomicU64,
-        ranges: [AtomicU64; RANGES],
-    }
-
-    #[allow(clippy::declare_interior_mutable_const)]
-    const EMPTY: Slot = Slot {
-        seq: AtomicU64::new(0),
-        comm: AtomicUsize::new(0),
-        dtype: AtomicUsize::new(0),
-        each: AtomicU64::new(0),
-        ranges: [const { AtomicU64::new(NO_RANGE) }; RANGES],
-    };
-
-    static SLOTS_: [Slot; SLOTS] = [EMPTY; SLOTS];
-
-    /// Serialises writers of [`SLOTS_`] (fills and [`clear`]).
-    static FILL: Mutex<()> = Mutex::new(());
-
-    /// The key of the attribute marking a communicator that has entries;
-    /// -1 until [`publish`](super::publish) made it.
-    static KEY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-
-    #[inline(always)]
-    fn index(comm: usize, dtype: usize) -> usize {
-        ((comm ^ dtype.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize % SLOTS
-    }
-
-    /// Encodes byte ranges as range words; None where they do not fit
-    /// (more than [`RANGES`], or bounds beyond 32 bits other than "and up").
-    pub(super) fn encode(ranges: &[(u64, u64)]) -> Option<[u64; RANGES]> {
-        if ranges.len() > RANGES {
-            return None;
-        }
-        let mut out = [NO_RANGE; RANGES];
-        for (w, &(lo, hi)) in out.iter_mut().zip(ranges) {
-            let hi = match hi {
-                u64::MAX => u32::MAX,
-                h if h < u32::MAX as u64 => h as u32,
-                _ => return None,
-            };
-            let lo = u32::try_from(lo).ok().filter(|&l| l < u32::MAX)?;
-            *w = (lo as u64) << 32 | hi as u64;
-        }
-        Some(out)
-    }
-
-    /// Whether `bytes` is in one of the encoded ranges.
-    #[inline(always)]
-    pub(super) fn matches(words: &[u64; RANGES], bytes: u64) -> bool {
-        let b = bytes.min(u32::MAX as u64) as u32;
-        words
-            .iter()
-            .any(|&w| ((w >> 32) as u32) <= b && b <= w as u32)
-    }
-
-    /// The cached answer for a call; see [`Hot`].
-    ///
-    /// # Safety
-    /// As for `MPI_Bcast`; `dtype` and `comm` are the handles' register
-    /// values.
-    #[inline(always)]
-    pub unsafe fn pass(
-        buffer: *mut c_void,
-        count: c_int,
-        dtype: usize,
-        root: c_int,
-        comm: usize,
-    ) -> Hot {
-        let s = &SLOTS_[index(comm, dtype)];
-        let q = s.seq.load(Ordering::Acquire);
-        if s.comm.load(Ordering::Relaxed) != comm || s.dtype.load(Ordering::Relaxed) != dtype {
-            return Hot::Unknown;
-        }
-        let each = s.each.load(Ordering::Relaxed);
-        let words = [
-            s.ranges[0].load(Ordering::Relaxed),
-            s.ranges[1].load(Ordering::Relaxed),
-            s.ranges[2].load(Ordering::Relaxed),
-            s.ranges[3].load(Ordering::Relaxed),
-        ];
-        fence(Ordering::Acquire);
-        if q & 1 != 0 || s.seq.load(Ordering::Relaxed) != q || count < 0 {
-            return Hot::Unknown;
-        }
-        if !matches(&words, each * count as u64) {
-            return Hot::Kept;
-        }
-        Hot::Passed(cffi::user_bcast(
-            buffer,
-            count,
-            abi::datatype_from_reg(dtype),
-            root,
-            abi::comm_from_reg(comm),
-        ))
-    }
-
-    fn reg<T: Copy>(h: T) -> usize {
-        const { assert!(size_of::<T>() == 8 || size_of::<T>() == 4) };
-        if size_of::<T>() == 8 {
-            // SAFETY: 8 bytes of a handle as an integer.
-            unsafe { std::mem::transmute_copy::<T, u64>(&h) as usize }
-        } else {
-            // SAFETY: 4 bytes of a handle as an integer.
-            unsafe { std::mem::transmute_copy::<T, u32>(&h) as usize }
-        }
-    }
-
-    /// Writes one slot (the caller holds [`FILL`]).
-    fn write(s: &Slot, comm: usize, dtype: usize, each: u64, words: &[u64; RANGES]) {
-        let q = s.seq.load(Ordering::Relaxed);
-        s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        s.comm.store(comm, Ordering::Relaxed);
-        s.dtype.store(dtype, Ordering::Relaxed);
-        s.each.store(each, Ordering::Relaxed);
-        for (r, &w) in s.ranges.iter().zip(words) {
-            r.store(w, Ordering::Relaxed);
-        }
-        s.seq.store(q.wrapping_add(2), Ordering::Release);
-    }
-
-    /// Remembers `comm`'s ranges for `dtype` (a predefined datatype of
-    /// `each` bytes), once the communicator carries colltune's attribute.
-    pub(super) fn fill(comm: MPI_Comm, dtype: MPI_Datatype, each: u64, ranges: &[(u64, u64)]) {
-        let key = KEY.load(Ordering::Acquire);
-        let Some(words) = encode(ranges).filter(|_| key >= 0) else {
-            return;
-        };
-        let _g = lock(&FILL);
-        // Marked already (an entry with another datatype): no library
-        // call. Else set the attribute, once: setting it again would run
-        // the delete callback.
-        let (c, d) = (reg(comm), reg(dtype));
-        let marked = SLOTS_.iter().any(|s| s.comm.load(Ordering::Relaxed) == c)
-            || matches!(
-                // SAFETY: comm is the caller's valid communicator.
-                unsafe { cffi::comm_get_attr(comm, key) },
-                Ok(Some(_))
-            );
-        if !marked {
-            let marker = std::ptr::addr_of!(KEY) as *mut c_void;
-            // SAFETY: as above; the value is never dereferenced.
-            if unsafe { cffi::comm_set_attr(comm, key, marker) }.is_err() {
-                return;
-            }
-        }
-        write(&SLOTS_[index(c, d)], c, d, each, &words);
-    }
-
-    /// The attribute's delete callback: `comm` is being freed (its handle
-    /// may be reused), so its entries go. Takes no lock (MPI may call it
-    /// with locks of its own held); a fill running at the same time is
-    /// for another communicator (using one while freeing it is erroneous).
-    pub(super) unsafe extern "C" fn forget(
-        comm: MPI_Comm,
-        _key: c_int,
-        _val: *mut c_void,
-        _extra: *mut c_void,
-    ) -> c_int {
-        let c = reg(comm);
-        for s in &SLOTS_ {
-            let _ = s
-                .comm
-                .compare_exchange(c, 0, Ordering::AcqRel, Ordering::Relaxed);
-        }
-        mpi::ffi::MPI_SUCCESS as c_int
-    }
-
-    unsafe extern "C" fn no_copy(
-        _old: MPI_Comm,
-        _key: c_int,
-        _extra: *mut c_void,
-        _val_in: *mut c_void,
-        _val_out: *mut c_void,
-        flag: *mut c_int,
-    ) -> c_int {
-        // A duplicate has no entries of its own yet.
-        *flag = 0;
-        mpi::ffi::MPI_SUCCESS as c_int
-    }
-
-    /// Makes the marking attribute's key (after `MPI_Init`, before the
-    /// first fill); without it nothing is cached.
-    pub(super) fn start() {
-        if KEY.load(Ordering::Acquire) >= 0 {
-            return;
-        }
-        if let Ok(k) = cffi::comm_create_keyval(Some(no_copy), Some(forget)) {
-            KEY.store(k, Ordering::Release);
-        }
-    }
-
-    /// Empties every entry (the handoff retired: calls go the full way).
-    pub(super) fn clear() {
-        let _g = lock(&FILL);
-        for s in &SLOTS_ {
-            write(s, 0, 0, 0, &[NO_RANGE; RANGES]);
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn ranges_encode_exactly_or_not_at_all() {
-            let w = encode(&[(0, 1448), (10624, 12633), (4_000_000, u64::MAX)]).unwrap();
-            for (bytes, want) in [
-                (0, true),
-                (1448, true),
-                (1449, false),
-                (10623, false),
-                (10624, true),
-                (12633, true),
-                (12634, false),
-                (3_999_999, false),
-                (4_000_000, true),
-                (u32::MAX as u64, true),
-                (u64::MAX / 2, true),
-            ] {
-                assert_eq!(matches(&w, bytes), want, "{bytes} B");
-            }
-            // a bounded range above 32 bits, or too many ranges: not cached
-            assert_eq!(encode(&[(0, 1 << 33)]), None);
-            assert_eq!(encode(&[(u32::MAX as u64, u64::MAX)]), None);
-            assert_eq!(encode(&[(0, 1), (3, 4), (6, 7), (9, 10), (12, 13)]), None);
-            // no ranges: nothing matches, not even 0 bytes
-            let none = encode(&[]).unwrap();
-            assert!(!matches(&none, 0) && !matches(&none, u64::MAX));
-            // a bounded range just below the limit stays exact
-            let top = encode(&[(5, u32::MAX as u64 - 1)]).unwrap();
-            assert!(matches(&top, u32::MAX as u64 - 1));
-            assert!(!matches(&top, u32::MAX as u64));
-        }
-
-        #[test]
-        fn the_index_stays_in_bounds_and_spreads() {
-            let mut seen = [0usize; SLOTS];
-            for c in 0..64usize {
-                seen[index(0x7f00_0000_0000 + c * 0x1a0, 0x7f00_1234_5600)] += 1;
-            }
-            assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
-        }
+/// The handed-off ranges of communicators of `size` ranks, as [`pass`]
+/// takes them (none while calls are traced, or without the handoff).
+pub fn ranges_of(size: usize) -> &'static [(u64, u64)] {
+    // SAFETY: published once, never freed.
+    match unsafe { FAST.load(Ordering::Acquire).as_ref() } {
+        Some(f) => f.by_size.get(size).map_or(&[][..], |r| &r[..]),
+        None => &[],
     }
 }

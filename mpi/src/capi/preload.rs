@@ -7,7 +7,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::handoff::Hot;
+use super::hot::Hot;
 use crate::abi;
 
 /// # Safety
@@ -44,22 +44,37 @@ pub unsafe fn bcast(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    // First, before anything else is touched: a call the handoff gave to
-    // Open MPI (one cache line; its entries exist only for Open MPI's own
-    // handles, never in a foreign program).
-    let kept = match super::handoff::hot::pass(buffer, count, datatype, root, comm) {
+    // First, before anything else is touched: the call's entry in
+    // colltune's one-line cache (entries exist only for this build's own
+    // handles, never in a foreign program): a call the handoff gave to
+    // Open MPI goes there; another finds its communicator's state.
+    let (state, known) = match super::hot::pass(buffer, count, datatype, root, comm) {
         Hot::Passed(rc) => return rc,
-        Hot::Kept => true,
-        Hot::Unknown => false,
+        Hot::Kept(state, each, dense) => (state, Some((each, dense))),
+        Hot::Unknown => (std::ptr::null(), None),
     };
+    if let (Some(state), Some(_)) = (state.as_ref(), known) {
+        return super::bcast_on(
+            state,
+            known,
+            buffer,
+            count,
+            abi::datatype_from_reg(datatype),
+            root,
+            abi::comm_from_reg(comm),
+        );
+    }
     if abi::foreign_family() {
         return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
     }
     let (datatype, comm) = (abi::datatype_from_reg(datatype), abi::comm_from_reg(comm));
-    if kept {
-        return super::bcast_kept(buffer, count, datatype, root, comm);
+    // Known not handed off: the whole path without the handoff's check.
+    if known.is_none() {
+        if let Some(rc) = super::handoff::pass(buffer, count, datatype, root, comm) {
+            return rc;
+        }
     }
-    super::bcast(buffer, count, datatype, root, comm)
+    super::bcast_kept(buffer, count, datatype, root, comm, true)
 }
 
 pub fn mpi_finalize() -> c_int {
