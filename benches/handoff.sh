@@ -13,7 +13,9 @@
 # than the effect), with quartiles.
 # BEFORE=path/to/an/older/libcolltune_preload.so adds its handoff as
 # `before` in the same rounds (a change's effect, measured in one run);
-# BEFORE="name=path,name=path" adds several, each under its name.
+# BEFORE="name=path,name=path" adds several, each under its name;
+# BEFORE_FULL="name=path,..." the same with COLLTUNE_HANDOFF=0 (the full
+# path of an older build).
 # Usage: benches/handoff.sh IMB-MPI1 TABLE [ranks=4] [rounds=15] [msglog=0:10] [iter=5000] [alg=1]
 # TABLE's rules at these sizes should name Open MPI's algorithm ALG.
 set -euo pipefail
@@ -48,6 +50,13 @@ for r in $(seq "$ROUNDS"); do
     for b in "${befores[@]}"; do
       case "$b" in *=*) bn=${b%%=*}; bp=${b#*=} ;; *) bn=before; bp=$b ;; esac
       one "$bn" "$r" -x LD_PRELOAD="$(readlink -f "$bp")" -x COLLTUNE_TABLE="$TABLE"
+    done
+  fi
+  if [ -n "${BEFORE_FULL:-}" ]; then
+    IFS=, read -ra befores <<< "$BEFORE_FULL"
+    for b in "${befores[@]}"; do
+      bn=${b%%=*}; bp=${b#*=}
+      one "$bn" "$r" -x LD_PRELOAD="$(readlink -f "$bp")" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
     done
   fi
   one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
