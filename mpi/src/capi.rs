@@ -120,7 +120,8 @@ unsafe extern "C" fn copy_attr(
     _val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // A duplicate gets its own state at its first call.
+    // A duplicate gets its own state (and cache entries) at its first
+    // call.
     *flag = 0;
     SUCCESS
 }

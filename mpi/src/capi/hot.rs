@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
-use super::{lock, CommState};
+use super::{copy_attr, lock, CommState};
 use crate::abi;
 use crate::transport::mpi::ffi as cffi;
 
@@ -254,26 +254,13 @@ unsafe extern "C" fn forget(
     mpi::ffi::MPI_SUCCESS as c_int
 }
 
-unsafe extern "C" fn no_copy(
-    _old: MPI_Comm,
-    _key: c_int,
-    _extra: *mut c_void,
-    _val_in: *mut c_void,
-    _val_out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    // A duplicate has no entries of its own yet.
-    *flag = 0;
-    mpi::ffi::MPI_SUCCESS as c_int
-}
-
 /// Makes the marking attribute's key (colltune's `init`); without it
 /// nothing is cached.
 pub fn start() {
     if KEY.load(Ordering::Acquire) >= 0 {
         return;
     }
-    if let Ok(k) = cffi::comm_create_keyval(Some(no_copy), Some(forget)) {
+    if let Ok(k) = cffi::comm_create_keyval(Some(copy_attr), Some(forget)) {
         KEY.store(k, Ordering::Release);
     }
 }
