@@ -13,7 +13,9 @@
 # target/release/colltune), TUNE_ARGS (more tune options, e.g.
 # "--pattern back-to-back"), REUSE=1 (keep tunes already in OUT), JUDGE=0
 # (do not measure, with `bench`, the two choices at sizes where neither tune
-# measured both; by default they are, so every size is judged).
+# measured both; by default they are, so every size is judged), JUDGE_RUNS
+# (5: that bench's runs, each measuring both choices in turn, so a drift
+# hits both alike).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=jobs/mpirun-flags.sh
@@ -39,7 +41,7 @@ for t in a b; do
     --sizes "$SIZES" --budget "$BUDGET" --budget-ms "$BUDGET_MS" \
     --csv "$OUT/$t.csv" --table "$OUT/$t.yaml" ${TUNE_ARGS:-} > "$OUT/$t.log" 2>&1 ||
     { echo "stability.sh: tune $t failed, see $OUT/$t.log" >&2; tail -20 "$OUT/$t.log" >&2; exit 3; }
-  grep -E '^(compaction|tuned in)' "$OUT/$t.log" || true
+  grep -E '^(compaction|runoff|tuned in)' "$OUT/$t.log" || true
 done
 # Where neither tune measured both choices (the adaptive search pruned one),
 # measure the two there, the same way (the tunes' pattern, root, repetition
@@ -69,7 +71,7 @@ for line in open(sys.argv[1]):
         print(int(n) * units[u], a, ea, b, eb)
 PY
   while read -r bytes a ea b eb; do
-    args=(--sizes "$bytes" --collective bcast --runs 3 --budget-ms "$BUDGET_MS" "${same[@]}")
+    args=(--sizes "$bytes" --collective bcast --runs "${JUDGE_RUNS:-5}" --budget-ms "$BUDGET_MS" "${same[@]}")
     execs=()
     base=none
     segs=()

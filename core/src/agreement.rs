@@ -47,6 +47,11 @@ impl CommAgreement {
 
 /// The canonical `spec [execution]` of a rule, as samples write it.
 fn label_of(c: Collective, r: &Rule) -> (String, String) {
+    // The library's algorithms are not in colltune's registry: their whole
+    // specification names them (coll/tuned's binomial is not its linear).
+    if let Some(Ok(f)) = r.library() {
+        return (f.spec().to_string(), r.execution.clone());
+    }
     let spec = r
         .spec()
         .ok()
@@ -152,6 +157,35 @@ mod tests {
             }
         }
         v
+    }
+
+    #[test]
+    fn two_different_library_algorithms_are_two_choices() {
+        let plain = Compact {
+            enabled: false,
+            ..Compact::default()
+        };
+        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        let lib = |spec: &str, bytes, t| {
+            (1..=2)
+                .map(|run| sample(spec, "library", bytes, run, t))
+                .collect::<Vec<_>>()
+        };
+        let mut ma = lib(lin, 64, 10.0);
+        ma.extend(lib(bin, 64, 12.0));
+        let mut mb = lib(lin, 64, 12.0);
+        mb.extend(lib(bin, 64, 10.0));
+        let ta = build_with(&ma, prov(), &plain);
+        let tb = build_with(&mb, prov(), &plain);
+        let got = agreement(&ta, &tb, &[ma, mb], &[64], 0.05);
+        let s = &got[0].sizes[0];
+        assert_eq!(
+            (s.a.as_str(), s.b.as_str()),
+            (&*format!("{lin} [library]"), &*format!("{bin} [library]"))
+        );
+        // 20% apart in both measurements: not the same choice, no agreement
+        assert_eq!(s.agree, Some(false), "{s:?}");
     }
 
     #[test]
