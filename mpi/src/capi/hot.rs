@@ -85,7 +85,9 @@ static KEY: AtomicI32 = AtomicI32::new(-1);
 
 #[inline(always)]
 fn index(comm: usize, dtype: usize) -> usize {
-    ((comm ^ dtype.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize % SLOTS
+    (((comm as u64) ^ (dtype as u64).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62)
+        as usize
+        % SLOTS
 }
 
 /// Encodes byte ranges as range words; None where they do not fit (more
