@@ -371,6 +371,20 @@ pub fn datatype_from_reg(r: usize) -> MPI_Datatype {
     from_reg(r)
 }
 
+/// A handle's register value: the inverse of [`comm_from_reg`] and
+/// [`datatype_from_reg`] (a key for caches of handles).
+#[inline]
+pub fn to_reg<T: Copy>(h: T) -> usize {
+    const { assert!(size_of::<T>() == 8 || size_of::<T>() == 4) };
+    if size_of::<T>() == 8 {
+        // SAFETY: T is a handle of 8 bytes: its bits as an integer.
+        unsafe { std::mem::transmute_copy::<T, u64>(&h) as usize }
+    } else {
+        // SAFETY: T is a handle of 4 bytes: its bits as an integer.
+        unsafe { std::mem::transmute_copy::<T, u32>(&h) as usize }
+    }
+}
+
 #[inline]
 fn from_reg<T: Copy>(r: usize) -> T {
     const { assert!(size_of::<T>() == 8 || size_of::<T>() == 4) };

@@ -299,13 +299,14 @@ pub unsafe fn pass(
     // cache (no library call); else the library's answer.
     let each = match super::typecache::get(datatype) {
         Some((size, _)) => size,
-        _ => {
+        None => {
             let size = cffi::type_size_raw(datatype)?;
             super::remember_predefined(datatype, size);
             size
         }
     };
-    // Only predefined types (derived ones' handles are reused once freed).
+    // Only predefined types, the cache's (derived ones' handles are reused
+    // once freed).
     if let Some((_, dense)) = super::typecache::get(datatype) {
         if !super::hot::has(comm, datatype) {
             super::hot::fill(comm, datatype, each, dense, ranges, std::ptr::null());

@@ -160,17 +160,6 @@ pub unsafe fn pass(
     ))
 }
 
-fn reg<T: Copy>(h: T) -> usize {
-    const { assert!(size_of::<T>() == 8 || size_of::<T>() == 4) };
-    if size_of::<T>() == 8 {
-        // SAFETY: 8 bytes of a handle as an integer.
-        unsafe { std::mem::transmute_copy::<T, u64>(&h) as usize }
-    } else {
-        // SAFETY: 4 bytes of a handle as an integer.
-        unsafe { std::mem::transmute_copy::<T, u32>(&h) as usize }
-    }
-}
-
 /// Writes one slot (the caller holds [`FILL`]).
 fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64; RANGES], state: usize) {
     let q = s.seq.load(Ordering::Relaxed);
@@ -188,14 +177,14 @@ fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64; RANGES], state:
 
 /// Whether there is an entry for (`comm`, `dtype`).
 pub fn has(comm: MPI_Comm, dtype: MPI_Datatype) -> bool {
-    let (c, d) = (reg(comm), reg(dtype));
+    let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
     let s = &TABLE[index(c, d)];
     s.comm.load(Ordering::Acquire) == c && s.dtype.load(Ordering::Acquire) == d
 }
 
 /// Whether the entry for (`comm`, `dtype`) holds `state` already.
 pub fn holds(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState) -> bool {
-    let (c, d) = (reg(comm), reg(dtype));
+    let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
     let s = &TABLE[index(c, d)];
     s.comm.load(Ordering::Acquire) == c
         && s.dtype.load(Ordering::Acquire) == d
@@ -222,7 +211,7 @@ pub fn fill(
     // Marked already (an entry with another datatype): no library call.
     // Else set the attribute, once: setting it again would run the
     // delete callback.
-    let (c, d) = (reg(comm), reg(dtype));
+    let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
     let marked = TABLE.iter().any(|s| s.comm.load(Ordering::Relaxed) == c)
         // SAFETY: comm is the caller's valid communicator.
         || matches!(unsafe { cffi::comm_get_attr(comm, key) }, Ok(Some(_)));
@@ -247,7 +236,7 @@ unsafe extern "C" fn forget(
     _val: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
-    let c = reg(comm);
+    let c = abi::to_reg(comm);
     for s in &TABLE {
         let _ = s
             .comm
