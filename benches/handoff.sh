@@ -26,7 +26,7 @@ N=${3:-4}; ROUNDS=${4:-15}; MSGLOG=${5:-0:10}; ITER=${6:-5000}; ALG=${7:-1}
 . jobs/mpirun-flags.sh
 # Every older build named must be there (else its rounds would silently be
 # the library's own broadcast: a preload that does not exist is skipped).
-for b in ${BEFORE//,/ } ${BEFORE_FULL//,/ }; do
+for b in ${BEFORE:+${BEFORE//,/ }} ${BEFORE_FULL:+${BEFORE_FULL//,/ }}; do
   f=${b#*=}
   [ -f "$f" ] || { echo "handoff.sh: BEFORE/BEFORE_FULL: $f: no such file (give name=path/to/libcolltune_preload.so)" >&2; exit 2; }
 done
