@@ -306,6 +306,8 @@ fn report_and_plot_from_measurements() {
         "{t}"
     );
     assert!(t.contains("peak MB/s"), "{t}");
+    // `colltune report raw.csv | head`: the reader gone, no panic.
+    reader_gone(&["report", s(&csv)]);
     let tbl = table(
         &d,
         "t.yaml",
@@ -334,6 +336,48 @@ fn report_and_plot_from_measurements() {
                 assert!(svg.contains(needle), "svg lacks {needle}");
             }
         }
+    }
+}
+
+/// Runs `colltune args` with a standard output whose reader has already
+/// gone (`| head` once head has quit): every write fails with EPIPE (Rust
+/// ignores SIGPIPE). The command must end quietly with success, not panic.
+fn reader_gone(args: &[&str]) {
+    let (r, w) = std::io::pipe().unwrap();
+    drop(r);
+    let o = Command::new(colltune())
+        .args(args)
+        .stdout(w)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && !err.contains("panicked") && err.is_empty(),
+        "colltune {args:?} with its reader gone: {:?}\n{err}",
+        o.status
+    );
+}
+
+/// Output to a closed pipe ends quietly (exit 0); to a full device with a
+/// clear error (exit 3); never a panic.
+#[test]
+fn output_to_a_closed_pipe_or_a_full_disk() {
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/tuning-tables/vm-2core.yaml");
+    for args in [&["list"][..], &["show", shipped], &["validate", shipped]] {
+        reader_gone(args);
+    }
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let o = Command::new(colltune())
+            .args(["show", shipped])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains("writing to standard output") && !err.contains("panicked"),
+            "{err}"
+        );
     }
 }
 

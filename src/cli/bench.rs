@@ -255,7 +255,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                         Ok(offered) => {
                             let forced = adapt::baselines(&offered);
                             if lead {
-                                println!(
+                                outln!(
                                     "colltune bench: {} offers coll/adapt broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm and {} written per point{}",
                                     prov.mpi,
                                     adapt::ALGORITHM,
@@ -302,7 +302,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                     match han_algorithms(&comm) {
                         Ok((forced, modules)) => {
                             if lead {
-                                println!(
+                                outln!(
                                     "colltune bench: {} offers coll/han broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm (and for {} {}) written per point; {} = {}, {} = {} as MPI_Init read them (han reads them only there)",
                                     prov.mpi,
                                     han::ALGORITHM,
@@ -341,7 +341,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                         // when asked for.
                         Err(e @ (HanUnavailable::OneNode | HanUnavailable::Imbalanced { .. })) => {
                             if lead {
-                                println!("colltune bench: no coll/han baselines: {e}");
+                                outln!("colltune bench: no coll/han baselines: {e}");
                             }
                         }
                         Err(e) => {
@@ -363,7 +363,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                     match bcast_algorithms() {
                         Ok(offered) => {
                             if lead {
-                                println!(
+                                outln!(
                                     "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
                                     prov.mpi,
                                     colltune_core::mpich::BCAST_CVAR,
@@ -387,7 +387,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                                 // hangs when its error fallback refuses it there.
                                 if choice.name == "smp" && !multi_node {
                                     if lead {
-                                        println!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
+                                        outln!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
                                     }
                                     continue;
                                 }
@@ -448,7 +448,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     // Interleave subjects within each size so drifts hit all alike.
     points.sort_by_key(|p| p.bytes);
     if lead {
-        println!(
+        outln!(
             "colltune bench: {} ranks (nodes {}), {}, {} subjects x {} sizes x {} runs = {} points; root {:?}; cache {}; start {}; pattern {}; budget {} ms/point",
             comm.size(),
             comm.nodes(),
@@ -531,19 +531,19 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     if lead {
         let all = series(&samples);
         if !args.summary_only {
-            print!("{}", imb_tables(&all));
+            out!("{}", imb_tables(&all));
         }
-        print!("{}", comparison(&all));
+        out!("{}", comparison(&all));
         if let Some((med, max)) = spread_overall(&all) {
-            println!(
+            outln!(
                 "run-to-run spread (largest/smallest run median per point): median {med:.2}x, worst {max:.2}x"
             );
         }
         for u in &unavailable {
-            println!("not measured (not available with this MPI and network): {u}");
+            outln!("not measured (not available with this MPI and network): {u}");
         }
         for (label, sizes, why) in &not_applicable {
-            println!(
+            outln!(
                 "not measured where the library cannot apply it (it would run its own choice instead): {label} at {} B; first: {why}",
                 sizes
                     .iter()
@@ -553,7 +553,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             );
         }
         if let Some(w) = &writer {
-            println!("raw samples: {}", w.path().display());
+            outln!("raw samples: {}", w.path().display());
         }
     }
     Ok(Code::Ok)

@@ -153,7 +153,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             continue;
         };
         if lead {
-            println!(
+            outln!(
                 "measuring {what}-node link: ranks {} and {} ({} sizes)...",
                 pair.leader,
                 pair.follower,
@@ -273,23 +273,27 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             }
         }
         w.flush()?;
-        println!("raw runs: {}", p.display());
+        outln!("raw runs: {}", p.display());
     }
     for m in measured.iter().flatten() {
-        println!("\n{}-node link, one-way ping-pong time:", m.what);
-        println!(
+        outln!("\n{}-node link, one-way ping-pong time:", m.what);
+        outln!(
             "{:>10} {:>12} {:>8} {:>12} {:>8}",
-            "bytes", "measured us", "spread", "model us", "error"
+            "bytes",
+            "measured us",
+            "spread",
+            "model us",
+            "error"
         );
         for (b, t, p) in &m.fit.points {
             let spread = m.data.spread(*b);
-            println!(
+            outln!(
                 "{b:>10} {t:>12.2} {spread:>7.2}x {p:>12.2} {:>+7.1}%",
                 100.0 * (p - t) / t
             );
         }
         let l = &m.fit.link;
-        println!(
+        outln!(
             "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s{}{}, eager limit = {}; \
              max error {:.1}%, median {:.1}%",
             l.latency_us,
@@ -309,12 +313,12 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             100.0 * m.fit.max_rel_error,
             100.0 * m.fit.median_rel_error
         );
-        println!("{}", m.note);
+        outln!("{}", m.note);
     }
-    println!("copy bandwidth (one core): {copy_gbs:.2} GB/s");
+    outln!("copy bandwidth (one core): {copy_gbs:.2} GB/s");
     std::fs::write(&a.out, model.to_yaml())
         .with_context(|| format!("writing the model to {}", a.out.display()))?;
-    println!(
+    outln!(
         "\nmodel {} written to {} in {:.1} s",
         model.name,
         a.out.display(),

@@ -166,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let all = series(&samples);
     let mut regrets = Vec::new();
     let mut vs_mpi = Vec::new();
-    println!(
+    outln!(
         "{:<6} {:>10}  {:<46} {:>10} {:<46} {:>10} {:>8} {:>10} {:>8}",
         "coll",
         "bytes",
@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         if let Some(mp) = mpi {
             vs_mpi.push((choice.1 / mp, *bytes));
         }
-        println!(
+        outln!(
             "{:<6} {:>10}  {:<46} {:>10.2} {:<46} {:>10.2} {:>7.3}x {:>10} {:>8}",
             c.name(),
             bytes,
@@ -214,7 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         );
     }
     if !regrets.is_empty() {
-        println!("regret (table's choice / best measured): geometric mean {:.3}x, worst {:.3}x over {} points",
+        outln!("regret (table's choice / best measured): geometric mean {:.3}x, worst {:.3}x over {} points",
             geomean(&regrets), regrets.iter().copied().fold(0.0, f64::max), regrets.len());
     }
     if !vs_mpi.is_empty() {
@@ -222,7 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             .iter()
             .copied()
             .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
-        println!("table's choice / MPI library default (bcast): geometric mean {:.3}x, worst {:.2}x at {} B",
+        outln!("table's choice / MPI library default (bcast): geometric mean {:.3}x, worst {:.2}x at {} B",
             geomean(&vs_mpi.iter().map(|x| x.0).collect::<Vec<_>>()), worst.0, worst.1);
     }
     Ok(Code::Ok)

@@ -44,6 +44,6 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         ))
         .into());
     }
-    print!("{text}");
+    out!("{text}");
     Ok(Code::Ok)
 }

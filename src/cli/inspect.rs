@@ -26,7 +26,7 @@ pub struct ShowArgs {
 
 pub fn show(a: ShowArgs) -> anyhow::Result<Code> {
     let t = load(&a.table)?;
-    print!("{}", table::summary(&t));
+    out!("{}", table::summary(&t));
     Ok(Code::Ok)
 }
 
@@ -47,16 +47,16 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<Code> {
                     .iter()
                     .map(|&c| t.rules(c).iter().map(|r| r.rules.len()).sum::<usize>())
                     .sum();
-                println!("{}: ok ({rules} rules)", p.display());
+                outln!("{}: ok ({rules} rules)", p.display());
             }
             Err(e @ TableError::Read { .. }) => {
-                println!("{e}");
+                outln!("{e}");
                 bad += 1;
             }
             Err(e) => {
                 let n = e.problems().len();
-                println!("{e}");
-                println!("{}: {n} problem(s)", p.display());
+                outln!("{e}");
+                outln!("{}: {n} problem(s)", p.display());
                 bad += 1;
             }
         }
@@ -91,10 +91,10 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
                     Side::A => &a.a,
                     Side::B => &a.b,
                 };
-                println!("{c} on {key}: only in {}", only.display());
+                outln!("{c} on {key}: only in {}", only.display());
             }
             Kind::Ranges(ranges) => {
-                println!(
+                outln!(
                     "{c} on {key}: {} range(s) decided differently",
                     ranges.len()
                 );
@@ -114,13 +114,13 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
                         Some(h) => format!("{}..={h}", r.min_bytes),
                         None => format!("{}..", r.min_bytes),
                     };
-                    println!("  {range:<24} A: {:<48} B: {}{ratio}", r.a, r.b);
+                    outln!("  {range:<24} A: {:<48} B: {}{ratio}", r.a, r.b);
                 }
             }
         }
     }
     if differences.is_empty() {
-        println!(
+        outln!(
             "{} and {} decide alike everywhere",
             a.a.display(),
             a.b.display()
@@ -147,7 +147,7 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
 fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<record::Sample>]) {
     for (name, t) in [(&a.a, ta), (&a.b, tb)] {
         let rules: usize = t.bcast.iter().chain(&t.swap).map(|c| c.rules.len()).sum();
-        println!(
+        outln!(
             "{}: {rules} rules, pattern {}; compaction: {}",
             name.display(),
             t.provenance.pattern,
@@ -162,7 +162,7 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
     let csvs: Vec<String> = a.measured.iter().map(|p| p.display().to_string()).collect();
     let (mut agree, mut judged, mut total) = (0, 0, 0);
     for ca in &all {
-        println!(
+        outln!(
             "\n{} on {}: slower/faster of the two choices in {}",
             ca.collective,
             ca.key,
@@ -174,7 +174,7 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
                 .iter()
                 .map(|r| r.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()))
                 .collect();
-            println!(
+            outln!(
                 "  {:>10}  {:<5}  {}  A: {}{}",
                 human_bytes(s.bytes),
                 match s.agree {
@@ -203,7 +203,7 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
             100.0 * x as f64 / of as f64
         }
     };
-    println!(
+    outln!(
         "\nagreement (choices the same or within {:.0}% of each other, measured): {agree} of {total} grid sizes ({:.0}%); {} not judged (no CSV measured both choices there), {:.0}% of the judged",
         100.0 * a.within,
         pct(agree, total),
@@ -255,11 +255,11 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     let c = a.collective;
     let decisions = sel.decisions(c, key);
     let (choice, _) = decisions.choose(a.bytes);
-    println!("{c} of {} bytes on {key}:", a.bytes);
+    outln!("{c} of {} bytes on {key}:", a.bytes);
     match t.rules(c).iter().find(|r| r.key() == key) {
         None => {
             let near: Vec<String> = t.rules(c).iter().map(|r| r.key().to_string()).collect();
-            println!(
+            outln!(
                 "  the table has no {c} rules for this shape (it has: {})",
                 if near.is_empty() {
                     "none".into()
@@ -270,14 +270,14 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
         }
         Some(cr) => {
             if let Some((i, r)) = cr.rules.iter().enumerate().find(|(_, r)| r.covers(a.bytes)) {
-                println!(
+                outln!(
                     "  table rule {} covers {} bytes: {}",
                     i + 1,
                     r.range(),
                     r.label()
                 );
                 if let (Some(tm), Some(at)) = (r.time_us, r.at_bytes) {
-                    println!(
+                    outln!(
                         "  measured: {tm:.2} us at {} ({} calls)",
                         human_bytes(at),
                         t.provenance.pattern
@@ -285,9 +285,9 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                 }
                 match (&r.runner_up, r.margin) {
                     (Some(u), Some(m)) if m >= 0.0 => {
-                        println!("  runner-up there: {u}, {:.1}% slower", 100.0 * m)
+                        outln!("  runner-up there: {u}, {:.1}% slower", 100.0 * m)
                     }
-                    (Some(u), Some(m)) => println!(
+                    (Some(u), Some(m)) => outln!(
                         "  runner-up there: {u}, {:.1}% faster (within noise: merged into this rule)",
                         -100.0 * m
                     ),
@@ -296,9 +296,9 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
             }
         }
     }
-    println!("  decision: {choice}");
+    outln!("  decision: {choice}");
     match choice.source {
-        Source::Forced => println!(
+        Source::Forced => outln!(
             "  (COLLTUNE_{} is set; unset it to use the table)",
             c.name().to_uppercase()
         ),
@@ -319,7 +319,7 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
             )
             .map(|(s, e)| colltune_algorithms::label(s, e))
             .unwrap_or_default();
-            println!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
+            outln!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
         }
     }
     Ok(Code::Ok)
@@ -378,7 +378,7 @@ pub fn export_cmd(a: ExportArgs) -> anyhow::Result<Code> {
             std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
             eprintln!("colltune export: wrote {}", p.display());
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(Code::Ok)
 }
@@ -441,7 +441,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
             .filter(|(k, _)| keep(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        print!("{}", colltune_core::report::comparison(&kept));
+        out!("{}", colltune_core::report::comparison(&kept));
     }
     // Points: (context, bytes); each won by the subject with the lowest median.
     let mut wins: std::collections::BTreeMap<(SeriesKey, String), usize> = Default::default();
@@ -472,7 +472,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
     }
     for ctx in &contexts {
         let n = points.get(ctx).copied().unwrap_or(0);
-        println!(
+        outln!(
             "== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: fastest at {n} measured sizes",
             ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
         );
@@ -483,7 +483,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
             .collect();
         rows.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
         for (label, w) in rows {
-            println!(
+            outln!(
                 "  {:<56} fastest at {:>3} of {n} points ({:.0}%)",
                 label,
                 w,
@@ -526,15 +526,18 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
             })
             .collect();
         if !rows.is_empty() {
-            println!(
+            outln!(
                 "== hierarchical against the best flat algorithm, {} on {} ranks ({} nodes x {}):",
-                ctx.collective, ctx.ranks, ctx.nodes, ctx.ppn
+                ctx.collective,
+                ctx.ranks,
+                ctx.nodes,
+                ctx.ppn
             );
             for r in rows {
-                println!("{r}");
+                outln!("{r}");
             }
         }
     }
-    print!("{}", fit_table(&all, keep, 0.2));
+    out!("{}", fit_table(&all, keep, 0.2));
     Ok(Code::Ok)
 }

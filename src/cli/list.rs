@@ -16,9 +16,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         if args.collective.is_some_and(|x| x != c) {
             continue;
         }
-        println!("{c}:");
+        outln!("{c}:");
         for a in algorithms(c) {
-            println!("  {:<24} {}", a.name, a.summary);
+            outln!("  {:<24} {}", a.name, a.summary);
             for p in a.params {
                 let kind = match p.kind {
                     ParamKind::Segment { min, max } => format!("bytes: 0 or {min}..={max}"),
@@ -31,7 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     colltune_algorithms::registry::DefaultValue::Word(w) => w.to_string(),
                     colltune_algorithms::registry::DefaultValue::Algo(a) => a.to_string(),
                 };
-                println!(
+                outln!(
                     "      {:<24} {} ({kind}; default {default})",
                     format!("{}=", p.name),
                     p.help
@@ -45,11 +45,11 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                         "node-aware: needs ranks on several nodes to differ from its intra phase"
                     }
                 };
-                println!("      note: {text}");
+                outln!("      note: {text}");
             }
         }
     }
-    println!(
+    outln!(
         "\nWrite an algorithm as `name`, `name:param=value,...` or, nested, \
               `hierarchical:inter=knomial(radix=4),intra=linear`. Sizes accept K/M/G (binary)."
     );

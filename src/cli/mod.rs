@@ -1,6 +1,38 @@
 //! Command-line interface: one module per subcommand, each with
 //! `run(args) -> anyhow::Result<Code>`.
 
+/// `println!` for a command's output, to standard output. When the reader
+/// has gone (`colltune report t.yaml | head`) the command ends there,
+/// quietly and successfully, as `head`'s reader expects; any other write
+/// error ends it with a message (exit 3). `println!` would panic on both.
+macro_rules! outln {
+    () => { $crate::cli::out_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::cli::out_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `print!` as [`outln!`] does it.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::cli::out_fmt(format_args!($($t)*)) };
+}
+
+/// Writes to standard output for [`outln!`] and [`out!`].
+pub fn out_fmt(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        stdout_failed(&e);
+    }
+}
+
+/// Ends the process after a failed write to standard output: quietly with
+/// success for a reader that went away, else with the error.
+pub fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(Code::Ok as i32);
+    }
+    eprintln!("colltune: error: writing to standard output: {e}");
+    std::process::exit(Code::Error as i32);
+}
+
 mod args;
 #[cfg(feature = "mpi")]
 mod bench;

@@ -96,7 +96,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             .into());
         }
         draw_map(&a.output, &m, &map_title(&t, &a.input))?;
-        println!(
+        outln!(
             "plot: {} (decision map: {} communicator shape(s), {} rule(s))",
             a.output.display(),
             m.rows.len(),
@@ -154,7 +154,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         panels: a.panel,
     };
     draw_plot(&a.output, &input)?;
-    println!("plot: {} ({} lines)", a.output.display(), ls.len());
+    outln!("plot: {} ({} lines)", a.output.display(), ls.len());
     Ok(Code::Ok)
 }
 

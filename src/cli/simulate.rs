@@ -102,7 +102,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                     let t = match simulate_at(&m, c, spec, *exec, &nodes, b, r) {
                         Ok(t) => t,
                         Err(e @ colltune_core::sim::SimError::TooLarge { .. }) => {
-                            println!("skipped {}: {e}", s.label());
+                            outln!("skipped {}: {e}", s.label());
                             break 'sizes;
                         }
                         Err(e) => return Err(e.into()),
@@ -118,10 +118,10 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     }
     let all = series(&samples);
     if !a.summary_only {
-        print!("{}", imb_tables(&all));
+        out!("{}", imb_tables(&all));
     }
-    print!("{}", comparison(&all));
-    println!(
+    out!("{}", comparison(&all));
+    outln!(
         "simulated {} points on {} ranks ({}) with model {} in {:.2} s",
         samples.len(),
         nodes.size(),
@@ -130,7 +130,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         t0.elapsed().as_secs_f64()
     );
     if let Some(w) = &writer {
-        println!("raw samples: {}", w.path().display());
+        outln!("raw samples: {}", w.path().display());
     }
     Ok(Code::Ok)
 }
@@ -175,19 +175,24 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         None => None,
     };
     for g in &r.groups {
-        println!(
+        outln!(
             "\n{} on {}: measured ({}) against model {}",
             g.collective,
             g.layout,
             path.display(),
             m.name
         );
-        println!(
+        outln!(
             "{:>10}  {:<34} {:<34} {:>7} {:>9} {:>9}",
-            "bytes", "measured winner", "predicted winner", "match", "regret", "|error|"
+            "bytes",
+            "measured winner",
+            "predicted winner",
+            "match",
+            "regret",
+            "|error|"
         );
         for s in &g.sizes {
-            println!(
+            outln!(
                 "{:>10}  {:<34} {:<34} {:>7} {:>8.3}x {:>8.1}%",
                 s.bytes,
                 trunc(&s.measured_winner, 34),
@@ -207,15 +212,15 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
                 100.0 * s.median_error
             );
         }
-        println!("  {}", itself_line(&g.itself, &o));
+        outln!("  {}", itself_line(&g.itself, &o));
         if !a.summary_only {
-            println!(
+            outln!(
                 "\n  per point (measured: each root's median, averaged over the roots; run spread; \
                  predicted, averaged alike; error):"
             );
             for s in &g.sizes {
                 for v in &s.points {
-                    println!(
+                    outln!(
                         "  {:>10} {:<40} {:>11.2} us {:>6.2}x {:>11.2} us {:>+7.1}%",
                         s.bytes,
                         trunc(&v.label, 40),
@@ -229,7 +234,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         }
     }
     let t = &r.totals;
-    println!(
+    outln!(
         "\nmodel {} against {}: predicted winner = measured winner at {} of {} sizes \
          ({:.0}%), {} with ties called ({:.0}%); within {:.0}% of the measured best at {} \
          ({:.0}%); geomean regret {:.3}x",
@@ -245,7 +250,7 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
         t.near.percent(),
         t.geomean_regret
     );
-    println!(
+    outln!(
         "predicted times: {} of {} points ({:.0}%) within {:.0}% of the measured time; \
          median error {:.1}%, 90th percentile {:.1}%{}",
         t.within.hits,
@@ -263,9 +268,9 @@ fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> 
             String::new()
         }
     );
-    println!("{}", itself_line(&t.itself, &o));
+    outln!("{}", itself_line(&t.itself, &o));
     if let Some(w) = &writer {
-        println!("simulated samples: {}", w.path().display());
+        outln!("simulated samples: {}", w.path().display());
     }
     Ok(Code::Ok)
 }

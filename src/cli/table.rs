@@ -154,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     table.save(&p)?;
                     eprintln!("table: {}", p.display());
                 }
-                None => print!("{}", table.to_yaml()?),
+                None => out!("{}", table.to_yaml()?),
             }
             Ok(Code::Ok)
         }

@@ -328,8 +328,8 @@ fn run_model(
         &args.compact(),
     );
     table.save(&table_path)?;
-    print!("{}", table::summary(&table));
-    println!(
+    out!("{}", table::summary(&table));
+    outln!(
         "\ntuned over model {} on {} ranks ({}) in {} ({} simulations{}){}",
         m.name,
         world.size(),
@@ -355,9 +355,9 @@ fn run_model(
     skipped.sort();
     skipped.dedup();
     for why in &skipped {
-        println!("not a candidate here: {why}");
+        outln!("not a candidate here: {why}");
     }
-    println!(
+    outln!(
         "table: {}\nraw samples: {}",
         table_path.display(),
         csv.display()

@@ -57,7 +57,7 @@ pub fn run_measured(
             Ok(offered) => {
                 let adapt = colltune_core::tune::adapt_candidates(&offered);
                 if lead {
-                    println!(
+                    outln!(
                         "colltune tune: {} coll/adapt candidates ({} algorithms at segments {:?})",
                         adapt.len(),
                         adapt.len() / colltune_core::ompi::adapt::TUNE_SEGMENTS.len(),
@@ -79,7 +79,7 @@ pub fn run_measured(
                 let multi_node = world.nodes().num_nodes() > 1 && args.comm_sizes.is_empty();
                 let mpich = colltune_core::tune::mpich_candidates(&offered.all, multi_node);
                 if lead {
-                    println!(
+                    outln!(
                         "colltune tune: MPICH's candidates: {}",
                         mpich
                             .iter()
@@ -294,8 +294,8 @@ pub fn run_measured(
     } else {
         let _ = std::fs::remove_file(&marker);
     }
-    print!("{}", table::summary(&table));
-    println!(
+    out!("{}", table::summary(&table));
+    outln!(
         "\ntuned in {} ({} points measured, {} reused from the CSV){}",
         hms(seconds),
         oracle.measured,
@@ -306,7 +306,7 @@ pub fn run_measured(
             ""
         }
     );
-    println!(
+    outln!(
         "table: {}\nraw samples: {}",
         table_path.display(),
         csv.display()

@@ -118,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     }
 
     if lead {
-        println!(
+        outln!(
             "colltune verify: {} ranks, nodes {}, roots {:?}, sizes {:?}, executions {}",
             comm.size(),
             comm.nodes(),
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             {
                 skipped += 1;
                 if lead {
-                    println!("SKIPPED {c} {spec}: not available with this MPI and network ({m})");
+                    outln!("SKIPPED {c} {spec}: not available with this MPI and network ({m})");
                 }
                 continue;
             }
@@ -165,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     }
     *current.lock().expect("watchdog lock") = None;
     if lead {
-        println!(
+        outln!(
             "{} algorithm configurations, {total} cases: {}",
             specs.len(),
             match (failed, skipped) {
