@@ -5,10 +5,14 @@
 #   - plain (the library's default decision),
 #   - plain with each Open MPI coll/tuned algorithm forced (1..9),
 #   - under LD_PRELOAD=libcolltune_preload.so with a table,
-# interleaved, several runs each, pinned. Prints per size the median t_avg
-# of each and the two ratios: drop-in / default and drop-in / best forced
-# (geometric means over sizes, the worst size, run-to-run spreads), and
-# writes every IMB line to a CSV.
+# interleaved (each run is every configuration once, in an order rotated
+# from run to run), several runs each, pinned. Prints per size the median
+# t_avg of each and the two ratios: drop-in / default and drop-in / best
+# forced (geometric means over sizes, the worst size, run-to-run spreads),
+# both as the ratio of the medians and paired (per run, against the same
+# run's default and best forced algorithm, then the median over runs: a
+# slow phase of a shared machine then cancels out within a run), and writes
+# every IMB line to a CSV.
 #
 # Usage: jobs/imb-compare.sh [options]
 #   --imb PATH        an IMB-MPI1 binary (else built from --imb-src)
@@ -22,6 +26,7 @@
 #   --forced 1,...,9  coll/tuned algorithms to force (default 1..9)
 #   --out FILE.csv    raw lines (default results/imb/<host>/compare-<date>.csv)
 #   --env K=V         extra environment for the drop-in runs (repeatable)
+#   --analyse FILE.csv  no runs: print the comparison of an earlier run's CSV
 # IMB is built outside the repository with the MPI's own compilers; it is
 # not redistributed here.
 set -euo pipefail
@@ -29,7 +34,7 @@ cd "$(dirname "$0")/.."
 . jobs/mpirun-flags.sh
 
 IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
-FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=()
+FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=(); ANALYSE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --imb) IMB=$2; shift 2 ;;
@@ -42,10 +47,74 @@ while [ $# -gt 0 ]; do
     --forced) FORCED=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --env) EXTRA+=(-x "$2"); shift 2 ;;
+    --analyse) ANALYSE=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "imb-compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+
+# The comparison of one CSV of IMB lines (this script's --out).
+analyse() {
+python3 - "$1" <<'PY'
+import csv, math, statistics as st, sys
+from collections import defaultdict
+rows = list(csv.DictReader(open(sys.argv[1])))
+t = defaultdict(list)          # (np, config, bytes) -> t_avg per run
+for r in rows:
+    t[(int(r["np"]), r["algorithm"], int(r["bytes"]))].append(float(r["t_avg_us"]))
+med = {k: st.median(v) for k, v in t.items()}
+def spread(v):                 # (max - min) / median over runs
+    m = st.median(v)
+    return (max(v) - min(v)) / m if m > 0 else 0.0
+gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+for np in sorted({k[0] for k in t}):
+    sizes = sorted({k[2] for k in t if k[0] == np})
+    forced = sorted({k[1] for k in t if k[0] == np and k[1].startswith("tuned")})
+    runs = len(t[(np, "default", sizes[0])])
+    print(f"\n{np} ranks, median of {runs} runs, t_avg in us")
+    print(f"{'bytes':>9} {'default':>9} {'best forced':>22} {'drop-in':>9} {'in/default':>10} {'in/best':>8}")
+    r_def, r_best = [], []
+    for b in sizes:
+        d, i = med[(np, "default", b)], med[(np, "dropin", b)]
+        bn, bv = min(((f, med[(np, f, b)]) for f in forced), key=lambda x: x[1])
+        r_def.append(i / d); r_best.append(i / bv)
+        print(f"{b:>9} {d:>9.2f} {bv:>9.2f} {bn[:12]:>12} {i:>9.2f} {i/d:>10.3f} {i/bv:>8.3f}")
+    wd = max(range(len(sizes)), key=lambda k: r_def[k])
+    wb = max(range(len(sizes)), key=lambda k: r_best[k])
+    sp = {c: st.median(spread(t[(np, c, b)]) for b in sizes) for c in ["default", "dropin"] + forced}
+    print(f"drop-in / default:     geomean {gm(r_def):.3f} (worst {r_def[wd]:.2f} at {sizes[wd]} B)")
+    print(f"drop-in / best forced: geomean {gm(r_best):.3f} (worst {r_best[wb]:.2f} at {sizes[wb]} B; sizes above 1.15x: {sum(r > 1.15 for r in r_best)} of {len(sizes)})")
+    print(f"default / best forced: geomean {gm([med[(np,'default',b)]/min(med[(np,f,b)] for f in forced) for b in sizes]):.3f}")
+    print("run-to-run spread ((max-min)/median, median over sizes): " + ", ".join(f"{c} {v:.0%}" for c, v in sp.items()))
+    # Paired: per run, the drop-in against the same run's default and the
+    # same run's time of the size's best forced algorithm (picked by median).
+    by_run = defaultdict(dict)  # (config, bytes) -> run -> t_avg
+    for r in rows:
+        if int(r["np"]) == np:
+            by_run[(r["algorithm"], int(r["bytes"]))][r["run"]] = float(r["t_avg_us"])
+    p_def, p_best, q_best = [], [], []
+    for b in sizes:
+        bn = min(forced, key=lambda f: med[(np, f, b)])
+        i, d, f = by_run[("dropin", b)], by_run[("default", b)], by_run[(bn, b)]
+        common = sorted(set(i) & set(d) & set(f))
+        rd = [i[k] / d[k] for k in common]
+        rb = [i[k] / f[k] for k in common]
+        p_def.append(st.median(rd)); p_best.append(st.median(rb))
+        q_best.append((min(rb), max(rb)))
+    wb = max(range(len(sizes)), key=lambda k: p_best[k])
+    print(f"paired, median over runs of each run's ratio:")
+    print(f"  drop-in / default:     geomean {gm(p_def):.3f}")
+    print(f"  drop-in / best forced: geomean {gm(p_best):.3f} (worst {p_best[wb]:.2f} at {sizes[wb]} B, runs {q_best[wb][0]:.2f}-{q_best[wb][1]:.2f}; sizes above 1.15x: {sum(r > 1.15 for r in p_best)} of {len(sizes)})")
+PY
+}
+
+if [ -n "$ANALYSE" ]; then
+  [ -f "$ANALYSE" ] || { echo "imb-compare: --analyse $ANALYSE: no such file" >&2; exit 2; }
+  head -1 "$ANALYSE" | grep -q '^np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run$' || {
+    echo "imb-compare: --analyse $ANALYSE: not a CSV this script wrote (header np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run)" >&2; exit 2; }
+  analyse "$ANALYSE"
+  exit 0
+fi
 
 host=$(hostname -s)
 if [ -z "$TABLE" ]; then
@@ -104,48 +173,22 @@ IFS=, read -r -a forced <<< "$FORCED"
 names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
 t0=$(date +%s)
 for np in "${ranks[@]}"; do
+  configs=(default dropin "${forced[@]}")
   for run in $(seq "$RUNS"); do
     echo "imb-compare: $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
-    imb "$np" default "$run"
-    imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" "${EXTRA[@]}"
-    for a in "${forced[@]}"; do
-      imb "$np" "tuned${a}_${names[$a]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
-        --mca coll_tuned_bcast_algorithm "$a"
+    n=${#configs[@]}
+    for k in $(seq 0 $((n - 1))); do
+      c=${configs[$(( (k + run - 1) % n ))]}
+      case "$c" in
+        default) imb "$np" default "$run" ;;
+        dropin) imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        *) imb "$np" "tuned${c}_${names[$c]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
+             --mca coll_tuned_bcast_algorithm "$c" ;;
+      esac
     done
   done
 done
 rm -f "$log"
 echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
 echo "IMB-MPI1 Bcast, -iter $ITER -iter_policy off, $(mpirun --version | head -1), table $TABLE"
-python3 - "$OUT" <<'PY'
-import csv, math, statistics as st, sys
-from collections import defaultdict
-rows = list(csv.DictReader(open(sys.argv[1])))
-t = defaultdict(list)          # (np, config, bytes) -> t_avg per run
-for r in rows:
-    t[(int(r["np"]), r["algorithm"], int(r["bytes"]))].append(float(r["t_avg_us"]))
-med = {k: st.median(v) for k, v in t.items()}
-def spread(v):                 # (max - min) / median over runs
-    m = st.median(v)
-    return (max(v) - min(v)) / m if m > 0 else 0.0
-gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
-for np in sorted({k[0] for k in t}):
-    sizes = sorted({k[2] for k in t if k[0] == np})
-    forced = sorted({k[1] for k in t if k[0] == np and k[1].startswith("tuned")})
-    runs = len(t[(np, "default", sizes[0])])
-    print(f"\n{np} ranks, median of {runs} runs, t_avg in us")
-    print(f"{'bytes':>9} {'default':>9} {'best forced':>22} {'drop-in':>9} {'in/default':>10} {'in/best':>8}")
-    r_def, r_best = [], []
-    for b in sizes:
-        d, i = med[(np, "default", b)], med[(np, "dropin", b)]
-        bn, bv = min(((f, med[(np, f, b)]) for f in forced), key=lambda x: x[1])
-        r_def.append(i / d); r_best.append(i / bv)
-        print(f"{b:>9} {d:>9.2f} {bv:>9.2f} {bn[:12]:>12} {i:>9.2f} {i/d:>10.3f} {i/bv:>8.3f}")
-    wd = max(range(len(sizes)), key=lambda k: r_def[k])
-    wb = max(range(len(sizes)), key=lambda k: r_best[k])
-    sp = {c: st.median(spread(t[(np, c, b)]) for b in sizes) for c in ["default", "dropin"] + forced}
-    print(f"drop-in / default:     geomean {gm(r_def):.3f} (worst {r_def[wd]:.2f} at {sizes[wd]} B)")
-    print(f"drop-in / best forced: geomean {gm(r_best):.3f} (worst {r_best[wb]:.2f} at {sizes[wb]} B; sizes above 1.15x: {sum(r > 1.15 for r in r_best)} of {len(sizes)})")
-    print(f"default / best forced: geomean {gm([med[(np,'default',b)]/min(med[(np,f,b)] for f in forced) for b in sizes]):.3f}")
-    print("run-to-run spread ((max-min)/median, median over sizes): " + ", ".join(f"{c} {v:.0%}" for c, v in sp.items()))
-PY
+analyse "$OUT"
