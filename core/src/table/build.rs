@@ -20,9 +20,14 @@
 //! Over the measured sizes in order, a dynamic programme then picks the
 //! fewest contiguous segments, each with one choice that is within noise at
 //! every size it covers (a choice not measured at a size cannot cover it);
-//! among covers with that many segments the simpler choices (unsegmented
+//! among covers with that many segments the simpler choices (the MPI
+//! library's own forced algorithms first, then colltune's: unsegmented
 //! before segmented, blocking before nonblocking, then registry order),
-//! then the least time lost. So no rule ever chooses outside the noise band
+//! then the least time lost. The library's algorithms come first because
+//! in situ they cost least: the drop-in hands such a call to the library
+//! (a tail call to `PMPI_Bcast`), where one of colltune's own algorithms
+//! pays for the decision and the executor, a cost the tune, which times
+//! each algorithm alone, does not see. So no rule ever chooses outside the noise band
 //! at any measured size, by construction; the rules before and after and
 //! the time lost ((chosen - fastest) / fastest, max and mean over the
 //! measured sizes) go to the table's provenance.
@@ -306,11 +311,15 @@ pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
     }
     let parsed = AlgoSpec::parse(spec).ok();
     let seg = parsed.as_ref().map(segmented).unwrap_or(0);
+    if execution == crate::ompi::LIBRARY_EXECUTION {
+        // Handed to the library in situ: below every colltune algorithm.
+        return seg;
+    }
     let order = parsed
         .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
         .unwrap_or(99)
         .min(99) as u64;
-    seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
+    10 + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
 }
 
 /// The rules of one collective and communicator, and what compaction did.
@@ -644,6 +653,46 @@ mod tests {
 
     fn sizes(n: u32) -> impl Iterator<Item = u64> {
         (0..n).map(|i| 1u64 << i)
+    }
+
+    /// Within noise, the library's forced algorithm (handed to the library
+    /// in situ, the cheapest call) wins over a colltune algorithm that was
+    /// measured faster; outside noise it does not.
+    #[test]
+    fn within_noise_the_library_algorithm_is_preferred() {
+        let lib = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+        let mut s = Vec::new();
+        for b in sizes(8) {
+            // colltune's linear 2% faster, runs 3% apart: within noise
+            s.extend(runs_of("linear", "blocking", b, 9.8, 0.03, 3));
+            s.extend(runs_of(lib, "library", b, 10.0, 0.03, 3));
+        }
+        let r = &build(&s, prov()).bcast[0].rules;
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].algorithm.as_str(), r[0].execution.as_str()),
+            ("ompi_tuned", "library"),
+            "{r:?}"
+        );
+        // 20% faster with runs 1% apart: outside noise, colltune's own
+        let mut s = Vec::new();
+        for b in sizes(8) {
+            s.extend(runs_of("linear", "blocking", b, 8.0, 0.01, 3));
+            s.extend(runs_of(lib, "library", b, 10.0, 0.01, 3));
+        }
+        let r = &build(&s, prov()).bcast[0].rules;
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].algorithm.as_str(), r[0].execution.as_str()),
+            ("linear", "blocking"),
+            "{r:?}"
+        );
+        // the order itself: library (unsegmented, then segmented) first
+        let c = |sp: &str, e: &str| complexity(Collective::Bcast, sp, e);
+        assert!(c(lib, "library") < c("ompi_tuned:algorithm=7,segment=8192", "library"));
+        assert!(c("ompi_tuned:algorithm=7,segment=8192", "library") < c("linear", "blocking"));
+        assert!(c("linear", "blocking") < c("linear", "nonblocking"));
+        assert!(c("binomial:segment=0", "nonblocking") < c("pipeline:segment=4096", "blocking"));
     }
 
     #[test]
