@@ -26,6 +26,9 @@
 #   --forced 1,...,9  coll/tuned algorithms to force (default 1..9)
 #   --out FILE.csv    raw lines (default results/imb/<host>/compare-<date>.csv)
 #   --env K=V         extra environment for the drop-in runs (repeatable)
+#   --also NAME=FILE  one more drop-in configuration with table FILE, in the
+#                     same rotation, reported as dropin-NAME (repeatable): two
+#                     tables compared within one run
 #   --analyse FILE.csv  no runs: print the comparison of an earlier run's CSV
 # IMB is built outside the repository with the MPI's own compilers; it is
 # not redistributed here.
@@ -34,7 +37,7 @@ cd "$(dirname "$0")/.."
 . jobs/mpirun-flags.sh
 
 IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
-FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=(); ANALYSE=""
+FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=(); ANALYSE=""; ALSO=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --imb) IMB=$2; shift 2 ;;
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --env) EXTRA+=(-x "$2"); shift 2 ;;
     --analyse) ANALYSE=$2; shift 2 ;;
+    --also) ALSO+=("$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "imb-compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -92,19 +96,28 @@ for np in sorted({k[0] for k in t}):
     for r in rows:
         if int(r["np"]) == np:
             by_run[(r["algorithm"], int(r["bytes"]))][r["run"]] = float(r["t_avg_us"])
-    p_def, p_best, q_best = [], [], []
-    for b in sizes:
-        bn = min(forced, key=lambda f: med[(np, f, b)])
-        i, d, f = by_run[("dropin", b)], by_run[("default", b)], by_run[(bn, b)]
-        common = sorted(set(i) & set(d) & set(f))
-        rd = [i[k] / d[k] for k in common]
-        rb = [i[k] / f[k] for k in common]
-        p_def.append(st.median(rd)); p_best.append(st.median(rb))
-        q_best.append((min(rb), max(rb)))
-    wb = max(range(len(sizes)), key=lambda k: p_best[k])
     print(f"paired, median over runs of each run's ratio:")
-    print(f"  drop-in / default:     geomean {gm(p_def):.3f}")
-    print(f"  drop-in / best forced: geomean {gm(p_best):.3f} (worst {p_best[wb]:.2f} at {sizes[wb]} B, runs {q_best[wb][0]:.2f}-{q_best[wb][1]:.2f}; sizes above 1.15x: {sum(r > 1.15 for r in p_best)} of {len(sizes)})")
+    drops = sorted({k[1] for k in t if k[0] == np and k[1].startswith("dropin")})
+    for c in drops:
+        p_def, p_best, q_best = [], [], []
+        for b in sizes:
+            bn = min(forced, key=lambda f: med[(np, f, b)])
+            i, d, f = by_run[(c, b)], by_run[("default", b)], by_run[(bn, b)]
+            common = sorted(set(i) & set(d) & set(f))
+            rd = [i[k] / d[k] for k in common]
+            rb = [i[k] / f[k] for k in common]
+            p_def.append(st.median(rd)); p_best.append(st.median(rb))
+            q_best.append((min(rb), max(rb)))
+        wb = max(range(len(sizes)), key=lambda k: p_best[k])
+        print(f"  {c} / default:     geomean {gm(p_def):.3f}")
+        print(f"  {c} / best forced: geomean {gm(p_best):.3f} (worst {p_best[wb]:.2f} at {sizes[wb]} B, runs {q_best[wb][0]:.2f}-{q_best[wb][1]:.2f}; sizes above 1.15x: {sum(r > 1.15 for r in p_best)} of {len(sizes)})")
+    for c in drops[1:]:
+        rs = []
+        for b in sizes:
+            i, j = by_run[(c, b)], by_run[("dropin", b)]
+            common = sorted(set(i) & set(j))
+            rs.append(st.median([i[k] / j[k] for k in common]))
+        print(f"  {c} / dropin (paired): geomean {gm(rs):.3f}, per size " + " ".join(f"{r:.2f}" for r in rs))
 PY
 }
 
@@ -123,6 +136,14 @@ if [ -z "$TABLE" ]; then
 fi
 [ -f "$TABLE" ] || { echo "imb-compare: table $TABLE: no such file (give --table)" >&2; exit 2; }
 TABLE=$(readlink -f "$TABLE")
+declare -A ALSO_TABLE=()
+for a in ${ALSO[@]+"${ALSO[@]}"}; do
+  name=${a%%=*}; file=${a#*=}
+  [[ "$a" == *=* && "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || {
+    echo "imb-compare: --also $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
+  [ -f "$file" ] || { echo "imb-compare: --also $a: $file: no such file" >&2; exit 2; }
+  ALSO_TABLE[dropin-$name]=$(readlink -f "$file")
+done
 
 if [ -z "$IMB" ]; then
   if [ -z "$SRC" ]; then
@@ -173,7 +194,7 @@ IFS=, read -r -a forced <<< "$FORCED"
 names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
 t0=$(date +%s)
 for np in "${ranks[@]}"; do
-  configs=(default dropin "${forced[@]}")
+  configs=(default dropin ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${forced[@]}")
   for run in $(seq "$RUNS"); do
     echo "imb-compare: $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
     n=${#configs[@]}
@@ -182,6 +203,7 @@ for np in "${ranks[@]}"; do
       case "$c" in
         default) imb "$np" default "$run" ;;
         dropin) imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        dropin-*) imb "$np" "$c" "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
         *) imb "$np" "tuned${c}_${names[$c]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
              --mca coll_tuned_bcast_algorithm "$c" ;;
       esac
@@ -191,4 +213,5 @@ done
 rm -f "$log"
 echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
 echo "IMB-MPI1 Bcast, -iter $ITER -iter_policy off, $(mpirun --version | head -1), table $TABLE"
+for c in ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"}; do echo "$c: table ${ALSO_TABLE[$c]}"; done
 analyse "$OUT"
