@@ -488,7 +488,9 @@ where
             .build_cartesian_2d(xr.clone().log_scale(), 0f64..rows)
             .map_err(err)?;
         let win = winners(lines);
-        let mut strips: Vec<(f64, Vec<(f64, f64, Stretch)>)> = Vec::new();
+        // Per row: its position and its stretches (from, to, what).
+        type Strip = (f64, Vec<(f64, f64, Stretch)>);
+        let mut strips: Vec<Strip> = Vec::new();
         // Measured winners: each size's cell reaches half-way (in log
         // space) to its neighbours.
         let mid = |a: u64, b: u64| ((a.max(1) as f64) * (b.max(1) as f64)).sqrt();
@@ -750,7 +752,7 @@ fn detail(l: &Line) -> String {
                 v.to_string()
             };
             if c == n {
-                format!("{v}")
+                v.to_string()
             } else {
                 format!("{v} at {c}/{n} sizes")
             }
@@ -834,7 +836,7 @@ where
     let n = m.rows.len();
     let rh = row_height(m);
     // Row labels: every row when they fit, else every k-th.
-    let every = ((16 + rh - 1) / rh).max(1) as usize;
+    let every = 16u32.div_ceil(rh).max(1) as usize;
     let both = m.rows.iter().any(|r| r.collective != m.rows[0].collective);
     let labels: Vec<String> = m
         .rows

@@ -343,7 +343,11 @@ fn report_and_plot_from_measurements() {
 /// gone (`| head` once head has quit): every write fails with EPIPE (Rust
 /// ignores SIGPIPE). The command must end quietly with success, not panic.
 fn reader_gone(args: &[&str]) {
-    let (r, w) = std::io::pipe().unwrap();
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, each owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     drop(r);
     let o = Command::new(colltune())
         .args(args)

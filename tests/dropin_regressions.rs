@@ -11,7 +11,7 @@
 //!    `failed_setup_is_agreed`);
 //! 2. permuted datatypes were moved as raw bytes
 //!    (`permuted_datatypes_move_by_signature`);
-//! 3. >= 2 GiB aborted even on the library fallback
+//! 3. messages of 2 GiB or more aborted even on the library fallback
 //!    (`two_gib_goes_to_the_library`);
 //! 4. a failed set-up skipped the broadcast (`failed_setup_is_agreed`);
 //! 7. Fortran programs were not intercepted
@@ -20,7 +20,8 @@
 //!     swallowed, internal traffic through MPI_ instead of PMPI_
 //!     (`errors_are_the_librarys`, `failed_setup_is_agreed`,
 //!     `internal_traffic_goes_through_pmpi`);
-//! the C shims only forward (`c_shims_only_forward`).
+//!
+//! The C shims only forward (`c_shims_only_forward`).
 
 mod common;
 use common::*;

@@ -52,9 +52,10 @@ fn mask(text: &str, dir: &Path) -> String {
                 if is_date {
                     out.push_str("DATE");
                     out.push_str(&w[w.trim_end_matches([',', ')']).len()..]);
-                } else if prev == "seconds:" && number(w) {
-                    out.push('X');
-                } else if prev == "in" && (next == "s" || next.starts_with("s ")) && number(w) {
+                } else if number(w)
+                    && (prev == "seconds:"
+                        || (prev == "in" && (next == "s" || next.starts_with("s "))))
+                {
                     out.push('X');
                 } else if prev == "in"
                     && w.ends_with('s')

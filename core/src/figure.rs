@@ -61,7 +61,6 @@ impl Line {
         }
         n.into_iter()
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
-            .map(|(v, c)| (v, c))
     }
 }
 
@@ -678,7 +677,7 @@ mod tests {
         let ctx = all.keys().next().unwrap().context();
         let ls = lines(&all, &ctx, &Selection::default()).unwrap();
         let r = relative(&ls);
-        for (b, _) in &r.band {
+        for b in r.band.keys() {
             let min = r
                 .ratios
                 .iter()

@@ -231,10 +231,8 @@ pub fn init() -> c_int {
         (_, _, Err(e)) => Err(e.to_string()),
     };
     let free_keys = |keyval: Result<c_int, MpiError>, self_keyval: Result<c_int, MpiError>| {
-        for k in [keyval, self_keyval] {
-            if let Ok(mut k) = k {
-                let _ = cffi::comm_free_keyval(&mut k);
-            }
+        for mut k in [keyval, self_keyval].into_iter().flatten() {
+            let _ = cffi::comm_free_keyval(&mut k);
         }
     };
     if !agree(cffi::comm_world(), mine, "MPI_COMM_WORLD") {

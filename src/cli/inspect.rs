@@ -410,10 +410,10 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
         Some(p) => Some(load(p)?),
         None => None,
     };
-    if a.table.is_some() && a.html.is_none() {
+    if let (Some(t), None) = (&a.table, &a.html) {
         return Err(UsageError(format!(
             "{}: a table is only used by the HTML page: add --html report.html",
-            a.table.as_ref().expect("some").display()
+            t.display()
         ))
         .into());
     }

@@ -136,8 +136,12 @@ impl Forcing {
 /// they own.
 #[derive(Default)]
 pub(crate) struct LibraryComms {
-    made: RefCell<Vec<(LibraryChoice, Option<(Forcing, Option<CommHandle>)>)>>,
+    made: RefCell<Vec<(LibraryChoice, Made)>>,
 }
+
+/// What one choice's set-up made: the forcing and its duplicate, or
+/// nothing where the choice could not be forced.
+type Made = Option<(Forcing, Option<CommHandle>)>;
 
 impl LibraryComms {
     /// How `f` runs on `comm`: set up at the first call (collective over
