@@ -361,3 +361,93 @@ fn bench_records_each_call_pattern() {
         assert!(text(&o).contains("--sync barrier"), "{cmd}: {}", text(&o));
     }
 }
+
+/// `--baseline interposed` calls `MPI_Bcast` through its `MPI_` symbol:
+/// under `LD_PRELOAD` of the drop-in, that call (and only that one: the
+/// other baselines call `PMPI_Bcast`) goes through colltune, shown by its
+/// trace; without a preload it is the library's default call again.
+#[test]
+fn the_interposed_baseline_measures_the_drop_in_and_only_it() {
+    let dir = tmpdir("interposed");
+    let libs = shared_libs();
+    let preload = libs.join("libcolltune_preload.so");
+    // bench under the drop-in (linear forced, every call traced by rank 0)
+    let run_with = |baselines: &str, csv: &std::path::Path| {
+        let mut c = mpirun(3);
+        c.args(["-x", &format!("LD_PRELOAD={}", preload.display())])
+            .args(["-x", "COLLTUNE_BCAST=linear", "-x", "COLLTUNE_TRACE=lead"]);
+        c.arg(colltune()).args([
+            "bench",
+            "--collective",
+            "bcast",
+            "--baselines-only",
+            "--baseline",
+            baselines,
+            "--sizes",
+            "777",
+            "--runs",
+            "1",
+            "--budget-ms",
+            "2",
+            "--csv",
+        ]);
+        c.arg(csv);
+        let o = run(c);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        let traced = t
+            .lines()
+            .filter(|l| l.starts_with("colltune trace:") && l.contains(" bcast 777 B "))
+            .count();
+        (t, traced)
+    };
+    let (t, traced) = run_with("mpi,ompi-tuned,interposed", &dir.join("with.csv"));
+    let s = samples(&dir.join("with.csv"));
+    let calls = s
+        .iter()
+        .filter(|x| x.spec == "interposed" && x.bytes == 777)
+        .count();
+    assert!(calls > 0, "no interposed samples:\n{t}");
+    assert!(
+        traced >= calls,
+        "{calls} interposed samples but {traced} calls through the drop-in:\n{t}"
+    );
+    assert!(
+        t.contains("interposed MPI_Bcast / best forced Open MPI algorithm"),
+        "{t}"
+    );
+    assert!(
+        t.contains("linear [blocking] (forced by the environment)"),
+        "{t}"
+    );
+    // without the interposed baseline nothing of 777 B reaches the drop-in
+    let (t, traced) = run_with("mpi,ompi-tuned", &dir.join("without.csv"));
+    assert_eq!(
+        traced, 0,
+        "baselines other than interposed went through the drop-in:\n{t}"
+    );
+    // without a preload: the library's own call, recorded apart from `mpi`
+    let mut c = mpirun(2);
+    c.arg(colltune()).args([
+        "bench",
+        "--collective",
+        "bcast",
+        "--baselines-only",
+        "--baseline",
+        "mpi,interposed",
+        "--sizes",
+        "1K",
+        "--runs",
+        "1",
+        "--budget-ms",
+        "2",
+    ]);
+    let o = run(c);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("interposed MPI_Bcast / MPI library default"),
+        "{t}"
+    );
+    assert!(!t.contains("colltune trace"), "{t}");
+}

@@ -63,7 +63,17 @@ pub enum Subject {
     /// (`impi:I_MPI_ADJUST_BCAST=3,name=ring`; checked by
     /// [`crate::mpich::check_label`]).
     LibraryLabelled { label: String },
+    /// `MPI_Bcast` called through its `MPI_` symbol, as an application
+    /// calls it, where every other library subject calls `PMPI_Bcast`: a
+    /// PMPI tool in the process intercepts it. Under `LD_PRELOAD` of
+    /// colltune's drop-in it is the drop-in itself, measured beside the
+    /// library's forced algorithms in one run; without one, the library's
+    /// default call again.
+    Interposed,
 }
+
+/// The spec (and algorithm) [`Subject::Interposed`] is recorded under.
+pub const INTERPOSED: &str = "interposed";
 
 impl Subject {
     pub fn collective(&self) -> Collective {
@@ -76,6 +86,7 @@ impl Subject {
         match self {
             Subject::Ours { spec, .. } => spec.name.clone(),
             Subject::Library => "mpi".into(),
+            Subject::Interposed => INTERPOSED.into(),
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
             Subject::Mpich { .. } => crate::mpich::TABLE_NAME.into(),
             Subject::OmpiAdapt { .. } => crate::ompi::adapt::TABLE_NAME.into(),
@@ -89,6 +100,7 @@ impl Subject {
         match self {
             Subject::Ours { spec, .. } => spec.to_string(),
             Subject::Library => "mpi".into(),
+            Subject::Interposed => INTERPOSED.into(),
             Subject::OmpiTuned { tuned, segment } => {
                 format!(
                     "ompi_tuned:algorithm={},name={},segment={segment}",
@@ -442,6 +454,11 @@ mod tests {
         assert_eq!(i.execution(), "library");
         // The default call keeps its name.
         assert_eq!(Subject::Library.spec(), "mpi");
+        let d = Subject::Interposed;
+        assert_eq!(
+            (d.spec().as_str(), d.execution()),
+            ("interposed", "library")
+        );
     }
 
     #[test]

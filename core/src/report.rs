@@ -83,7 +83,12 @@ impl SeriesKey {
     /// process (Open MPI's `ompi_tuned` and `ompi_adapt`, MPICH's `mpich`, Intel MPI's
     /// `impi` labels): a library subject that is not its default call.
     pub fn is_forced(&self) -> bool {
-        self.is_library() && !self.is_native()
+        self.is_library() && !self.is_native() && !self.is_interposed()
+    }
+    /// `MPI_Bcast` through its `MPI_` symbol (`--baseline interposed`):
+    /// under `LD_PRELOAD` of the drop-in, the drop-in.
+    pub fn is_interposed(&self) -> bool {
+        self.is_library() && self.spec == crate::method::INTERPOSED
     }
     /// How the comparison names a forced algorithm: Open MPI's with its
     /// segment (coll/tuned's `binomial,segment=0`, coll/adapt's
@@ -231,6 +236,7 @@ pub fn comparison(all: &Series) -> String {
         };
         let has_native = all.keys().any(|k| k.context() == ctx && k.is_native());
         let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_forced());
+        let has_interposed = all.keys().any(|k| k.context() == ctx && k.is_interposed());
         // The library the forced algorithms are of (one, unless CSVs of
         // several libraries were merged).
         let forced_lib = {
@@ -274,18 +280,40 @@ pub fn comparison(all: &Series) -> String {
                 ratio_head
             );
         }
+        if has_interposed {
+            let _ = write!(
+                out,
+                "  {:>10} {:>8} {:>8}",
+                "interposed", "in/mpi", "in/frc"
+            );
+        }
         out.push('\n');
         let (mut r_native, mut r_tuned) = (Vec::new(), Vec::new());
+        // The interposed call against the default and the best forced.
+        let (mut i_native, mut i_tuned) = (Vec::new(), Vec::new());
+        let mut i_worst: Option<(u64, f64)> = None;
         let mut worst: Option<(u64, f64)> = None;
         let mut noisy = Vec::new();
         for &b in &sizes {
-            let Some((ok, os)) = best_at(all, &ctx, b, |k| !k.is_library()) else {
+            // The interposed call is a library subject, never "ours"; with
+            // only baselines measured (the drop-in against the library's
+            // algorithms), "ours" is empty and the interposed columns remain.
+            let ours = best_at(all, &ctx, b, |k| !k.is_library());
+            if ours.is_none() && !has_interposed {
                 continue;
-            };
-            let _ = write!(out, "{:>10}  {:<46} {:>10.2}", b, ok.label(), os.median);
+            }
+            match ours {
+                Some((ok, os)) => {
+                    let _ = write!(out, "{:>10}  {:<46} {:>10.2}", b, ok.label(), os.median);
+                }
+                None => {
+                    let _ = write!(out, "{:>10}  {:<46} {:>10}", b, "-", "-");
+                }
+            }
+            let os = ours.map(|o| o.1);
             if has_native {
-                match best_at(all, &ctx, b, SeriesKey::is_native) {
-                    Some((_, ns)) => {
+                match (best_at(all, &ctx, b, SeriesKey::is_native), os) {
+                    (Some((_, ns)), Some(os)) => {
                         let r = os.median / ns.median;
                         r_native.push(r);
                         if worst.is_none_or(|(_, w)| r > w) {
@@ -293,21 +321,61 @@ pub fn comparison(all: &Series) -> String {
                         }
                         let _ = write!(out, " {:>10.2} {:>7.2}x", ns.median, r);
                     }
-                    None => {
+                    (Some((_, ns)), None) => {
+                        let _ = write!(out, " {:>10.2} {:>8}", ns.median, "-");
+                    }
+                    (None, _) => {
                         let _ = write!(out, " {:>10} {:>8}", "-", "-");
                     }
                 }
             }
             if has_tuned {
-                match best_at(all, &ctx, b, SeriesKey::is_forced) {
-                    Some((tk, ts)) => {
+                match (best_at(all, &ctx, b, SeriesKey::is_forced), os) {
+                    (Some((tk, ts)), Some(os)) => {
                         let r = os.median / ts.median;
                         r_tuned.push(r);
                         let name = tk.forced_name();
                         let _ = write!(out, "  {:<28} {:>10.2} {:>7.2}x", name, ts.median, r);
                     }
-                    None => {
+                    (Some((tk, ts)), None) => {
+                        let name = tk.forced_name();
+                        let _ = write!(out, "  {:<28} {:>10.2} {:>8}", name, ts.median, "-");
+                    }
+                    (None, _) => {
                         let _ = write!(out, "  {:<28} {:>10} {:>8}", "-", "-", "-");
+                    }
+                }
+            }
+            if has_interposed {
+                match best_at(all, &ctx, b, SeriesKey::is_interposed) {
+                    Some((_, is)) => {
+                        let _ = write!(out, "  {:>10.2}", is.median);
+                        for (keep, into) in [
+                            (
+                                SeriesKey::is_native as fn(&SeriesKey) -> bool,
+                                &mut i_native,
+                            ),
+                            (SeriesKey::is_forced, &mut i_tuned),
+                        ] {
+                            match best_at(all, &ctx, b, keep) {
+                                Some((_, s)) => {
+                                    let r = is.median / s.median;
+                                    into.push(r);
+                                    let _ = write!(out, " {r:>7.2}x");
+                                }
+                                None => {
+                                    let _ = write!(out, " {:>8}", "-");
+                                }
+                            }
+                        }
+                        if let Some(&r) = i_tuned.last() {
+                            if i_worst.is_none_or(|(_, w)| r > w) {
+                                i_worst = Some((b, r));
+                            }
+                        }
+                    }
+                    None => {
+                        let _ = write!(out, "  {:>10} {:>8} {:>8}", "-", "-", "-");
                     }
                 }
             }
@@ -337,6 +405,26 @@ pub fn comparison(all: &Series) -> String {
                 "geometric mean, best of colltune / best forced {forced_lib} algorithm: {:.3}x over {} sizes",
                 geomean(&r_tuned),
                 r_tuned.len()
+            );
+        }
+        if !i_native.is_empty() {
+            let _ = writeln!(
+                out,
+                "geometric mean, interposed MPI_Bcast / MPI library default: {:.3}x over {} sizes",
+                geomean(&i_native),
+                i_native.len()
+            );
+        }
+        if !i_tuned.is_empty() {
+            let _ = writeln!(
+                out,
+                "geometric mean, interposed MPI_Bcast / best forced {forced_lib} algorithm: {:.3}x over {} sizes; {} above 1.15x{}",
+                geomean(&i_tuned),
+                i_tuned.len(),
+                i_tuned.iter().filter(|&&r| r > 1.15).count(),
+                i_worst
+                    .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
+                    .unwrap_or_default()
             );
         }
         if !noisy.is_empty() {
@@ -521,6 +609,52 @@ mod tests {
             .unwrap();
         assert!(simple.is_forced() && !simple.is_native() && !simple.is_ompi_tuned());
         assert_eq!(simple.forced_name(), "han:simple");
+    }
+
+    /// The interposed call (the drop-in under LD_PRELOAD) is compared with
+    /// the default and the best forced algorithm; it is never "ours" nor
+    /// a forced algorithm, and with only baselines measured its columns
+    /// still print.
+    #[test]
+    fn comparison_puts_the_interposed_call_beside_the_library() {
+        let mut s = Vec::new();
+        for run in 1..=2 {
+            for (b, dropin) in [(8, 2.0), (1024, 6.0)] {
+                s.push(sample("mpi", "library", b, run, 8.0));
+                s.push(sample(
+                    "ompi_tuned:algorithm=1,name=basic_linear,segment=0",
+                    "library",
+                    b,
+                    run,
+                    4.0,
+                ));
+                s.push(sample("interposed", "library", b, run, dropin));
+            }
+        }
+        let all = series(&s);
+        let text = comparison(&all);
+        // 2/8, 6/8; 2/4, 6/4
+        assert!(
+            text.contains("interposed MPI_Bcast / MPI library default: 0.433x over 2 sizes"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "interposed MPI_Bcast / best forced Open MPI algorithm: 0.866x over 2 sizes; 1 above 1.15x; worst size 1024 B at 1.50x"
+            ),
+            "{text}"
+        );
+        // the forced column is the forced algorithm, not the interposed call
+        assert!(text.contains(" basic_linear,segment=0 "), "{text}");
+        assert!(!text.contains("best of colltune /"), "{text}");
+        let i = all.keys().find(|k| k.spec == "interposed").unwrap();
+        assert!(i.is_interposed() && !i.is_forced() && !i.is_native());
+        // and a table never chooses it
+        assert!(!s
+            .iter()
+            .find(|x| x.spec == "interposed")
+            .unwrap()
+            .is_choice());
     }
 
     #[test]

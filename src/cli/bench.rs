@@ -77,9 +77,12 @@ pub struct Args {
     /// coll/han broadcast, han selected and coll_han_use_bcast_algorithm
     /// written through MPI_T: across nodes only), `mpich-algorithms` (each
     /// algorithm MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers, forced
-    /// through MPI_T), `none`. Default: `mpi` and the library's forced
-    /// algorithms (ompi-tuned, and ompi-adapt and ompi-han where MPI_T can
-    /// force them, on Open MPI; mpich-algorithms on MPICH).
+    /// through MPI_T), `interposed` (MPI_Bcast through its MPI_ symbol, as
+    /// an application calls it: under LD_PRELOAD of colltune's drop-in, the
+    /// drop-in itself, beside the forced algorithms in one run;
+    /// benches/dropin-bench.sh), `none`. Default: `mpi` and the library's
+    /// forced algorithms (ompi-tuned, and ompi-adapt and ompi-han where
+    /// MPI_T can force them, on Open MPI; mpich-algorithms on MPICH).
     #[arg(long, value_delimiter = ',')]
     baseline: Vec<String>,
     /// Record the `mpi` baseline under this spec instead of `mpi`: the
@@ -175,12 +178,13 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
             "ompi-adapt",
             "ompi-han",
             "mpich-algorithms",
+            "interposed",
             "none",
         ]
         .contains(&b.as_str())
         {
             return Err(UsageError(format!(
-                "--baseline `{b}`: use mpi, ompi-tuned, ompi-adapt, ompi-han, mpich-algorithms or none"
+                "--baseline `{b}`: use mpi, ompi-tuned, ompi-adapt, ompi-han, mpich-algorithms, interposed or none"
             ))
             .into());
         }
@@ -190,6 +194,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
     let want_han = baselines.is_empty() || baselines.iter().any(|b| b == "ompi-han");
     let want_mpich = baselines.is_empty() || baselines.iter().any(|b| b == "mpich-algorithms");
     let want_mpi = baselines.is_empty() || baselines.iter().any(|b| b == "mpi");
+    let want_interposed = baselines.iter().any(|b| b == "interposed");
     if let Some(l) = &args.baseline_label {
         check_label(l).map_err(|e| UsageError(format!("--baseline-label {e}")))?;
         if !want_mpi {
@@ -228,6 +233,9 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
                     },
                     None => Subject::Library,
                 });
+            }
+            if want_interposed {
+                subjects.push(Subject::Interposed);
             }
             if want_tuned {
                 if is_open_mpi(&prov.mpi) {

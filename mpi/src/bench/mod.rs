@@ -435,7 +435,9 @@ impl<'c> Measurer<'c> {
         let ctl = self.comm_for(pt.subject);
         match pt.subject {
             Subject::OmpiTuned { tuned, segment } => self.force_tuned(tuned.id, *segment)?,
-            Subject::Library | Subject::LibraryLabelled { .. } if !self.tuned_comms.is_empty() => {
+            Subject::Library | Subject::LibraryLabelled { .. } | Subject::Interposed
+                if !self.tuned_comms.is_empty() =>
+            {
                 self.force_tuned(0, 0)?
             }
             _ => {}
@@ -542,6 +544,10 @@ impl<'c> Measurer<'c> {
                         _,
                     ) => {
                         ctl.library_bcast(data.slot(slot, n), roots[root_idx])?;
+                        compute(pt.overlap_us);
+                    }
+                    (Subject::Interposed, _) => {
+                        ctl.interposed_bcast(data.slot(slot, n), roots[root_idx])?;
                         compute(pt.overlap_us);
                     }
                 }

@@ -238,4 +238,14 @@ pub trait Control: sealed::Raw {
         // SAFETY: buf holds buf.len() bytes, borrowed for the call.
         unsafe { ffi::library_bcast(buf.as_mut_ptr(), buf.len() as u64, root, self.raw_handle()) }
     }
+
+    /// `MPI_Bcast` through its `MPI_` symbol, as an application calls it:
+    /// a PMPI tool loaded in the process (colltune's drop-in under
+    /// `LD_PRELOAD`) intercepts it. For `bench --baseline interposed`.
+    fn interposed_bcast(&self, buf: &mut [u8], root: usize) -> Result<(), MpiError> {
+        // SAFETY: as in library_bcast.
+        unsafe {
+            ffi::interposed_bcast(buf.as_mut_ptr(), buf.len() as u64, root, self.raw_handle())
+        }
+    }
 }

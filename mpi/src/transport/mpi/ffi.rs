@@ -649,6 +649,23 @@ pub unsafe fn library_bcast(
     )
 }
 
+/// `MPI_Bcast` of `len` bytes through the `MPI_` symbol, which a PMPI tool
+/// in the process (the drop-in under `LD_PRELOAD`) intercepts.
+///
+/// # Safety
+/// As [`library_bcast`].
+pub unsafe fn interposed_bcast(
+    buf: *mut u8,
+    len: u64,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    check(
+        ffi::MPI_Bcast(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
+        "MPI_Bcast",
+    )
+}
+
 /// Initialises the MPI tool interface once.
 fn t_init() -> Result<(), MpiError> {
     static RC: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
