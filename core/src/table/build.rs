@@ -20,14 +20,18 @@
 //! Over the measured sizes in order, a dynamic programme then picks the
 //! fewest contiguous segments, each with one choice that is within noise at
 //! every size it covers (a choice not measured at a size cannot cover it);
-//! among covers with that many segments the simpler choices (the MPI
-//! library's own forced algorithms first, then colltune's: unsegmented
-//! before segmented, blocking before nonblocking, then registry order),
-//! then the least time lost. The library's algorithms come first because
-//! in situ they cost least: the drop-in hands such a call to the library
-//! (a tail call to `PMPI_Bcast`), where one of colltune's own algorithms
-//! pays for the decision and the executor, a cost the tune, which times
-//! each algorithm alone, does not see. So no rule ever chooses outside the noise band
+//! among covers with that many segments the simpler choices (unsegmented
+//! before segmented, blocking before nonblocking, then registry order, the
+//! MPI library's forced algorithms last), then the least time lost. One
+//! exception: at a size where a library algorithm is within the floor
+//! `tolerance` of the fastest, it ranks first there. In situ it costs
+//! least: the drop-in hands such a call to the library (a tail call to
+//! `PMPI_Bcast`), where one of colltune's own algorithms pays for the
+//! decision and the executor, a cost the tune, timing each algorithm
+//! alone, does not see. Only within the floor: across the whole noise band
+//! (up to `max_noise`) the preference handed large messages to library
+//! algorithms a second tune measured 15-26% slower
+//! (docs/measurements/2026-12-01-libfirst). So no rule ever chooses outside the noise band
 //! at any measured size, by construction; the rules before and after and
 //! the time lost ((chosen - fastest) / fastest, max and mean over the
 //! measured sizes) go to the table's provenance.
@@ -311,15 +315,31 @@ pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
     }
     let parsed = AlgoSpec::parse(spec).ok();
     let seg = parsed.as_ref().map(segmented).unwrap_or(0);
-    if execution == crate::ompi::LIBRARY_EXECUTION {
-        // Handed to the library in situ: below every colltune algorithm.
-        return seg;
-    }
     let order = parsed
         .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
         .unwrap_or(99)
         .min(99) as u64;
-    10 + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
+    LIBRARY_FIRST_ABOVE + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
+}
+
+/// Complexities below this are the library's algorithms where they are
+/// within the tolerance floor of the fastest ([`complexity_at`]).
+const LIBRARY_FIRST_ABOVE: u64 = 10;
+
+/// The complexity of a candidate at one measured size: the MPI library's
+/// forced algorithms rank first (by segmentation only) where their loss to
+/// the fastest is within the floor `tolerance` (a few percent: there the
+/// cheaper call in situ, a tail call to the library, outweighs the
+/// difference); elsewhere they rank as [`complexity`] says (unknown to the
+/// registry, after colltune's own), so a wide noise band at a point never
+/// hands it to a library algorithm that was measured clearly slower.
+fn complexity_at(base: u64, execution: &str, loss: f64, tolerance: f64) -> u64 {
+    if execution == crate::ompi::LIBRARY_EXECUTION && loss <= tolerance + 1e-12 {
+        // [`complexity`]'s segmentation term, alone
+        base.saturating_sub(LIBRARY_FIRST_ABOVE) / 1000
+    } else {
+        base
+    }
 }
 
 /// The rules of one collective and communicator, and what compaction did.
@@ -405,29 +425,31 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
         let Some((base, _, _)) = best[i] else {
             continue;
         };
-        // Candidates allowed at every point of i..=j, with their losses.
-        let mut alive: Vec<(usize, f64)> = (0..labels.len()).map(|k| (k, 0.0)).collect();
+        // Candidates allowed at every point of i..=j, with their losses
+        // and complexities summed.
+        let mut alive: Vec<(usize, f64, u64)> = (0..labels.len()).map(|k| (k, 0.0, 0)).collect();
         for j in i..n {
-            alive.retain_mut(|(k, sum)| {
+            alive.retain_mut(|(k, sum, cx)| {
                 let cell = &cells[j][*k];
                 *sum += cell.loss;
+                let exec = &labels[*k].1;
+                *cx += complexity_at(simple[*k], exec, cell.loss, opts.tolerance);
                 cell.allowed
             });
             if alive.is_empty() {
                 break;
             }
-            let len = (j - i + 1) as u64;
-            let (k, sum) = alive
+            let (k, sum, cx) = alive
                 .iter()
                 .min_by(|a, b| {
-                    (simple[a.0], a.1)
-                        .partial_cmp(&(simple[b.0], b.1))
+                    (a.2, a.1)
+                        .partial_cmp(&(b.2, b.1))
                         .unwrap_or(std::cmp::Ordering::Equal)
                         .then(a.0.cmp(&b.0))
                 })
                 .copied()
                 .expect("non-empty");
-            let cost = (base.0 + 1, base.1 + simple[k] * len, base.2 + sum);
+            let cost = (base.0 + 1, base.1 + cx, base.2 + sum);
             if best[j + 1].is_none_or(|(b, _, _)| better(&cost, &b)) {
                 best[j + 1] = Some((cost, i, k));
             }
@@ -655,9 +677,10 @@ mod tests {
         (0..n).map(|i| 1u64 << i)
     }
 
-    /// Within noise, the library's forced algorithm (handed to the library
-    /// in situ, the cheapest call) wins over a colltune algorithm that was
-    /// measured faster; outside noise it does not.
+    /// Within the tolerance floor, the library's forced algorithm (handed to
+    /// the library in situ, the cheapest call) wins over a colltune
+    /// algorithm that was measured faster; beyond the floor, even inside a
+    /// wide noise band, or outside noise, it does not.
     #[test]
     fn within_noise_the_library_algorithm_is_preferred() {
         let lib = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
@@ -674,6 +697,20 @@ mod tests {
             ("ompi_tuned", "library"),
             "{r:?}"
         );
+        // 6% faster with runs 8% apart: within the noise band, beyond the
+        // 3% floor: colltune's own
+        let mut s = Vec::new();
+        for b in sizes(8) {
+            s.extend(runs_of("linear", "blocking", b, 9.4, 0.08, 3));
+            s.extend(runs_of(lib, "library", b, 10.0, 0.08, 3));
+        }
+        let r = &build(&s, prov()).bcast[0].rules;
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].algorithm.as_str(), r[0].execution.as_str()),
+            ("linear", "blocking"),
+            "{r:?}"
+        );
         // 20% faster with runs 1% apart: outside noise, colltune's own
         let mut s = Vec::new();
         for b in sizes(8) {
@@ -687,12 +724,20 @@ mod tests {
             ("linear", "blocking"),
             "{r:?}"
         );
-        // the order itself: library (unsegmented, then segmented) first
-        let c = |sp: &str, e: &str| complexity(Collective::Bcast, sp, e);
-        assert!(c(lib, "library") < c("ompi_tuned:algorithm=7,segment=8192", "library"));
-        assert!(c("ompi_tuned:algorithm=7,segment=8192", "library") < c("linear", "blocking"));
-        assert!(c("linear", "blocking") < c("linear", "nonblocking"));
-        assert!(c("binomial:segment=0", "nonblocking") < c("pipeline:segment=4096", "blocking"));
+        // the order itself: within the floor the library (unsegmented, then
+        // segmented) first; beyond it after colltune's own
+        let c = |sp: &str, e: &str, loss: f64| {
+            complexity_at(complexity(Collective::Bcast, sp, e), e, loss, 0.03)
+        };
+        let seg = "ompi_tuned:algorithm=7,segment=8192";
+        assert!(c(lib, "library", 0.02) < c(seg, "library", 0.0));
+        assert!(c(seg, "library", 0.03) < c("linear", "blocking", 0.0));
+        assert!(c("linear", "blocking", 0.0) < c(lib, "library", 0.04));
+        assert!(c("linear", "blocking", 0.0) < c("linear", "nonblocking", 0.0));
+        assert!(
+            c("binomial:segment=0", "nonblocking", 0.0)
+                < c("pipeline:segment=4096", "blocking", 0.0)
+        );
     }
 
     #[test]
