@@ -684,46 +684,27 @@ mod tests {
     #[test]
     fn within_noise_the_library_algorithm_is_preferred() {
         let lib = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
-        let mut s = Vec::new();
-        for b in sizes(8) {
-            // colltune's linear 2% faster, runs 3% apart: within noise
-            s.extend(runs_of("linear", "blocking", b, 9.8, 0.03, 3));
-            s.extend(runs_of(lib, "library", b, 10.0, 0.03, 3));
-        }
-        let r = &build(&s, prov()).bcast[0].rules;
-        assert_eq!(r.len(), 1, "{r:?}");
-        assert_eq!(
-            (r[0].algorithm.as_str(), r[0].execution.as_str()),
-            ("ompi_tuned", "library"),
-            "{r:?}"
-        );
-        // 6% faster with runs 8% apart: within the noise band, beyond the
-        // 3% floor: colltune's own
-        let mut s = Vec::new();
-        for b in sizes(8) {
-            s.extend(runs_of("linear", "blocking", b, 9.4, 0.08, 3));
-            s.extend(runs_of(lib, "library", b, 10.0, 0.08, 3));
-        }
-        let r = &build(&s, prov()).bcast[0].rules;
-        assert_eq!(r.len(), 1, "{r:?}");
-        assert_eq!(
-            (r[0].algorithm.as_str(), r[0].execution.as_str()),
-            ("linear", "blocking"),
-            "{r:?}"
-        );
-        // 20% faster with runs 1% apart: outside noise, colltune's own
-        let mut s = Vec::new();
-        for b in sizes(8) {
-            s.extend(runs_of("linear", "blocking", b, 8.0, 0.01, 3));
-            s.extend(runs_of(lib, "library", b, 10.0, 0.01, 3));
-        }
-        let r = &build(&s, prov()).bcast[0].rules;
-        assert_eq!(r.len(), 1, "{r:?}");
-        assert_eq!(
-            (r[0].algorithm.as_str(), r[0].execution.as_str()),
-            ("linear", "blocking"),
-            "{r:?}"
-        );
+        // The one rule built when colltune's linear takes `t` (the library's
+        // linear 10.0) with runs `spread` apart, at 8 sizes.
+        let chosen = |t: f64, spread: f64| {
+            let mut s = Vec::new();
+            for b in sizes(8) {
+                s.extend(runs_of("linear", "blocking", b, t, spread, 3));
+                s.extend(runs_of(lib, "library", b, 10.0, spread, 3));
+            }
+            let r = build(&s, prov()).bcast[0].rules.clone();
+            assert_eq!(r.len(), 1, "{r:?}");
+            (r[0].algorithm.clone(), r[0].execution.clone())
+        };
+        let library = ("ompi_tuned".to_string(), "library".to_string());
+        let ours = ("linear".to_string(), "blocking".to_string());
+        // 2% faster, runs 3% apart: within the floor, the library's
+        assert_eq!(chosen(9.8, 0.03), library);
+        // 6% faster, runs 8% apart: within the noise band, beyond the 3%
+        // floor: colltune's own
+        assert_eq!(chosen(9.4, 0.08), ours);
+        // 20% faster, runs 1% apart: outside noise, colltune's own
+        assert_eq!(chosen(8.0, 0.01), ours);
         // the order itself: within the floor the library (unsegmented, then
         // segmented) first; beyond it after colltune's own
         let c = |sp: &str, e: &str, loss: f64| {

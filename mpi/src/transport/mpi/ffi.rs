@@ -643,8 +643,26 @@ pub unsafe fn library_bcast(
     root: usize,
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
+    bytes_bcast(ffi::PMPI_Bcast, buf, len, root, comm)
+}
+
+/// `MPI_Bcast`'s signature, for [`bytes_bcast`].
+type BcastFn =
+    unsafe extern "C" fn(*mut c_void, c_int, ffi::MPI_Datatype, c_int, MPI_Comm) -> c_int;
+
+/// A broadcast of `len` bytes through `f` (`PMPI_Bcast` or `MPI_Bcast`).
+///
+/// # Safety
+/// As [`library_bcast`].
+unsafe fn bytes_bcast(
+    f: BcastFn,
+    buf: *mut u8,
+    len: u64,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
     check(
-        ffi::PMPI_Bcast(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
+        f(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
         "MPI_Bcast",
     )
 }
@@ -660,10 +678,7 @@ pub unsafe fn interposed_bcast(
     root: usize,
     comm: MPI_Comm,
 ) -> Result<(), MpiError> {
-    check(
-        ffi::MPI_Bcast(buf_ptr(buf, len), count(len)?, byte(), root as c_int, comm),
-        "MPI_Bcast",
-    )
+    bytes_bcast(ffi::MPI_Bcast, buf, len, root, comm)
 }
 
 /// Initialises the MPI tool interface once.
