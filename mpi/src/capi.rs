@@ -157,7 +157,7 @@ unsafe extern "C" fn delete_self_attr(
 fn report(msg: &str) {
     static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     if lock(&SEEN).insert(msg.to_string()) {
-        eprintln!("colltune: {msg}");
+        crate::say(msg);
     }
 }
 

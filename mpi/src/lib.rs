@@ -22,3 +22,14 @@ pub mod emu;
 pub mod select;
 pub mod transport;
 pub mod verify;
+
+/// Writes `colltune: MSG` and its newline to stderr in one `write`: under
+/// mpirun the ranks' stderr meet in one stream, and `eprintln!` writes a
+/// line in pieces, so another rank's line (a trace, a warning) could land
+/// inside it. Errors writing to stderr are ignored, as `eprintln!` cannot
+/// report them either.
+pub(crate) fn say(msg: &str) {
+    use std::io::Write;
+    let line = format!("colltune: {msg}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}

@@ -335,6 +335,6 @@ fn warn_once(comm: &Comm, msg: &str) {
             .unwrap_or_else(|p| p.into_inner())
             .insert(msg.to_string())
     {
-        eprintln!("colltune: warning: {msg}");
+        crate::say(&format!("warning: {msg}"));
     }
 }

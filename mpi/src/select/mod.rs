@@ -141,7 +141,7 @@ pub fn load_with(
             Ok(tb) => {
                 if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
                     if world.rank() == 0 {
-                        eprintln!("colltune: warning: {}: {w}", path.display());
+                        crate::say(&format!("warning: {}: {w}", path.display()));
                     }
                 }
                 table = Some(Arc::new(tb))
@@ -202,7 +202,7 @@ fn warn_once(world: &Comm, msg: &str) {
     use std::sync::Once;
     static ONCE: Once = Once::new();
     if world.rank() == 0 {
-        ONCE.call_once(|| eprintln!("colltune: warning: {msg}"));
+        ONCE.call_once(|| crate::say(&format!("warning: {msg}")));
     }
 }
 
