@@ -354,6 +354,8 @@ struct Built {
 struct Cell {
     allowed: bool,
     loss: f64,
+    /// [`complexity_at`] this point.
+    simple: u64,
 }
 
 /// Rules for one collective and communicator: the fewest segments whose
@@ -386,7 +388,8 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
                 .expect("a measured point has a subject");
             labels
                 .iter()
-                .map(|l| match m.get(*l) {
+                .zip(&simple)
+                .map(|(l, &base)| match m.get(*l) {
                     Some(x) => {
                         let tol = x.noise.max(best.noise).clamp(opts.tolerance, ceiling);
                         let loss = if best.median > 0.0 {
@@ -399,11 +402,13 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
                         Cell {
                             allowed: loss <= tol + 1e-12,
                             loss: loss.max(0.0),
+                            simple: complexity_at(base, &l.1, loss.max(0.0), opts.tolerance),
                         }
                     }
                     None => Cell {
                         allowed: false,
                         loss: f64::INFINITY,
+                        simple: base,
                     },
                 })
                 .collect()
@@ -432,8 +437,7 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
             alive.retain_mut(|(k, sum, cx)| {
                 let cell = &cells[j][*k];
                 *sum += cell.loss;
-                let exec = &labels[*k].1;
-                *cx += complexity_at(simple[*k], exec, cell.loss, opts.tolerance);
+                *cx += cell.simple;
                 cell.allowed
             });
             if alive.is_empty() {
