@@ -311,37 +311,36 @@ pub fn comparison(all: &Series) -> String {
                 }
             }
             let os = ours.map(|o| o.1);
+            // A ratio column: `0.50x`, or `-` where a side is missing.
+            let ratio =
+                |r: Option<f64>| r.map_or(format!(" {:>8}", "-"), |r| format!(" {r:>7.2}x"));
+            let over = |t: f64, base: Option<&Summary>| base.map(|s| t / s.median);
             if has_native {
-                match (best_at(all, &ctx, b, SeriesKey::is_native), os) {
-                    (Some((_, ns)), Some(os)) => {
-                        let r = os.median / ns.median;
-                        r_native.push(r);
-                        if worst.is_none_or(|(_, w)| r > w) {
-                            worst = Some((b, r));
+                match best_at(all, &ctx, b, SeriesKey::is_native) {
+                    Some((_, ns)) => {
+                        let r = os.map(|o| o.median / ns.median);
+                        if let Some(r) = r {
+                            r_native.push(r);
+                            if worst.is_none_or(|(_, w)| r > w) {
+                                worst = Some((b, r));
+                            }
                         }
-                        let _ = write!(out, " {:>10.2} {:>7.2}x", ns.median, r);
+                        let _ = write!(out, " {:>10.2}{}", ns.median, ratio(r));
                     }
-                    (Some((_, ns)), None) => {
-                        let _ = write!(out, " {:>10.2} {:>8}", ns.median, "-");
-                    }
-                    (None, _) => {
+                    None => {
                         let _ = write!(out, " {:>10} {:>8}", "-", "-");
                     }
                 }
             }
             if has_tuned {
-                match (best_at(all, &ctx, b, SeriesKey::is_forced), os) {
-                    (Some((tk, ts)), Some(os)) => {
-                        let r = os.median / ts.median;
-                        r_tuned.push(r);
+                match best_at(all, &ctx, b, SeriesKey::is_forced) {
+                    Some((tk, ts)) => {
+                        let r = os.map(|o| o.median / ts.median);
+                        r_tuned.extend(r);
                         let name = tk.forced_name();
-                        let _ = write!(out, "  {:<28} {:>10.2} {:>7.2}x", name, ts.median, r);
+                        let _ = write!(out, "  {:<28} {:>10.2}{}", name, ts.median, ratio(r));
                     }
-                    (Some((tk, ts)), None) => {
-                        let name = tk.forced_name();
-                        let _ = write!(out, "  {:<28} {:>10.2} {:>8}", name, ts.median, "-");
-                    }
-                    (None, _) => {
+                    None => {
                         let _ = write!(out, "  {:<28} {:>10} {:>8}", "-", "-", "-");
                     }
                 }
@@ -349,30 +348,17 @@ pub fn comparison(all: &Series) -> String {
             if has_interposed {
                 match best_at(all, &ctx, b, SeriesKey::is_interposed) {
                     Some((_, is)) => {
-                        let _ = write!(out, "  {:>10.2}", is.median);
-                        for (keep, into) in [
-                            (
-                                SeriesKey::is_native as fn(&SeriesKey) -> bool,
-                                &mut i_native,
-                            ),
-                            (SeriesKey::is_forced, &mut i_tuned),
-                        ] {
-                            match best_at(all, &ctx, b, keep) {
-                                Some((_, s)) => {
-                                    let r = is.median / s.median;
-                                    into.push(r);
-                                    let _ = write!(out, " {r:>7.2}x");
-                                }
-                                None => {
-                                    let _ = write!(out, " {:>8}", "-");
-                                }
-                            }
-                        }
-                        if let Some(&r) = i_tuned.last() {
+                        let native = best_at(all, &ctx, b, SeriesKey::is_native).map(|x| x.1);
+                        let forced = best_at(all, &ctx, b, SeriesKey::is_forced).map(|x| x.1);
+                        let (rn, rf) = (over(is.median, native), over(is.median, forced));
+                        i_native.extend(rn);
+                        i_tuned.extend(rf);
+                        if let Some(r) = rf {
                             if i_worst.is_none_or(|(_, w)| r > w) {
                                 i_worst = Some((b, r));
                             }
                         }
+                        let _ = write!(out, "  {:>10.2}{}{}", is.median, ratio(rn), ratio(rf));
                     }
                     None => {
                         let _ = write!(out, "  {:>10} {:>8} {:>8}", "-", "-", "-");
