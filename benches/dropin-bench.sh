@@ -31,7 +31,8 @@ BIN=$PWD/target/release/colltune
 PRE=$PWD/target/release/libcolltune_preload.so
 OUT=results/dropin-bench/$(hostname -s)
 mkdir -p "$OUT"
-"$BIN" validate "$TABLE" > /dev/null || { echo "dropin-bench: $TABLE is not a valid table" >&2; exit 2; }
+# The table's problems, each with its line, when it has any.
+"$BIN" validate "$TABLE" >&2 || { echo "dropin-bench: $TABLE is not a valid table (problems above)" >&2; exit 2; }
 stamp=$(date -u +%Y%m%dT%H%M%S)
 IFS=, read -r -a pats <<< "$PATTERNS"
 for p in "${pats[@]}"; do
