@@ -167,7 +167,13 @@ if [ -z "$IMB" ]; then
 fi
 [ -x "$IMB" ] || { echo "imb-compare: $IMB is not executable" >&2; exit 2; }
 
-cargo build --release -q -p colltune-preload
+cargo build --release -q -p colltune-preload -p colltune
+# A broken table would make every drop-in run the library's default (the
+# drop-in falls back): refuse it here, with its problems.
+for t in "$TABLE" ${ALSO_TABLE[@]+"${ALSO_TABLE[@]}"}; do
+  target/release/colltune validate "$t" >&2 || {
+    echo "imb-compare: $t is not a valid table (problems above)" >&2; exit 2; }
+done
 PRE=$PWD/target/release/libcolltune_preload.so
 [ -n "$OUT" ] || OUT=results/imb/$host/compare-$(date +%Y%m%d-%H%M%S).csv
 mkdir -p "$(dirname "$OUT")"
