@@ -8,9 +8,15 @@
 #              lookup, decision, the forced duplicate)
 #   thin       a one-line C wrapper around PMPI_Bcast under LD_PRELOAD, with
 #              ALG forced (the cost of any interposition)
+#   export     no interposition: TABLE exported to Open MPI's rules file
+#              (`colltune export --format openmpi`) and read by Open MPI
+#              itself (what the handoff costs in Open MPI's rules lookup,
+#              apart from colltune's per-call check)
 # and per size the median over rounds of each round's ratio to `forced`
 # (ratios within a round, since this machine's run-to-run spread is larger
-# than the effect), with quartiles.
+# than the effect), with quartiles; each round runs the configurations in
+# an order rotated from the round before (a position in the round is no
+# advantage).
 # BEFORE=path/to/an/older/libcolltune_preload.so adds its handoff as
 # `before` in the same rounds (a change's effect, measured in one run);
 # BEFORE="name=path,name=path" adds several, each under its name;
@@ -30,9 +36,11 @@ for b in ${BEFORE:+${BEFORE//,/ }} ${BEFORE_FULL:+${BEFORE_FULL//,/ }}; do
   f=${b#*=}
   [ -f "$f" ] || { echo "handoff.sh: BEFORE/BEFORE_FULL: $f: no such file (give name=path/to/libcolltune_preload.so)" >&2; exit 2; }
 done
-cargo build --release -q -p colltune-preload
+cargo build --release -q -p colltune-preload -p colltune
 PRE=$PWD/target/release/libcolltune_preload.so
 OUT=$(mktemp -d)
+target/release/colltune export "$TABLE" --format openmpi -o "$OUT/export.rules" 2> "$OUT/export.log" || {
+  cat "$OUT/export.log" >&2; echo "handoff.sh: $TABLE could not be exported" >&2; exit 2; }
 cat > "$OUT/thin.c" <<'C'
 #include <mpi.h>
 int MPI_Bcast(void *b, int c, MPI_Datatype d, int r, MPI_Comm comm) { return PMPI_Bcast(b, c, d, r, comm); }
@@ -48,25 +56,37 @@ one() {   # one NAME RUN mpirun-arguments...
     awk -v n="$name" -v r="$run" '/Benchmarking Bcast/{on=1;next}
       on && /^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$/ {print n","$1","$5","r}' >> "$csv"
 }
+# The configurations of a round, each a name and its mpirun arguments
+# (one word each, split on tabs).
+configs=(
+  "forced"$'\t'"$(IFS=$'\t'; echo "${FORCE[*]}")"
+  "handoff"$'\t'"-x"$'\t'"LD_PRELOAD=$PRE"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"
+)
+if [ -n "${BEFORE:-}" ]; then
+  IFS=, read -ra befores <<< "$BEFORE"
+  for b in "${befores[@]}"; do
+    case "$b" in *=*) bn=${b%%=*}; bp=${b#*=} ;; *) bn=before; bp=$b ;; esac
+    configs+=("$bn"$'\t'"-x"$'\t'"LD_PRELOAD=$(readlink -f "$bp")"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE")
+  done
+fi
+if [ -n "${BEFORE_FULL:-}" ]; then
+  IFS=, read -ra befores <<< "$BEFORE_FULL"
+  for b in "${befores[@]}"; do
+    bn=${b%%=*}; bp=${b#*=}
+    configs+=("$bn"$'\t'"-x"$'\t'"LD_PRELOAD=$(readlink -f "$bp")"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"$'\t'"-x"$'\t'"COLLTUNE_HANDOFF=0")
+  done
+fi
+configs+=(
+  "full"$'\t'"-x"$'\t'"LD_PRELOAD=$PRE"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"$'\t'"-x"$'\t'"COLLTUNE_HANDOFF=0"
+  "thin"$'\t'"-x"$'\t'"LD_PRELOAD=$OUT/libthin.so"$'\t'"$(IFS=$'\t'; echo "${FORCE[*]}")"
+  "export"$'\t'"--mca"$'\t'"coll_tuned_use_dynamic_rules"$'\t'"1"$'\t'"--mca"$'\t'"coll_tuned_dynamic_rules_filename"$'\t'"$OUT/export.rules"
+)
+n=${#configs[@]}
 for r in $(seq "$ROUNDS"); do
-  one forced "$r" "${FORCE[@]}"
-  one handoff "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE"
-  if [ -n "${BEFORE:-}" ]; then
-    IFS=, read -ra befores <<< "$BEFORE"
-    for b in "${befores[@]}"; do
-      case "$b" in *=*) bn=${b%%=*}; bp=${b#*=} ;; *) bn=before; bp=$b ;; esac
-      one "$bn" "$r" -x LD_PRELOAD="$(readlink -f "$bp")" -x COLLTUNE_TABLE="$TABLE"
-    done
-  fi
-  if [ -n "${BEFORE_FULL:-}" ]; then
-    IFS=, read -ra befores <<< "$BEFORE_FULL"
-    for b in "${befores[@]}"; do
-      bn=${b%%=*}; bp=${b#*=}
-      one "$bn" "$r" -x LD_PRELOAD="$(readlink -f "$bp")" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
-    done
-  fi
-  one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0
-  one thin "$r" -x LD_PRELOAD="$OUT/libthin.so" "${FORCE[@]}"
+  for k in $(seq 0 $((n - 1))); do
+    IFS=$'\t' read -ra words <<< "${configs[$(( (k + r - 1) % n ))]}"
+    one "${words[0]}" "$r" "${words[@]:1}"
+  done
 done
 echo "IMB-MPI1 Bcast t_avg, $N ranks, -iter $ITER, $ROUNDS interleaved rounds, $(mpirun --version | head -1), table $TABLE"
 python3 - "$csv" <<'PY'
@@ -76,8 +96,8 @@ t = defaultdict(dict)
 for r in csv.DictReader(open(sys.argv[1])):
     t[(r["config"], int(r["bytes"]))][int(r["run"])] = float(r["t_avg"])
 sizes = sorted({k[1] for k in t})
-named = sorted({k[0] for k in t} - {"forced", "handoff", "full", "thin"})
-others = [c for c in ["handoff", *named, "full", "thin"] if (c, sizes[0]) in t]
+named = sorted({k[0] for k in t} - {"forced", "handoff", "full", "thin", "export"})
+others = [c for c in ["handoff", *named, "export", "full", "thin"] if (c, sizes[0]) in t]
 gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
 print("per size: forced's median t_avg (us); each config's median per-round ratio to forced [quartiles]")
 print(f"{'bytes':>7} {'forced us':>10}" + "".join(f"{c:>22}" for c in others))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The drop-in against the MPI library, measured by a benchmark colltune did
-# not write: IMB-MPI1 Bcast (back to back, root rotating per repetition),
-# unmodified, run
+# not write: IMB-MPI1 Bcast (at its defaults since 2019: a barrier after
+# every call, the root at 0, each rank timing its own calls; t_avg is the
+# mean over ranks: colltune's `--pattern imb`), unmodified, run
 #   - plain (the library's default decision),
 #   - plain with each Open MPI coll/tuned algorithm forced (1..9),
 #   - under LD_PRELOAD=libcolltune_preload.so with a table,

@@ -22,7 +22,8 @@ fi
 
 pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium)
+  # python3: the measurement scripts' analysis (jobs/imb-compare.sh --analyse, tests/scripts.rs)
+  pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
