@@ -91,7 +91,13 @@ fn identical_code_shows_the_noise_floor() {
         lines(&mut csv, 4, "tuned1_basic_linear", b, &[1.0, 1.0, 1.0]);
         // the same code, 30% slower in every run / 5% faster
         lines(&mut csv, 4, "tuned8_scatter_allgather", b, &[1.3, 1.3, 1.3]);
-        lines(&mut csv, 4, "tuned9_scatter_allgather_ring", b, &[0.95, 0.95, 0.95]);
+        lines(
+            &mut csv,
+            4,
+            "tuned9_scatter_allgather_ring",
+            b,
+            &[0.95, 0.95, 0.95],
+        );
     }
     let out = analyse(&d, &csv);
     assert!(
