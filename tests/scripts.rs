@@ -1,7 +1,6 @@
 //! The measurement scripts' arithmetic, without MPI: `jobs/imb-compare.sh
 //! --analyse` on CSVs whose answers are known by construction.
 
-#[allow(dead_code)]
 mod common;
 
 use std::fmt::Write as _;
