@@ -56,36 +56,42 @@ one() {   # one NAME RUN mpirun-arguments...
     awk -v n="$name" -v r="$run" '/Benchmarking Bcast/{on=1;next}
       on && /^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$/ {print n","$1","$5","r}' >> "$csv"
 }
-# The configurations of a round, each a name and its mpirun arguments
-# (one word each, split on tabs).
-configs=(
-  "forced"$'\t'"$(IFS=$'\t'; echo "${FORCE[*]}")"
-  "handoff"$'\t'"-x"$'\t'"LD_PRELOAD=$PRE"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"
-)
+# The configurations of a round, by name; older builds by their names,
+# with their library and whether their handoff is off.
+configs=(forced handoff)
+declare -A OLD_LIB=() OLD_FULL=()
 if [ -n "${BEFORE:-}" ]; then
   IFS=, read -ra befores <<< "$BEFORE"
   for b in "${befores[@]}"; do
     case "$b" in *=*) bn=${b%%=*}; bp=${b#*=} ;; *) bn=before; bp=$b ;; esac
-    configs+=("$bn"$'\t'"-x"$'\t'"LD_PRELOAD=$(readlink -f "$bp")"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE")
+    configs+=("$bn"); OLD_LIB[$bn]=$(readlink -f "$bp")
   done
 fi
 if [ -n "${BEFORE_FULL:-}" ]; then
   IFS=, read -ra befores <<< "$BEFORE_FULL"
   for b in "${befores[@]}"; do
-    bn=${b%%=*}; bp=${b#*=}
-    configs+=("$bn"$'\t'"-x"$'\t'"LD_PRELOAD=$(readlink -f "$bp")"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"$'\t'"-x"$'\t'"COLLTUNE_HANDOFF=0")
+    bn=${b%%=*}; configs+=("$bn"); OLD_LIB[$bn]=$(readlink -f "${b#*=}"); OLD_FULL[$bn]=1
   done
 fi
-configs+=(
-  "full"$'\t'"-x"$'\t'"LD_PRELOAD=$PRE"$'\t'"-x"$'\t'"COLLTUNE_TABLE=$TABLE"$'\t'"-x"$'\t'"COLLTUNE_HANDOFF=0"
-  "thin"$'\t'"-x"$'\t'"LD_PRELOAD=$OUT/libthin.so"$'\t'"$(IFS=$'\t'; echo "${FORCE[*]}")"
-  "export"$'\t'"--mca"$'\t'"coll_tuned_use_dynamic_rules"$'\t'"1"$'\t'"--mca"$'\t'"coll_tuned_dynamic_rules_filename"$'\t'"$OUT/export.rules"
-)
+configs+=(full thin export)
+# One configuration's IMB run: NAME ROUND.
+config() {
+  local c=$1 r=$2
+  case "$c" in
+    forced) one forced "$r" "${FORCE[@]}" ;;
+    handoff) one handoff "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" ;;
+    full) one full "$r" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" -x COLLTUNE_HANDOFF=0 ;;
+    thin) one thin "$r" -x LD_PRELOAD="$OUT/libthin.so" "${FORCE[@]}" ;;
+    export) one export "$r" --mca coll_tuned_use_dynamic_rules 1 \
+              --mca coll_tuned_dynamic_rules_filename "$OUT/export.rules" ;;
+    *) one "$c" "$r" -x LD_PRELOAD="${OLD_LIB[$c]}" -x COLLTUNE_TABLE="$TABLE" \
+         ${OLD_FULL[$c]:+-x COLLTUNE_HANDOFF=0} ;;
+  esac
+}
 n=${#configs[@]}
 for r in $(seq "$ROUNDS"); do
   for k in $(seq 0 $((n - 1))); do
-    IFS=$'\t' read -ra words <<< "${configs[$(( (k + r - 1) % n ))]}"
-    one "${words[0]}" "$r" "${words[@]:1}"
+    config "${configs[$(( (k + r - 1) % n ))]}" "$r"
   done
 done
 echo "IMB-MPI1 Bcast t_avg, $N ranks, -iter $ITER, $ROUNDS interleaved rounds, $(mpirun --version | head -1), table $TABLE"

@@ -5,24 +5,29 @@ mod common;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use common::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const HEADER: &str = "np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run\n";
 
+/// `jobs/imb-compare.sh --analyse FILE`.
+fn analyse_file(f: &Path) -> Output {
+    Command::new("bash")
+        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
+        .arg("--analyse")
+        .arg(f)
+        .output()
+        .expect("bash runs")
+}
+
 /// `--analyse` of `csv` (the header added): its standard output; the
 /// command must succeed.
 fn analyse(dir: &Path, csv: &str) -> String {
     let f = dir.join("compare.csv");
     std::fs::write(&f, format!("{HEADER}{csv}")).unwrap();
-    let o = Command::new("bash")
-        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
-        .arg("--analyse")
-        .arg(&f)
-        .output()
-        .expect("bash runs");
+    let o = analyse_file(&f);
     let out = text(&o);
     assert!(o.status.success(), "--analyse failed:\n{out}");
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -122,12 +127,7 @@ fn a_foreign_csv_is_refused() {
     let d = scratch("imb-analyse-foreign");
     let f = d.join("other.csv");
     std::fs::write(&f, "config,bytes,t_avg,run\n").unwrap();
-    let o = Command::new("bash")
-        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
-        .arg("--analyse")
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = analyse_file(&f);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
