@@ -343,13 +343,11 @@ pub fn foreign_family() -> bool {
         let foreign =
             BUILT_FAMILY != Family::Unknown && rt.binary() != Family::Unknown && !same_binary(rt);
         if foreign && launcher_rank().unwrap_or(0) == 0 {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "colltune: error: libcolltune_preload.so was built for {} but this program runs on {}; their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
+            crate::say(&format!(
+                "error: libcolltune_preload.so was built for {} but this program runs on {}; their handles differ, so colltune is disabled and the library's own MPI_Bcast runs. Use the preload library built for this MPI (jobs/build.sh --mpi NAME: target/NAME/release/libcolltune_preload.so).",
                 built_described(),
                 rt.described()
-            );
+            ));
         }
         foreign
     })

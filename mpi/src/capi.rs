@@ -247,12 +247,9 @@ pub fn init() -> c_int {
         Err(e) => {
             // COLLTUNE_STRICT=1: a bad table is fatal, on every rank alike.
             if world.rank() == 0 {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "colltune: error: {e}\ncolltune: COLLTUNE_STRICT=1, so the job stops"
-                );
-                let _ = std::io::stderr().flush();
+                crate::say(&format!(
+                    "error: {e}\ncolltune: COLLTUNE_STRICT=1, so the job stops"
+                ));
             }
             // Every rank fails alike; wait until rank 0 has said why, since
             // the first abort kills the others.

@@ -180,13 +180,10 @@ pub fn agree() {
     if got[0] != !got[1] {
         let rank = cffi::comm_rank(cffi::comm_world()).unwrap_or(0);
         if rank == 0 {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "colltune: error: the ranks handed Open MPI different broadcast rules at MPI_Init (COLLTUNE_TABLE={}: some ranks read another file, or none), so the library's own broadcasts would run different algorithms on different ranks and hang. Make the table the same file on every node, or set COLLTUNE_HANDOFF=0.",
+            crate::say(&format!(
+                "error: the ranks handed Open MPI different broadcast rules at MPI_Init (COLLTUNE_TABLE={}: some ranks read another file, or none), so the library's own broadcasts would run different algorithms on different ranks and hang. Make the table the same file on every node, or set COLLTUNE_HANDOFF=0.",
                 std::env::var("COLLTUNE_TABLE").unwrap_or_default()
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
         let _ = cffi::barrier(cffi::comm_world());
         cffi::abort(cffi::comm_world(), 3);
