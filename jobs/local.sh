@@ -8,6 +8,13 @@
 #   RANKS        rank counts to tune, space-separated (default "4"; the shipped
 #                table used "4 8"); each is one mpirun job, pinned
 #   BUDGET       wall-time budget per tuning job, minutes (default 30)
+#   LAUNCHES     separate mpirun launches per rank count (default 1): on a
+#                shared or oversubscribed machine one launch can run 1.5x
+#                slower than the next, and the fastest algorithm can change
+#                with it; with 2, the rank counts are tuned in turn twice
+#                (tune-npN.csv, then tune-npN-l2.csv) and the table is built
+#                from all of them, each launch's runs kept apart, so a choice
+#                must hold in both
 #   OUT          directory for raw samples (default results/<host>)
 #   TABLE        table to write (default tuning-tables/<host>.yaml)
 #   TUNE_ARGS    extra arguments for `colltune tune` (e.g. "--sizes 1..1M")
@@ -43,16 +50,24 @@ first=${RANKS%% *}
 echo "== verify: every algorithm, both executions, every byte ($first ranks)"
 mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
+LAUNCHES=${LAUNCHES:-1}
+case "$LAUNCHES" in
+  ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
+esac
 csvs=()
-for n in $RANKS; do
-  csv="$OUT/tune-np$n.csv"
-  resume=()
-  [ -s "$csv" ] && resume=(--resume)
-  echo "== tune: $n ranks, budget $BUDGET min ($csv)"
-  # shellcheck disable=SC2086
-  mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$BUDGET" --csv "$csv" \
-    --table "$OUT/table-np$n.yaml" "${resume[@]}" ${TUNE_ARGS:-}
-  csvs+=("$csv")
+for l in $(seq 1 "$LAUNCHES"); do
+  for n in $RANKS; do
+    suffix=""
+    [ "$l" -gt 1 ] && suffix="-l$l"
+    csv="$OUT/tune-np$n$suffix.csv"
+    resume=()
+    [ -s "$csv" ] && resume=(--resume)
+    echo "== tune: $n ranks, launch $l of $LAUNCHES, budget $BUDGET min ($csv)"
+    # shellcheck disable=SC2086
+    mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$BUDGET" --csv "$csv" \
+      --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" ${TUNE_ARGS:-}
+    csvs+=("$csv")
+  done
 done
 
 echo "== decision table from ${csvs[*]}"

@@ -17,7 +17,9 @@ pub struct Args {
 enum TableCommand {
     /// Build a table from raw CSVs (from `tune`, `bench` or `simulate`).
     Build {
-        /// Raw sample files; samples of several runs (4 and 8 ranks, say) merge.
+        /// Raw sample files; samples of several runs (4 and 8 ranks, say)
+        /// merge, and two tunes of the same communicator count as separate
+        /// runs (a choice must then hold in both launches).
         #[arg(required = true)]
         csv: Vec<PathBuf>,
         /// Write the table here (default: standard output).
@@ -54,11 +56,21 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             }
             let mut samples = Vec::new();
             let mut pattern_of: Vec<(String, &PathBuf)> = Vec::new();
+            // Each file's runs stay runs of their own: two tunes of one
+            // communicator (two launches, hours apart) are 2 x N runs, so
+            // the medians and the noise band span both launches' states
+            // instead of pooling run 1 of one with run 1 of the other.
+            let mut offset = 0u32;
             for p in &csv {
-                let got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
+                let mut got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
                 for pat in patterns(&got) {
                     pattern_of.push((pat, p));
                 }
+                let last = got.iter().map(|s| s.run).max().unwrap_or(0);
+                for s in &mut got {
+                    s.run += offset;
+                }
+                offset = offset.saturating_add(last);
                 samples.extend(got);
             }
             // One table is for one call pattern: medians of both would
