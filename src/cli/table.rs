@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::{Code, UsageError};
 use colltune_core::record;
-use colltune_core::table::build::{build_with, patterns, Compact};
+use colltune_core::table::build::{build_launches, patterns, Compact};
 use colltune_core::table::{self, Provenance, Sweep};
 
 #[derive(clap::Args, Debug)]
@@ -54,28 +54,25 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 ))
                 .into());
             }
-            let mut samples = Vec::new();
             let mut pattern_of: Vec<(String, &PathBuf)> = Vec::new();
-            // Each file's runs stay runs of their own: two tunes of one
-            // communicator (two launches, hours apart) are 2 x N runs, so
-            // the medians and the noise band span both launches' states
-            // instead of pooling run 1 of one with run 1 of the other.
-            let mut offset = 0u32;
+            // Each file is one launch of the tune: two tunes of one
+            // communicator (hours apart) stay apart, so that a choice must
+            // hold in both (`build_launches`).
+            let mut launches: Vec<Vec<record::Sample>> = Vec::new();
             for p in &csv {
-                let mut got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
+                let got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
                 for pat in patterns(&got) {
                     pattern_of.push((pat, p));
                 }
-                let last = got.iter().map(|s| s.run).max().unwrap_or(0);
-                for s in &mut got {
-                    s.run += offset;
-                }
-                offset = offset.saturating_add(last);
-                samples.extend(got);
+                launches.push(got);
             }
+            let samples: Vec<&record::Sample> = launches.iter().flatten().collect();
             // One table is for one call pattern: medians of both would
             // decide for neither.
-            if patterns(&samples).len() > 1 {
+            let mut all_patterns: Vec<&str> = pattern_of.iter().map(|(p, _)| p.as_str()).collect();
+            all_patterns.sort_unstable();
+            all_patterns.dedup();
+            if all_patterns.len() > 1 {
                 let list: Vec<String> = pattern_of
                     .iter()
                     .map(|(pat, p)| format!("{}: {pat}", p.display()))
@@ -96,13 +93,14 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 .filter_map(|t| serde_yaml::from_str(&t).ok())
                 .collect();
             let distinct = |f: fn(&record::Sample) -> &str| {
-                let mut v: Vec<&str> = samples.iter().map(f).collect();
+                let mut v: Vec<&str> = samples.iter().map(|s| f(s)).collect();
                 v.sort_unstable();
                 v.dedup();
                 v.join(", ")
             };
-            let table = build_with(
-                &samples,
+            let per_launch: Vec<&[record::Sample]> = launches.iter().map(Vec::as_slice).collect();
+            let table = build_launches(
+                &per_launch,
                 Provenance {
                     host: distinct(|s| &s.host),
                     cluster,
@@ -141,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                         raw: csv.iter().map(|p| p.display().to_string()).collect(),
                         ..Default::default()
                     },
-                    // set from the samples by build_with
+                    // set from the samples by build_launches
                     pattern: String::new(),
                     compaction: None,
                 },

@@ -238,33 +238,74 @@ pub type Stats = BTreeMap<(Collective, CommKey, u64), PointStats>;
 
 /// Median and noise of every colltune subject at every measured point.
 pub fn point_stats(samples: &[Sample]) -> Stats {
-    // (simulated, times per run): a model is deterministic, its spread
-    // over repetitions is the roots', not noise.
-    type Runs = (bool, BTreeMap<u32, Vec<f64>>);
+    point_stats_of(&[samples])
+}
+
+/// As [`point_stats`], from several launches of the tune (separate `mpirun`
+/// jobs, one CSV each): a shared or oversubscribed machine can run one
+/// launch 1.5x slower than the next and reorder the algorithms with it, so
+/// a choice should hold in every launch. Where more than one launch
+/// measured a point:
+/// - a subject counts there only if every one of those launches measured
+///   it (an adaptive tune stops measuring what its screening found slow:
+///   a subject seen by one launch alone would be judged by that launch's
+///   state alone, and a fast launch's leftovers would win);
+/// - its median is the median of the launches' medians, each launch one
+///   vote (pooled samples would let the faster launch, which fits more
+///   repetitions into the same budget, outvote the slower);
+/// - its noise is the spread over every run of every launch.
+pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
+    // (simulated, times per (launch, run)): a model is deterministic, its
+    // spread over repetitions is the roots', not noise.
+    type Runs = (bool, BTreeMap<(usize, u32), Vec<f64>>);
     type Subjects = BTreeMap<(String, String), Runs>;
     let mut raw: BTreeMap<(Collective, CommKey, u64), Subjects> = BTreeMap::new();
-    for s in samples.iter().filter(|s| is_choice(s)) {
-        let Some(c) = s.collective() else { continue };
-        let key = CommKey {
-            ranks: s.ranks,
-            ppn: s.ppn,
-            nodes: s.nodes,
-        };
-        let e = raw
-            .entry((c, key, s.bytes))
-            .or_default()
-            .entry((s.spec.clone(), s.execution.clone()))
-            .or_default();
-        e.0 |= s.source.starts_with("simulated");
-        e.1.entry(s.run).or_default().push(s.time_us);
+    for (launch, samples) in launches.iter().enumerate() {
+        for s in samples.iter().filter(|s| is_choice(s)) {
+            let Some(c) = s.collective() else { continue };
+            let key = CommKey {
+                ranks: s.ranks,
+                ppn: s.ppn,
+                nodes: s.nodes,
+            };
+            let e = raw
+                .entry((c, key, s.bytes))
+                .or_default()
+                .entry((s.spec.clone(), s.execution.clone()))
+                .or_default();
+            e.0 |= s.source.starts_with("simulated");
+            e.1.entry((launch, s.run)).or_default().push(s.time_us);
+        }
     }
+    let launches_of = |runs: &BTreeMap<(usize, u32), Vec<f64>>| {
+        let mut l: Vec<usize> = runs.keys().map(|&(l, _)| l).collect();
+        l.dedup();
+        l
+    };
     raw.into_iter()
         .map(|(k, subj)| {
+            let mut here: Vec<usize> = subj.values().flat_map(|r| launches_of(&r.1)).collect();
+            here.sort_unstable();
+            here.dedup();
             let v = subj
                 .into_iter()
+                .filter(|(_, (_, runs))| launches_of(runs) == here)
                 .map(|(label, (simulated, runs))| {
-                    let runs: Vec<Vec<f64>> = runs.into_values().collect();
-                    let mut st = stat_of(&runs);
+                    let all: Vec<Vec<f64>> = runs.values().cloned().collect();
+                    let mut st = stat_of(&all);
+                    if here.len() > 1 {
+                        let per_launch: Vec<f64> = here
+                            .iter()
+                            .map(|&l| {
+                                let v: Vec<f64> = runs
+                                    .range((l, 0)..=(l, u32::MAX))
+                                    .flat_map(|(_, v)| v.iter().copied())
+                                    .collect();
+                                stats::median(&v)
+                            })
+                            .collect();
+                        st.median = stats::median(&per_launch);
+                    }
                     if simulated {
                         st.noise = 0.0;
                     }
@@ -549,9 +590,17 @@ pub fn build(samples: &[Sample], provenance: Provenance) -> Table {
 /// A whole table from samples. The provenance's `pattern` is the samples'
 /// (several, comma-separated, when they mix: `table build` refuses that
 /// first) and its `compaction` what merging did.
-pub fn build_with(samples: &[Sample], mut provenance: Provenance, opts: &Compact) -> Table {
-    let st = point_stats(samples);
-    let pats = patterns(samples);
+pub fn build_with(samples: &[Sample], provenance: Provenance, opts: &Compact) -> Table {
+    build_launches(&[samples], provenance, opts)
+}
+
+/// As [`build_with`], from several launches of the tune, each launch's
+/// samples apart ([`point_stats_of`]: a choice must hold in every launch).
+pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
+    let st = point_stats_of(launches);
+    let mut pats: Vec<String> = launches.iter().flat_map(|s| patterns(s)).collect();
+    pats.sort_unstable();
+    pats.dedup();
     if !pats.is_empty() {
         provenance.pattern = pats.join(", ");
     }
@@ -941,6 +990,51 @@ mod tests {
                 "seed {seed}: {worst} vs {c:?}"
             );
         }
+    }
+
+    /// Two launches of a tune (two CSVs): a subject only one launch
+    /// measured does not count where the other measured the point too, and
+    /// each launch is one vote, however many repetitions it fitted.
+    #[test]
+    fn a_choice_must_hold_in_every_launch() {
+        let reps = |spec: &str, t: f64, n: u32| -> Vec<Sample> {
+            (1..=n)
+                .map(|rep| {
+                    let mut s = sample(spec, "blocking", 4096, 1, t);
+                    s.rep = rep;
+                    s
+                })
+                .collect()
+        };
+        let (lin, bin, kn) = ("linear", "binomial:segment=0", "knomial:radix=4,segment=0");
+        // Launch a, a fast state: knomial first, then linear. Launch b, 4x
+        // slower for linear, 2x for binomial, and its screening dropped
+        // knomial. The budget fits 4x more repetitions into launch a.
+        let a = [reps(lin, 50.0, 40), reps(bin, 60.0, 33), reps(kn, 40.0, 50)].concat();
+        let b = [reps(lin, 200.0, 10), reps(bin, 120.0, 17)].concat();
+        let choice = |t: &Table| t.bcast[0].rules[0].algorithm.clone();
+        let both = build_launches(&[&a, &b], prov(), &Compact::default());
+        assert_eq!(both.bcast[0].rules.len(), 1);
+        assert_eq!(choice(&both), "binomial");
+        let st = point_stats_of(&[&a, &b]);
+        let at = st.values().next().unwrap();
+        let median = |spec: &str| {
+            at.get(&(spec.to_string(), "blocking".to_string()))
+                .map(|x| x.median)
+        };
+        assert_eq!(median(kn), None, "measured by one launch of two");
+        assert_eq!(median(lin), Some(125.0));
+        assert_eq!(median(bin), Some(90.0));
+        assert!(at[&(lin.to_string(), "blocking".to_string())].noise > 2.9);
+        // Pooled into one launch, the fast launch's leftovers win.
+        let pooled = [a.clone(), b.clone()].concat();
+        assert_eq!(choice(&build(&pooled, prov())), "knomial");
+        // One launch alone is unchanged.
+        assert_eq!(
+            choice(&build_launches(&[&a], prov(), &Compact::default())),
+            "knomial"
+        );
+        assert_eq!(point_stats_of(&[&a]), point_stats(&a));
     }
 
     #[test]
