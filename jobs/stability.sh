@@ -15,7 +15,11 @@
 # (do not measure, with `bench`, the two choices at sizes where neither tune
 # measured both; by default they are, so every size is judged), JUDGE_RUNS
 # (5: that bench's runs, each measuring both choices in turn, so a drift
-# hits both alike).
+# hits both alike), LAUNCHES (1: each tune one mpirun; 2 or more: each tune
+# is that many launches, a and b alternating (a, b, a, b), each table built
+# from its launches' CSVs by `table build`, which keeps every launch apart;
+# every launch's CSV then judges, and each launch's own table is kept as
+# a-l1.yaml, b-l1.yaml, ... so one run also shows how single launches agree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=jobs/mpirun-flags.sh
@@ -28,25 +32,45 @@ WITHIN=${WITHIN:-0.05}
 OUT=${OUT:-results/stability-$(date -u +%Y%m%dT%H%M%S)}
 BIN=${COLLTUNE:-target/release/colltune}
 [ -x "$BIN" ] || { echo "stability.sh: $BIN not built: cargo build --release (or set COLLTUNE)" >&2; exit 2; }
+LAUNCHES=${LAUNCHES:-1}
+case "$LAUNCHES" in
+  ''|*[!0-9]*|0) echo "stability.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
+# Launch l of tune t: its CSV and its own table.
+csv_of() { if [ "$2" = 1 ]; then echo "$OUT/$1.csv"; else echo "$OUT/$1-l$2.csv"; fi; }
+yaml_of() { if [ "$LAUNCHES" = 1 ]; then echo "$OUT/$1.yaml"; else echo "$OUT/$1-l$2.yaml"; fi; }
+for l in $(seq 1 "$LAUNCHES"); do
+  for t in a b; do
+    csv=$(csv_of "$t" "$l"); yaml=$(yaml_of "$t" "$l")
+    if [ "${REUSE:-0}" = 1 ] && [ -s "$yaml" ] && [ -s "$csv" ]; then
+      echo "== tune $t, launch $l: reusing $yaml"
+      continue
+    fi
+    rm -f "$csv" "$csv.tune.yaml"
+    echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes $SIZES, at most $BUDGET min"
+    # shellcheck disable=SC2086
+    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
+      --sizes "$SIZES" --budget "$BUDGET" --budget-ms "$BUDGET_MS" \
+      --csv "$csv" --table "$yaml" ${TUNE_ARGS:-} > "$csv.log" 2>&1 ||
+      { echo "stability.sh: tune $t failed, see $csv.log" >&2; tail -20 "$csv.log" >&2; exit 3; }
+    grep -E '^(compaction|runoff|tuned in)' "$csv.log" || true
+  done
+done
+measured=()
 for t in a b; do
-  if [ "${REUSE:-0}" = 1 ] && [ -s "$OUT/$t.yaml" ]; then
-    echo "== tune $t: reusing $OUT/$t.yaml"
-    continue
+  csvs=()
+  for l in $(seq 1 "$LAUNCHES"); do csvs+=("$(csv_of "$t" "$l")"); done
+  for c in "${csvs[@]}"; do measured+=(--measured "$c"); done
+  if [ "$LAUNCHES" -gt 1 ]; then
+    echo "== table $t from its $LAUNCHES launches"
+    "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
   fi
-  rm -f "$OUT/$t.csv" "$OUT/$t.csv.tune.yaml"
-  echo "== tune $t: $RANKS ranks, sizes $SIZES, at most $BUDGET min"
-  # shellcheck disable=SC2086
-  mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
-    --sizes "$SIZES" --budget "$BUDGET" --budget-ms "$BUDGET_MS" \
-    --csv "$OUT/$t.csv" --table "$OUT/$t.yaml" ${TUNE_ARGS:-} > "$OUT/$t.log" 2>&1 ||
-    { echo "stability.sh: tune $t failed, see $OUT/$t.log" >&2; tail -20 "$OUT/$t.log" >&2; exit 3; }
-  grep -E '^(compaction|runoff|tuned in)' "$OUT/$t.log" || true
 done
 # Where neither tune measured both choices (the adaptive search pruned one),
 # measure the two there, the same way (the tunes' pattern, root, repetition
 # and cache options), so every size is judged by a measurement.
-"$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" --measured "$OUT/a.csv" --measured "$OUT/b.csv" \
+"$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" "${measured[@]}" \
   --within "$WITHIN" > "$OUT/agreement-tunes.txt"
 judge=()
 if [ "${JUDGE:-1}" = 1 ] && grep -qE '^ +[0-9]+ [KMG]?i?B +\? ' "$OUT/agreement-tunes.txt"; then
@@ -98,5 +122,5 @@ PY
   done
 fi
 echo "== agreement"
-"$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" --measured "$OUT/a.csv" --measured "$OUT/b.csv" \
+"$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" "${measured[@]}" \
   "${judge[@]}" --within "$WITHIN" | tee "$OUT/agreement.txt"
