@@ -545,24 +545,19 @@ fn table_build_keeps_each_files_runs_apart() {
     let d = scratch("build-runs");
     let (a, b) = (d.join("a.csv"), d.join("b.csv"));
     let bin = "binomial:segment=0";
-    raw_csv(
-        &a,
-        &[
-            (bin, 1, 100.0),
-            (bin, 2, 108.0),
-            ("linear", 1, 105.0),
-            ("linear", 2, 105.0),
-        ],
-    );
-    raw_csv(
-        &b,
-        &[
-            (bin, 1, 108.0),
-            (bin, 2, 100.0),
-            ("linear", 1, 105.0),
-            ("linear", 2, 105.0),
-        ],
-    );
+    // Binomial's runs 100 and 108 us, in either order; linear 105 in both.
+    for (f, first, second) in [(&a, 100.0, 108.0), (&b, 108.0, 100.0)] {
+        let lin = "linear";
+        raw_csv(
+            f,
+            &[
+                (bin, 1, first),
+                (bin, 2, second),
+                (lin, 1, 105.0),
+                (lin, 2, 105.0),
+            ],
+        );
+    }
     // The chosen algorithm of `table build FILES --compact-tolerance 0.001`.
     let chosen = |files: &[&Path]| {
         let out = d.join("t.yaml");
