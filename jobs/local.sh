@@ -26,6 +26,10 @@
 # measured again, and the table is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+LAUNCHES=${LAUNCHES:-1}
+case "$LAUNCHES" in
+  ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
+esac
 jobs/install-deps.sh
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
@@ -50,10 +54,6 @@ first=${RANKS%% *}
 echo "== verify: every algorithm, both executions, every byte ($first ranks)"
 mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
-LAUNCHES=${LAUNCHES:-1}
-case "$LAUNCHES" in
-  ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
-esac
 csvs=()
 for l in $(seq 1 "$LAUNCHES"); do
   for n in $RANKS; do
