@@ -254,6 +254,10 @@ pub fn point_stats(samples: &[Sample]) -> Stats {
 ///   vote (pooled samples would let the faster launch, which fits more
 ///   repetitions into the same budget, outvote the slower);
 /// - its noise is the spread over every run of every launch.
+///
+/// Where the launches share no subject at a point (two benches of
+/// different algorithms), every subject counts there, its median the
+/// median of the medians of the launches that measured it.
 pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
     // (simulated, times per (launch, run)): a model is deterministic, its
     // spread over repetitions is the roots', not noise.
@@ -287,14 +291,19 @@ pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
             let mut here: Vec<usize> = subj.values().flat_map(|r| launches_of(&r.1)).collect();
             here.sort_unstable();
             here.dedup();
+            // CSVs that share no subject at this point (two benches of
+            // different algorithms, say) are not launches of one sweep:
+            // then every subject counts, by the launches that measured it.
+            let shared = subj.values().any(|r| launches_of(&r.1) == here);
             let v = subj
                 .into_iter()
-                .filter(|(_, (_, runs))| launches_of(runs) == here)
+                .filter(|(_, (_, runs))| !shared || launches_of(runs) == here)
                 .map(|(label, (simulated, runs))| {
                     let all: Vec<Vec<f64>> = runs.values().cloned().collect();
                     let mut st = stat_of(&all);
-                    if here.len() > 1 {
-                        let per_launch: Vec<f64> = here
+                    let mine = launches_of(&runs);
+                    if mine.len() > 1 {
+                        let per_launch: Vec<f64> = mine
                             .iter()
                             .map(|&l| {
                                 let v: Vec<f64> = runs
@@ -1035,6 +1044,36 @@ mod tests {
             "knomial"
         );
         assert_eq!(point_stats_of(&[&a]), point_stats(&a));
+    }
+
+    /// CSVs that share no subject at a size (a bench of linear, another of
+    /// binomial) are not launches of one sweep: both subjects count there,
+    /// and the faster is chosen (no point is left empty). Where they share
+    /// one, the rule for launches holds.
+    #[test]
+    fn launches_with_no_subject_in_common_still_decide() {
+        let (lin, bin) = ("linear", "binomial:segment=0");
+        let a = [
+            runs_of(lin, "blocking", 64, 30.0, 0.0, 2),
+            runs_of(lin, "blocking", 4096, 50.0, 0.0, 2),
+        ]
+        .concat();
+        let b = [
+            runs_of(bin, "blocking", 64, 10.0, 0.0, 2),
+            runs_of(lin, "blocking", 4096, 50.0, 0.0, 2),
+            // faster, but launch a did not measure it at 4 KiB
+            runs_of(bin, "blocking", 4096, 40.0, 0.0, 2),
+        ]
+        .concat();
+        let t = build_launches(&[&a, &b], prov(), &Compact::default());
+        let r: Vec<&str> = t.bcast[0]
+            .rules
+            .iter()
+            .map(|r| r.algorithm.as_str())
+            .collect();
+        assert_eq!(r, ["binomial", "linear"]);
+        let st = point_stats_of(&[&a, &b]);
+        assert_eq!(st.values().map(|m| m.len()).collect::<Vec<_>>(), [2, 1]);
     }
 
     #[test]
