@@ -281,38 +281,35 @@ pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
             e.1.entry((launch, s.run)).or_default().push(s.time_us);
         }
     }
-    let launches_of = |runs: &BTreeMap<(usize, u32), Vec<f64>>| {
-        let mut l: Vec<usize> = runs.keys().map(|&(l, _)| l).collect();
-        l.dedup();
-        l
-    };
     raw.into_iter()
         .map(|(k, subj)| {
-            let mut here: Vec<usize> = subj.values().flat_map(|r| launches_of(&r.1)).collect();
+            // Each subject's launches, and its times per launch, once.
+            let subj: Vec<_> = subj
+                .into_iter()
+                .map(|(label, (simulated, runs))| {
+                    let mut by_launch: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+                    for (&(l, _), v) in &runs {
+                        by_launch.entry(l).or_default().extend_from_slice(v);
+                    }
+                    (label, simulated, runs, by_launch)
+                })
+                .collect();
+            let launches = |b: &BTreeMap<usize, Vec<f64>>| b.keys().copied().collect::<Vec<_>>();
+            let mut here: Vec<usize> = subj.iter().flat_map(|s| launches(&s.3)).collect();
             here.sort_unstable();
             here.dedup();
             // CSVs that share no subject at this point (two benches of
             // different algorithms, say) are not launches of one sweep:
             // then every subject counts, by the launches that measured it.
-            let shared = subj.values().any(|r| launches_of(&r.1) == here);
+            let shared = subj.iter().any(|s| launches(&s.3) == here);
             let v = subj
                 .into_iter()
-                .filter(|(_, (_, runs))| !shared || launches_of(runs) == here)
-                .map(|(label, (simulated, runs))| {
-                    let all: Vec<Vec<f64>> = runs.values().cloned().collect();
-                    let mut st = stat_of(&all);
-                    let mine = launches_of(&runs);
-                    if mine.len() > 1 {
-                        let per_launch: Vec<f64> = mine
-                            .iter()
-                            .map(|&l| {
-                                let v: Vec<f64> = runs
-                                    .range((l, 0)..=(l, u32::MAX))
-                                    .flat_map(|(_, v)| v.iter().copied())
-                                    .collect();
-                                stats::median(&v)
-                            })
-                            .collect();
+                .filter(|s| !shared || launches(&s.3) == here)
+                .map(|(label, simulated, runs, by_launch)| {
+                    let mut st = stat_of(&runs.into_values().collect::<Vec<_>>());
+                    if by_launch.len() > 1 {
+                        let per_launch: Vec<f64> =
+                            by_launch.values().map(|v| stats::median(v)).collect();
                         st.median = stats::median(&per_launch);
                     }
                     if simulated {
