@@ -59,7 +59,7 @@
 #   its variables at MPI_Init (mca_coll_han_query_module_from_mca,
 #   coll_han_component.c); _up_module goes through the same conversion
 #   (not checked: on 2 nodes libnbc and adapt send rank 0 the same
-#   messages). Exit 1 if that changes (the README's baselines section and
+#   messages). Exit 1 if that changes (docs/mpi-libraries.md's baselines section and
 #   bench would then be wrong).
 # Not root: that part is skipped, saying so. Another job's emulated cluster
 # is waited for (EMU_WAIT_S, 600 s; then exit 1).
@@ -216,7 +216,7 @@ if want han && grep -q '^mca:coll:han:param:coll_han_priority:status:writeable' 
   if [ "$han_out" -ge "$ranks" ] && [ "$han_in" -eq 0 ]; then
     echo "check-ompi-forcing ($name, $ranks ranks): coll/han at priority 100 on one node: disqualified on every communicator ($han_out times: \"comm has only local processes; disqualifying myself\"), never selected: its broadcast choices cannot run here"
   else
-    echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit the README's baselines section" >&2
+    echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit docs/mpi-libraries.md's baselines section" >&2
     rc=1
   fi
 fi
@@ -310,7 +310,7 @@ if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_u
     if [ -n "$plain" ] && [ "$env_sm" != "$plain" ] && [ "$after_sm" = "$plain" ] && [ "$before_sm" = "$plain" ]; then
       echo "check-ompi-forcing ($name, 2x2 emulated): coll/han's module choices are read only at MPI_Init: coll_han_bcast_low_module=1 (sm) forced at init changes rank 0's messages ($plain -> $env_sm); written through MPI_T (it reads back), before or after the duplicate, nothing changes ($after_sm): no up/low baselines"
     else
-      echo "check-ompi-forcing ($name, 2x2 emulated): coll_han_bcast_low_module: expected at-init-only (at init $env_sm vs none $plain; MPI_T after the duplicate $after_sm, before $before_sm): revisit bench's coll/han baselines and the README" >&2
+      echo "check-ompi-forcing ($name, 2x2 emulated): coll_han_bcast_low_module: expected at-init-only (at init $env_sm vs none $plain; MPI_T after the duplicate $after_sm, before $before_sm): revisit bench's coll/han baselines and docs/mpi-libraries.md" >&2
       rc=1
     fi
   fi

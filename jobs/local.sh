@@ -21,7 +21,7 @@
 #   COLLTUNE_MPIRUN_FLAGS  replaces the default pinning flags (jobs/mpirun-flags.sh)
 #   COLLTUNE_MPI the MPI library to build for and run on (default openmpi4,
 #                Debian's Open MPI 4.1; mpich4, openmpi5, mpich5, impi are
-#                installed by jobs/install-mpi.sh: see README, MPI libraries)
+#                installed by jobs/install-mpi.sh: see docs/mpi-libraries.md)
 # Re-running continues (--resume) each job's CSV: completed points are not
 # measured again, and the table is rebuilt.
 set -euo pipefail
