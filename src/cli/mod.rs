@@ -43,6 +43,8 @@ mod emu;
 #[cfg(feature = "mpi")]
 mod evaluate;
 mod fit;
+mod generate;
+mod help;
 mod inspect;
 mod list;
 mod plot;
@@ -80,7 +82,9 @@ pub enum Code {
     about = "Autotuner for MPI collective algorithms",
     long_about = "colltune measures broadcast and pairwise-swap algorithms on this cluster, \
                   builds a decision table, and selects the best algorithm per call at run time.\n\
-                  Commands that talk to MPI run under mpirun (or srun)."
+                  Commands that talk to MPI run under mpirun (or srun).",
+    after_help = "One command's help: colltune help <COMMAND> (or man colltune-<COMMAND>). \
+                  The guide, one page per task: docs/README.md."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -134,6 +138,9 @@ pub enum Command {
     /// and fit a network model for `simulate` (under mpirun).
     Calibrate(calibrate::Args),
     #[cfg(feature = "mpi")]
+    /// Man pages and shell completions from these definitions.
+    Generate(generate::Args),
+    #[cfg(feature = "mpi")]
     /// The emulated cluster's delay relay (started by jobs/emucluster).
     #[command(hide = true)]
     EmuRelay(emu::Args),
@@ -142,7 +149,7 @@ pub enum Command {
 /// Parses the command line, runs the command, prints errors, returns the
 /// exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let cli = match help::parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -176,6 +183,7 @@ pub fn main() -> i32 {
         Command::Simulate(a) => simulate::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => code as i32,
