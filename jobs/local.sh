@@ -2,7 +2,8 @@
 # The local tuning job: on this machine, install what is missing, build
 # colltune, check every algorithm on a live communicator, tune broadcast and
 # swap, and write the decision table tuning-tables/<host>.yaml with the raw
-# samples beside it.
+# samples and the tune's HTML report beside them; it ends by printing what
+# to do next (the table, the line that runs a program with it, the report).
 #
 # Parameters (environment):
 #   RANKS        rank counts to tune, space-separated (default "4"; the shipped
@@ -47,7 +48,8 @@ OUT=${OUT:-results/$HOST}
 TABLE=${TABLE:-tuning-tables/$HOST.yaml}
 mkdir -p "$OUT"
 
-jobs/build.sh --mpi "$MPI" -p colltune
+# colltune and its two libraries: the drop-in line printed at the end needs them.
+jobs/build.sh --mpi "$MPI"
 BIN=$CARGO_TARGET_DIR/release/colltune
 
 first=${RANKS%% *}
@@ -72,4 +74,30 @@ done
 
 echo "== decision table from ${csvs[*]}"
 "$BIN" table build "${csvs[@]}" -o "$TABLE"
-echo "table: $TABLE"
+
+# The report: every rank count's first launch in one CSV (a later launch
+# repeats the run numbers, and report pools runs by number).
+report_csv=$OUT/report.csv
+first_launch=("${csvs[@]:0:$(wc -w <<< "$RANKS")}")
+{
+  head -n 1 "${first_launch[0]}"
+  for c in "${first_launch[@]}"; do tail -n +2 "$c"; done
+} > "$report_csv"
+echo "== report of ${first_launch[*]}"
+"$BIN" report "$report_csv" "$TABLE" --html "$OUT/report.html" > "$OUT/report.txt"
+
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+preload=$(abs "$CARGO_TARGET_DIR/release/libcolltune_preload.so")
+if [ "$MPI_FAMILY" = openmpi ]; then pass=(-x "LD_PRELOAD=$preload" -x "COLLTUNE_TABLE=$(abs "$TABLE")")
+else pass=(-genv LD_PRELOAD "$preload" -genv COLLTUNE_TABLE "$(abs "$TABLE")"); fi
+cat <<NEXT
+
+== done. Next:
+  the table:   $TABLE          (colltune show $TABLE; colltune plot $TABLE -o map.png)
+  the report:  $OUT/report.html   (open it in a browser; a summary in $OUT/report.txt)
+  run a program with the table (add COLLTUNE_TRACE=1 to see each call's choice):
+    $(basename "$MPI_LAUNCHER") -n $first ${pass[*]} ./your_app
+  install colltune, its man pages, completions and a modulefile with this table:
+    TABLE=$TABLE jobs/install.sh
+  the guide: docs/README.md
+NEXT

@@ -11,7 +11,7 @@
 #
 # Tests that need something this machine may lack (the emulated cluster's
 # network namespaces, a local Slurm, MPICH for the export test, Chromium for
-# the HTML report) say
+# the HTML report, man, bash-completion and Lmod for the install test) say
 # "SKIPPED (name): why" and pass, unless COLLTUNE_REQUIRE names them
 # (comma-separated, or `all`): then a skip fails the run. In CI, where
 # jobs/install-deps.sh installs all of them, every one is required.
@@ -23,7 +23,7 @@ jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 . jobs/mpirun-flags.sh
 if [ -n "${CI:-}" ]; then
-  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi}
+  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi,man,bash-completion,lmod}
 fi
 start=$(date +%s)
 
