@@ -75,27 +75,35 @@ done
 echo "== decision table from ${csvs[*]}"
 "$BIN" table build "${csvs[@]}" -o "$TABLE"
 
-# The report: every rank count's first launch in one CSV (a later launch
-# repeats the run numbers, and report pools runs by number).
-report_csv=$OUT/report.csv
+# The report: every rank count's first launch (a later launch repeats the
+# run numbers, and report pools runs by number), in one CSV if several.
 first_launch=("${csvs[@]:0:$(wc -w <<< "$RANKS")}")
-{
-  head -n 1 "${first_launch[0]}"
-  for c in "${first_launch[@]}"; do tail -n +2 "$c"; done
-} > "$report_csv"
+report_csv=${first_launch[0]}
+if [ ${#first_launch[@]} -gt 1 ]; then
+  report_csv=$OUT/report.csv
+  {
+    head -n 1 "${first_launch[0]}"
+    for c in "${first_launch[@]}"; do tail -n +2 "$c"; done
+  } > "$report_csv"
+fi
 echo "== report of ${first_launch[*]}"
 "$BIN" report "$report_csv" "$TABLE" --html "$OUT/report.html" > "$OUT/report.txt"
 
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 preload=$(abs "$CARGO_TARGET_DIR/release/libcolltune_preload.so")
-if [ "$MPI_FAMILY" = openmpi ]; then pass=(-x "LD_PRELOAD=$preload" -x "COLLTUNE_TABLE=$(abs "$TABLE")")
-else pass=(-genv LD_PRELOAD "$preload" -genv COLLTUNE_TABLE "$(abs "$TABLE")"); fi
+# The launch options the table was tuned with (pinning), then the drop-in.
+if [ "$MPI_FAMILY" = openmpi ]; then
+  pass=("${MPIRUN_FLAGS[@]}" -x "LD_PRELOAD=$preload" -x "COLLTUNE_TABLE=$(abs "$TABLE")")
+  [ "$(id -u)" -eq 0 ] && pass=(--allow-run-as-root "${pass[@]}")
+else
+  pass=("${MPIRUN_FLAGS[@]}" -genv LD_PRELOAD "$preload" -genv COLLTUNE_TABLE "$(abs "$TABLE")")
+fi
 cat <<NEXT
 
 == done. Next:
   the table:   $TABLE          (colltune show $TABLE; colltune plot $TABLE -o map.png)
   the report:  $OUT/report.html   (open it in a browser; a summary in $OUT/report.txt)
-  run a program with the table (add COLLTUNE_TRACE=1 to see each call's choice):
+  run a program with the table, launched as it was tuned (COLLTUNE_TRACE=1: each call's choice):
     $(basename "$MPI_LAUNCHER") -n $first ${pass[*]} ./your_app
   install colltune, its man pages, completions and a modulefile with this table:
     TABLE=$TABLE jobs/install.sh
