@@ -288,6 +288,96 @@ fn form_problems(root: &Path) -> Vec<String> {
     bad
 }
 
+/// The names of the commands `colltune --help` lists (its grouped list:
+/// two spaces, the name, two or more spaces, the summary).
+fn listed_commands(help: &str) -> Vec<String> {
+    let list = help.split("Options:").next().unwrap_or("");
+    list.lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_once("  ").map(|(n, _)| n.trim().to_string()))
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect()
+}
+
+/// Every command `colltune --help` lists has a row in the guide's command
+/// table, and every `COLLTUNE_*` variable the programs read is documented:
+/// a new command or variable fails here until the guide says what it does.
+#[test]
+fn every_command_and_variable_is_documented() {
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.arg("--help");
+        c
+    });
+    let help = String::from_utf8_lossy(&o.stdout).to_string();
+    let names = listed_commands(&help);
+    assert!(
+        names.len() >= 10 && names.iter().any(|n| n == "tune"),
+        "parsed {names:?} from:\n{help}"
+    );
+    let guide = std::fs::read_to_string(Path::new(ROOT).join("docs/README.md")).unwrap();
+    let mut bad: Vec<String> = names
+        .iter()
+        .filter(|n| !guide.contains(&format!("| `{n}")))
+        .map(|n| format!("docs/README.md: no row for `{n}` in the command table (`| `{n} ...` |`)"))
+        .collect();
+    let mut docs = String::new();
+    for p in guide_pages(Path::new(ROOT)) {
+        docs.push_str(&std::fs::read_to_string(Path::new(ROOT).join(p)).unwrap());
+    }
+    for var in read_variables() {
+        if !docs.contains(&format!("`{var}`")) {
+            bad.push(format!(
+                "`{var}` is read by colltune but no page of the guide names it"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The `COLLTUNE_*` names the shipped programs' sources read (tests and
+/// their helpers excluded).
+fn read_variables() -> std::collections::BTreeSet<String> {
+    fn walk(dir: &Path, out: &mut std::collections::BTreeSet<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !p.ends_with("tests") {
+                    walk(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for (i, _) in text.match_indices("\"COLLTUNE_") {
+                    let name: String = text[i + 1..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_' || c.is_ascii_digit())
+                        .collect();
+                    // A prefix alone (`starts_with("COLLTUNE_")`) is no variable.
+                    if !name.ends_with('_') {
+                        out.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Default::default();
+    for d in [
+        "src",
+        "mpi/src",
+        "capi/src",
+        "preload/src",
+        "core/src",
+        "algorithms/src",
+    ] {
+        walk(&Path::new(ROOT).join(d), &mut out);
+    }
+    out
+}
+
 #[test]
 fn links_resolve_and_pages_are_short() {
     let bad = form_problems(Path::new(ROOT));
@@ -432,4 +522,41 @@ fn command_blocks_run() {
         only.is_some() || ran >= 10,
         "only {ran} command blocks ran: is the parser broken?"
     );
+}
+
+/// The raw CSV's header in docs/methodology.md is the one colltune writes
+/// (`simulate` writes bench's format).
+#[test]
+fn the_documented_csv_header_is_written() {
+    let md = std::fs::read_to_string(Path::new(ROOT).join("docs/methodology.md")).unwrap();
+    let documented = blocks(&md)
+        .into_iter()
+        .find(|b| b.text.starts_with("collective,algorithm,"))
+        .expect("docs/methodology.md shows the raw CSV's header in a block of its own")
+        .text;
+    let dir = scratch("docs-csv-header");
+    let csv = dir.join("raw.csv");
+    let mut c = Command::new(colltune());
+    c.args(["simulate", "--model"])
+        .arg(Path::new(ROOT).join("tuning-tables/models/test-ib.yaml"))
+        .args([
+            "--ranks",
+            "4",
+            "--ppn",
+            "2",
+            "--sizes",
+            "1",
+            "--summary-only",
+            "--csv",
+        ])
+        .arg(&csv);
+    let o = run(c);
+    assert!(o.status.success(), "{}", text(&o));
+    let written = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        documented.trim(),
+        written.lines().next().unwrap_or(""),
+        "docs/methodology.md's Raw CSV header differs from the one colltune writes"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
