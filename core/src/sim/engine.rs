@@ -20,7 +20,6 @@ use colltune_algorithms::{Execution, NodeMap, Plan, Post};
 use super::events::Events;
 use super::model::Model;
 use super::network::{Matched, Network};
-use super::pack::ChanIds;
 use super::{stuck, SimError};
 
 /// What an event does: wake the rank, or complete op `ev` of it, or (with
@@ -185,7 +184,7 @@ pub struct Engine<'a> {
     /// Whether ops' dependents are packed (the dataflow execution needs them).
     pub(super) dependents: bool,
     /// Scratch for packing a rank.
-    pub(super) chan_ids: ChanIds,
+    pub(super) channels: colltune_algorithms::ChannelNumbering,
     pub(super) scratch: Vec<u32>,
 }
 
@@ -230,7 +229,7 @@ impl<'a> Engine<'a> {
             rdv: Vec::new(),
             fence_ops: Vec::new(),
             dependents: dependents || exec == Execution::Nonblocking,
-            chan_ids: ChanIds::default(),
+            channels: Default::default(),
             scratch: Vec::new(),
         }
     }

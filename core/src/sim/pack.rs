@@ -7,61 +7,12 @@
 //!
 //! An engine made from [`Plan`]s takes each op's (channel, position) from
 //! [`Plan::chan`]; [`simulate`](super::simulate) numbers them itself with
-//! [`ChanIds`], which gives the same numbers (a test checks it for every
+//! the same [`ChannelNumbering`] (a test checks they agree for every
 //! algorithm) without [`Plan::new`]'s allocations.
 
-use colltune_algorithms::{Op, OpKind, Plan};
+use colltune_algorithms::{Channel, ChannelNumbering, Direction, Op, OpKind, Plan};
 
 use super::engine::{u32_of, ChanSide, Engine, FOp, Rank, RankCold, St, Wait, K, NONE};
-
-/// Numbers a rank's channels in order of first use: a small open-addressing
-/// table from (direction, peer, tag) to the channel's number.
-#[derive(Default)]
-pub(super) struct ChanIds {
-    /// (key, number); key u64::MAX: empty.
-    slots: Vec<(u64, u32)>,
-    used: Vec<u32>,
-}
-
-impl ChanIds {
-    fn clear(&mut self) {
-        for &u in &self.used {
-            self.slots[u as usize].0 = u64::MAX;
-        }
-        self.used.clear();
-    }
-
-    /// The number of `key`, `next` (and then added) if it is new.
-    pub(super) fn id(&mut self, key: u64, next: u32) -> u32 {
-        if (self.used.len() + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        let mut h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
-        loop {
-            let s = &mut self.slots[h];
-            if s.0 == key {
-                return s.1;
-            }
-            if s.0 == u64::MAX {
-                *s = (key, next);
-                self.used.push(h as u32);
-                return next;
-            }
-            h = (h + 1) & mask;
-        }
-    }
-
-    fn grow(&mut self) {
-        let old: Vec<(u64, u32)> = self.used.iter().map(|&u| self.slots[u as usize]).collect();
-        let cap = (self.slots.len() * 2).max(64);
-        self.slots = vec![(u64::MAX, 0); cap];
-        self.used.clear();
-        for (k, v) in old {
-            self.id(k, v);
-        }
-    }
-}
 
 impl Engine<'_> {
     /// Packs the next rank's schedule, its dependencies flat as
@@ -69,14 +20,14 @@ impl Engine<'_> {
     ///
     /// [`Builder::finish_flat`]: colltune_algorithms::Builder::finish_flat
     pub(super) fn add_rank(&mut self, ops: &[Op], deps: (&[u32], &[u32])) {
-        self.pack_rank(ops, Some(deps), |ids, _, key, next| ids.id(key, next));
+        self.pack_rank(ops, Some(deps), |ids, _, ch| ids.next(ch).0);
     }
 
     /// Packs the next rank's plan, its channels numbered as [`Plan::chan`]
     /// numbers them.
     pub(super) fn add_plan(&mut self, plan: &Plan) {
         let chan = &plan.chan;
-        self.pack_rank(&plan.schedule.ops, None, |_, i, _, _| {
+        self.pack_rank(&plan.schedule.ops, None, |_, i, _| {
             chan[i].expect("a send or receive has a channel").0
         });
     }
@@ -85,16 +36,16 @@ impl Engine<'_> {
     /// positions in them as [`Plan`] does) and, for the dataflow execution,
     /// dependents (as [`Plan`] lists them).
     /// `deps`: every op's dependencies as [`Builder::finish_flat`] gives
-    /// them, or None: in the ops. `number(ids, i, key, next)`: the channel
-    /// of op `i` (a send or receive; `key` as [`ChanIds`] takes it), `next`
-    /// if it is new. A generic: `simulate`'s packing tests nothing per op.
+    /// them, or None: in the ops. `number(numbering, i, channel)`: the
+    /// number of op `i`'s channel (a send or receive), the next one if it
+    /// is new. A generic: `simulate`'s packing tests nothing per op.
     ///
     /// [`Builder::finish_flat`]: colltune_algorithms::Builder::finish_flat
     pub(super) fn pack_rank(
         &mut self,
         ops: &[Op],
         deps: Option<(&[u32], &[u32])>,
-        mut number: impl FnMut(&mut ChanIds, usize, u64, u32) -> u32,
+        mut number: impl FnMut(&mut ChannelNumbering, usize, Channel) -> u32,
     ) {
         let deps_of = |i: usize| match deps {
             Some((flat, ends)) => {
@@ -113,7 +64,7 @@ impl Engine<'_> {
         let dataflow = self.exec == colltune_algorithms::Execution::Nonblocking;
         let mut expose_group = None;
         let mut access_group = None;
-        self.chan_ids.clear();
+        self.channels.clear();
         // Channel sides of this rank: their ops are counted in `len` first.
         let count = &mut self.scratch;
         count.clear();
@@ -126,11 +77,12 @@ impl Engine<'_> {
                 }
             }
             let (mut peer, mut len, mut cs, mut pos) = (NONE, 0, NONE, 0);
-            let mut chan = |key: u64, cs: &mut u32, pos: &mut u32| {
+            let mut chan = |ch: Channel, cs: &mut u32, pos: &mut u32| {
                 let next = u32_of(self.cs.len() - cs_base);
+                let key = ch.key();
                 // A channel is new when its number is the next one: both
                 // numberings go in order of first use.
-                let id = number(&mut self.chan_ids, i, key, next);
+                let id = number(&mut self.channels, i, ch);
                 debug_assert!(id <= next, "channels numbered in order of first use");
                 if id == next {
                     self.cs.push(ChanSide {
@@ -142,7 +94,7 @@ impl Engine<'_> {
                         t: 0.0,
                         bytes: 0,
                     });
-                    if key >> 40 == 0 {
+                    if ch.dir == Direction::Recv {
                         self.recv_keys.push((key, u32_of(cs_base) + id));
                     } else {
                         let to = (key >> 8) as u32;
@@ -159,16 +111,22 @@ impl Engine<'_> {
                 OpKind::Send { to, src, tag, .. } => {
                     peer = to.0;
                     len = src.len;
-                    chan(
-                        1 << 40 | (to.0 as u64) << 8 | *tag as u8 as u64,
-                        &mut cs,
-                        &mut pos,
-                    );
+                    let ch = Channel {
+                        dir: Direction::Send,
+                        peer: *to,
+                        tag: *tag,
+                    };
+                    chan(ch, &mut cs, &mut pos);
                     K::Send
                 }
                 OpKind::Recv { from, tag, .. } => {
                     peer = from.0;
-                    chan((from.0 as u64) << 8 | *tag as u8 as u64, &mut cs, &mut pos);
+                    let ch = Channel {
+                        dir: Direction::Recv,
+                        peer: *from,
+                        tag: *tag,
+                    };
+                    chan(ch, &mut cs, &mut pos);
                     K::Recv
                 }
                 OpKind::Copy { src, .. } => {

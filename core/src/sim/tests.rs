@@ -404,9 +404,7 @@ fn the_packed_channels_are_the_plans_channels() {
                         let from_plans = Engine::new(&m, &nodes, &plans, exec);
                         let mut own = Engine::empty(&m, &nodes, exec, false);
                         for pl in &plans {
-                            own.pack_rank(&pl.schedule.ops, None, |ids, _, key, next| {
-                                ids.id(key, next)
-                            });
+                            own.pack_rank(&pl.schedule.ops, None, |ids, _, ch| ids.next(ch).0);
                         }
                         own.link_channels();
                         let ops = |e: &Engine| -> Vec<(u32, u32)> {
