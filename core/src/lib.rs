@@ -9,6 +9,9 @@
 //! ([`export`]). What is measured and how ([`method`]) is described here too,
 //! so the MPI layer and the simulator agree on it.
 //!
+//! [`tune`], [`fit`] and [`calibrate`] (what optimises, through argmin) are
+//! the default feature `tuner`; the runtime libraries build without it.
+//!
 //! This crate has no `unsafe` code and does not link MPI: `simulate`,
 //! `tune --model`, `show`, `validate`, `diff`, `export` and `plot` build on a
 //! machine without an MPI library.
@@ -18,11 +21,13 @@
 pub use colltune_algorithms as algorithms;
 
 pub mod agreement;
+#[cfg(feature = "tuner")]
 pub mod calibrate;
 pub mod compare;
 pub mod decide;
 pub mod export;
 pub mod figure;
+#[cfg(feature = "tuner")]
 pub mod fit;
 pub mod library;
 pub mod method;
@@ -36,5 +41,6 @@ pub mod sim;
 pub mod simulate;
 pub mod stats;
 pub mod table;
+#[cfg(feature = "tuner")]
 pub mod tune;
 pub mod units;
