@@ -48,6 +48,9 @@ pub mod clock;
 mod forcing;
 pub mod han;
 pub mod mpich;
+mod outcome;
+
+pub use outcome::{Outcome, Skips};
 
 use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
 use thiserror::Error;
