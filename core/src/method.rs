@@ -154,6 +154,16 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
+    pub const ALL: [SyncMode; 2] = [SyncMode::Barrier, SyncMode::Window];
+
+    /// How the mode is written (CLI, tune's configuration).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Barrier => "barrier",
+            SyncMode::Window => "window",
+        }
+    }
+
     /// The `source` column of samples measured this way.
     pub fn source(self) -> &'static str {
         match self {
@@ -165,10 +175,7 @@ impl SyncMode {
 
 impl std::fmt::Display for SyncMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SyncMode::Barrier => "barrier",
-            SyncMode::Window => "window",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -209,6 +216,8 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    pub const ALL: [Pattern; 3] = [Pattern::Synchronized, Pattern::BackToBack, Pattern::Imb];
+
     /// How the pattern is written (CSV `pattern` column, provenance, CLI).
     pub fn name(self) -> &'static str {
         match self {

@@ -144,6 +144,27 @@ pub fn series(samples: &[Sample]) -> Series {
         .collect()
 }
 
+/// The contexts (a series' key less its subject: collective, communicator,
+/// call pattern, cache) of the series `keep` selects, in the series' order,
+/// each once.
+pub fn contexts(all: &Series, keep: impl Fn(&SeriesKey) -> bool) -> Vec<SeriesKey> {
+    let mut c: Vec<SeriesKey> = all
+        .keys()
+        .filter(|k| keep(k))
+        .map(SeriesKey::context)
+        .collect();
+    c.dedup();
+    c
+}
+
+/// The series `keep` selects.
+pub fn kept(all: &Series, keep: impl Fn(&SeriesKey) -> bool) -> Series {
+    all.iter()
+        .filter(|(k, _)| keep(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// IMB-style tables, one per series.
 pub fn imb_tables(all: &Series) -> String {
     let mut out = String::new();
@@ -218,12 +239,7 @@ pub const NOISY_SPREAD: f64 = 1.25;
 /// labelled runs), with geometric means; then noise warnings.
 pub fn comparison(all: &Series) -> String {
     let mut out = String::new();
-    let contexts: Vec<SeriesKey> = {
-        let mut c: Vec<SeriesKey> = all.keys().map(SeriesKey::context).collect();
-        c.dedup();
-        c
-    };
-    for ctx in contexts {
+    for ctx in contexts(all, |_| true) {
         let sizes: Vec<u64> = {
             let mut v: Vec<u64> = all
                 .iter()

@@ -10,14 +10,16 @@ use std::time::Duration;
 use anyhow::Context;
 use colltune_algorithms::{resolve, Collective, Execution};
 
+use super::measure::measure_runs;
 use super::{init_mpi, parse_sizes, Code, UsageError};
+use crate::progress::Reporter;
 use colltune_core::method::{Method, RootPolicy, Subject};
 use colltune_core::record::Writer;
 use colltune_core::report::{series, SeriesKey};
 use colltune_core::stats::geomean;
 use colltune_core::table::{self, CommKey};
 use colltune_core::tune::{candidates, segment_grid, Candidate, SpaceOptions};
-use colltune_mpi::bench::{provenance, Measurer, Point};
+use colltune_mpi::bench::{provenance, Measurer, Point, Skips};
 use colltune_mpi::transport::mpi::Comm;
 
 #[derive(clap::Args, Debug)]
@@ -75,6 +77,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         _ => None,
     };
     let mut samples = Vec::new();
+    let mut skips = Skips::default();
+    let mut progress = Reporter::new(0, lead, "points");
     let mut choices: Vec<(Collective, u64, String)> = Vec::new();
     for &c in &colls {
         if table.rules(c).iter().all(|r| r.key() != key) {
@@ -129,37 +133,27 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             if c == Collective::Bcast {
                 subjects.push(Subject::Library);
             }
-            let mut skip: Vec<String> = Vec::new();
-            for run in 1..=args.runs {
-                for s in &subjects {
-                    if skip.contains(&s.label()) {
-                        continue;
-                    }
-                    let pt = Point {
-                        subject: s,
-                        bytes,
-                        iterations: 1,
-                        overlap_us: 0.0,
-                    };
-                    let got = match m.measure(&pt, run) {
-                        Ok(g) => g,
-                        Err(e) if e.is_unavailable() => {
-                            if lead {
-                                eprintln!("colltune evaluate: skipping {}: {e}", s.label());
-                            }
-                            skip.push(s.label());
-                            continue;
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    if let Some(w) = writer.as_mut() {
-                        w.write(&got)?;
-                    }
-                    samples.extend(got);
-                }
-            }
+            let points: Vec<Point> = subjects
+                .iter()
+                .map(|subject| Point {
+                    subject,
+                    bytes,
+                    iterations: 1,
+                    overlap_us: 0.0,
+                })
+                .collect();
+            samples.extend(measure_runs(
+                &mut m,
+                &points,
+                args.runs,
+                writer.as_mut(),
+                &mut progress,
+                "evaluate",
+                &mut skips,
+            )?);
         }
     }
+    progress.finish();
     if !lead {
         return Ok(Code::Ok);
     }

@@ -13,14 +13,17 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+mod report;
+
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::calibrate::{fit_link, LinkFit, Protocol};
+use colltune_core::calibrate::{fit_link, Protocol};
 use colltune_core::fit::human_bytes;
 use colltune_core::sim::Model;
 use colltune_core::table::now_iso8601;
 use colltune_mpi::calibrate::STREAM_MIN_BYTES;
-use colltune_mpi::calibrate::{copy_bandwidth, measure_link, LinkData, Pair, Pairs};
+use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pairs};
 use colltune_mpi::transport::mpi::{processor_name, Comm, Control};
+use report::Measured;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -82,15 +85,6 @@ fn parse_ob1(s: &str) -> Result<(String, Protocol), UsageError> {
             first_bytes: first - OB1_RNDV_HDR,
         },
     ))
-}
-
-/// One measured link.
-struct Measured {
-    what: &'static str,
-    pair: Pair,
-    data: LinkData,
-    fit: LinkFit,
-    note: String,
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
@@ -257,63 +251,11 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     // Measured before written: the CSV first, so nothing is lost if the
     // model cannot be written.
     if let Some(p) = &a.csv {
-        let mut w =
-            csv::Writer::from_path(p).with_context(|| format!("writing {}", p.display()))?;
-        w.write_record(["link", "what", "bytes", "run", "iterations", "time_us"])?;
-        for m in measured.iter().flatten() {
-            for r in &m.data.raw {
-                w.write_record([
-                    m.what.to_string(),
-                    r.what.clone(),
-                    r.bytes.to_string(),
-                    r.run.to_string(),
-                    r.iterations.to_string(),
-                    format!("{:.4}", r.time_us),
-                ])?;
-            }
-        }
-        w.flush()?;
+        report::write_raw(p, &measured)?;
         outln!("raw runs: {}", p.display());
     }
     for m in measured.iter().flatten() {
-        outln!("\n{}-node link, one-way ping-pong time:", m.what);
-        outln!(
-            "{:>10} {:>12} {:>8} {:>12} {:>8}",
-            "bytes",
-            "measured us",
-            "spread",
-            "model us",
-            "error"
-        );
-        for (b, t, p) in &m.fit.points {
-            let spread = m.data.spread(*b);
-            outln!(
-                "{b:>10} {t:>12.2} {spread:>7.2}x {p:>12.2} {:>+7.1}%",
-                100.0 * (p - t) / t
-            );
-        }
-        let l = &m.fit.link;
-        outln!(
-            "  L = {:.3} us, o = {:.3} us, g = {:.3} us, bandwidth = {:.3} GB/s{}{}, eager limit = {}; \
-             max error {:.1}%, median {:.1}%",
-            l.latency_us,
-            l.overhead_us,
-            l.gap_us,
-            l.bandwidth_gbs,
-            l.eager_bandwidth_gbs
-                .map(|e| format!(" ({e:.3} GB/s eager)"))
-                .unwrap_or_default(),
-            l.burst_bytes
-                .map(|b| format!(", token bucket {b} B"))
-                .unwrap_or_default(),
-            match l.rendezvous_first_bytes {
-                Some(f) => format!("{} B (ob1; a rendezvous sends {f} B first)", l.eager_limit),
-                None => format!("{} B", l.eager_limit),
-            },
-            100.0 * m.fit.max_rel_error,
-            100.0 * m.fit.median_rel_error
-        );
-        outln!("{}", m.note);
+        report::print_link(m);
     }
     outln!("copy bandwidth (one core): {copy_gbs:.2} GB/s");
     std::fs::write(&a.out, model.to_yaml())

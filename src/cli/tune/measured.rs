@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
-use colltune_core::method::{CacheMode, Method, RootPolicy};
+use colltune_core::method::RootPolicy;
 use colltune_core::record::Writer;
 use colltune_core::table::{self, build::build_with, Provenance, Sweep};
 use colltune_core::tune::resume::{read_for_resume, TuneConfig};
@@ -19,21 +19,18 @@ use colltune_mpi::bench::{llc_bytes, provenance};
 use colltune_mpi::driver::MpiOracle;
 use colltune_mpi::transport::mpi::{Comm, Control};
 
-use super::{init_mpi, Code};
+use super::{library, Args};
+use crate::cli::{init_mpi, Code};
 use crate::progress::Reporter;
 
 /// `tune` on MPI: the sweep measured on this job's communicators.
-pub fn run_measured(
-    args: &super::tune::Args,
+pub fn run(
+    args: &Args,
     sizes: Vec<u64>,
     collectives: Vec<Collective>,
     executions: Vec<Execution>,
     root: RootPolicy,
 ) -> anyhow::Result<Code> {
-    let cache = match args.cache.as_str() {
-        "warm" => CacheMode::Warm,
-        _ => CacheMode::Off(2 * llc_bytes()),
-    };
     let want_library = !args.no_library_candidates && collectives.contains(&Collective::Bcast);
     if want_library {
         // Open MPI reads this when MPI starts (it cannot be written later);
@@ -46,63 +43,12 @@ pub fn run_measured(
     let lead = world.rank() == 0;
     let prov = provenance(&world)?;
     // The library's own algorithms it lets colltune force (every rank reads
-    // the same library, so all agree): Open MPI's coll/tuned, and its
-    // coll/adapt where MPI_T may write adapt's variables (5.0); MPICH's.
-    let mut library_candidates = Vec::new();
-    let mut mpich_offered = Vec::new();
-    let family = colltune_mpi::abi::runtime().family;
-    if want_library && colltune_core::ompi::is_open_mpi(&prov.mpi) {
-        library_candidates.extend(colltune_core::tune::library_candidates());
-        match colltune_mpi::bench::adapt::bcast_algorithms() {
-            Ok(offered) => {
-                let adapt = colltune_core::tune::adapt_candidates(&offered);
-                if lead {
-                    outln!(
-                        "colltune tune: {} coll/adapt candidates ({} algorithms at segments {:?})",
-                        adapt.len(),
-                        adapt.len() / colltune_core::ompi::adapt::TUNE_SEGMENTS.len(),
-                        colltune_core::ompi::adapt::TUNE_SEGMENTS
-                    );
-                }
-                library_candidates.extend(adapt);
-            }
-            Err(e) => {
-                if lead {
-                    eprintln!("colltune tune: no coll/adapt candidates: {e}");
-                }
-            }
-        }
-    } else if want_library && family == colltune_mpi::abi::Family::Mpich {
-        match colltune_mpi::bench::mpich::bcast_algorithms() {
-            Ok(offered) => {
-                // smp needs several nodes (MPICH 5.0.2 hangs refusing it on one).
-                let multi_node = world.nodes().num_nodes() > 1 && args.comm_sizes.is_empty();
-                let mpich = colltune_core::tune::mpich_candidates(&offered.all, multi_node);
-                if lead {
-                    outln!(
-                        "colltune tune: MPICH's candidates: {}",
-                        mpich
-                            .iter()
-                            .map(|c| c.spec.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-                library_candidates.extend(mpich);
-                mpich_offered = offered.all;
-            }
-            Err(e) => {
-                if lead {
-                    eprintln!("colltune tune: no MPICH algorithm candidates: {e}");
-                }
-            }
-        }
-    } else if want_library && lead {
-        eprintln!(
-            "colltune tune: {} is neither Open MPI nor MPICH: its own broadcast algorithms are not candidates",
-            prov.mpi
-        );
-    }
+    // the same library, so all agree).
+    let (library_candidates, mpich_offered) = if want_library {
+        library::candidates(&world, &prov, args.comm_sizes.is_empty())
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let host = prov.host.split('.').next().unwrap_or("host").to_string();
     let csv = args
         .csv
@@ -138,7 +84,7 @@ pub fn run_measured(
         collectives: collectives.iter().map(|c| c.to_string()).collect(),
         sizes: sizes.clone(),
         executions: executions.iter().map(|e| e.to_string()).collect(),
-        pairing: args.pairing.clone(),
+        pairing: args.pairing.name().into(),
         mode: if args.exhaustive {
             "exhaustive"
         } else {
@@ -150,13 +96,13 @@ pub fn run_measured(
         screen_scale: 0.25,
         margin: args.margin,
         stride: args.stride,
-        budget_ms: args.budget_ms,
-        min_reps: args.min_reps,
-        max_reps: args.max_reps,
-        cache: args.cache.clone(),
-        root: args.root.clone(),
-        sync: args.sync.to_string(),
-        pattern: args.pattern.to_string(),
+        budget_ms: args.timing.budget_ms,
+        min_reps: args.timing.min_reps,
+        max_reps: args.timing.max_reps,
+        cache: args.timing.cache.to_string(),
+        root: args.timing.root.clone(),
+        sync: args.timing.sync.to_string(),
+        pattern: args.timing.pattern.to_string(),
     };
 
     // Rank 0 checks the CSV (refusing to overwrite, or checking that a
@@ -203,16 +149,7 @@ pub fn run_measured(
         // through MPI_T on a duplicate); a model cannot simulate them.
         library_candidates,
     };
-    let method = Method {
-        budget: Duration::from_millis(args.budget_ms),
-        min_reps: args.min_reps,
-        max_reps: args.max_reps,
-        warmup: 2,
-        root,
-        cache,
-        sync: args.sync,
-        pattern: args.pattern,
-    };
+    let method = args.timing.method(root, 2, llc_bytes());
     let writer = if lead {
         Some(Writer::open(&csv, true)?)
     } else {
@@ -250,7 +187,7 @@ pub fn run_measured(
         &on,
         &collectives,
         &executions,
-        &args.pairing,
+        args.pairing.name(),
     )?;
     oracle.finish()?;
     let seconds = started.elapsed().as_secs_f64();
@@ -262,7 +199,7 @@ pub fn run_measured(
         prov.source.clone(),
         Sweep::default(),
     );
-    made.pattern = args.pattern.to_string();
+    made.pattern = args.timing.pattern.to_string();
     let table = build_with(
         &oracle.samples,
         Provenance {
@@ -270,10 +207,10 @@ pub fn run_measured(
                 mode: config.mode.clone(),
                 sizes: sizes.clone(),
                 runs: args.screen_runs + args.full_runs,
-                budget_ms: args.budget_ms,
+                budget_ms: args.timing.budget_ms,
                 executions: config.executions.clone(),
-                cache: args.cache.clone(),
-                root: args.root.clone(),
+                cache: args.timing.cache.to_string(),
+                root: args.timing.root.clone(),
                 raw: vec![csv.display().to_string()],
                 seconds: Some((seconds * 10.0).round() / 10.0),
                 points: Some(oracle.measured + oracle.reused),
