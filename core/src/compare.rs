@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
+use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap, Variant};
 
 use crate::method::Subject;
 use crate::record::Sample;
@@ -425,11 +425,11 @@ pub fn compare(m: &Model, samples: &[Sample], o: &Options) -> Result<Comparison,
         let sp = AlgoSpec::parse(&spec).map_err(|e| bad(e.to_string()))?;
         let ex: Execution = exec.parse().map_err(bad)?;
         let nodes = NodeMap::parse(&layout).map_err(|e| bad(e.to_string()))?;
-        let subject = Subject::Ours {
+        let subject = Subject::Ours(Variant {
             collective: c,
             spec: sp.clone(),
             exec: ex,
-        };
+        });
         let mut predicted = 0.0;
         for (i, (&root, times)) in from.iter().enumerate() {
             if root >= nodes.size() {
@@ -668,11 +668,11 @@ mod tests {
         ] {
             let spec = colltune_algorithms::resolve(c, &AlgoSpec::parse(spec).unwrap()).unwrap();
             for exec in [Execution::Blocking, Execution::Nonblocking] {
-                let s = Subject::Ours {
+                let s = Subject::Ours(Variant {
                     collective: c,
                     spec: spec.clone(),
                     exec,
-                };
+                });
                 for bytes in [8, 65536, 1 << 20] {
                     for (i, &r) in crate::sim::rotation_roots(c, &nodes).iter().enumerate() {
                         let t = simulate_at(m, c, &spec, exec, &nodes, bytes, r).unwrap();

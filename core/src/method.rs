@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use colltune_algorithms::{
     algorithms, lookup, resolve, AlgoSpec, Collective, Execution, ParamKind, ParamValue,
-    Restriction, SpecError,
+    Restriction, SpecError, Variant,
 };
 
 use crate::ompi::TunedBcast;
@@ -21,11 +21,7 @@ pub const MAX_BYTES: u64 = (1 << 31) - 1;
 #[derive(Clone, Debug)]
 pub enum Subject {
     /// One of colltune's algorithms under one execution.
-    Ours {
-        collective: Collective,
-        spec: AlgoSpec,
-        exec: Execution,
-    },
+    Ours(Variant),
     /// The MPI library's own `MPI_Bcast`, as its default decision picks.
     Library,
     /// An Open MPI coll/tuned algorithm forced through its MCA variables on a
@@ -78,13 +74,13 @@ pub const INTERPOSED: &str = "interposed";
 impl Subject {
     pub fn collective(&self) -> Collective {
         match self {
-            Subject::Ours { collective, .. } => *collective,
+            Subject::Ours(v) => v.collective,
             _ => Collective::Bcast,
         }
     }
     pub fn algorithm(&self) -> String {
         match self {
-            Subject::Ours { spec, .. } => spec.name.clone(),
+            Subject::Ours(v) => v.spec.name.clone(),
             Subject::Library => "mpi".into(),
             Subject::Interposed => INTERPOSED.into(),
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
@@ -98,7 +94,7 @@ impl Subject {
     }
     pub fn spec(&self) -> String {
         match self {
-            Subject::Ours { spec, .. } => spec.to_string(),
+            Subject::Ours(v) => v.spec.to_string(),
             Subject::Library => "mpi".into(),
             Subject::Interposed => INTERPOSED.into(),
             Subject::OmpiTuned { tuned, segment } => {
@@ -119,7 +115,7 @@ impl Subject {
     }
     pub fn execution(&self) -> &'static str {
         match self {
-            Subject::Ours { exec, .. } => exec.name(),
+            Subject::Ours(v) => v.exec.name(),
             _ => "library",
         }
     }
@@ -383,11 +379,11 @@ pub fn expand(
             error: e,
         })?;
         for &exec in execs {
-            let s = Subject::Ours {
+            let s = Subject::Ours(Variant {
                 collective,
                 spec: r.clone(),
                 exec,
-            };
+            });
             if !out.iter().any(|o: &Subject| o.label() == s.label()) {
                 out.push(s);
             }

@@ -130,11 +130,7 @@ impl<'c> MpiOracle<'c> {
                     None => return Ok(Vec::new()),
                 }
             }
-            None => Subject::Ours {
-                collective: r.cand.collective,
-                spec: r.cand.spec.clone(),
-                exec: r.cand.exec,
-            },
+            None => Subject::Ours(r.cand.0.clone()),
         };
         let pt = Point {
             subject: &subject,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use colltune_algorithms::{resolve, Collective, Execution};
+use colltune_algorithms::{resolve, Collective, Execution, Variant};
 
 use super::measure::measure_runs;
 use super::{init_mpi, parse_sizes, Code, UsageError};
@@ -101,11 +101,11 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 .expect("validated tables cover every size");
             let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
                 .map_err(|e| UsageError(e.to_string()))?;
-            let choice = Candidate {
+            let choice = Candidate(Variant {
                 collective: c,
                 spec,
                 exec: rule.execution().map_err(UsageError)?,
-            };
+            });
             let mut set = candidates(c, &opts);
             if args.segments {
                 for cand in set.clone() {
@@ -122,14 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 set.push(choice.clone());
             }
             choices.push((c, bytes, choice.label()));
-            let mut subjects: Vec<Subject> = set
-                .into_iter()
-                .map(|x| Subject::Ours {
-                    collective: c,
-                    spec: x.spec,
-                    exec: x.exec,
-                })
-                .collect();
+            let mut subjects: Vec<Subject> = set.into_iter().map(|x| Subject::Ours(x.0)).collect();
             if c == Collective::Bcast {
                 subjects.push(Subject::Library);
             }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::args::{parse_root, Selected, Selection};
 use super::{Code, UsageError};
 use colltune_core::compare::{self, Options, SelfAgreement, Verdict};
+use colltune_algorithms::Variant;
 use colltune_core::method::expand;
 use colltune_core::method::{RootPolicy, Subject};
 use colltune_core::record::Writer;
@@ -90,7 +91,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         for s in expand(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)
             .map_err(|e| UsageError(e.to_string()))?
         {
-            let Subject::Ours { spec, exec, .. } = &s else {
+            let Subject::Ours(Variant { spec, exec, .. }) = &s else {
                 continue;
             };
             let roots = match root {

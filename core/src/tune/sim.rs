@@ -156,11 +156,7 @@ impl Oracle for SimOracle<'_> {
                     continue;
                 }
             };
-            let subject = Subject::Ours {
-                collective: r.cand.collective,
-                spec: r.cand.spec.clone(),
-                exec: r.cand.exec,
-            };
+            let subject = Subject::Ours(r.cand.0.clone());
             let rows: Vec<Sample> = times
                 .iter()
                 .enumerate()

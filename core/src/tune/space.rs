@@ -20,16 +20,21 @@ use crate::library::LibraryChoice;
 use crate::ompi::Forced;
 use colltune_algorithms::{
     algorithms, resolve, AlgoSpec, AlgorithmInfo, Collective, Execution, ParamTuning, ParamValue,
-    Restriction, Tuning,
+    Restriction, Tuning, Variant,
 };
 
-/// One thing the tuner can choose.
+/// One thing the tuner can choose: a [`Variant`] (its fields read through
+/// it), or one of the MPI library's own algorithms written as one (the spec
+/// `ompi_tuned:...`, `ompi_adapt:...`, `mpich:...`; the execution a
+/// placeholder, the library runs it).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Candidate {
-    pub collective: Collective,
-    /// Resolved (canonical) specification.
-    pub spec: AlgoSpec,
-    pub exec: Execution,
+pub struct Candidate(pub Variant);
+
+impl std::ops::Deref for Candidate {
+    type Target = Variant;
+    fn deref(&self) -> &Variant {
+        &self.0
+    }
 }
 
 impl Candidate {
@@ -39,22 +44,22 @@ impl Candidate {
             &AlgoSpec::parse(text).expect("valid built-in spec"),
         )
         .expect("built-in spec resolves");
-        Candidate {
+        Candidate(Variant {
             collective,
             spec,
             exec,
-        }
+        })
     }
 
     /// One of the MPI library's own algorithms (Open MPI coll/tuned or
     /// coll/adapt, MPICH's), compared beside colltune's. Its `exec` is a
     /// placeholder: the library runs it.
     pub fn library(f: impl Into<LibraryChoice>) -> Candidate {
-        Candidate {
+        Candidate(Variant {
             collective: Collective::Bcast,
             spec: f.into().spec(),
             exec: Execution::Blocking,
-        }
+        })
     }
 
     /// The library algorithm this candidate forces, if it is one.
@@ -85,7 +90,7 @@ impl Candidate {
     /// The same candidate with another segment size.
     pub fn with_segment(&self, segment: u64) -> Candidate {
         let mut c = self.clone();
-        c.spec
+        c.0.spec
             .params
             .insert("segment".into(), ParamValue::Int(segment));
         c

@@ -1,7 +1,7 @@
 //! A measurement request as one line of text: how the MPI driver's rank 0
 //! tells every rank what to measure next.
 
-use colltune_algorithms::{AlgoSpec, Collective, Execution};
+use colltune_algorithms::{AlgoSpec, Collective, Execution, Variant};
 
 use super::{Candidate, Request, TuneError};
 
@@ -23,7 +23,7 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
     let exec: Execution = f[3].parse().map_err(|_| bad())?;
     Ok(Request {
         comm: f[0].parse().map_err(|_| bad())?,
-        cand: Candidate {
+        cand: Candidate(Variant {
             collective,
             spec: AlgoSpec::parse(f[2])
                 .ok()
@@ -35,7 +35,7 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
                 })
                 .ok_or_else(bad)?,
             exec,
-        },
+        }),
         bytes: f[4].parse().map_err(|_| bad())?,
         run: f[5].parse().map_err(|_| bad())?,
         budget_scale: f[6].parse().map_err(|_| bad())?,
