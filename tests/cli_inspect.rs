@@ -396,42 +396,19 @@ fn every_printing_command_ends_quietly_when_its_reader_goes() {
     let model = format!("{root}/tuning-tables/models/test-ib.yaml");
     let d = scratch("reader-gone");
     let csv = d.join("sim.csv");
-    let o = ct(&[
-        "simulate",
-        "--model",
-        &model,
-        "--ranks",
-        "8",
-        "--ppn",
-        "4",
-        "--sizes",
-        "1,64K",
-        "--csv",
-        s(&csv),
-        "--summary-only",
-    ]);
+    let cluster = [
+        "--model", &model, "--ranks", "8", "--ppn", "4", "--sizes", "1,64K",
+    ];
+    let sim = [&["simulate"][..], &cluster].concat();
+    let o = ct(&[&sim[..], &["--csv", s(&csv), "--summary-only"]].concat());
     assert!(o.status.success(), "{}", text(&o));
     let (svg, tuned, tuned_csv) = (d.join("p.svg"), d.join("t.yaml"), d.join("t.csv"));
-    let sim = [
-        "simulate", "--model", &model, "--ranks", "8", "--ppn", "4", "--sizes", "1,64K",
-    ];
     let tune = [
-        "tune",
-        "--model",
-        &model,
-        "--ranks",
-        "8",
-        "--ppn",
-        "4",
-        "--sizes",
-        "1,64K",
-        "--collective",
-        "bcast",
-        "--csv",
-        s(&tuned_csv),
-        "--table",
-        s(&tuned),
-    ];
+        &["tune", "--collective", "bcast"][..],
+        &cluster,
+        &["--csv", s(&tuned_csv), "--table", s(&tuned)],
+    ]
+    .concat();
     let commands: [&[&str]; 13] = [
         &["list"],
         &["show", &shipped],

@@ -100,6 +100,29 @@ pub fn parse_root(r: &str) -> Result<RootPolicy, UsageError> {
     r.parse().map_err(|e| UsageError(format!("--root {e}")))
 }
 
+/// The simulated cluster (simulate, tune --model): `--ranks` and `--ppn`,
+/// or `--layout`.
+#[derive(clap::Args, Debug)]
+pub struct Cluster {
+    /// Ranks of the simulated communicator.
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// Ranks per node (default: all on one node).
+    #[arg(long)]
+    pub ppn: Option<usize>,
+    /// Or an explicit layout: `256x64`, `3+2`.
+    #[arg(long)]
+    pub layout: Option<String>,
+}
+
+impl Cluster {
+    /// The node map these options give.
+    pub fn nodes(&self) -> Result<colltune_algorithms::NodeMap, UsageError> {
+        colltune_core::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
+            .map_err(|e| UsageError(e.to_string()))
+    }
+}
+
 /// A parser for an option that takes one of `all`, each written as `name`
 /// writes it: a bad value gets clap's message listing the valid ones (for
 /// the libraries' own enums, which know nothing of clap).

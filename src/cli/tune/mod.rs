@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use colltune_algorithms::{Collective, Execution};
 
-use super::args::Timing;
+use super::args::{Cluster, Timing};
 use super::{parse_sizes, Code, UsageError};
 use colltune_core::method::MAX_BYTES;
 use colltune_core::table::build::Compact;
@@ -84,15 +84,9 @@ pub struct Args {
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// Simulated ranks (with --model).
-    #[arg(long)]
-    pub ranks: Option<usize>,
-    /// Simulated ranks per node (with --model).
-    #[arg(long)]
-    pub ppn: Option<usize>,
-    /// Simulated layout, e.g. 1024x4 (with --model).
-    #[arg(long)]
-    pub layout: Option<String>,
+    /// The simulated cluster (with --model).
+    #[command(flatten)]
+    pub cluster: Cluster,
 }
 
 /// The partners of a swap.

@@ -24,8 +24,7 @@ pub fn run(
     root: RootPolicy,
 ) -> anyhow::Result<Code> {
     let m = colltune_core::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
-    let world = colltune_core::simulate::layout(args.ranks, args.ppn, args.layout.as_deref())
-        .map_err(|e| UsageError(e.to_string()))?;
+    let world = args.cluster.nodes()?;
     if let RootPolicy::Fixed(r) = root {
         if r >= world.size() {
             return Err(UsageError(format!(
