@@ -842,21 +842,12 @@ pub fn find_libmpich() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::fixtures::{yaml, SWAP_SENDRECV};
     use crate::table::load_str;
 
     fn library_table() -> Table {
-        load_str(
-            "schema: 1
-provenance:
-  host: t
-  mpi: m
-  date: d
-  command: c
-  colltune: v
-  source: s
-  sweep:
-    mode: built
-bcast:
+        load_str(&yaml(
+            "bcast:
 - ranks: 4
   ppn: 4
   nodes: 1
@@ -879,7 +870,7 @@ bcast:
       segment: 8192
     execution: library
 ",
-        )
+        ))
         .unwrap()
     }
 
@@ -936,17 +927,8 @@ bcast:
 
     /// A table of coll/adapt and MPICH rules beside a coll/tuned one.
     fn adapt_mpich_table() -> Table {
-        let text = "schema: 1
-provenance:
-  host: t
-  mpi: m
-  date: d
-  command: c
-  colltune: v
-  source: s
-  sweep:
-    mode: built
-bcast:
+        let text = &yaml(
+            "bcast:
 - ranks: 4
   ppn: 4
   nodes: 1
@@ -982,7 +964,8 @@ bcast:
     params:
       algorithm: auto
     execution: library
-";
+",
+        );
         load_str(text).unwrap()
     }
 
@@ -1069,18 +1052,8 @@ bcast:
 
     #[test]
     fn the_handoff_skips_sizes_with_several_layouts_and_merges_ranges() {
-        let t = load_str(
-            "schema: 1
-provenance:
-  host: t
-  mpi: m
-  date: d
-  command: c
-  colltune: v
-  source: s
-  sweep:
-    mode: built
-bcast:
+        let t = load_str(&yaml(
+            "bcast:
 - ranks: 4
   ppn: 2
   nodes: 2
@@ -1133,7 +1106,7 @@ bcast:
       algorithm: 0
     execution: library
 ",
-        )
+        ))
         .unwrap();
         let h = openmpi_handoff(&t).unwrap().unwrap();
         // 4 ranks has two layouts: left to colltune; 6 and 7 are handed
@@ -1154,18 +1127,9 @@ bcast:
     }
 
     fn table() -> Table {
-        load_str(
-            "schema: 1
-provenance:
-  host: t
-  mpi: m
-  date: d
-  command: c
-  colltune: v
-  source: s
-  sweep:
-    mode: built
-bcast:
+        load_str(&yaml(
+            &[
+                "bcast:
 - ranks: 4
   ppn: 4
   nodes: 1
@@ -1198,16 +1162,11 @@ bcast:
     params:
       fanout: 2
     execution: blocking
-swap:
-- ranks: 4
-  ppn: 4
-  nodes: 1
-  rules:
-  - min_bytes: 0
-    algorithm: sendrecv
-    execution: blocking
 ",
-        )
+                SWAP_SENDRECV,
+            ]
+            .concat(),
+        ))
         .unwrap()
     }
 

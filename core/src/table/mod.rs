@@ -4,6 +4,8 @@
 
 pub mod build;
 pub mod diff;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod validate;
 
 use std::collections::BTreeMap;

@@ -374,13 +374,15 @@ pub fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::fixtures::{HEAD, SWAP_SENDRECV};
 
-    /// GOOD with its broadcast rules replaced by `rules` (YAML, indented
+    /// `good()` with its broadcast rules replaced by `rules` (YAML, indented
     /// as rules are).
     fn with_bcast_rules(rules: &str) -> String {
-        let start = GOOD.find("  - min_bytes: 0\n    max_bytes: 4095").unwrap();
-        let end = GOOD.find("swap:").unwrap();
-        format!("{}{rules}{}", &GOOD[..start], &GOOD[end..])
+        let good = good();
+        let start = good.find("  - min_bytes: 0\n    max_bytes: 4095").unwrap();
+        let end = good.find("swap:").unwrap();
+        format!("{}{rules}{}", &good[..start], &good[end..])
     }
 
     #[test]
@@ -495,7 +497,7 @@ mod tests {
             assert!(p.fix.contains("ompi_tuned"), "{p}");
         }
         // Not for swaps.
-        let text = GOOD.replace(
+        let text = good().replace(
             "  - min_bytes: 0\n    algorithm: sendrecv\n    execution: blocking",
             "  - min_bytes: 0\n    algorithm: ompi_tuned\n    params:\n      algorithm: 6\n    execution: library",
         );
@@ -644,17 +646,11 @@ mod tests {
         }
     }
 
-    const GOOD: &str = "schema: 1
-provenance:
-  host: vm
-  mpi: Open MPI v4.1.4
-  date: 2026-11-30T00:00:00Z
-  command: colltune tune
-  colltune: 0.1.0
-  source: measured
-  sweep:
-    mode: adaptive
-bcast:
+    /// A valid table (its lines are counted in the tests below).
+    fn good() -> String {
+        [
+            HEAD,
+            "bcast:
 - ranks: 4
   ppn: 4
   nodes: 1
@@ -668,19 +664,15 @@ bcast:
     params:
       segment: 65536
     execution: nonblocking
-swap:
-- ranks: 4
-  ppn: 4
-  nodes: 1
-  rules:
-  - min_bytes: 0
-    algorithm: sendrecv
-    execution: blocking
-";
+",
+            SWAP_SENDRECV,
+        ]
+        .concat()
+    }
 
     #[test]
     fn a_good_table_loads_and_looks_up() {
-        let t = load_str(GOOD).unwrap();
+        let t = load_str(&good()).unwrap();
         let key = super::super::CommKey {
             ranks: 4,
             ppn: 4,
@@ -712,7 +704,7 @@ swap:
 
     #[test]
     fn every_problem_is_reported_with_its_line() {
-        let bad = GOOD
+        let bad = good()
             .replace(
                 "    max_bytes: 4095\n    algorithm: linear",
                 "    max_bytes: 4000\n    algorithm: lineer",
@@ -742,18 +734,18 @@ swap:
     fn syntax_and_schema_errors() {
         let e = load_str("schema: 1\nprovenance: [\n").unwrap_err();
         assert!(e[0].line.is_some(), "{:?}", e);
-        let e = load_str(&GOOD.replace("schema: 1", "schema: 7")).unwrap_err();
+        let e = load_str(&good().replace("schema: 1", "schema: 7")).unwrap_err();
         assert!(e[0].what.contains("schema version 7"), "{:?}", e);
         assert_eq!(e[0].line, Some(1));
-        let e = load_str(&GOOD.replace(
+        let e = load_str(&good().replace(
             "  nodes: 1\n  rules:",
             "  nodes: 1\n  colour: red\n  rules:",
         ))
         .unwrap_err();
         assert!(e[0].what.contains("colour"), "{:?}", e);
-        let e = load_str(&GOOD.replace("max_bytes: 4095", "max_bytes: 5000")).unwrap_err();
+        let e = load_str(&good().replace("max_bytes: 4095", "max_bytes: 5000")).unwrap_err();
         assert!(e[0].what.contains("overlaps"), "{:?}", e);
-        let e = load_str(&GOOD.replace(
+        let e = load_str(&good().replace(
             "  ppn: 4\n  nodes: 1\n  rules:\n  - min_bytes: 0\n    max_bytes: 4095",
             "  ppn: 1\n  nodes: 1\n  rules:\n  - min_bytes: 0\n    max_bytes: 4095",
         ))
@@ -764,7 +756,7 @@ swap:
     #[test]
     fn what_yaml_refuses_is_refused_with_a_line() {
         // a key twice inside one rule
-        let dup_key = GOOD.replace(
+        let dup_key = good().replace(
             "    algorithm: linear\n",
             "    algorithm: linear\n    algorithm: binomial\n",
         );
@@ -772,16 +764,16 @@ swap:
         assert!(p[0].what.contains("duplicate"), "{p:?}");
         assert!(p[0].line.is_some(), "{p:?}");
         // a collective's section twice
-        let dup_section = format!("{GOOD}bcast: []\n");
+        let dup_section = format!("{}bcast: []\n", good());
         assert!(load_str(&dup_section).is_err());
         // two documents
-        let two = format!("{GOOD}---\n{GOOD}");
+        let two = format!("{}---\n{}", good(), good());
         assert!(load_str(&two).is_err());
     }
 
     #[test]
     fn a_last_rule_with_no_valid_bounds_is_reported_not_a_panic() {
-        let t = GOOD.replace(
+        let t = good().replace(
             "  - min_bytes: 0\n    algorithm: sendrecv",
             "  - min_bytes: 5\n    max_bytes: 2\n    algorithm: sendrecv",
         );
@@ -812,7 +804,7 @@ swap:
         assert!(matches!(e, TableError::TooLarge { .. }), "{e}");
         assert!(e.to_string().contains("big.yaml"), "{e}");
         let good = dir.join("good.yaml");
-        std::fs::write(&good, GOOD).unwrap();
+        std::fs::write(&good, self::good()).unwrap();
         assert!(load(&good).is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -821,7 +813,8 @@ swap:
     fn many_rules_validate_with_every_problem_on_its_line() {
         // 2,000 entries of 3 rules, each rule its own (algorithm, params):
         // lookups by key, not scans (this once took quadratic time).
-        let head = GOOD.split("bcast:").next().unwrap();
+        let good = good();
+        let head = good.split("bcast:").next().unwrap();
         let mut t = format!("{head}bcast:\n");
         for e in 0..2000u32 {
             t += &format!(
