@@ -657,31 +657,17 @@ pub fn mpich_json(
                 // Open MPI's own algorithms do not exist in MPICH: the
                 // MPICH algorithm of colltune's same-shaped schedule stands
                 // in, and a note says so.
-                Some(LibraryChoice::Adapt(a)) => {
-                    let f = a.tuned_shape();
+                Some(c) => {
+                    // coll/adapt's algorithms as the coll/tuned ones of
+                    // their shape.
+                    let f = match c {
+                        LibraryChoice::Adapt(a) => a.tuned_shape(),
+                        LibraryChoice::Tuned(f) => f,
+                        LibraryChoice::Mpich(_) => unreachable!("matched above"),
+                    };
                     let t = f.tuned();
                     notes.add(format!(
-                        "{} ranks, {} bytes: the rule chooses {a}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
-                        cr.ranks,
-                        r.range(),
-                        t.ours
-                    ));
-                    let mut spec = AlgoSpec::new(t.ours);
-                    if t.segmented {
-                        spec = spec.with_int("segment", u64::from(f.segment));
-                    }
-                    let spec =
-                        resolve(Collective::Bcast, &spec).map_err(|e| ExportError::Rule {
-                            ranks: cr.ranks,
-                            range: r.range(),
-                            why: e.to_string(),
-                        })?;
-                    to_mpich(&spec, Execution::Blocking, cr.ranks, &known, &mut notes)
-                }
-                Some(LibraryChoice::Tuned(f)) => {
-                    let t = f.tuned();
-                    notes.add(format!(
-                        "{} ranks, {} bytes: the rule chooses {f}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
+                        "{} ranks, {} bytes: the rule chooses {c}, which MPICH does not have; MPICH's nearest to colltune's {} stands in",
                         cr.ranks,
                         r.range(),
                         t.ours
