@@ -20,27 +20,22 @@
 
 pub use colltune_algorithms as algorithms;
 
-pub mod agreement;
-#[cfg(feature = "tuner")]
-pub mod calibrate;
-pub mod compare;
-pub mod decide;
-pub mod export;
-pub mod figure;
-#[cfg(feature = "tuner")]
-pub mod fit;
-pub mod library;
-pub mod method;
-pub mod mpich;
-pub mod ompi;
-pub mod pattern;
+pub mod libraries;
+pub mod measure;
+pub mod model;
 pub mod progress;
-pub mod record;
-pub mod report;
-pub mod sim;
-pub mod simulate;
-pub mod stats;
-pub mod table;
+pub mod tables;
 #[cfg(feature = "tuner")]
 pub mod tune;
 pub mod units;
+
+// Every module also by its name alone (`colltune_core::record`), as the
+// crates above and the tests name them.
+pub use libraries::{library, mpich, ompi};
+#[cfg(feature = "tuner")]
+pub use measure::fit;
+pub use measure::{figure, method, pattern, record, report, stats};
+#[cfg(feature = "tuner")]
+pub use model::calibrate;
+pub use model::{compare, sim, simulate};
+pub use tables::{agreement, decide, export, table};

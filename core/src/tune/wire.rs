@@ -27,12 +27,14 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
             collective,
             spec: AlgoSpec::parse(f[2])
                 .ok()
-                .and_then(|s| match crate::library::is_table_name(&s.name) {
-                    true => crate::library::LibraryChoice::from_spec(&s)
-                        .ok()
-                        .map(|f| f.spec()),
-                    false => colltune_algorithms::resolve(collective, &s).ok(),
-                })
+                .and_then(
+                    |s| match crate::libraries::library::is_table_name(&s.name) {
+                        true => crate::libraries::library::LibraryChoice::from_spec(&s)
+                            .ok()
+                            .map(|f| f.spec()),
+                        false => colltune_algorithms::resolve(collective, &s).ok(),
+                    },
+                )
                 .ok_or_else(bad)?,
             exec,
         }),
@@ -62,7 +64,7 @@ mod tests {
         assert_eq!(decode(&encode(&r)).unwrap(), r);
         assert!(decode("1\tbcast").is_err());
         let lib = Request {
-            cand: Candidate::library(crate::ompi::Forced {
+            cand: Candidate::library(crate::libraries::ompi::Forced {
                 id: 4,
                 segment: 8192,
             }),
@@ -75,7 +77,9 @@ mod tests {
         ] {
             let spec = colltune_algorithms::AlgoSpec::parse(text).unwrap();
             let other = Request {
-                cand: Candidate::library(crate::library::LibraryChoice::from_spec(&spec).unwrap()),
+                cand: Candidate::library(
+                    crate::libraries::library::LibraryChoice::from_spec(&spec).unwrap(),
+                ),
                 ..lib.clone()
             };
             assert_eq!(decode(&encode(&other)).unwrap(), other, "{text}");

@@ -11,8 +11,8 @@ use std::fmt::Write;
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
 
-use crate::report::{Series, SeriesKey};
-use crate::stats::Summary;
+use crate::measure::report::{Series, SeriesKey};
+use crate::measure::stats::Summary;
 pub use crate::units::human_bytes;
 
 /// The fit of one series.
@@ -204,7 +204,7 @@ pub fn fit_table(all: &Series, keep: impl Fn(&SeriesKey) -> bool, knee_drop: f64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::summarize;
+    use crate::measure::stats::summarize;
 
     fn series_of(f: impl Fn(f64) -> f64) -> BTreeMap<u64, Summary> {
         (0..16)

@@ -98,7 +98,7 @@ pub struct Sample {
 pub const OPTIONAL_COLUMNS: &[&str] = &["pattern"];
 
 fn synchronized() -> String {
-    crate::method::Pattern::Synchronized.name().into()
+    crate::measure::method::Pattern::Synchronized.name().into()
 }
 
 impl Sample {
@@ -126,14 +126,14 @@ impl Sample {
     }
     /// Whether a table may choose what the sample measured: colltune's
     /// algorithms and the library's forced ones a table can name
-    /// (`ompi_tuned`, `ompi_adapt`, `mpich`: [`crate::library`]), not the
+    /// (`ompi_tuned`, `ompi_adapt`, `mpich`: [`crate::libraries::library`]), not the
     /// library's default `MPI_Bcast` (a baseline only) nor an algorithm a
     /// table could not say (an MPICH name it does not document).
     pub fn is_choice(&self) -> bool {
         !self.is_library()
-            || (crate::library::is_table_name(&self.algorithm)
+            || (crate::libraries::library::is_table_name(&self.algorithm)
                 && colltune_algorithms::AlgoSpec::parse(&self.spec)
-                    .is_ok_and(|s| crate::library::LibraryChoice::from_spec(&s).is_ok()))
+                    .is_ok_and(|s| crate::libraries::library::LibraryChoice::from_spec(&s).is_ok()))
     }
 }
 
@@ -247,7 +247,7 @@ fn validate(s: &Sample) -> Result<(), String> {
             s.execution
         ));
     }
-    if let Err(e) = s.pattern.parse::<crate::method::Pattern>() {
+    if let Err(e) = s.pattern.parse::<crate::measure::method::Pattern>() {
         return Err(format!("column `pattern`: {e}"));
     }
     if !(s.time_us.is_finite() && s.time_us >= 0.0) {

@@ -26,7 +26,7 @@
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
 
-use crate::sim::Link;
+use crate::model::sim::Link;
 
 /// One measured size: median one-way time over runs, and the runs' spread
 /// (slowest / fastest run).
@@ -303,7 +303,7 @@ pub fn fit_link(
     Ok(LinkFit {
         link,
         max_rel_error: errs.last().copied().unwrap_or(0.0),
-        median_rel_error: crate::stats::median_sorted(&errs),
+        median_rel_error: crate::measure::stats::median_sorted(&errs),
         points,
     })
 }

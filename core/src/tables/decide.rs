@@ -13,8 +13,8 @@ use std::sync::Arc;
 use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
-use crate::library::LibraryChoice;
-use crate::table::{CommKey, Table};
+use crate::libraries::library::LibraryChoice;
+use crate::tables::table::{CommKey, Table};
 
 /// Where a decision came from.
 #[derive(Clone, Debug, PartialEq)]

@@ -24,9 +24,9 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
-use crate::library::LibraryChoice;
-use crate::ompi::{Forced, TUNED_BCAST};
-use crate::table::{CommRules, Rule, Table};
+use crate::libraries::library::LibraryChoice;
+use crate::libraries::ompi::{Forced, TUNED_BCAST};
+use crate::tables::table::{CommRules, Rule, Table};
 
 #[derive(Debug, Error)]
 pub enum ExportError {
@@ -221,7 +221,7 @@ fn ompi_rules(
 
 /// colltune's algorithm of the nearest shape to MPICH's `m`, resolved.
 fn mpich_stand_in(
-    m: crate::mpich::Forced,
+    m: crate::libraries::mpich::Forced,
     rule: &Rule,
     ranks: u32,
 ) -> Result<AlgoSpec, ExportError> {
@@ -569,7 +569,7 @@ fn merged_push(merged: &mut Vec<(Option<u64>, Value)>, max: Option<u64>, v: Valu
 /// (`MPIR_CVAR_BCAST_TREE_TYPE=kary`, `_TREE_KVAL=2`,
 /// `_IS_NON_BLOCKING=1`, `_TREE_PIPELINE_CHUNK_SIZE=8192`,
 /// `_RECV_PRE_POST=0`): the file says those, so both run the same.
-fn mpich_native(m: crate::mpich::Forced, known: &[String], notes: &mut Notes) -> Mapped {
+fn mpich_native(m: crate::libraries::mpich::Forced, known: &[String], notes: &mut Notes) -> Mapped {
     let name = m.json_name().unwrap_or("MPIR_Bcast_intra_binomial");
     if !known.is_empty() && !known.iter().any(|k| k == name) {
         notes.add(format!(
@@ -828,8 +828,8 @@ pub fn find_libmpich() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::fixtures::{yaml, SWAP_SENDRECV};
-    use crate::table::load_str;
+    use crate::tables::table::fixtures::{yaml, SWAP_SENDRECV};
+    use crate::tables::table::load_str;
 
     fn library_table() -> Table {
         load_str(&yaml(

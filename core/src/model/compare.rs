@@ -20,11 +20,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap, Variant};
 
-use crate::method::Subject;
-use crate::record::Sample;
-use crate::sim::{simulate_at, Model, SimError};
-use crate::simulate::sample;
-use crate::stats::{geomean, median, median_sorted, summarize};
+use crate::measure::method::Subject;
+use crate::measure::record::Sample;
+use crate::measure::stats::{geomean, median, median_sorted, summarize};
+use crate::model::sim::{simulate_at, Model, SimError};
+use crate::model::simulate::sample;
 
 /// How closely a prediction must agree to count.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -674,7 +674,10 @@ mod tests {
                     exec,
                 });
                 for bytes in [8, 65536, 1 << 20] {
-                    for (i, &r) in crate::sim::rotation_roots(c, &nodes).iter().enumerate() {
+                    for (i, &r) in crate::model::sim::rotation_roots(c, &nodes)
+                        .iter()
+                        .enumerate()
+                    {
                         let t = simulate_at(m, c, &spec, exec, &nodes, bytes, r).unwrap();
                         out.push(sample(m, &nodes, &s, bytes, (1, i as u32 + 1), r, t));
                     }

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 
 use colltune_algorithms::Collective;
 
-use crate::record::Sample;
-use crate::table::build::{point_stats, Stats};
-use crate::table::{CommKey, Rule, Table};
+use crate::measure::record::Sample;
+use crate::tables::table::build::{point_stats, Stats};
+use crate::tables::table::{CommKey, Rule, Table};
 
 /// One size of the grid.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,9 +135,9 @@ pub fn agreement(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::sample;
-    use crate::table::build::{build_with, Compact};
-    use crate::table::Provenance;
+    use crate::measure::record::sample;
+    use crate::tables::table::build::{build_with, Compact};
+    use crate::tables::table::Provenance;
 
     fn prov() -> Provenance {
         Provenance::made_now(

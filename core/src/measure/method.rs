@@ -2,7 +2,7 @@
 //! algorithms under an execution, the MPI library's own collective, a forced
 //! library algorithm) and the timing method. The MPI benchmark
 //! (`colltune_mpi::bench`) measures them; the simulator predicts them; both
-//! write the same [`crate::record::Sample`] rows.
+//! write the same [`crate::measure::record::Sample`] rows.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use colltune_algorithms::{
     Restriction, SpecError, Variant,
 };
 
-use crate::ompi::TunedBcast;
+use crate::libraries::ompi::TunedBcast;
 
 /// Largest message colltune measures or runs as one MPI message: a count
 /// of bytes is a C int.
@@ -33,13 +33,15 @@ pub enum Subject {
     /// One of an MPICH-derived library's broadcast algorithms, forced
     /// through `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (`MPI_T`, process-wide,
     /// read per call) for the duration of each point.
-    Mpich { choice: crate::mpich::Choice },
+    Mpich {
+        choice: crate::libraries::mpich::Choice,
+    },
     /// One of Open MPI's coll/adapt broadcast algorithms: adapt selected on
     /// a communicator of its own (its priority raised through `MPI_T` while
     /// the communicator is made), the algorithm and segment written
     /// through `MPI_T` for the duration of each point (read per call).
     OmpiAdapt {
-        choice: crate::ompi::adapt::Choice,
+        choice: crate::libraries::ompi::adapt::Choice,
         segment: u64,
     },
     /// One of Open MPI 5.0's coll/han broadcasts, across nodes: han
@@ -49,15 +51,15 @@ pub enum Subject {
     /// `modules` are the components of its steps as `MPI_Init` set them
     /// (recorded, not forced).
     OmpiHan {
-        choice: crate::ompi::han::Choice,
+        choice: crate::libraries::ompi::han::Choice,
         segment: u64,
-        modules: crate::ompi::han::Modules,
+        modules: crate::libraries::ompi::han::Modules,
     },
     /// The library's own `MPI_Bcast` under an algorithm chosen outside the
     /// process (an environment variable read at `MPI_Init`, as Intel MPI's
     /// `I_MPI_ADJUST_BCAST`), recorded under `label`
     /// (`impi:I_MPI_ADJUST_BCAST=3,name=ring`; checked by
-    /// [`crate::mpich::check_label`]).
+    /// [`crate::libraries::mpich::check_label`]).
     LibraryLabelled { label: String },
     /// `MPI_Bcast` called through its `MPI_` symbol, as an application
     /// calls it, where every other library subject calls `PMPI_Bcast`: a
@@ -84,9 +86,9 @@ impl Subject {
             Subject::Library => "mpi".into(),
             Subject::Interposed => INTERPOSED.into(),
             Subject::OmpiTuned { .. } => "ompi_tuned".into(),
-            Subject::Mpich { .. } => crate::mpich::TABLE_NAME.into(),
-            Subject::OmpiAdapt { .. } => crate::ompi::adapt::TABLE_NAME.into(),
-            Subject::OmpiHan { .. } => crate::ompi::han::TABLE_NAME.into(),
+            Subject::Mpich { .. } => crate::libraries::mpich::TABLE_NAME.into(),
+            Subject::OmpiAdapt { .. } => crate::libraries::ompi::adapt::TABLE_NAME.into(),
+            Subject::OmpiHan { .. } => crate::libraries::ompi::han::TABLE_NAME.into(),
             Subject::LibraryLabelled { label } => {
                 label.split(':').next().unwrap_or(label).to_string()
             }
@@ -439,7 +441,7 @@ mod tests {
     #[test]
     fn library_subjects_are_named_as_their_library_documents() {
         let m = Subject::Mpich {
-            choice: crate::mpich::Choice {
+            choice: crate::libraries::mpich::Choice {
                 value: 5,
                 name: "scatter_ring_allgather".into(),
             },

@@ -165,7 +165,7 @@ mod tests {
             }
             y += &format!("    execution: {exec}\n    time_us: {t}\n    at_bytes: {at}\n");
         }
-        crate::table::load_str(&y).unwrap()
+        crate::tables::table::load_str(&y).unwrap()
     }
 
     fn a() -> Table {

@@ -253,30 +253,30 @@ impl Rule {
     /// (`algorithm: ompi_tuned`, `ompi_adapt` or `mpich`), whatever its
     /// parameters.
     pub fn is_library(&self) -> bool {
-        crate::library::is_table_name(&self.algorithm)
+        crate::libraries::library::is_table_name(&self.algorithm)
     }
 
     /// The library algorithm the rule forces (`algorithm: ompi_tuned`,
     /// `params: {algorithm: 6, segment: 0}`, `execution: library`; or
     /// `ompi_adapt`, `mpich`); None for colltune's algorithms, an error
     /// saying what is wrong for a bad one.
-    pub fn library(&self) -> Option<Result<crate::library::LibraryChoice, String>> {
+    pub fn library(&self) -> Option<Result<crate::libraries::library::LibraryChoice, String>> {
         if !self.is_library() {
             return None;
         }
         let forced = self
             .spec()
             .map_err(|e| e.to_string())
-            .and_then(|s| crate::library::LibraryChoice::from_spec(&s));
+            .and_then(|s| crate::libraries::library::LibraryChoice::from_spec(&s));
         Some(forced.and_then(|f| {
-            if self.execution == crate::ompi::LIBRARY_EXECUTION {
+            if self.execution == crate::libraries::ompi::LIBRARY_EXECUTION {
                 Ok(f)
             } else {
                 Err(format!(
                     "{}: execution `{}`: the library runs its own algorithms; write `execution: {}`",
                     self.algorithm,
                     self.execution,
-                    crate::ompi::LIBRARY_EXECUTION
+                    crate::libraries::ompi::LIBRARY_EXECUTION
                 ))
             }
         }))

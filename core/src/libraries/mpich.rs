@@ -319,9 +319,9 @@ pub fn check_label(label: &str) -> Result<String, String> {
     }
     if [
         "mpi",
-        crate::ompi::TABLE_NAME,
-        crate::ompi::adapt::TABLE_NAME,
-        crate::ompi::han::TABLE_NAME,
+        crate::libraries::ompi::TABLE_NAME,
+        crate::libraries::ompi::adapt::TABLE_NAME,
+        crate::libraries::ompi::han::TABLE_NAME,
         TABLE_NAME,
     ]
     .contains(&family)
@@ -374,7 +374,7 @@ pub fn short_name(spec: &str) -> &str {
 /// `han:intra`).
 pub fn forced_label(spec: &str) -> String {
     let short = short_name(spec);
-    match crate::ompi::component_of(spec) {
+    match crate::libraries::ompi::component_of(spec) {
         Some(component) if short != spec => format!("{component}:{short}"),
         _ => short.to_string(),
     }
@@ -385,9 +385,9 @@ pub fn forced_label(spec: &str) -> String {
 pub fn library_of(spec: &str) -> &str {
     let family = spec.split(':').next().unwrap_or(spec);
     match family {
-        f if f == crate::ompi::TABLE_NAME
-            || f == crate::ompi::adapt::TABLE_NAME
-            || f == crate::ompi::han::TABLE_NAME =>
+        f if f == crate::libraries::ompi::TABLE_NAME
+            || f == crate::libraries::ompi::adapt::TABLE_NAME
+            || f == crate::libraries::ompi::han::TABLE_NAME =>
         {
             "Open MPI"
         }

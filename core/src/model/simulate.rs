@@ -4,9 +4,9 @@
 
 use colltune_algorithms::{Collective, NodeMap};
 
-use crate::method::Subject;
-use crate::record::Sample;
-use crate::sim::Model;
+use crate::measure::method::Subject;
+use crate::measure::record::Sample;
+use crate::model::sim::Model;
 
 /// A simulated layout that cannot be built, with what to give instead.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +63,7 @@ pub fn sample(
         iterations: 1,
         overlap_us: 0.0,
         // every rank starts the call at time 0: one synchronised call
-        pattern: crate::method::Pattern::Synchronized.name().into(),
+        pattern: crate::measure::method::Pattern::Synchronized.name().into(),
         run,
         rep,
         time_us: t,

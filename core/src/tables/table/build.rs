@@ -43,8 +43,8 @@ use colltune_algorithms::{AlgoSpec, Collective};
 use super::{
     spec_to_fields, CommKey, CommRules, Compaction, Provenance, Rule, Table, SCHEMA_VERSION,
 };
-use crate::record::Sample;
-use crate::stats;
+use crate::measure::record::Sample;
+use crate::measure::stats;
 
 /// The decision at one measured size.
 #[derive(Clone, Debug, PartialEq)]
@@ -381,7 +381,7 @@ const LIBRARY_FIRST_ABOVE: u64 = 10;
 /// registry, after colltune's own), so a wide noise band at a point never
 /// hands it to a library algorithm that was measured clearly slower.
 fn complexity_at(base: u64, execution: &str, loss: f64, tolerance: f64) -> u64 {
-    if execution == crate::ompi::LIBRARY_EXECUTION && loss <= tolerance + 1e-12 {
+    if execution == crate::libraries::ompi::LIBRARY_EXECUTION && loss <= tolerance + 1e-12 {
         // [`complexity`]'s segmentation term, alone
         base.saturating_sub(LIBRARY_FIRST_ABOVE) / 1000
     } else {
@@ -654,8 +654,8 @@ fn round4(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::sample;
-    use crate::table::validate::{check, load_str};
+    use crate::measure::record::sample;
+    use crate::tables::table::validate::{check, load_str};
 
     fn prov() -> Provenance {
         Provenance {

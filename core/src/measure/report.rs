@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::record::Sample;
-use crate::stats::{self, geomean, Summary};
+use crate::measure::record::Sample;
+use crate::measure::stats::{self, geomean, Summary};
 
 /// Identifies a series: one subject on one communicator under one method.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -32,7 +32,7 @@ impl SeriesKey {
             ppn: s.ppn,
             nodes: s.nodes,
             cache: s.cache.clone(),
-            iterations: if s.pattern == crate::method::Pattern::BackToBack.name() {
+            iterations: if s.pattern == crate::measure::method::Pattern::BackToBack.name() {
                 0
             } else {
                 s.iterations
@@ -88,7 +88,7 @@ impl SeriesKey {
     /// `MPI_Bcast` through its `MPI_` symbol (`--baseline interposed`):
     /// under `LD_PRELOAD` of the drop-in, the drop-in.
     pub fn is_interposed(&self) -> bool {
-        self.is_library() && self.spec == crate::method::INTERPOSED
+        self.is_library() && self.spec == crate::measure::method::INTERPOSED
     }
     /// How the comparison names a forced algorithm: Open MPI's with its
     /// segment (coll/tuned's `binomial,segment=0`, coll/adapt's
@@ -98,11 +98,11 @@ impl SeriesKey {
     pub fn forced_name(&self) -> String {
         match self.spec.split_once("name=") {
             Some((_, rest)) if self.is_ompi_tuned() => rest.to_string(),
-            Some((_, rest)) => match crate::ompi::component_of(&self.spec) {
+            Some((_, rest)) => match crate::libraries::ompi::component_of(&self.spec) {
                 Some(component) => format!("{component}:{rest}"),
-                None => crate::mpich::short_name(&self.spec).to_string(),
+                None => crate::libraries::mpich::short_name(&self.spec).to_string(),
             },
-            _ => crate::mpich::short_name(&self.spec).to_string(),
+            _ => crate::libraries::mpich::short_name(&self.spec).to_string(),
         }
     }
 }
@@ -259,7 +259,7 @@ pub fn comparison(all: &Series) -> String {
             let mut libs: Vec<&str> = all
                 .keys()
                 .filter(|k| k.context() == ctx && k.is_forced())
-                .map(|k| crate::mpich::library_of(&k.spec))
+                .map(|k| crate::libraries::mpich::library_of(&k.spec))
                 .collect();
             libs.sort_unstable();
             libs.dedup();
@@ -462,7 +462,7 @@ pub fn spread_overall(all: &Series) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::sample;
+    use crate::measure::record::sample;
 
     #[test]
     fn comparison_picks_best_and_ratios() {

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use colltune_algorithms::{registry, Collective};
 
-use crate::report::{Series, SeriesKey};
-use crate::stats::Summary;
-use crate::table::{CommKey, Rule, Table};
+use crate::measure::report::{Series, SeriesKey};
+use crate::measure::stats::Summary;
+use crate::tables::table::{CommKey, Rule, Table};
 
 /// What a line stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -152,7 +152,7 @@ pub fn lines(all: &Series, ctx: &SeriesKey, sel: &Selection) -> Result<Vec<Line>
             points: BTreeMap::new(),
         });
         let variant = if k.is_forced() {
-            crate::mpich::forced_label(&k.spec)
+            crate::libraries::mpich::forced_label(&k.spec)
         } else {
             k.label()
         };
@@ -460,7 +460,7 @@ pub fn versus(lines: &[Line], kind: LineKind) -> Option<Versus> {
     Some(Versus {
         sizes: ratios.len(),
         faster: ratios.iter().filter(|&&r| r < 1.0).count(),
-        geomean: crate::stats::geomean(&ratios),
+        geomean: crate::measure::stats::geomean(&ratios),
     })
 }
 
@@ -532,8 +532,8 @@ pub fn place_labels(want: &[f64], gap: f64, lo: f64, hi: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::sample;
-    use crate::report::series;
+    use crate::measure::record::sample;
+    use crate::measure::report::series;
 
     fn data() -> Series {
         let mut s = Vec::new();
@@ -767,7 +767,7 @@ mod tests {
 
     #[test]
     fn a_table_as_a_map() {
-        let t = crate::table::load_str(
+        let t = crate::tables::table::load_str(
             "schema: 1\nprovenance:\n  host: h\n  mpi: m\n  date: d\n  command: c\n  colltune: x\n  source: measured\n  sweep:\n    mode: built\n    sizes: [1, 1048576]\n\
              bcast:\n- ranks: 8\n  ppn: 4\n  nodes: 2\n  rules:\n  - {min_bytes: 0, max_bytes: 4095, algorithm: binomial, execution: blocking, margin: 0.5}\n  - {min_bytes: 4096, algorithm: hierarchical, execution: nonblocking, margin: 0.01}\n\
              - ranks: 4\n  ppn: 4\n  nodes: 1\n  rules:\n  - {min_bytes: 0, algorithm: linear, execution: blocking}\n",

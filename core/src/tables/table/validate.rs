@@ -314,7 +314,7 @@ pub fn check_with(
                         p(
                             at,
                             format!("{}: {e}", here()),
-                            crate::library::LibraryChoice::reference(&r.algorithm),
+                            crate::libraries::library::LibraryChoice::reference(&r.algorithm),
                         );
                     }
                 } else if let Some(e) = resolved
@@ -374,7 +374,7 @@ pub fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::fixtures::{HEAD, SWAP_SENDRECV};
+    use crate::tables::table::fixtures::{HEAD, SWAP_SENDRECV};
 
     /// `good()` with its broadcast rules replaced by `rules` (YAML, indented
     /// as rules are).
@@ -421,7 +421,7 @@ mod tests {
         );
         // What the runtime (and `explain`) decides: no colltune schedule,
         // the library's algorithm forced.
-        let sel = crate::decide::Selector {
+        let sel = crate::tables::decide::Selector {
             settings: Default::default(),
             table: Some(std::sync::Arc::new(t)),
             fallback: None,
@@ -431,13 +431,13 @@ mod tests {
         assert!(c.algorithm.is_none());
         assert_eq!(
             c.library,
-            Some(crate::ompi::Forced { id: 7, segment: 0 }.into())
+            Some(crate::libraries::ompi::Forced { id: 7, segment: 0 }.into())
         );
         let (c, _) = d.choose(1 << 20);
         assert_eq!(
             c.library,
             Some(
-                crate::ompi::Forced {
+                crate::libraries::ompi::Forced {
                     id: 6,
                     segment: 8192
                 }
@@ -510,7 +510,7 @@ mod tests {
 
     #[test]
     fn adapt_and_mpich_rules_load_and_decide() {
-        use crate::library::LibraryChoice;
+        use crate::libraries::library::LibraryChoice;
         let text = with_bcast_rules(
             "  - min_bytes: 0
     max_bytes: 4095
@@ -546,7 +546,7 @@ mod tests {
             t.lookup(Collective::Bcast, key, 5000).unwrap().label(),
             "mpich:algorithm=scatter_ring_allgather [library]"
         );
-        let sel = crate::decide::Selector {
+        let sel = crate::tables::decide::Selector {
             settings: Default::default(),
             table: Some(std::sync::Arc::new(t)),
             fallback: None,
@@ -556,10 +556,9 @@ mod tests {
         assert!(c.algorithm.is_none());
         assert_eq!(
             c.library,
-            Some(LibraryChoice::Adapt(crate::ompi::adapt::Forced {
-                id: 2,
-                segment: 0
-            }))
+            Some(LibraryChoice::Adapt(
+                crate::libraries::ompi::adapt::Forced { id: 2, segment: 0 }
+            ))
         );
         assert!(c.to_string().contains("coll/adapt serves"), "{c}");
         let (c, _) = d.choose(5000);

@@ -3,9 +3,9 @@
 //!
 //! | table `algorithm` | library, component | forced how (at run time) |
 //! |---|---|---|
-//! | `ompi_tuned` ([`crate::ompi::Forced`]) | Open MPI coll/tuned | a duplicate made with `coll_tuned_bcast_algorithm` / `_segmentsize` written |
-//! | `ompi_adapt` ([`crate::ompi::adapt::Forced`]) | Open MPI 5.0 coll/adapt | a duplicate made with `coll_adapt_priority` raised; algorithm and segment written around each call |
-//! | `mpich` ([`crate::mpich::Forced`]) | MPICH 4, 5 | `MPIR_CVAR_BCAST_INTRA_ALGORITHM` written around each call |
+//! | `ompi_tuned` ([`crate::libraries::ompi::Forced`]) | Open MPI coll/tuned | a duplicate made with `coll_tuned_bcast_algorithm` / `_segmentsize` written |
+//! | `ompi_adapt` ([`crate::libraries::ompi::adapt::Forced`]) | Open MPI 5.0 coll/adapt | a duplicate made with `coll_adapt_priority` raised; algorithm and segment written around each call |
+//! | `mpich` ([`crate::libraries::mpich::Forced`]) | MPICH 4, 5 | `MPIR_CVAR_BCAST_INTRA_ALGORITHM` written around each call |
 //!
 //! Each is written with `execution: library`; `colltune_mpi::select::library`
 //! forces them, and falls back to the library's default `MPI_Bcast` (one
@@ -13,7 +13,7 @@
 
 use colltune_algorithms::AlgoSpec;
 
-use crate::{mpich, ompi};
+use crate::libraries::{mpich, ompi};
 
 /// One of the MPI library's own broadcast algorithms, as a table chooses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
