@@ -214,6 +214,7 @@ impl Timing {
 
     /// The method: `warmup` untimed calls, a cold cache rotated over
     /// twice `llc_bytes` (the last-level cache).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn method(&self, root: RootPolicy, warmup: u32, llc_bytes: u64) -> Method {
         Method {
             budget: Duration::from_millis(self.budget_ms),
