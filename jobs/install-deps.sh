@@ -66,3 +66,13 @@ if [ "$(printf '%s\n1.82.0\n' "$ver" | sort -V | head -1)" != "1.82.0" ]; then
     exit 1
   fi
 fi
+
+# The test suite lints with clippy (a minimal rustup profile lacks it).
+if [ "${1:-}" = "--test" ] && ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null; then
+    rustup component add clippy
+  else
+    echo "install-deps: the test suite needs cargo clippy; install it with your Rust" >&2
+    exit 1
+  fi
+fi

@@ -42,18 +42,20 @@ mod calibrate;
 mod emu;
 #[cfg(feature = "mpi")]
 mod evaluate;
+mod export;
 mod fit;
 mod generate;
 mod help;
 mod inspect;
 mod list;
+#[cfg(feature = "mpi")]
+mod measure;
 mod plot;
-pub use plot::{map_title as plot_map_title, plot_title as plot_plot_title};
+mod report;
 mod simulate;
 mod table;
 mod tune;
-#[cfg(feature = "mpi")]
-mod tune_mpi;
+mod validate;
 #[cfg(feature = "mpi")]
 mod verify;
 
@@ -118,16 +120,16 @@ pub enum Command {
     /// A readable summary of a table.
     Show(inspect::ShowArgs),
     /// Check tables: every problem with file:line; exit 1 if any.
-    Validate(inspect::ValidateArgs),
+    Validate(validate::Args),
     /// Where two tables decide differently, with expected time ratios.
     Diff(inspect::DiffArgs),
     /// The rule that applies to a call, and why.
     Explain(inspect::ExplainArgs),
     /// Write a table in the format Open MPI or MPICH reads.
-    Export(inspect::ExportArgs),
+    Export(export::Args),
     /// Per algorithm, the share of measured points where it was fastest,
     /// and the fit table.
-    Report(inspect::ReportArgs),
+    Report(report::Args),
     /// Time and bandwidth against size: one line per algorithm with run
     /// bands, the library dashed, the table's choice marked (SVG or PNG).
     Plot(plot::Args),
@@ -172,11 +174,11 @@ pub fn main() -> i32 {
         #[cfg(feature = "mpi")]
         Command::Evaluate(a) => evaluate::run(a),
         Command::Show(a) => inspect::show(a),
-        Command::Validate(a) => inspect::validate(a),
+        Command::Validate(a) => validate::run(a),
         Command::Diff(a) => inspect::diff(a),
         Command::Explain(a) => inspect::explain(a),
-        Command::Export(a) => inspect::export_cmd(a),
-        Command::Report(a) => inspect::report(a),
+        Command::Export(a) => export::run(a),
+        Command::Report(a) => report::run(a),
         Command::Plot(a) => plot::run(a),
         #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
