@@ -43,6 +43,7 @@ mod emu;
 #[cfg(feature = "mpi")]
 mod evaluate;
 mod fit;
+mod import;
 mod inspect;
 mod list;
 mod plot;
@@ -129,6 +130,9 @@ pub enum Command {
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),
+    /// Read OSU / IMB results, plain CSVs or any table (--columns) into
+    /// colltune's raw-sample or point-to-point CSV.
+    Import(import::Args),
     #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
@@ -174,6 +178,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Import(a) => import::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
     };
