@@ -46,8 +46,10 @@ mod fit;
 mod import;
 mod inspect;
 mod list;
+mod p2p;
 mod plot;
 pub use plot::{map_title as plot_map_title, plot_title as plot_plot_title};
+mod predict;
 mod simulate;
 mod table;
 mod tune;
@@ -133,6 +135,9 @@ pub enum Command {
     /// Read OSU / IMB results, plain CSVs or any table (--columns) into
     /// colltune's raw-sample or point-to-point CSV.
     Import(import::Args),
+    /// Predict which of Open MPI's broadcast algorithms wins, from
+    /// point-to-point results, and check it against measured broadcasts.
+    Predict(predict::Args),
     #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
@@ -179,6 +184,7 @@ pub fn main() -> i32 {
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Import(a) => import::run(a),
+        Command::Predict(a) => predict::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
     };

@@ -75,6 +75,23 @@ pub struct Model {
     pub inter: Link,
     /// Local memory copy bandwidth, GB/s.
     pub copy_gbs: f64,
+    /// Closer links inside a node, finest first (a shared cache, a NUMA
+    /// domain, a socket): two ranks of one node that share the first
+    /// level's group talk over its link; ranks sharing none of them over
+    /// `intra`. Used where the call says where each rank sits (a layout
+    /// and a mapping: `predict`); without placement every pair of one
+    /// node uses `intra`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelLink>,
+}
+
+/// One level of distance inside a node and its link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelLink {
+    /// What the two ranks share: `cache`, `numa` or `socket`.
+    pub shares: String,
+    pub link: Link,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +131,9 @@ impl Model {
 
     /// Every figure positive and finite.
     pub fn check(&self) -> Result<(), String> {
-        for (what, l) in [("intra", &self.intra), ("inter", &self.inter)] {
+        let named = [("intra", &self.intra), ("inter", &self.inter)];
+        let levels = self.levels.iter().map(|l| (l.shares.as_str(), &l.link));
+        for (what, l) in named.into_iter().chain(levels) {
             for (f, v) in [
                 ("latency_us", l.latency_us),
                 ("overhead_us", l.overhead_us),
@@ -136,7 +155,9 @@ impl Model {
                 }
             }
         }
-        if self.intra.burst_bytes.is_some() {
+        if self.intra.burst_bytes.is_some()
+            || self.levels.iter().any(|l| l.link.burst_bytes.is_some())
+        {
             return Err(
                 "intra.burst_bytes: only links between nodes (inter) are token buckets".into(),
             );

@@ -21,6 +21,10 @@ use super::model::{Link, Model};
 pub(super) struct Network {
     intra: Link,
     inter: Link,
+    /// The model's closer levels inside a node, finest first, and per level
+    /// each rank's group (empty until [`Network::place`]).
+    levels: Vec<Link>,
+    groups: Vec<Vec<u32>>,
     copy_gbs: f64,
     node_of: Vec<u32>,
     nodes: usize,
@@ -83,6 +87,8 @@ impl Network {
         Network {
             intra: m.intra.clone(),
             inter: m.inter.clone(),
+            levels: m.levels.iter().map(|l| l.link.clone()).collect(),
+            groups: Vec::new(),
             copy_gbs: m.copy_gbs,
             node_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             nodes: nodes.num_nodes(),
@@ -99,6 +105,7 @@ impl Network {
     pub fn reset(&mut self, m: &Model) {
         self.intra = m.intra.clone();
         self.inter = m.inter.clone();
+        self.levels = m.levels.iter().map(|l| l.link.clone()).collect();
         self.copy_gbs = m.copy_gbs;
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
@@ -108,13 +115,24 @@ impl Network {
         self.shm_in.fill(0.0);
     }
 
+    /// Where each rank sits: `groups[k][r]` is rank r's group at the
+    /// model's level k (two ranks of one node in the same group talk over
+    /// that level's link, the finest level first).
+    pub fn place(&mut self, groups: Vec<Vec<u32>>) {
+        self.groups = groups;
+    }
+
     #[inline]
     fn link(&self, a: u32, b: u32) -> &Link {
-        if self.node_of[a as usize] == self.node_of[b as usize] {
-            &self.intra
-        } else {
-            &self.inter
+        if self.node_of[a as usize] != self.node_of[b as usize] {
+            return &self.inter;
         }
+        for (l, g) in self.levels.iter().zip(&self.groups) {
+            if g[a as usize] == g[b as usize] {
+                return l;
+            }
+        }
+        &self.intra
     }
 
     /// L between ranks `a` and `b`.
@@ -135,13 +153,13 @@ impl Network {
             // Shared memory: the sender's process copies the message out
             // and the receiver's copies it in, each one message at a time
             // (a root sending to 31 ranks of its node copies 31 times).
-            let l = &self.intra;
-            let wire = bytes as f64 * rate(l, bytes, rdv);
+            let l = self.link(a, b);
+            let (wire, lat) = (bytes as f64 * rate(l, bytes, rdv), l.latency_us);
             let (ra, rb) = (a as usize, b as usize);
             let start = t.max(self.shm_out[ra]);
             let out_end = start + wire;
             self.shm_out[ra] = out_end;
-            let land_start = (start + l.latency_us).max(self.shm_in[rb]);
+            let land_start = (start + lat).max(self.shm_in[rb]);
             let arrival = land_start + wire;
             self.shm_in[rb] = arrival;
             return (out_end, arrival);
