@@ -53,6 +53,7 @@ fn slow_model() -> Model {
         },
         copy_gbs: 7.0,
         levels: Vec::new(),
+        memory_copy_gbs: None,
     }
 }
 

@@ -131,7 +131,9 @@ pub fn fit_level(points: &[(u64, f64)]) -> Result<LinkFit, String> {
     let link = Link {
         latency_us: lat,
         overhead_us: o,
-        gap_us: o,
+        // A ping-pong cannot see a port's gap between messages; NICs and
+        // shared memory take a message every few nanoseconds.
+        gap_us: 0.0,
         bandwidth_gbs: gbs(if split { gr } else { ge }),
         eager_limit: pts[k].0,
         eager_bandwidth_gbs: split.then(|| gbs(ge)),
@@ -184,7 +186,18 @@ fn stand_in(missing: Level, measured: &[Level]) -> Option<Level> {
 /// two nodes `inter`; a level of the layout with no measured pair takes a
 /// measured level's link ([`LevelsFit::stand_ins`]). Levels measured that
 /// the layout does not have are fitted and reported but left out.
-pub fn fit_model(rows: &[P2pRow], layout: &Layout, name: &str) -> Result<LevelsFit, String> {
+///
+/// `memory_copy_gbs`: what a socket's shared-memory copies move together;
+/// by default the fastest single-pair copy (a ping-pong measures one copy
+/// alone; both published sets' large broadcasts, with many copies at once,
+/// move about that much per socket, far below the memory's STREAM figure:
+/// single-copy transports pin pages and map them through the kernel).
+pub fn fit_model(
+    rows: &[P2pRow],
+    layout: &Layout,
+    name: &str,
+    memory_copy_gbs: Option<f64>,
+) -> Result<LevelsFit, String> {
     let mut fits = Vec::new();
     for level in Level::ALL {
         let pts = level_points(rows, level);
@@ -250,6 +263,13 @@ pub fn fit_model(rows: &[P2pRow], layout: &Layout, name: &str) -> Result<LevelsF
         })
         .fold(0.0, f64::max)
         .min(1e3);
+    let memory_copy_gbs = memory_copy_gbs.unwrap_or_else(|| {
+        levels
+            .iter()
+            .map(|l| l.link.bandwidth_gbs)
+            .chain([intra.bandwidth_gbs])
+            .fold(0.0, f64::max)
+    });
     let source = format!(
         "calibrate --p2p: {} fitted to published ping-pong by placement ({}){}",
         layout,
@@ -269,6 +289,7 @@ pub fn fit_model(rows: &[P2pRow], layout: &Layout, name: &str) -> Result<LevelsF
         inter,
         copy_gbs,
         levels,
+        memory_copy_gbs: Some(memory_copy_gbs),
     };
     model.check()?;
     Ok(LevelsFit {
@@ -371,7 +392,7 @@ mod tests {
             (Level::Network, 1.8),
         ]);
         let layout = Layout::parse("node:2,socket:2,cache:16,core:4").unwrap();
-        let f = fit_model(&rows, &layout, "t").unwrap();
+        let f = fit_model(&rows, &layout, "t", None).unwrap();
         assert!(f.stand_ins.is_empty());
         let names: Vec<&str> = f.model.levels.iter().map(|l| l.shares.as_str()).collect();
         assert_eq!(names, vec!["cache", "socket"]);
@@ -397,7 +418,7 @@ mod tests {
         // No pair on two sockets of one node (as one published set).
         let rows = rows_for(&[(Level::Socket, 0.4), (Level::Network, 1.8)]);
         let layout = Layout::parse("node:2,socket:2,core:12").unwrap();
-        let f = fit_model(&rows, &layout, "t").unwrap();
+        let f = fit_model(&rows, &layout, "t", None).unwrap();
         assert_eq!(f.stand_ins, vec![(Level::Node, Level::Socket)]);
         assert_eq!(f.model.intra, f.model.levels[0].link);
         assert!(f
@@ -412,6 +433,6 @@ mod tests {
             stand_in(Level::Cache, &[Level::Socket, Level::Network]),
             Some(Level::Socket)
         );
-        assert!(fit_model(&[], &layout, "t").is_err());
+        assert!(fit_model(&[], &layout, "t", None).is_err());
     }
 }

@@ -261,6 +261,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         ),
         copy_gbs,
         levels: Vec::new(),
+        memory_copy_gbs: None,
     };
     model
         .check()

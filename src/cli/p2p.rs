@@ -25,6 +25,11 @@ pub struct P2pArgs {
     /// --labels): core=socket,socket=node,node=network.
     #[arg(long)]
     pub p2p_labels: Option<String>,
+    /// What all shared-memory copies into one socket move together, GB/s
+    /// (e.g. from a multi-pair bandwidth test); default: the fastest
+    /// single-pair copy.
+    #[arg(long)]
+    pub memory_copy_gbs: Option<f64>,
 }
 
 fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -83,8 +88,13 @@ pub fn read(a: &P2pArgs) -> anyhow::Result<Vec<P2pRow>> {
 
 /// Fits the levels' model, warning of each level the data does not
 /// measure.
-pub fn fit(rows: &[P2pRow], layout: &Layout, name: &str) -> anyhow::Result<LevelsFit> {
-    let f = fit_model(rows, layout, name).map_err(usage)?;
+pub fn fit(
+    rows: &[P2pRow],
+    layout: &Layout,
+    name: &str,
+    memory_copy_gbs: Option<f64>,
+) -> anyhow::Result<LevelsFit> {
+    let f = fit_model(rows, layout, name, memory_copy_gbs).map_err(usage)?;
     for (missing, by) in &f.stand_ins {
         eprintln!(
             "colltune: warning: the layout {layout} has ranks that share a {missing} level but no measured pair does; the {by} level's figures stand in for it"
@@ -106,7 +116,7 @@ pub fn calibrate(
         .and_then(|l| Layout::parse(l).map_err(usage))?;
     let rows = read(a)?;
     let name = name.unwrap_or("from-p2p");
-    let f = fit(&rows, &layout, name)?;
+    let f = fit(&rows, &layout, name, a.memory_copy_gbs)?;
     for (level, lf) in &f.fits {
         let l = &lf.link;
         outln!(
@@ -119,6 +129,9 @@ pub fn calibrate(
             100.0 * lf.median_rel_error,
             100.0 * lf.max_rel_error
         );
+    }
+    if let Some(b) = f.model.memory_copy_gbs {
+        outln!("  memory: a socket's shared-memory copies together at most {b:.1} GB/s");
     }
     std::fs::write(out, f.model.to_yaml())
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", out.display()))?;

@@ -83,7 +83,15 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
     let model = match (&a.model, a.p2p.p2p.is_empty()) {
         (Some(p), _) => Model::load(p).map_err(usage)?,
-        (None, false) => super::p2p::fit(&super::p2p::read(&a.p2p)?, &layout, "from-p2p")?.model,
+        (None, false) => {
+            super::p2p::fit(
+                &super::p2p::read(&a.p2p)?,
+                &layout,
+                "from-p2p",
+                a.p2p.memory_copy_gbs,
+            )?
+            .model
+        }
         (None, true) => {
             return Err(usage(
                 "give --p2p FILE... (point-to-point results) or --model MODEL.yaml",

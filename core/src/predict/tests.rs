@@ -28,6 +28,7 @@ fn model() -> Model {
             shares: Level::Socket.name().into(),
             link: link(0.1, 8.0),
         }],
+        memory_copy_gbs: None,
     }
 }
 

@@ -174,7 +174,11 @@ pub fn simulate(
         plans.push(Plan::new(b.finish()));
     }
     let mut e = Engine::new(m, &nodes, &plans, Execution::Blocking);
-    e.place(groups);
+    let memory = cores
+        .iter()
+        .map(|&c| layout.group_of(c, crate::placement::Level::Socket) as u32)
+        .collect();
+    e.place(groups, memory);
     e.run_each().map_err(|e| e.to_string())
 }
 

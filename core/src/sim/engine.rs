@@ -595,9 +595,10 @@ impl<'a> Engine<'a> {
 
     /// Says where each rank sits, for a model with levels inside a node:
     /// `groups[k][r]` is rank r's group (cache, NUMA domain, socket) at the
-    /// model's level k.
-    pub fn place(&mut self, groups: Vec<Vec<u32>>) {
-        self.net.place(groups);
+    /// model's level k; `memory[r]` its memory domain (its socket: see
+    /// [`Model::memory_copy_gbs`]).
+    pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
+        self.net.place(groups, memory);
     }
 
     /// Runs the call; each rank's finish time, microseconds (a benchmark

@@ -83,6 +83,12 @@ pub struct Model {
     /// node uses `intra`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<LevelLink>,
+    /// What all shared-memory copies into one memory domain together can
+    /// move, GB/s: a socket's where the call says where ranks sit (a
+    /// layout), else a node's. Many concurrent copies are slower each than
+    /// one alone. None: no limit beyond each process copying one message
+    /// at a time.
+    pub memory_copy_gbs: Option<f64>,
 }
 
 /// One level of distance inside a node and its link.
@@ -161,6 +167,11 @@ impl Model {
             return Err(
                 "intra.burst_bytes: only links between nodes (inter) are token buckets".into(),
             );
+        }
+        if let Some(b) = self.memory_copy_gbs {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!("memory_copy_gbs = {b}: must be > 0"));
+            }
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));

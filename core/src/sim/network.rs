@@ -39,6 +39,13 @@ pub(super) struct Network {
     /// (receiving) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
     shm_in: Vec<f64>,
+    /// Microseconds per byte of all shared-memory copies into one memory
+    /// domain together (0: no limit); each rank's domain (its node, or its
+    /// socket once placed) and when each domain is free of the copies
+    /// queued on it.
+    mem_per_byte: f64,
+    mem_of: Vec<u32>,
+    mem_free: Vec<f64>,
 }
 
 /// A send just posted.
@@ -98,6 +105,9 @@ impl Network {
             tok_in: vec![burst(&m.inter); nodes.num_nodes()],
             shm_out: vec![0.0; p],
             shm_in: vec![0.0; p],
+            mem_per_byte: m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b),
+            mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
+            mem_free: vec![0.0; nodes.num_nodes()],
         }
     }
 
@@ -113,13 +123,19 @@ impl Network {
         self.tok_in.fill(burst(&m.inter));
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
+        self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
+        self.mem_free.fill(0.0);
     }
 
     /// Where each rank sits: `groups[k][r]` is rank r's group at the
     /// model's level k (two ranks of one node in the same group talk over
     /// that level's link, the finest level first).
-    pub fn place(&mut self, groups: Vec<Vec<u32>>) {
+    /// `memory[r]`: rank r's memory domain (its socket).
+    pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
         self.groups = groups;
+        let domains = memory.iter().map(|&d| d as usize + 1).max().unwrap_or(0);
+        self.mem_of = memory;
+        self.mem_free = vec![0.0; domains];
     }
 
     #[inline]
@@ -160,7 +176,15 @@ impl Network {
             let out_end = start + wire;
             self.shm_out[ra] = out_end;
             let land_start = (start + lat).max(self.shm_in[rb]);
-            let arrival = land_start + wire;
+            let mut arrival = land_start + wire;
+            if self.mem_per_byte > 0.0 {
+                // The node's memory moves its copies at an aggregate rate:
+                // they queue on it (as messages on a network port).
+                let m = &mut self.mem_free[self.mem_of[rb] as usize];
+                let end = land_start.max(*m) + bytes as f64 * self.mem_per_byte;
+                *m = end;
+                arrival = arrival.max(end);
+            }
             self.shm_in[rb] = arrival;
             return (out_end, arrival);
         }

@@ -31,6 +31,7 @@ pub fn model() -> Model {
         },
         copy_gbs: 10.0,
         levels: Vec::new(),
+        memory_copy_gbs: None,
     }
 }
 
