@@ -67,7 +67,7 @@ pub fn binomial_tree(vr: usize, size: usize) -> TreeNode {
     } else {
         (vr + 1).next_power_of_two()
     };
-    let parent = (vr != 0).then(|| vr ^ (mask >> 1));
+    let parent = (vr != 0).then_some(vr ^ (mask >> 1));
     let mut children = Vec::new();
     let mut m = mask;
     while m < size && vr + m < size {
