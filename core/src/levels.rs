@@ -21,7 +21,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::calibrate::{one_way, LinkFit};
+#[cfg(test)]
+use crate::calibrate::one_way;
+use crate::calibrate::LinkFit;
 use crate::import::{P2pRow, P2pTest};
 use crate::placement::{Layout, Level};
 use crate::sim::{LevelLink, Link, Model};
@@ -140,21 +142,7 @@ pub fn fit_level(points: &[(u64, f64)]) -> Result<LinkFit, String> {
         burst_bytes: None,
         rendezvous_first_bytes: None,
     };
-    let points: Vec<(u64, f64, f64)> = pts
-        .iter()
-        .map(|&(b, t)| (b, t, one_way(&link, b)))
-        .collect();
-    let mut errs: Vec<f64> = points
-        .iter()
-        .map(|&(_, m, f)| ((f - m) / m).abs())
-        .collect();
-    errs.sort_by(f64::total_cmp);
-    Ok(LinkFit {
-        link,
-        max_rel_error: errs.last().copied().unwrap_or(0.0),
-        median_rel_error: crate::stats::median_sorted(&errs),
-        points,
-    })
+    Ok(LinkFit::of(link, pts.into_iter()))
 }
 
 /// A model fitted level by level.

@@ -74,6 +74,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         .map(Mapping::parse)
         .transpose()
         .map_err(usage)?;
+    let (columns, labels) =
+        import::maps(a.columns.as_deref(), a.labels.as_deref()).map_err(usage)?;
     let opts = Options {
         algorithm: match a.algorithm.as_deref() {
             None => None,
@@ -87,20 +89,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             .map(Level::parse)
             .transpose()
             .map_err(usage)?,
-        columns: a
-            .columns
-            .as_deref()
-            .map(import::parse_columns)
-            .transpose()
-            .map_err(usage)?
-            .unwrap_or_default(),
-        labels: a
-            .labels
-            .as_deref()
-            .map(import::parse_labels)
-            .transpose()
-            .map_err(usage)?
-            .unwrap_or_default(),
+        columns,
+        labels,
         layout: layout.clone(),
         mpi: Some(a.mpi.clone()),
     };

@@ -38,18 +38,8 @@ fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 /// Reads every point-to-point file; warnings go to standard error.
 pub fn read(a: &P2pArgs) -> anyhow::Result<Vec<P2pRow>> {
-    let columns = a
-        .p2p_columns
-        .as_deref()
-        .map(import::parse_columns)
-        .transpose()
-        .map_err(usage)?;
-    let labels = a
-        .p2p_labels
-        .as_deref()
-        .map(import::parse_labels)
-        .transpose()
-        .map_err(usage)?;
+    let (columns, labels) =
+        import::maps(a.p2p_columns.as_deref(), a.p2p_labels.as_deref()).map_err(usage)?;
     let mut rows = Vec::new();
     for spec in &a.p2p {
         let (placement, file) = match spec.split_once('=') {
@@ -61,8 +51,8 @@ pub fn read(a: &P2pArgs) -> anyhow::Result<Vec<P2pRow>> {
         };
         let opts = Options {
             placement,
-            columns: columns.clone().unwrap_or_default(),
-            labels: labels.clone().unwrap_or_default(),
+            columns: columns.clone(),
+            labels: labels.clone(),
             ..Options::default()
         };
         let got = import::read(&file, &opts).map_err(usage)?;
@@ -72,18 +62,24 @@ pub fn read(a: &P2pArgs) -> anyhow::Result<Vec<P2pRow>> {
                 file.display()
             )));
         }
-        if let Some(w) = got.warnings.first() {
-            eprintln!(
-                "colltune: warning: {}:{}: {} ({} warnings in all; `colltune import` lists them)",
-                file.display(),
-                w.line,
-                w.what,
-                got.warnings.len()
-            );
-        }
+        warn_first(&file, &got);
         rows.extend(got.p2p);
     }
     Ok(rows)
+}
+
+/// Prints a file's first import warning and how many there were
+/// (`colltune import` lists them all).
+pub fn warn_first(file: &Path, got: &import::Imported) {
+    if let Some(w) = got.warnings.first() {
+        eprintln!(
+            "colltune: warning: {}:{}: {} ({} warnings in all; `colltune import` lists them)",
+            file.display(),
+            w.line,
+            w.what,
+            got.warnings.len()
+        );
+    }
 }
 
 /// Fits the levels' model, warning of each level the data does not

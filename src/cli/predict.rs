@@ -65,15 +65,7 @@ fn read_measured(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<V
         return record::read(p).map_err(usage);
     }
     let got = import::read(p, opts).map_err(usage)?;
-    if let Some(w) = got.warnings.first() {
-        eprintln!(
-            "colltune: warning: {}:{}: {} ({} warnings in all; `colltune import` lists them)",
-            p.display(),
-            w.line,
-            w.what,
-            got.warnings.len()
-        );
-    }
+    super::p2p::warn_first(p, &got);
     import::to_samples(&got.bcast, None, Some(mapping), "", "imported")
         .map_err(|(l, w)| usage(format!("{}:{l}: {w}", p.display())))
 }
@@ -101,21 +93,11 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     if a.measured.is_empty() {
         return predict_only(&a, &model, &layout, mapping);
     }
+    let (columns, labels) =
+        import::maps(a.columns.as_deref(), a.labels.as_deref()).map_err(usage)?;
     let opts = Options {
-        columns: a
-            .columns
-            .as_deref()
-            .map(import::parse_columns)
-            .transpose()
-            .map_err(usage)?
-            .unwrap_or_default(),
-        labels: a
-            .labels
-            .as_deref()
-            .map(import::parse_labels)
-            .transpose()
-            .map_err(usage)?
-            .unwrap_or_default(),
+        columns,
+        labels,
         mapping: Some(mapping),
         ..Options::default()
     };

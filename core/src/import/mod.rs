@@ -148,6 +148,19 @@ pub struct Options {
     pub mpi: Option<String>,
 }
 
+/// The column and label maps from their command-line texts (absent:
+/// empty).
+#[allow(clippy::type_complexity)]
+pub fn maps(
+    columns: Option<&str>,
+    labels: Option<&str>,
+) -> Result<(Vec<(Field, String)>, Vec<(String, String)>), String> {
+    Ok((
+        columns.map(parse_columns).transpose()?.unwrap_or_default(),
+        labels.map(parse_labels).transpose()?.unwrap_or_default(),
+    ))
+}
+
 /// Reads `--columns bytes=Size,time_us="Latency (us)"`.
 pub fn parse_columns(text: &str) -> Result<Vec<(Field, String)>, String> {
     pairs(text, "--columns", "bytes=Size,time_us=\"Latency (us)\"")?
@@ -310,19 +323,24 @@ pub fn algorithm_id(v: &str) -> Result<Option<u32>, String> {
     algorithm_of(v, &[])
 }
 
+/// What label `v` means through the label map (itself where the map does
+/// not name it); None where the map says `skip`.
+fn meaning<'a>(v: &'a str, labels: &'a [(String, String)]) -> Option<&'a str> {
+    match labels.iter().find(|(k, _)| k.eq_ignore_ascii_case(v)) {
+        Some((_, m)) if m.eq_ignore_ascii_case("skip") => None,
+        Some((_, m)) => Some(m),
+        None => Some(v),
+    }
+}
+
 /// Reads an algorithm label: a label map's meaning first, then coll/tuned's
 /// id (0-9) or name (`binomial`, `basic_linear`, `default`, colltune's
 /// `linear`). `Ok(None)`: the label map says `skip`.
 pub(crate) fn algorithm_of(v: &str, labels: &[(String, String)]) -> Result<Option<u32>, String> {
     let v = v.trim();
-    let meant = labels
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(v))
-        .map(|(_, m)| m.as_str());
-    if meant.is_some_and(|m| m.eq_ignore_ascii_case("skip")) {
+    let Some(w) = meaning(v, labels) else {
         return Ok(None);
-    }
-    let w = meant.unwrap_or(v);
+    };
     let by_num = w
         .parse::<f64>()
         .ok()
@@ -346,14 +364,10 @@ pub(crate) fn algorithm_of(v: &str, labels: &[(String, String)]) -> Result<Optio
 /// Reads a placement label through the label map.
 pub(crate) fn placement_of(v: &str, labels: &[(String, String)]) -> Result<Option<Level>, String> {
     let v = v.trim();
-    let meant = labels
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(v))
-        .map(|(_, m)| m.as_str());
-    if meant.is_some_and(|m| m.eq_ignore_ascii_case("skip")) {
+    let Some(w) = meaning(v, labels) else {
         return Ok(None);
-    }
-    Level::parse(meant.unwrap_or(v))
+    };
+    Level::parse(w)
         .map(Some)
         .map_err(|e| format!("{e}, or map the label with --labels {v}=LEVEL (or {v}=skip)"))
 }
