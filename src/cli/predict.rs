@@ -47,6 +47,11 @@ pub struct Args {
     /// library's own decision).
     #[arg(long, default_value = "0,1,2,3,5,6,7")]
     algorithms: String,
+    /// Write the predicted times as raw samples (source
+    /// `simulated:<model>`): `table build` makes the model's table of Open
+    /// MPI's algorithms from them, `diff --measured` scores it.
+    #[arg(long)]
+    csv: Option<PathBuf>,
     /// Print the summary alone, not every point.
     #[arg(long, short)]
     quiet: bool,
@@ -107,6 +112,30 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     }
     let meas = predict::measured(&samples, mapping);
     let (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    if let Some(out) = &a.csv {
+        let rows: Vec<import::BcastRow> = points
+            .iter()
+            .flat_map(|p| {
+                p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
+                    algorithm: al,
+                    ranks: p.ranks as u32,
+                    bytes: p.bytes,
+                    time_us: q,
+                    min_us: None,
+                    max_us: None,
+                    mapping: Some(mapping),
+                    iterations: None,
+                    line: 0,
+                })
+            })
+            .collect();
+        let source = format!("simulated:{}", model.name);
+        let samples = import::to_samples(&rows, Some(&layout), Some(mapping), "Open MPI", &source)
+            .map_err(|(_, w)| usage(w))?;
+        record::Writer::open(out, false)
+            .and_then(|mut w| w.write(&samples))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     if !a.quiet {
         outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
         for p in &points {
