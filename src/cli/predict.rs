@@ -213,7 +213,9 @@ fn predict_only(a: &Args, m: &Model, layout: &Layout, mapping: Mapping) -> anyho
             let mut row = Vec::new();
             let mut best: Option<(u32, f64)> = None;
             for &al in &algs {
-                let t = trees::osu_time(m, layout, mapping, al, r as usize, b).map_err(usage)?;
+                let t = trees::simulate(m, layout, mapping, al, r as usize, b)
+                    .map(|e| trees::osu_time(&e))
+                    .map_err(usage)?;
                 if al != 0 && best.is_none_or(|x| t < x.1) {
                     best = Some((al, t));
                 }

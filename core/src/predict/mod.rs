@@ -155,7 +155,8 @@ pub fn check(
         }
         let mut times = BTreeMap::new();
         for (&a, &t) in algs {
-            let p = trees::osu_time(m, layout, mapping, a, ranks, bytes)
+            let p = trees::simulate(m, layout, mapping, a, ranks, bytes)
+                .map(|e| trees::osu_time(&e))
                 .map_err(|e| format!("{ranks} ranks, {bytes} B, algorithm {a}: {e}"))?;
             times.insert(a, (t, p));
         }

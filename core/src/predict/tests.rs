@@ -37,13 +37,19 @@ fn levels_and_placement_change_the_time() {
     let m = model();
     let l = Layout::parse("node:2,socket:2,core:4").unwrap();
     // Two ranks: one socket (core), two sockets (socket), two nodes (node).
-    let t = |map| trees::osu_time(&m, &l, map, 1, 2, 8).unwrap();
+    let t = |map| {
+        trees::simulate(&m, &l, map, 1, 2, 8)
+            .map(|e| trees::osu_time(&e))
+            .unwrap()
+    };
     let (core, socket, node) = (t(Mapping::Core), t(Mapping::Socket), t(Mapping::Node));
     assert!(core < socket && socket < node, "{core} {socket} {node}");
     // Without placement levels, both ranks of one node use `intra`.
     let mut flat = m.clone();
     flat.levels.clear();
-    let f = trees::osu_time(&flat, &l, Mapping::Core, 1, 2, 8).unwrap();
+    let f = trees::simulate(&flat, &l, Mapping::Core, 1, 2, 8)
+        .map(|e| trees::osu_time(&e))
+        .unwrap();
     assert!((f - socket).abs() < 1e-9, "{f} {socket}");
     // The root of a linear broadcast sends to every rank in turn: on one
     // node, rank k receives after rank k - 1.
@@ -51,11 +57,15 @@ fn levels_and_placement_change_the_time() {
     let each = trees::simulate(&m, &one, Mapping::Core, 1, 16, 8).unwrap();
     assert!(each[1..].windows(2).all(|w| w[0] < w[1]), "{each:?}");
     // Too many ranks for the layout: an error saying so.
-    let e = trees::osu_time(&m, &l, Mapping::Core, 1, 17, 8).unwrap_err();
+    let e = trees::simulate(&m, &l, Mapping::Core, 1, 17, 8)
+        .map(|e| trees::osu_time(&e))
+        .unwrap_err();
     assert!(e.contains("17 ranks"), "{e}");
     // The default runs what the fixed decision picks.
-    let d = trees::osu_time(&m, &l, Mapping::Core, 0, 6, 64).unwrap();
-    let picked = trees::osu_time(
+    let d = trees::simulate(&m, &l, Mapping::Core, 0, 6, 64)
+        .map(|e| trees::osu_time(&e))
+        .unwrap();
+    let picked = trees::simulate(
         &m,
         &l,
         Mapping::Core,
@@ -63,6 +73,7 @@ fn levels_and_placement_change_the_time() {
         6,
         64,
     )
+    .map(|e| trees::osu_time(&e))
     .unwrap();
     assert_eq!(d, picked);
 }

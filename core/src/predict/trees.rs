@@ -182,18 +182,10 @@ pub fn simulate(
     e.run_each().map_err(|e| e.to_string())
 }
 
-/// What OSU's `osu_bcast` reports of a call: the mean over ranks of each
-/// rank's time.
-pub fn osu_time(
-    m: &Model,
-    layout: &Layout,
-    mapping: Mapping,
-    alg: u32,
-    ranks: usize,
-    bytes: u64,
-) -> Result<f64, String> {
-    let each = simulate(m, layout, mapping, alg, ranks, bytes)?;
-    Ok(each.iter().sum::<f64>() / each.len().max(1) as f64)
+/// What OSU's `osu_bcast` reports of a call whose ranks took `each`
+/// (from [`simulate`]): the mean over ranks of each rank's time.
+pub fn osu_time(each: &[f64]) -> f64 {
+    each.iter().sum::<f64>() / each.len().max(1) as f64
 }
 
 #[cfg(test)]
