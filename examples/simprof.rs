@@ -52,6 +52,8 @@ fn slow_model() -> Model {
             rendezvous_first_bytes: None,
         },
         copy_gbs: 7.0,
+        levels: Vec::new(),
+        memory_copy_gbs: None,
     }
 }
 

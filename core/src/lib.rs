@@ -34,8 +34,10 @@ pub mod units;
 pub use libraries::{library, mpich, ompi};
 #[cfg(feature = "tuner")]
 pub use measure::fit;
-pub use measure::{figure, method, pattern, record, report, stats};
+pub use measure::{figure, import, method, pattern, record, report, stats};
 #[cfg(feature = "tuner")]
 pub use model::calibrate;
-pub use model::{compare, sim, simulate};
+#[cfg(feature = "tuner")]
+pub use model::{levels, predict};
+pub use model::{compare, placement, sim, simulate};
 pub use tables::{agreement, decide, export, table};

@@ -23,8 +23,8 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ),
     ("Run an application with a table", &["export", "deploy"]),
     (
-        "Simulate larger clusters",
-        &["simulate", "predict", "calibrate"],
+        "Model a cluster: simulate, import published results, predict",
+        &["simulate", "import", "predict", "calibrate"],
     ),
     ("Set up and reference", &["list", "generate"]),
 ];

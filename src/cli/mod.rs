@@ -46,11 +46,14 @@ mod export;
 mod fit;
 mod generate;
 mod help;
+mod import;
 mod inspect;
 mod list;
 #[cfg(feature = "mpi")]
 mod measure;
+mod p2p;
 mod plot;
+mod predict;
 mod report;
 mod simulate;
 mod table;
@@ -135,6 +138,12 @@ pub enum Command {
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),
+    /// Read OSU / IMB results, plain CSVs or any table (--columns) into
+    /// colltune's raw-sample or point-to-point CSV.
+    Import(import::Args),
+    /// Predict which of Open MPI's broadcast algorithms wins, from
+    /// point-to-point results, and check it against measured broadcasts.
+    Predict(predict::Args),
     #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
@@ -183,6 +192,8 @@ pub fn main() -> i32 {
         #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Import(a) => import::run(a),
+        Command::Predict(a) => predict::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
         Command::Generate(a) => generate::run(a),

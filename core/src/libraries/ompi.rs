@@ -96,6 +96,49 @@ pub fn tuned_by_id(id: u32) -> Option<&'static TunedBcast> {
     TUNED_BCAST.iter().find(|t| t.id == id)
 }
 
+/// Open MPI 4.1's fixed decision for broadcast (coll/tuned algorithm 0,
+/// `ompi_coll_tuned_bcast_intra_dec_fixed` in 4.1.x's
+/// coll_tuned_decision_fixed.c): the algorithm it runs for a communicator
+/// of `ranks` and a message of `bytes`. It calls the algorithm with segment
+/// size 0 and chain fanout 0 (so its chain is one chain: a pipeline, as
+/// coll_base_topo's build_chain makes a fanout below 1 one) and k-nomial
+/// radix 4. Written from the thresholds, not the code.
+pub fn tuned_bcast_decision(ranks: usize, bytes: u64) -> u32 {
+    // (upper bound on bytes, algorithm), the last without a bound.
+    let pick = |steps: &[(u64, u32)], last: u32| {
+        steps
+            .iter()
+            .find(|(below, _)| bytes < *below)
+            .map_or(last, |s| s.1)
+    };
+    match ranks {
+        0..=3 => pick(
+            &[
+                (32, 3),
+                (256, 5),
+                (512, 3),
+                (1024, 7),
+                (32768, 1),
+                (131072, 5),
+                (262144, 2),
+                (524288, 1),
+                (1048576, 6),
+            ],
+            5,
+        ),
+        4..=7 => pick(&[(64, 5), (128, 6), (2048, 5), (8192, 6), (1048576, 1)], 2),
+        8..=15 => pick(&[(8, 7), (64, 5), (4096, 7), (16384, 5), (32768, 6)], 1),
+        16..=31 => pick(&[(4096, 7), (1048576, 6)], 8),
+        32..=63 => pick(&[(2048, 6)], 7),
+        64..=127 => 7,
+        128..=255 => pick(&[(2, 6), (16384, 5), (32768, 1), (65536, 5)], 7),
+        256..=1023 => pick(&[(16384, 7), (32768, 4)], 7),
+        1024..=2047 => pick(&[(524288, 7)], 8),
+        2048..=4095 => pick(&[(262144, 7)], 8),
+        _ => pick(&[(8192, 7), (16384, 5), (262144, 7)], 8),
+    }
+}
+
 /// Whether an MPI library version string is Open MPI's.
 pub fn is_open_mpi(library: &str) -> bool {
     library.contains("Open MPI")
@@ -861,6 +904,41 @@ mod tests {
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_fixed_decision_follows_open_mpi_4_1s_thresholds() {
+        // A few points of each band, read off coll_tuned_decision_fixed.c.
+        for (ranks, bytes, alg) in [
+            (2, 1, 3),
+            (2, 100, 5),
+            (2, 4096, 1),
+            (2, 200_000, 2),
+            (2, 4 << 20, 5),
+            (6, 4096, 6),
+            (6, 2 << 20, 2),
+            (10, 4, 7),
+            (10, 1 << 20, 1),
+            (20, 1 << 20, 8),
+            (40, 1024, 6),
+            (40, 4096, 7),
+            (100, 1, 7),
+            (130, 1, 6),
+            (130, 1024, 5),
+            (130, 20000, 1),
+            (130, 40000, 5),
+            (130, 1 << 20, 7),
+            (254, 65536, 7),
+            (300, 20000, 4),
+            (1500, 1 << 20, 8),
+            (5000, 10000, 5),
+        ] {
+            assert_eq!(
+                tuned_bcast_decision(ranks, bytes),
+                alg,
+                "{ranks} ranks, {bytes} B"
+            );
         }
     }
 

@@ -2,9 +2,11 @@
 //! raw-sample schema (`record`), order statistics and outliers (`stats`),
 //! the latency/bandwidth fit (`fit`), IMB-style reports (`report`), what
 //! the pictures show (`figure`), and the byte patterns checks use
-//! (`pattern`).
+//! (`pattern`), and
+//! benchmarks' published output read into raw samples (`import`).
 
 pub mod figure;
+pub mod import;
 #[cfg(feature = "tuner")]
 pub mod fit;
 pub mod method;

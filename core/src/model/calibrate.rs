@@ -291,21 +291,29 @@ pub fn fit_link(
         burst_bytes: burst,
         rendezvous_first_bytes: known.map(|p| p.first_bytes),
     };
-    let points: Vec<(u64, f64, f64)> = pts
-        .iter()
-        .map(|p| (p.bytes, p.one_way_us, one_way(&link, p.bytes)))
-        .collect();
-    let mut errs: Vec<f64> = points
-        .iter()
-        .map(|&(_, m, f)| ((f - m) / m).abs())
-        .collect();
-    errs.sort_by(f64::total_cmp);
-    Ok(LinkFit {
+    Ok(LinkFit::of(
         link,
-        max_rel_error: errs.last().copied().unwrap_or(0.0),
-        median_rel_error: crate::measure::stats::median_sorted(&errs),
-        points,
-    })
+        pts.iter().map(|p| (p.bytes, p.one_way_us)),
+    ))
+}
+
+impl LinkFit {
+    /// How well `link` fits the measured (bytes, one-way us) points.
+    pub fn of(link: Link, measured: impl Iterator<Item = (u64, f64)>) -> LinkFit {
+        let points: Vec<(u64, f64, f64)> =
+            measured.map(|(b, t)| (b, t, one_way(&link, b))).collect();
+        let mut errs: Vec<f64> = points
+            .iter()
+            .map(|&(_, m, f)| ((f - m) / m).abs())
+            .collect();
+        errs.sort_by(f64::total_cmp);
+        LinkFit {
+            link,
+            max_rel_error: errs.last().copied().unwrap_or(0.0),
+            median_rel_error: crate::measure::stats::median_sorted(&errs),
+            points,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,17 @@
 //! The model: the discrete-event simulator and its network model (`sim`),
 //! the fit of a model to measured links (`calibrate`), simulated samples
-//! (`simulate`) and the model judged against measurements (`compare`).
+//! (`simulate`), the model judged against measurements (`compare`), where
+//! ranks sit on a machine (`placement`), a model with a link per level of
+//! distance fitted to published ping-pong (`levels`), and Open MPI's own
+//! algorithms predicted from it against published broadcasts (`predict`).
 
 #[cfg(feature = "tuner")]
 pub mod calibrate;
 pub mod compare;
+#[cfg(feature = "tuner")]
+pub mod levels;
+pub mod placement;
+#[cfg(feature = "tuner")]
+pub mod predict;
 pub mod sim;
 pub mod simulate;

@@ -172,7 +172,9 @@ fn ompi_rules(
         let tuned = |f: Forced| Mapped {
             id: f.id,
             name: f.tuned().name.into(),
-            faninout: 0,
+            // A forced chain ran with coll/tuned's chain fanout (4); a rule
+            // saying 0 would make Open MPI run one chain (a pipeline).
+            faninout: if f.id == 2 { OMPI_CHAIN_FANOUT } else { 0 },
             segment: u64::from(f.segment),
             params: Vec::new(),
         };

@@ -58,6 +58,13 @@ pub struct Args {
     /// is fitted and a rendezvous sends everything after the answer.
     #[arg(long = "ob1", value_name = "LINK=EAGER/FIRST")]
     ob1: Vec<String>,
+    /// Fit the model to published point-to-point results instead of
+    /// measuring (no MPI): one link per level of distance they measure.
+    #[command(flatten)]
+    p2p: super::p2p::P2pArgs,
+    /// The machine, for --p2p: node:2,socket:2,cache:16,core:4.
+    #[arg(long)]
+    layout: Option<String>,
 }
 
 /// ob1's match header (eager messages) and rendezvous header, bytes.
@@ -88,6 +95,9 @@ fn parse_ob1(s: &str) -> Result<(String, Protocol), UsageError> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
+    if !a.p2p.p2p.is_empty() {
+        return super::p2p::calibrate(&a.p2p, a.layout.as_deref(), a.name.as_deref(), &a.out);
+    }
     let sizes = parse_sizes(&a.sizes)?;
     let ob1 = a
         .ob1
@@ -244,6 +254,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             |m| m.fit.link.clone(),
         ),
         copy_gbs,
+        levels: Vec::new(),
+        memory_copy_gbs: None,
     };
     model
         .check()

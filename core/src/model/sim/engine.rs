@@ -592,6 +592,25 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Says where each rank sits, for a model with levels inside a node:
+    /// `groups[k][r]` is rank r's group (cache, NUMA domain, socket) at the
+    /// model's level k; `memory[r]` its memory domain (its socket: see
+    /// [`Model::memory_copy_gbs`]).
+    pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
+        self.net.place(groups, memory);
+    }
+
+    /// Runs the call; each rank's finish time, microseconds (a benchmark
+    /// that reports the mean over ranks, as OSU's does, needs them all).
+    pub fn run_each(mut self) -> Result<Vec<f64>, SimError> {
+        let plans = self.plans;
+        self.run_inner(f64::INFINITY).map_err(|(r, first)| {
+            let kind = plans.map(|p| &p[r].schedule.ops[first].kind);
+            stuck(r, first, kind)
+        })?;
+        Ok(self.ranks.iter().map(|r| r.finish).collect())
+    }
+
     /// Runs the call; the slowest rank's finish time, microseconds.
     pub fn run(mut self) -> Result<f64, SimError> {
         let plans = self.plans;

@@ -60,7 +60,7 @@ use colltune_algorithms::{
 };
 
 pub use engine::Engine;
-pub use model::{Link, Model, ModelError};
+pub use model::{LevelLink, Link, Model, ModelError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

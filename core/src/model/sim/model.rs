@@ -75,6 +75,29 @@ pub struct Model {
     pub inter: Link,
     /// Local memory copy bandwidth, GB/s.
     pub copy_gbs: f64,
+    /// Closer links inside a node, finest first (a shared cache, a NUMA
+    /// domain, a socket): two ranks of one node that share the first
+    /// level's group talk over its link; ranks sharing none of them over
+    /// `intra`. Used where the call says where each rank sits (a layout
+    /// and a mapping: `predict`); without placement every pair of one
+    /// node uses `intra`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelLink>,
+    /// What all shared-memory copies into one memory domain together can
+    /// move, GB/s: a socket's where the call says where ranks sit (a
+    /// layout), else a node's. Many concurrent copies are slower each than
+    /// one alone. None: no limit beyond each process copying one message
+    /// at a time.
+    pub memory_copy_gbs: Option<f64>,
+}
+
+/// One level of distance inside a node and its link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelLink {
+    /// What the two ranks share: `cache`, `numa` or `socket`.
+    pub shares: String,
+    pub link: Link,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +137,9 @@ impl Model {
 
     /// Every figure positive and finite.
     pub fn check(&self) -> Result<(), String> {
-        for (what, l) in [("intra", &self.intra), ("inter", &self.inter)] {
+        let named = [("intra", &self.intra), ("inter", &self.inter)];
+        let levels = self.levels.iter().map(|l| (l.shares.as_str(), &l.link));
+        for (what, l) in named.into_iter().chain(levels) {
             for (f, v) in [
                 ("latency_us", l.latency_us),
                 ("overhead_us", l.overhead_us),
@@ -136,10 +161,17 @@ impl Model {
                 }
             }
         }
-        if self.intra.burst_bytes.is_some() {
+        if self.intra.burst_bytes.is_some()
+            || self.levels.iter().any(|l| l.link.burst_bytes.is_some())
+        {
             return Err(
                 "intra.burst_bytes: only links between nodes (inter) are token buckets".into(),
             );
+        }
+        if let Some(b) = self.memory_copy_gbs {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!("memory_copy_gbs = {b}: must be > 0"));
+            }
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));

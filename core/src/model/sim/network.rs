@@ -21,6 +21,10 @@ use super::model::{Link, Model};
 pub(super) struct Network {
     intra: Link,
     inter: Link,
+    /// The model's closer levels inside a node, finest first, and per level
+    /// each rank's group (empty until [`Network::place`]).
+    levels: Vec<Link>,
+    groups: Vec<Vec<u32>>,
     copy_gbs: f64,
     node_of: Vec<u32>,
     nodes: usize,
@@ -35,6 +39,13 @@ pub(super) struct Network {
     /// (receiving) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
     shm_in: Vec<f64>,
+    /// Microseconds per byte of all shared-memory copies into one memory
+    /// domain together (0: no limit); each rank's domain (its node, or its
+    /// socket once placed) and when each domain is free of the copies
+    /// queued on it.
+    mem_per_byte: f64,
+    mem_of: Vec<u32>,
+    mem_free: Vec<f64>,
 }
 
 /// A send just posted.
@@ -83,6 +94,8 @@ impl Network {
         Network {
             intra: m.intra.clone(),
             inter: m.inter.clone(),
+            levels: m.levels.iter().map(|l| l.link.clone()).collect(),
+            groups: Vec::new(),
             copy_gbs: m.copy_gbs,
             node_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             nodes: nodes.num_nodes(),
@@ -92,6 +105,9 @@ impl Network {
             tok_in: vec![burst(&m.inter); nodes.num_nodes()],
             shm_out: vec![0.0; p],
             shm_in: vec![0.0; p],
+            mem_per_byte: m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b),
+            mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
+            mem_free: vec![0.0; nodes.num_nodes()],
         }
     }
 
@@ -99,6 +115,7 @@ impl Network {
     pub fn reset(&mut self, m: &Model) {
         self.intra = m.intra.clone();
         self.inter = m.inter.clone();
+        self.levels = m.levels.iter().map(|l| l.link.clone()).collect();
         self.copy_gbs = m.copy_gbs;
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
@@ -106,15 +123,32 @@ impl Network {
         self.tok_in.fill(burst(&m.inter));
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
+        self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
+        self.mem_free.fill(0.0);
+    }
+
+    /// Where each rank sits: `groups[k][r]` is rank r's group at the
+    /// model's level k (two ranks of one node in the same group talk over
+    /// that level's link, the finest level first).
+    /// `memory[r]`: rank r's memory domain (its socket).
+    pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
+        self.groups = groups;
+        let domains = memory.iter().map(|&d| d as usize + 1).max().unwrap_or(0);
+        self.mem_of = memory;
+        self.mem_free = vec![0.0; domains];
     }
 
     #[inline]
     fn link(&self, a: u32, b: u32) -> &Link {
-        if self.node_of[a as usize] == self.node_of[b as usize] {
-            &self.intra
-        } else {
-            &self.inter
+        if self.node_of[a as usize] != self.node_of[b as usize] {
+            return &self.inter;
         }
+        for (l, g) in self.levels.iter().zip(&self.groups) {
+            if g[a as usize] == g[b as usize] {
+                return l;
+            }
+        }
+        &self.intra
     }
 
     /// L between ranks `a` and `b`.
@@ -135,14 +169,22 @@ impl Network {
             // Shared memory: the sender's process copies the message out
             // and the receiver's copies it in, each one message at a time
             // (a root sending to 31 ranks of its node copies 31 times).
-            let l = &self.intra;
-            let wire = bytes as f64 * rate(l, bytes, rdv);
+            let l = self.link(a, b);
+            let (wire, lat) = (bytes as f64 * rate(l, bytes, rdv), l.latency_us);
             let (ra, rb) = (a as usize, b as usize);
             let start = t.max(self.shm_out[ra]);
             let out_end = start + wire;
             self.shm_out[ra] = out_end;
-            let land_start = (start + l.latency_us).max(self.shm_in[rb]);
-            let arrival = land_start + wire;
+            let land_start = (start + lat).max(self.shm_in[rb]);
+            let mut arrival = land_start + wire;
+            if self.mem_per_byte > 0.0 {
+                // The node's memory moves its copies at an aggregate rate:
+                // they queue on it (as messages on a network port).
+                let m = &mut self.mem_free[self.mem_of[rb] as usize];
+                let end = land_start.max(*m) + bytes as f64 * self.mem_per_byte;
+                *m = end;
+                arrival = arrival.max(end);
+            }
             self.shm_in[rb] = arrival;
             return (out_end, arrival);
         }

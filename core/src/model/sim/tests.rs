@@ -30,6 +30,8 @@ pub fn model() -> Model {
             rendezvous_first_bytes: None,
         },
         copy_gbs: 10.0,
+        levels: Vec::new(),
+        memory_copy_gbs: None,
     }
 }
 

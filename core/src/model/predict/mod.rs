@@ -1,0 +1,225 @@
+//! `colltune predict`: from a point-to-point model alone, which of Open
+//! MPI's broadcast algorithms wins where, and, against measurements nobody
+//! here took, how far that prediction is from what really won.
+//!
+//! Per (ranks, bytes) of the measured data: the measured winner among the
+//! forced algorithms (coll/tuned 1-9), the predicted winner among the same
+//! ones, the regret (the measured time of the predicted winner over the
+//! measured best), and each algorithm's time error; where the library's
+//! own decision (algorithm 0) was measured, its regret beside the model's,
+//! and the predicted default / best ratio per rank count beside the
+//! measured one. A prediction agrees where its winner is the measured
+//! winner or within 5% of it. Times are what `osu_bcast` reports: the mean
+//! over ranks of each rank's time in the call ([`trees::osu_time`]).
+
+pub mod trees;
+
+use std::collections::BTreeMap;
+
+use crate::libraries::ompi::Forced;
+use crate::model::placement::{Layout, Mapping};
+use crate::measure::record::Sample;
+use crate::model::sim::Model;
+use crate::measure::stats::{geomean, median};
+
+/// A prediction agrees within this much of the measured best.
+pub const AGREE_WITHIN: f64 = 1.05;
+
+/// Measured times: (ranks, bytes) -> algorithm -> median over runs (us).
+pub type Measured = BTreeMap<(usize, u64), BTreeMap<u32, f64>>;
+
+/// The mapping a sample was taken under, where its source says it
+/// (`imported:...:map-by-socket`).
+pub fn sample_mapping(s: &Sample) -> Option<Mapping> {
+    s.source
+        .rsplit(':')
+        .next()
+        .and_then(|t| t.strip_prefix("map-by-"))
+        .and_then(|m| Mapping::parse(m).ok())
+}
+
+/// The measured broadcast times of Open MPI's algorithms in `samples`
+/// taken under `mapping` (samples that do not say their mapping count for
+/// any): per point, each algorithm's median over its runs, outliers left
+/// out where others remain.
+pub fn measured(samples: &[Sample], mapping: Mapping) -> Measured {
+    let mut runs: BTreeMap<(usize, u64, u32), Vec<(f64, bool)>> = BTreeMap::new();
+    for s in samples {
+        if s.collective != "bcast" || sample_mapping(s).is_some_and(|m| m != mapping) {
+            continue;
+        }
+        let Ok(spec) = colltune_algorithms::AlgoSpec::parse(&s.spec) else {
+            continue;
+        };
+        let Ok(f) = Forced::from_spec(&spec) else {
+            continue;
+        };
+        if f.segment != 0 {
+            continue;
+        }
+        runs.entry((s.ranks as usize, s.bytes, f.id))
+            .or_default()
+            .push((s.time_us, s.outlier != 0));
+    }
+    let mut out = Measured::new();
+    for ((r, b, a), v) in runs {
+        let clean: Vec<f64> = v.iter().filter(|x| !x.1).map(|x| x.0).collect();
+        let all: Vec<f64> = v.iter().map(|x| x.0).collect();
+        let t = median(if clean.is_empty() { &all } else { &clean });
+        out.entry((r, b)).or_default().insert(a, t);
+    }
+    out
+}
+
+/// One point of the check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub ranks: usize,
+    pub bytes: u64,
+    /// Algorithm -> (measured, predicted) time, us; the default (0) too
+    /// where measured.
+    pub times: BTreeMap<u32, (f64, f64)>,
+    pub measured_winner: u32,
+    pub predicted_winner: u32,
+    /// Measured time of the predicted winner over the measured best.
+    pub regret: f64,
+    /// The library default's measured time over the measured best.
+    pub default_regret: Option<f64>,
+}
+
+impl Point {
+    pub fn agrees(&self) -> bool {
+        self.predicted_winner == self.measured_winner || self.regret <= AGREE_WITHIN
+    }
+}
+
+/// The check's figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub points: usize,
+    pub agreement: f64,
+    pub regret_geomean: f64,
+    pub regret_worst: f64,
+    /// Geometric mean of the default's regret over the points that have it.
+    pub default_regret: Option<f64>,
+    /// Median time error over every algorithm and point.
+    pub time_error_median: f64,
+    /// Per algorithm: median time error.
+    pub time_error_by_algorithm: BTreeMap<u32, f64>,
+    /// Per rank count: (measured, predicted) geometric mean over sizes of
+    /// the default's time over the best forced algorithm's.
+    pub default_ratio: BTreeMap<usize, (f64, f64)>,
+}
+
+impl Summary {
+    /// The last line `predict` prints.
+    pub fn line(&self) -> String {
+        let d = self
+            .default_regret
+            .map_or_else(|| "-".to_string(), |d| format!("{d:.2}"));
+        format!(
+            "agreement {:.0}% of {} points; regret geomean {:.2}, worst {:.2}; library default regret {d}; time error median {:.0}%",
+            100.0 * self.agreement,
+            self.points,
+            self.regret_geomean,
+            self.regret_worst,
+            100.0 * self.time_error_median
+        )
+    }
+}
+
+fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
+    m.iter()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(&a, _)| a)
+        .expect("a point with algorithms")
+}
+
+/// Predicts every point of `meas` that measured two forced algorithms or
+/// more, on model `m` with ranks placed by `mapping` on `layout`.
+pub fn check(
+    m: &Model,
+    layout: &Layout,
+    mapping: Mapping,
+    meas: &Measured,
+) -> Result<(Vec<Point>, Summary), String> {
+    let mut points = Vec::new();
+    for (&(ranks, bytes), algs) in meas {
+        let forced: BTreeMap<u32, f64> = algs
+            .iter()
+            .filter(|(&a, _)| a != 0)
+            .map(|(&a, &t)| (a, t))
+            .collect();
+        if forced.len() < 2 {
+            continue;
+        }
+        let mut times = BTreeMap::new();
+        for (&a, &t) in algs {
+            let p = trees::simulate(m, layout, mapping, a, ranks, bytes)
+                .map(|e| trees::osu_time(&e))
+                .map_err(|e| format!("{ranks} ranks, {bytes} B, algorithm {a}: {e}"))?;
+            times.insert(a, (t, p));
+        }
+        let predicted: BTreeMap<u32, f64> = forced.keys().map(|a| (*a, times[a].1)).collect();
+        let (mw, pw) = (argmin(&forced), argmin(&predicted));
+        let best = forced[&mw];
+        points.push(Point {
+            ranks,
+            bytes,
+            measured_winner: mw,
+            predicted_winner: pw,
+            regret: forced[&pw] / best,
+            default_regret: algs.get(&0).map(|d| d / best),
+            times,
+        });
+    }
+    if points.is_empty() {
+        return Err("no point measured two or more of Open MPI's forced algorithms (coll/tuned 1-9) under this mapping".into());
+    }
+    let summary = summarize(&points);
+    Ok((points, summary))
+}
+
+/// The figures over `points`.
+pub fn summarize(points: &[Point]) -> Summary {
+    let regrets: Vec<f64> = points.iter().map(|p| p.regret).collect();
+    let defaults: Vec<f64> = points.iter().filter_map(|p| p.default_regret).collect();
+    let mut by_alg: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for p in points {
+        for (&a, &(t, q)) in &p.times {
+            by_alg.entry(a).or_default().push((q - t).abs() / t);
+        }
+    }
+    let all: Vec<f64> = by_alg.values().flatten().copied().collect();
+    let mut ratio: BTreeMap<usize, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for p in points {
+        if let Some(&(d, dp)) = p.times.get(&0) {
+            let best_meas = p.times[&p.measured_winner].0;
+            let best_pred = p
+                .times
+                .iter()
+                .filter(|(&a, _)| a != 0)
+                .map(|(_, x)| x.1)
+                .fold(f64::INFINITY, f64::min);
+            let e = ratio.entry(p.ranks).or_default();
+            e.0.push(d / best_meas);
+            e.1.push(dp / best_pred);
+        }
+    }
+    Summary {
+        points: points.len(),
+        agreement: points.iter().filter(|p| p.agrees()).count() as f64 / points.len() as f64,
+        regret_geomean: geomean(&regrets),
+        regret_worst: regrets.iter().copied().fold(1.0, f64::max),
+        default_regret: (!defaults.is_empty()).then(|| geomean(&defaults)),
+        time_error_median: median(&all),
+        time_error_by_algorithm: by_alg.into_iter().map(|(a, v)| (a, median(&v))).collect(),
+        default_ratio: ratio
+            .into_iter()
+            .map(|(r, (m, p))| (r, (geomean(&m), geomean(&p))))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! The whole check on the published sets (`../shared/realclusters/` next
+//! to the repository; `COLLTUNE_REALCLUSTERS` names another place): import
+//! each set's files as a site has them, fit the model to their ping-pong
+//! alone, predict which of Open MPI's broadcast algorithms wins at every
+//! measured (ranks, bytes), and hold the agreement, the regret and the
+//! default / best ratios at what they were when this check was written,
+//! less a margin: a change that makes the model worse fails here.
+//!
+//! Outside CI a machine without the sets skips with a message; in CI (`CI`
+//! set) or with `COLLTUNE_REQUIRE` naming `realclusters` (or `all`) their
+//! absence fails.
+
+use std::path::{Path, PathBuf};
+
+use colltune_core::import::{self, Options, P2pRow};
+use colltune_core::levels::fit_model;
+use colltune_core::placement::{Layout, Level, Mapping};
+use colltune_core::predict::{check, measured, Summary};
+use colltune_core::record::Sample;
+
+fn sets() -> Option<PathBuf> {
+    let dir = std::env::var_os("COLLTUNE_REALCLUSTERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realclusters"));
+    if dir.join("orfeo-epyc/p2p.csv").is_file() {
+        return Some(dir);
+    }
+    let required = std::env::var("COLLTUNE_REQUIRE")
+        .is_ok_and(|r| r.split(',').any(|x| x == "all" || x == "realclusters"));
+    if std::env::var_os("CI").is_some() || required {
+        panic!(
+            "the published sets are not at {} (set COLLTUNE_REALCLUSTERS to where they are)",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED (realclusters): no published sets at {}; set COLLTUNE_REALCLUSTERS",
+        dir.display()
+    );
+    None
+}
+
+fn opts(columns: &str, labels: &str) -> Options {
+    Options {
+        columns: import::parse_columns(columns).unwrap(),
+        labels: if labels.is_empty() {
+            vec![]
+        } else {
+            import::parse_labels(labels).unwrap()
+        },
+        ..Options::default()
+    }
+}
+
+fn bcast(path: &Path, o: &Options, mapping: Mapping) -> Vec<Sample> {
+    let got = import::read(path, o).unwrap();
+    import::to_samples(
+        &got.bcast,
+        None,
+        Some(mapping),
+        "Open MPI 4.1.5",
+        "imported",
+    )
+    .unwrap()
+}
+
+fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Summary {
+    let layout = Layout::parse(layout).unwrap();
+    let fit = fit_model(p2p, &layout, "t", None).unwrap();
+    assert!(fit.stand_ins.is_empty(), "{:?}", fit.stand_ins);
+    let (_, s) = check(&fit.model, &layout, mapping, &measured(samples, mapping)).unwrap();
+    eprintln!("{mapping}: {}", s.line());
+    s
+}
+
+/// The floors: (agreement, regret geomean ceiling) measured when written
+/// (in the note docs/notes-issue-29.md), less 5 points of agreement and
+/// plus 0.05 of regret.
+fn hold(s: &Summary, what: &str, agreement: f64, regret: f64) {
+    assert!(
+        s.agreement >= agreement - 0.05,
+        "{what}: agreement {:.1}% below the {:.0}% measured when this check was written",
+        100.0 * s.agreement,
+        100.0 * agreement
+    );
+    assert!(
+        s.regret_geomean <= regret + 0.05,
+        "{what}: regret geomean {:.3} above the {regret:.2} measured when written",
+        s.regret_geomean
+    );
+}
+
+#[test]
+fn orfeo_epyc_from_its_ping_pong() {
+    let Some(dir) = sets() else { return };
+    let d = dir.join("orfeo-epyc");
+    let p2p = import::read(
+        &d.join("p2p.csv"),
+        &opts(
+            "placement=mapby,bytes=size,time_us=latency,p50_us=p50",
+            "core=socket,socket=node,node=network",
+        ),
+    )
+    .unwrap()
+    .p2p;
+    let b = opts(
+        "ranks=cores,bytes=size,time_us=latency,min_us=min,max_us=max",
+        "",
+    );
+    let layout = "node:2,socket:2,cache:16,core:4";
+    for (m, agreement, regret) in [
+        (Mapping::Core, 0.77, 1.08),
+        (Mapping::Socket, 0.66, 1.34),
+        (Mapping::Node, 0.77, 1.05),
+    ] {
+        let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
+        let s = run(&p2p, &samples, layout, m);
+        hold(&s, &format!("orfeo-epyc mapped by {m}"), agreement, regret);
+        assert!(s.default_regret.is_some());
+    }
+}
+
+#[test]
+fn orfeo_thin_from_its_ping_pong() {
+    let Some(dir) = sets() else { return };
+    let d = dir.join("orfeo-thin");
+    let mut p2p = Vec::new();
+    for (file, level) in [
+        ("p2p_different_core.txt", Level::Socket),
+        ("p2p_different_socket.txt", Level::Node),
+        ("p2p_different_node.txt", Level::Network),
+    ] {
+        let o = Options {
+            placement: Some(level),
+            ..Options::default()
+        };
+        p2p.extend(import::read(&d.join(file), &o).unwrap().p2p);
+    }
+    let b = opts(
+        "bytes=Size,time_us=\"Latency (us)\",ranks=np",
+        "broadcast_flat=1,broadcast_chain=2,broadcast_binary_tree=5,scatter_flat=skip,scatter_binomial=skip,scatter_nb=skip",
+    );
+    let samples = bcast(&d.join("bcast_thin_merged.tsv"), &b, Mapping::Core);
+    let s = run(&p2p, &samples, "node:2,socket:2,core:12", Mapping::Core);
+    hold(&s, "orfeo-thin mapped by core", 0.65, 1.07);
+    assert!(s.default_regret.is_none(), "no default rows in this set");
+}

@@ -1,0 +1,229 @@
+//! `colltune predict --p2p P2P [--measured BCAST] --layout L --mapping M`:
+//! Open MPI's broadcast algorithms simulated on a model fitted to
+//! point-to-point results ([`colltune_core::predict`]); with measurements,
+//! per point the measured and predicted winners, the regret and each
+//! algorithm's time error, and the summary line.
+
+use std::path::{Path, PathBuf};
+
+use super::{parse_sizes, Code, UsageError};
+use colltune_core::import::{self, Options};
+use colltune_core::placement::{Layout, Mapping};
+use colltune_core::predict::{self, trees};
+use colltune_core::record::{self, Sample};
+use colltune_core::sim::Model;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    p2p: super::p2p::P2pArgs,
+    /// A model written by `calibrate --p2p` (instead of --p2p).
+    #[arg(long, conflicts_with = "p2p")]
+    model: Option<PathBuf>,
+    /// Measured broadcasts of Open MPI's algorithms: colltune's raw CSV
+    /// (`import` writes it), the plain broadcast CSV, or any table with
+    /// --columns / --labels.
+    #[arg(long, num_args = 1..)]
+    measured: Vec<PathBuf>,
+    /// Column map for the measured files (as import's --columns).
+    #[arg(long)]
+    columns: Option<String>,
+    /// Label map for the measured files (as import's --labels).
+    #[arg(long)]
+    labels: Option<String>,
+    /// The machine, coarsest first: node:2,socket:2,cache:16,core:4.
+    #[arg(long)]
+    layout: String,
+    /// How ranks are placed (mpirun --map-by): core, socket or node.
+    #[arg(long)]
+    mapping: String,
+    /// Without --measured: rank counts to predict.
+    #[arg(long, default_value = "2,4,8,16,32,64")]
+    ranks: String,
+    /// Without --measured: message sizes to predict.
+    #[arg(long, default_value = "1..1M")]
+    sizes: String,
+    /// Without --measured: coll/tuned algorithms to compare (0: the
+    /// library's own decision).
+    #[arg(long, default_value = "0,1,2,3,5,6,7")]
+    algorithms: String,
+    /// Write the predicted times as raw samples (source
+    /// `simulated:<model>`): `table build` makes the model's table of Open
+    /// MPI's algorithms from them, `diff --measured` scores it.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Print the summary alone, not every point.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    UsageError(e.to_string()).into()
+}
+
+/// Reads measured broadcasts: colltune's raw CSV as it is, anything else
+/// through the importer.
+fn read_measured(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<Vec<Sample>> {
+    let head = std::fs::read_to_string(p)
+        .map_err(|e| usage(format!("{}: cannot read: {e}", p.display())))?;
+    if head.starts_with("collective,") {
+        return record::read(p).map_err(usage);
+    }
+    let got = import::read(p, opts).map_err(usage)?;
+    super::p2p::warn_first(p, &got);
+    import::to_samples(&got.bcast, None, Some(mapping), "", "imported")
+        .map_err(|(l, w)| usage(format!("{}:{l}: {w}", p.display())))
+}
+
+pub fn run(a: Args) -> anyhow::Result<Code> {
+    let layout = Layout::parse(&a.layout).map_err(usage)?;
+    let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
+    let model = match (&a.model, a.p2p.p2p.is_empty()) {
+        (Some(p), _) => Model::load(p).map_err(usage)?,
+        (None, false) => {
+            super::p2p::fit(
+                &super::p2p::read(&a.p2p)?,
+                &layout,
+                "from-p2p",
+                a.p2p.memory_copy_gbs,
+            )?
+            .model
+        }
+        (None, true) => {
+            return Err(usage(
+                "give --p2p FILE... (point-to-point results) or --model MODEL.yaml",
+            ))
+        }
+    };
+    if a.measured.is_empty() {
+        return predict_only(&a, &model, &layout, mapping);
+    }
+    let (columns, labels) =
+        import::maps(a.columns.as_deref(), a.labels.as_deref()).map_err(usage)?;
+    let opts = Options {
+        columns,
+        labels,
+        mapping: Some(mapping),
+        ..Options::default()
+    };
+    let mut samples = Vec::new();
+    for p in &a.measured {
+        samples.extend(read_measured(p, &opts, mapping)?);
+    }
+    let meas = predict::measured(&samples, mapping);
+    let (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    if let Some(out) = &a.csv {
+        let rows: Vec<import::BcastRow> = points
+            .iter()
+            .flat_map(|p| {
+                p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
+                    algorithm: al,
+                    ranks: p.ranks as u32,
+                    bytes: p.bytes,
+                    time_us: q,
+                    min_us: None,
+                    max_us: None,
+                    mapping: Some(mapping),
+                    iterations: None,
+                    line: 0,
+                })
+            })
+            .collect();
+        let source = format!("simulated:{}", model.name);
+        let samples = import::to_samples(&rows, Some(&layout), Some(mapping), "Open MPI", &source)
+            .map_err(|(_, w)| usage(w))?;
+        record::Writer::open(out, false)
+            .and_then(|mut w| w.write(&samples))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    if !a.quiet {
+        outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
+        for p in &points {
+            let d = p.default_regret.map_or("-".into(), |d| format!("{d:.2}"));
+            let algs: Vec<String> = p
+                .times
+                .iter()
+                .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
+                .collect();
+            outln!(
+                "{:>5} {:>8} {:>2} {:>2} {:.2} {d} | {}",
+                p.ranks,
+                p.bytes,
+                p.measured_winner,
+                p.predicted_winner,
+                p.regret,
+                algs.join(", ")
+            );
+        }
+    }
+    let errs: Vec<String> = s
+        .time_error_by_algorithm
+        .iter()
+        .map(|(a, e)| format!("{a}: {:.0}%", 100.0 * e))
+        .collect();
+    outln!("time error median per algorithm: {}", errs.join(", "));
+    if !s.default_ratio.is_empty() {
+        let within = s
+            .default_ratio
+            .values()
+            .filter(|(m, p)| (p / m - 1.0).abs() <= 0.25)
+            .count();
+        if !a.quiet {
+            for (r, (m, p)) in &s.default_ratio {
+                outln!("default / best at {r} ranks: measured {m:.2}, predicted {p:.2}");
+            }
+        }
+        outln!(
+            "default / best ratio within 25% of the measured one at {within} of {} rank counts",
+            s.default_ratio.len()
+        );
+    }
+    outln!("{}", s.line());
+    Ok(Code::Ok)
+}
+
+/// Predicted times and winners alone.
+fn predict_only(a: &Args, m: &Model, layout: &Layout, mapping: Mapping) -> anyhow::Result<Code> {
+    let sizes = parse_sizes(&a.sizes)?;
+    let num = |t: &str, what: &str| -> anyhow::Result<Vec<u64>> {
+        t.split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<u64>()
+                    .map_err(|_| usage(format!("--{what}: `{x}` is not a whole number")))
+            })
+            .collect()
+    };
+    let ranks = num(&a.ranks, "ranks")?;
+    let algs: Vec<u32> = num(&a.algorithms, "algorithms")?
+        .into_iter()
+        .map(|x| x as u32)
+        .collect();
+    if let Some(bad) = algs
+        .iter()
+        .find(|&&x| colltune_core::ompi::tuned_by_id(x).is_none())
+    {
+        return Err(usage(format!(
+            "--algorithms: coll/tuned has no broadcast algorithm {bad} (0-9)"
+        )));
+    }
+    outln!("# ranks bytes winner | per algorithm: predicted us (osu_bcast's mean over ranks)");
+    for &r in &ranks {
+        for &b in &sizes {
+            let mut row = Vec::new();
+            let mut best: Option<(u32, f64)> = None;
+            for &al in &algs {
+                let t = trees::simulate(m, layout, mapping, al, r as usize, b)
+                    .map(|e| trees::osu_time(&e))
+                    .map_err(usage)?;
+                if al != 0 && best.is_none_or(|x| t < x.1) {
+                    best = Some((al, t));
+                }
+                row.push(format!("{al}: {t:.2}"));
+            }
+            let w = best.map_or("-".into(), |x| x.0.to_string());
+            outln!("{r:>5} {b:>8} {w:>2} | {}", row.join(", "));
+        }
+    }
+    Ok(Code::Ok)
+}
