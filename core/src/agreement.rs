@@ -163,7 +163,7 @@ mod tests {
     fn two_different_library_algorithms_are_two_choices() {
         let plain = Compact {
             enabled: false,
-            ..Compact::default()
+            ..Compact::legacy()
         };
         let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
         let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
@@ -192,7 +192,7 @@ mod tests {
     fn choices_within_the_threshold_agree_and_unmeasured_ones_are_not_judged() {
         let plain = Compact {
             enabled: false,
-            ..Compact::default()
+            ..Compact::legacy()
         };
         // A: linear wins at 1 and 2 B, binomial at 4 B; B: binomial at 1 B
         // (by a hair), linear at 2 B, and at 4 B linear 20% behind.

@@ -4,6 +4,9 @@
 
 pub mod build;
 pub mod diff;
+pub mod evidence;
+#[cfg(test)]
+mod evidence_tests;
 pub mod validate;
 
 use std::collections::BTreeMap;
@@ -15,8 +18,13 @@ use serde::{Deserialize, Serialize};
 
 pub use validate::{load, load_str, read_text, Problem, TableError, MAX_TABLE_BYTES};
 
-/// The schema version this colltune reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this colltune writes: 2 added each rule's
+/// `evidence` and the provenance's `evidence` ([`evidence`]).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The schema versions this colltune reads: 1 is 2 without the evidence
+/// (every field it adds is optional).
+pub const SCHEMA_READ: [u32; 2] = [1, 2];
 
 /// A decision table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +65,10 @@ pub struct Provenance {
     /// when they were not (`--no-compact`, or an older table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// The evidence rules had to clear, and the sizes left unresolved
+    /// (schema 2; absent in tables built without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<evidence::EvidenceSummary>,
 }
 
 fn synchronized() -> String {
@@ -101,6 +113,7 @@ impl Provenance {
             pattern: synchronized(),
             sweep,
             compaction: None,
+            evidence: None,
         }
     }
 }
@@ -213,6 +226,10 @@ pub struct Rule {
     /// runner-up median / winner median - 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f64>,
+    /// The gain over the library's own decision and its interval (schema
+    /// 2, [`evidence::RuleEvidence`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<evidence::RuleEvidence>,
 }
 
 impl Rule {
@@ -577,6 +594,7 @@ mod tests {
                 at_bytes: None,
                 runner_up: None,
                 margin: None,
+                evidence: None,
             };
             let back = colltune_algorithms::resolve(c, &rule.spec().unwrap()).unwrap();
             assert_eq!(back, spec, "{text}");
