@@ -27,6 +27,8 @@ pub mod fit;
 pub mod library;
 pub mod method;
 pub mod mpich;
+pub mod noise;
+pub mod noise_bench;
 pub mod ompi;
 pub mod pattern;
 pub mod progress;

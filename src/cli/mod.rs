@@ -45,6 +45,7 @@ mod evaluate;
 mod fit;
 mod inspect;
 mod list;
+mod noise;
 mod plot;
 pub use plot::{map_title as plot_map_title, plot_title as plot_plot_title};
 mod simulate;
@@ -129,6 +130,9 @@ pub enum Command {
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),
+    /// Fit a machine's noise profile from raw CSVs, or benchmark the tuner
+    /// on the simulator with a profile's noise laid over it.
+    Noise(noise::Args),
     #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
@@ -174,6 +178,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Noise(a) => noise::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
     };

@@ -545,6 +545,57 @@ impl Unresolved {
     }
 }
 
+/// Launches that measured fewer sizes than the launches beside them (a
+/// launch that died, or ran out of budget, half-way), by name: for each
+/// collective and communicator, a launch whose largest measured size is
+/// below the largest any launch measured. They count for what they
+/// measured; this names them.
+pub fn partial_launches(launches: &[&[Sample]], names: &[String]) -> Vec<String> {
+    type Sizes = BTreeMap<(String, (u32, u32, u32)), std::collections::BTreeSet<u64>>;
+    let per: Vec<Sizes> = launches
+        .iter()
+        .map(|l| {
+            let mut m: Sizes = BTreeMap::new();
+            for s in l.iter() {
+                m.entry((s.collective.clone(), s.comm_key()))
+                    .or_default()
+                    .insert(s.bytes);
+            }
+            m
+        })
+        .collect();
+    let mut out = Vec::new();
+    if launches.len() < 2 {
+        return out;
+    }
+    for (i, m) in per.iter().enumerate() {
+        for (k, sizes) in m {
+            let all: std::collections::BTreeSet<u64> = per
+                .iter()
+                .filter_map(|o| o.get(k))
+                .flatten()
+                .copied()
+                .collect();
+            let (Some(&top), Some(&mine)) = (all.last(), sizes.last()) else {
+                continue;
+            };
+            if mine < top {
+                let missing = all.iter().filter(|b| !sizes.contains(b)).count();
+                out.push(format!(
+                    "{}: {} on {} ranks stopped at {} ({missing} of {} sizes not measured, the largest {}): it counts for the sizes it measured",
+                    names.get(i).map(String::as_str).unwrap_or("?"),
+                    k.0,
+                    k.1 .0,
+                    crate::units::human_bytes(mine),
+                    all.len(),
+                    crate::units::human_bytes(top)
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,6 +606,23 @@ mod tests {
             t.runs.insert((l, r), v.to_vec());
         }
         t
+    }
+
+    #[test]
+    fn a_launch_that_stopped_half_way_is_named() {
+        let full: Vec<Sample> = [1u64, 64, 4096]
+            .iter()
+            .map(|&b| crate::record::sample("linear", "blocking", b, 1, 1.0))
+            .collect();
+        let half = full[..2].to_vec();
+        let names = ["a.csv".to_string(), "b.csv".to_string()];
+        let got = partial_launches(&[&full, &half], &names);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("b.csv: bcast on 4 ranks stopped at 64 B (1 of 3"),
+            "{got:?}"
+        );
+        assert!(partial_launches(&[&full, &full], &names).is_empty());
     }
 
     #[test]

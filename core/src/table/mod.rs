@@ -494,6 +494,36 @@ pub fn compaction_line(c: &Compaction) -> String {
     )
 }
 
+/// `rules replace the library's decision only where the 95% interval of
+/// their gain clears 3% (3 launches); 4 rules (12 by fastest median); time
+/// left to the fastest max 2.1%, mean 0.4%`.
+pub fn evidence_line(e: &evidence::EvidenceSummary) -> String {
+    format!(
+        "rules replace the library's decision only where the {:.0}% interval of their gain clears {:.1}% ({} launch(es)); {} rules ({} by fastest median); time left to the fastest median max {:.1}%, mean {:.2}%",
+        100.0 * e.confidence,
+        100.0 * e.min_gain,
+        e.launches,
+        e.rules,
+        e.rules_fastest,
+        100.0 * e.max_loss,
+        100.0 * e.mean_loss
+    )
+}
+
+/// `evidence: clears: +12.0% [+8.1%, +16.0%] over ...` under a rule.
+pub fn rule_evidence_line(e: &evidence::RuleEvidence) -> String {
+    if e.verdict == "clears" {
+        format!("evidence: {}", e.line())
+    } else {
+        format!(
+            "evidence: {} (best other: {} {})",
+            e.verdict,
+            e.candidate,
+            e.line()
+        )
+    }
+}
+
 /// A readable summary: provenance, then per collective and communicator the
 /// size ranges with their choice, time and margin over the runner-up.
 pub fn summary(t: &Table) -> String {
@@ -518,14 +548,34 @@ pub fn summary(t: &Table) -> String {
         p.colltune, p.source, p.sweep.mode, p.command
     );
     let _ = writeln!(out, "pattern: {}", p.pattern);
-    let _ = writeln!(
-        out,
-        "compaction: {}",
-        match &p.compaction {
-            Some(c) => compaction_line(c),
-            None => "none (rules are the fastest median at each measured size)".into(),
+    match (&p.evidence, &p.compaction) {
+        (Some(e), _) => {
+            let _ = writeln!(out, "evidence: {}", evidence_line(e));
+            if !e.unresolved.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "unresolved ({} sizes: a candidate's interval straddles the minimum gain; the reference, the library's decision where measured, kept):",
+                    e.unresolved.len()
+                );
+                for u in &e.unresolved {
+                    let _ = writeln!(out, "  {}", u.line());
+                }
+            }
+            for l in &e.partial_launches {
+                let _ = writeln!(out, "partial launch: {l}");
+            }
         }
-    );
+        (None, c) => {
+            let _ = writeln!(
+                out,
+                "compaction: {}",
+                match c {
+                    Some(c) => compaction_line(c),
+                    None => "none (rules are the fastest median at each measured size)".into(),
+                }
+            );
+        }
+    }
     for c in Collective::ALL {
         for cr in t.rules(c) {
             let _ = writeln!(out, "\n{c} on {}:", cr.key());
@@ -552,6 +602,9 @@ pub fn summary(t: &Table) -> String {
                         _ => "-".into(),
                     }
                 );
+                if let Some(e) = &r.evidence {
+                    let _ = writeln!(out, "  {:<24} {}", "", rule_evidence_line(e));
+                }
             }
         }
     }
