@@ -410,15 +410,10 @@ pub fn fit(name: &str, source: &str, launches: &[&[Sample]]) -> (NoiseProfile, F
             .filter(|r| r.abs() > cut)
             .map(|r| r.abs())
             .collect();
-        // a two-state subject shows in one launch of a pair: half the
-        // deviations of a pair are its
         two_rate = (big.len() as f64 / resid.len().max(1) as f64).min(1.0);
-        // each pair's deviation splits a state's factor over two launches
-        two_factor = if big.is_empty() {
-            1.0
-        } else {
-            (2.0 * med(&big)).exp()
-        };
+        // a slow state's launch deviates from the launches' median (most
+        // launches in the usual state) by the state's whole factor
+        two_factor = if big.is_empty() { 1.0 } else { med(&big).exp() };
     } else {
         rep.notes.push(
             "one launch (or no point measured by two): launch_sigma, subject_launch_sigma and two-state launches cannot be measured and are set to 0; fit from several launches' CSVs of the same points".into(),

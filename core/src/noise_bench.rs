@@ -280,6 +280,11 @@ pub struct BenchResult {
     /// before it (schema 1), at this share of sizes; and both regrets.
     pub noise_free_same: f64,
     pub noise_free_regret: (f64, f64),
+    /// Per size: the truth's best (label, us) and each tune's choice
+    /// (label, its true time / the best).
+    pub per_size: Vec<(u64, (String, f64), Vec<(String, f64)>)>,
+    /// Each tune's table.
+    pub tables: Vec<Table>,
 }
 
 /// Runs the benchmark on one communicator.
@@ -372,6 +377,25 @@ pub fn bench(truth: &Truth, p: &NoiseProfile, c: &BenchConfig) -> BenchResult {
     }
     let n = c.sizes.len().max(1) as f64;
     let k = tunes.len().max(1) as f64;
+    let per_size = c
+        .sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let top = truth
+                .times
+                .iter()
+                .filter(|((bb, _), _)| *bb == b)
+                .min_by(|x, y| x.1.total_cmp(y.1))
+                .map(|((_, l), &t)| (colltune_algorithms::label(&l.0, &l.1), t))
+                .unwrap_or_default();
+            let picks = picks
+                .iter()
+                .map(|pk| (pk[i].0.clone(), pk[i].1 / best[&b]))
+                .collect();
+            (b, top, picks)
+        })
+        .collect();
     BenchResult {
         key: truth.key,
         tunes: tunes.len(),
@@ -386,6 +410,8 @@ pub fn bench(truth: &Truth, p: &NoiseProfile, c: &BenchConfig) -> BenchResult {
         seconds_mean: tunes.iter().map(|t| t.seconds).sum::<f64>() / k,
         noise_free_same: nf_same as f64 / n,
         noise_free_regret: (crate::stats::geomean(&r_ev), crate::stats::geomean(&r_leg)),
+        per_size,
+        tables: tunes.into_iter().map(|t| t.table).collect(),
     }
 }
 

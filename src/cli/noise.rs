@@ -65,6 +65,12 @@ enum NoiseCommand {
         seed: u64,
         #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
         min_gain: f64,
+        /// Per size: the truth's best and each tune's choice.
+        #[arg(long)]
+        verbose: bool,
+        /// Write each tune's table here (`<layout>-tune<k>.yaml`).
+        #[arg(long)]
+        tables: Option<PathBuf>,
     },
 }
 
@@ -139,6 +145,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             reps,
             seed,
             min_gain,
+            verbose,
+            tables,
         } => {
             let p = if profile == "none" {
                 NoiseProfile::none()
@@ -212,6 +220,19 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     r.noise_free_regret.0,
                     r.noise_free_regret.1
                 );
+                if let Some(dir) = &tables {
+                    std::fs::create_dir_all(dir)?;
+                    for (k, t) in r.tables.iter().enumerate() {
+                        t.save(&dir.join(format!("{l}-tune{}.yaml", k + 1)))?;
+                    }
+                }
+                if verbose {
+                    for (b, (best, t), picks) in &r.per_size {
+                        let p: Vec<String> =
+                            picks.iter().map(|(l, x)| format!("{l} {x:.3}")).collect();
+                        outln!("  {b:>9} B  best {best} {t:.2} us | {}", p.join(" | "));
+                    }
+                }
             }
             Ok(Code::Ok)
         }

@@ -33,8 +33,8 @@
 //! none clears, the table hands the call to the library (the reference).
 //! Where some do, the best estimate among them is the leader; every
 //! clearing candidate not shown slower than the leader by more than the
-//! minimum gain (its upper end, plus the minimum gain, reaches the
-//! leader's lower end) is a tie, and a fixed order picks among the tied:
+//! minimum gain (the interval of the leader's gain over it, paired as
+//! the gains are, has its lower end at or below the minimum gain) is a tie, and a fixed order picks among the tied:
 //! the library's own algorithms first (unsegmented first), then colltune's
 //! simplest ([`super::build::complexity`]: unsegmented, blocking, registry
 //! order), then the label. Two tunes that cannot tell the tied candidates
@@ -376,11 +376,13 @@ pub fn decide(
             tied: 0,
         });
     };
-    // Tied with the leader: not shown slower by more than the minimum gain.
-    let floor = (1.0 + leader.1.low) / (1.0 + min_gain);
+    // Tied with the leader: the leader not shown faster by more than the
+    // minimum gain, judged on the two measured side by side (their own
+    // paired interval: the reference's noise does not enter it).
+    let lt = &subjects[&leader.0];
     let tied: Vec<&&(Label, Gain)> = clearing
         .iter()
-        .filter(|(_, g)| 1.0 + g.high >= floor)
+        .filter(|(l, _)| *l == leader.0 || gain(&subjects[l], lt).is_none_or(|g| g.low <= min_gain))
         .collect();
     let pick = tied
         .iter()
