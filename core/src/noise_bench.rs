@@ -258,6 +258,10 @@ pub fn tune(truth: &Truth, p: &NoiseProfile, c: &BenchConfig, seed: u64) -> Tune
     }
 }
 
+/// One size: bytes, the truth's best (label, us), each tune's choice
+/// (label, true time / best).
+pub type PerSize = (u64, (String, f64), Vec<(String, f64)>);
+
 /// The benchmark's figures for one communicator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchResult {
@@ -282,7 +286,7 @@ pub struct BenchResult {
     pub noise_free_regret: (f64, f64),
     /// Per size: the truth's best (label, us) and each tune's choice
     /// (label, its true time / the best).
-    pub per_size: Vec<(u64, (String, f64), Vec<(String, f64)>)>,
+    pub per_size: Vec<PerSize>,
     /// Each tune's table.
     pub tables: Vec<Table>,
 }

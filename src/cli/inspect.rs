@@ -154,14 +154,14 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
     for (name, t) in [(&a.a, ta), (&a.b, tb)] {
         let rules: usize = t.bcast.iter().chain(&t.swap).map(|c| c.rules.len()).sum();
         outln!(
-            "{}: {rules} rules, pattern {}; compaction: {}",
+            "{}: {rules} rules, pattern {}; {}",
             name.display(),
             t.provenance.pattern,
-            t.provenance
-                .compaction
-                .as_ref()
-                .map(table::compaction_line)
-                .unwrap_or_else(|| "none".into())
+            match (&t.provenance.evidence, &t.provenance.compaction) {
+                (Some(e), _) => format!("evidence: {}", table::evidence_line(e)),
+                (None, Some(c)) => format!("compaction: {}", table::compaction_line(c)),
+                (None, None) => "compaction: none".into(),
+            }
         );
     }
     let all = colltune_core::agreement::agreement(ta, tb, measurements, &[], a.within);

@@ -80,8 +80,10 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             // communicator (hours apart) stay apart, so that a choice must
             // hold in both (`build_launches`).
             let mut launches: Vec<Vec<record::Sample>> = Vec::new();
+            let mut cut_off = Vec::new();
             for p in &csv {
-                let got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
+                let (got, cut) = record::read_launch(p).map_err(|e| UsageError(e.to_string()))?;
+                cut_off.extend(cut);
                 for pat in patterns(&got) {
                     pattern_of.push((pat, p));
                 }
@@ -176,7 +178,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             let mut table = table;
             if let Some(e) = table.provenance.evidence.as_mut() {
                 let names: Vec<String> = csv.iter().map(|p| p.display().to_string()).collect();
-                e.partial_launches = partial_launches(&per_launch, &names);
+                e.partial_launches = cut_off;
+                e.partial_launches
+                    .extend(partial_launches(&per_launch, &names));
             }
             if table.bcast.is_empty() && table.swap.is_empty() {
                 return Err(UsageError(

@@ -671,12 +671,14 @@ pub fn label_is_choice(label: &Label) -> bool {
         })
 }
 
+/// A point's decision and every subject's times there.
+pub type Point = (PointDecision, BTreeMap<Label, Times>);
+/// Per (collective, communicator, bytes), its [`Point`].
+pub type Decided = BTreeMap<(Collective, CommKey, u64), Point>;
+
 /// Per point, the decision the evidence supports ([`evidence::decide`]),
 /// the library's `mpi` baseline standing for its default choice.
-pub fn point_decisions(
-    launches: &[&[Sample]],
-    min_gain: f64,
-) -> BTreeMap<(Collective, CommKey, u64), (PointDecision, BTreeMap<Label, Times>)> {
+pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
     let lib = library_default(launches);
     let mut out = BTreeMap::new();
     for (k, mut subj) in point_times(launches) {
@@ -718,7 +720,7 @@ fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain:
     let mut unresolved = Vec::new();
     let (mut fastest_rules, mut losses) = (0usize, Vec::new());
     for (c, key) in keys {
-        let points: Vec<(u64, &(PointDecision, BTreeMap<Label, Times>))> = decided
+        let points: Vec<(u64, &Point)> = decided
             .range((c, key, 0)..=(c, key, u64::MAX))
             .map(|(&(_, _, b), v)| (b, v))
             .collect();
