@@ -168,17 +168,7 @@ mod tests {
     use super::*;
     use crate::record::sample;
     use crate::table::build::{build_with, Compact};
-    use crate::table::Provenance;
-
-    fn prov() -> Provenance {
-        Provenance::made_now(
-            "test".into(),
-            None,
-            "Open MPI v4.1.4".into(),
-            "measured".into(),
-            Default::default(),
-        )
-    }
+    use crate::table::test_provenance as prov;
 
     fn measure(times: &[(&str, u64, f64)]) -> Vec<Sample> {
         let mut v = Vec::new();

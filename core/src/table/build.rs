@@ -369,31 +369,8 @@ fn stat_of(runs: &[Vec<f64>]) -> Stat {
     }
 }
 
-/// How simple a choice is, smaller first: segmented parameters (nested
-/// algorithms count their own), nonblocking execution, registry order.
-pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
-    fn segmented(s: &AlgoSpec) -> u64 {
-        s.params
-            .iter()
-            .map(|(k, v)| match v {
-                colltune_algorithms::ParamValue::Int(n) if k == "segment" && *n > 0 => 1,
-                colltune_algorithms::ParamValue::Algo(a) => segmented(a),
-                _ => 0,
-            })
-            .sum()
-    }
-    let parsed = AlgoSpec::parse(spec).ok();
-    let seg = parsed.as_ref().map(segmented).unwrap_or(0);
-    let order = parsed
-        .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
-        .unwrap_or(99)
-        .min(99) as u64;
-    LIBRARY_FIRST_ABOVE + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
-}
-
-/// Complexities below this are the library's algorithms where they are
-/// within the tolerance floor of the fastest ([`complexity_at`]).
-const LIBRARY_FIRST_ABOVE: u64 = 10;
+pub use super::evidence::complexity;
+use super::evidence::LIBRARY_FIRST_ABOVE;
 
 /// The complexity of a candidate at one measured size: the MPI library's
 /// forced algorithms rank first (by segmentation only) where their loss to

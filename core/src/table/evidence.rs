@@ -36,13 +36,13 @@
 //! minimum gain (the interval of the leader's gain over it, paired as
 //! the gains are, has its lower end at or below the minimum gain) is a tie, and a fixed order picks among the tied:
 //! the library's own algorithms first (unsegmented first), then colltune's
-//! simplest ([`super::build::complexity`]: unsegmented, blocking, registry
+//! simplest ([`complexity`]: unsegmented, blocking, registry
 //! order), then the label. Two tunes that cannot tell the tied candidates
 //! apart so write the same rule.
 
 use std::collections::BTreeMap;
 
-use colltune_algorithms::Collective;
+use colltune_algorithms::{AlgoSpec, Collective};
 use serde::{Deserialize, Serialize};
 
 use super::CommKey;
@@ -273,9 +273,35 @@ pub fn gain(r: &Times, x: &Times) -> Option<Gain> {
     Some(make(m, half, Basis::SamplesOfOneRun))
 }
 
+/// How simple a choice is, smaller first: segmented parameters (nested
+/// algorithms count their own), nonblocking execution, registry order.
+pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
+    fn segmented(s: &AlgoSpec) -> u64 {
+        s.params
+            .iter()
+            .map(|(k, v)| match v {
+                colltune_algorithms::ParamValue::Int(n) if k == "segment" && *n > 0 => 1,
+                colltune_algorithms::ParamValue::Algo(a) => segmented(a),
+                _ => 0,
+            })
+            .sum()
+    }
+    let parsed = AlgoSpec::parse(spec).ok();
+    let seg = parsed.as_ref().map(segmented).unwrap_or(0);
+    let order = parsed
+        .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
+        .unwrap_or(99)
+        .min(99) as u64;
+    LIBRARY_FIRST_ABOVE + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
+}
+
+/// Complexities below this are the library's algorithms where they are
+/// within the tolerance floor of the fastest (`build::complexity_at`).
+pub(super) const LIBRARY_FIRST_ABOVE: u64 = 10;
+
 /// The fixed order among tied choices, smaller first: the library's own
 /// algorithms (its default call first, then unsegmented), then colltune's
-/// by [`super::build::complexity`], then the label.
+/// by [`complexity`], then the label.
 pub fn order_key(c: Collective, label: &Label) -> (u8, u64, Label) {
     let lib = label.1 == crate::ompi::LIBRARY_EXECUTION;
     let rank = if is_reference(label) {
@@ -285,11 +311,7 @@ pub fn order_key(c: Collective, label: &Label) -> (u8, u64, Label) {
     } else {
         2
     };
-    (
-        rank,
-        super::build::complexity(c, &label.0, &label.1),
-        label.clone(),
-    )
+    (rank, complexity(c, &label.0, &label.1), label.clone())
 }
 
 /// What the evidence supports at one point.

@@ -11,30 +11,9 @@ use colltune_algorithms::Collective;
 use super::build::{build_launches, Compact};
 use super::evidence::{gain, point_times, Label, DEFAULT_MIN_GAIN};
 use super::validate::{check, load_str};
-use super::{Provenance, Table};
+use super::{test_provenance as prov, Table};
+use crate::noise::Rng;
 use crate::record::{self, sample, Sample};
-
-fn prov() -> Provenance {
-    Provenance::made_now(
-        "test".into(),
-        None,
-        "Open MPI v4.1.4".into(),
-        "measured".into(),
-        Default::default(),
-    )
-}
-
-/// A small deterministic generator.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 const MPI: &str = "mpi";
 const LIN: &str = "linear";
@@ -46,22 +25,22 @@ const PIPE: &str = "pipeline:segment=8192";
 /// size, times `truth(subject, bytes) * launch factor * state(subject) *
 /// (1 +- 2%)`, one sample in 20 an outlier (3x).
 fn launch(
-    g: &mut Lcg,
+    g: &mut Rng,
     subjects: &[(&str, &str)],
     sizes: &[u64],
     runs: u32,
     truth: &dyn Fn(&str, u64) -> f64,
     state: &dyn Fn(&str) -> f64,
 ) -> Vec<Sample> {
-    let factor = 0.8 + 0.7 * g.next();
+    let factor = 0.8 + 0.7 * g.uniform();
     let mut out = Vec::new();
     for &b in sizes {
         for run in 1..=runs {
             for &(spec, exec) in subjects {
                 for rep in 1..=7 {
                     let mut t = truth(spec, b) * factor * state(spec);
-                    t *= 1.0 + 0.04 * (g.next() - 0.5);
-                    if g.next() < 0.05 {
+                    t *= 1.0 + 0.04 * (g.uniform() - 0.5);
+                    if g.uniform() < 0.05 {
                         t *= 3.0;
                     }
                     let mut s = sample(spec, exec, b, run, t);
@@ -132,7 +111,7 @@ fn clear_wins_ties_and_small_gains() {
     };
     let tables: Vec<Table> = (1..=2u64)
         .map(|seed| {
-            let mut g = Lcg(seed);
+            let mut g = Rng::new(seed);
             let launches: Vec<Vec<Sample>> = (0..3)
                 .map(|_| launch(&mut g, &SUBJECTS, &sizes, 3, &truth, &|_| 1.0))
                 .collect();
@@ -179,7 +158,7 @@ fn two_state_launches_leave_the_call_to_the_library() {
     // linear is 30% faster than the library in launches of one state and
     // 20% slower in the other: no interval over launches clears
     let states = [1.0 / 1.3 * 0.5, 1.2 * 0.5, 1.0 / 1.3 * 0.5, 1.2 * 0.5];
-    let mut g = Lcg(7);
+    let mut g = Rng::new(7);
     let subjects = [(MPI, "library"), (LIN, "blocking")];
     let launches: Vec<Vec<Sample>> = states
         .iter()
@@ -221,13 +200,13 @@ fn no_rule_replaces_the_library_without_a_clearing_gain() {
     ];
     let mut chosen_ours = 0;
     for seed in 1..25u64 {
-        let mut g = Lcg(seed);
+        let mut g = Rng::new(seed);
         let n = 4 + (seed % 8) as usize;
         let sizes: Vec<u64> = (0..n).map(|i| 1u64 << (2 * i)).collect();
         let launches_n = 1 + (seed % 4) as usize;
         let runs = 1 + (seed % 3) as u32;
         // smooth trends around the library's time, -40% to +40%
-        let phase: Vec<f64> = specs.iter().map(|_| 6.0 * g.next()).collect();
+        let phase: Vec<f64> = specs.iter().map(|_| 6.0 * g.uniform()).collect();
         let truth = move |spec: &str, b: u64| -> f64 {
             let x = (b as f64).log2();
             match specs.iter().position(|(s, _)| *s == spec) {
@@ -237,7 +216,7 @@ fn no_rule_replaces_the_library_without_a_clearing_gain() {
         };
         let mut subjects = vec![(MPI, "library")];
         subjects.extend(specs.iter().copied());
-        let slow = (g.next() * specs.len() as f64) as usize;
+        let slow = (g.uniform() * specs.len() as f64) as usize;
         let launches: Vec<Vec<Sample>> = (0..launches_n)
             .map(|l| {
                 // every other launch one candidate's two-state slowdown

@@ -452,6 +452,18 @@ pub enum SaveError {
     },
 }
 
+/// A provenance for tests: measured on Open MPI 4.1.4 by host `test`.
+#[cfg(test)]
+pub(crate) fn test_provenance() -> Provenance {
+    Provenance::made_now(
+        "test".into(),
+        None,
+        "Open MPI v4.1.4".into(),
+        "measured".into(),
+        Default::default(),
+    )
+}
+
 /// Now, as ISO 8601 UTC (`2026-11-30T14:05:09Z`).
 pub fn now_iso8601() -> String {
     let secs = std::time::SystemTime::now()
