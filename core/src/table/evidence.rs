@@ -31,14 +31,14 @@
 //! **The decision** ([`decide`]): a candidate *clears* where its interval's
 //! lower end exceeds the minimum gain (default 3%, `--min-gain`). Where
 //! none clears, the table hands the call to the library (the reference).
-//! Where some do, the best estimate among them is the leader; every
-//! clearing candidate not shown slower than the leader by more than the
-//! minimum gain (the interval of the leader's gain over it, paired as
-//! the gains are, has its lower end at or below the minimum gain) is a tie, and a fixed order picks among the tied:
-//! the library's own algorithms first (unsegmented first), then colltune's
-//! simplest ([`complexity`]: unsegmented, blocking, registry
-//! order), then the label. Two tunes that cannot tell the tied candidates
-//! apart so write the same rule.
+//! Where some do, the *tied* are the clearing candidates that no other
+//! clearing candidate is shown faster than by more than the minimum gain
+//! (on the two's own paired interval, as the gains are computed: its lower
+//! end above the minimum gain), and a fixed order picks among them: the
+//! library's own algorithms first (unsegmented first), then colltune's
+//! simplest ([`complexity`]: unsegmented, blocking, registry order), then
+//! the label. Two tunes that cannot tell the tied candidates apart so
+//! write the same rule.
 
 use std::collections::BTreeMap;
 
@@ -398,14 +398,21 @@ pub fn decide(
             tied: 0,
         });
     };
-    // Tied with the leader: the leader not shown faster by more than the
-    // minimum gain, judged on the two measured side by side (their own
-    // paired interval: the reference's noise does not enter it).
-    let lt = &subjects[&leader.0];
-    let tied: Vec<&&(Label, Gain)> = clearing
-        .iter()
-        .filter(|(l, _)| *l == leader.0 || gain(&subjects[l], lt).is_none_or(|g| g.low <= min_gain))
-        .collect();
+    // Tied: the clearing candidates no other clearing candidate is shown
+    // faster than by more than the minimum gain, judged on the two
+    // measured side by side (their own paired interval: the reference's
+    // noise does not enter it, and a leader misjudged against the
+    // reference cannot carry a slower candidate in). The leader, should
+    // intervals ever exclude every candidate.
+    let beaten = |x: &Label| {
+        clearing.iter().any(|(y, _)| {
+            y != x && gain(&subjects[x], &subjects[y]).is_some_and(|g| g.low > min_gain)
+        })
+    };
+    let mut tied: Vec<&&(Label, Gain)> = clearing.iter().filter(|(l, _)| !beaten(l)).collect();
+    if tied.is_empty() {
+        tied.push(leader);
+    }
     let pick = tied
         .iter()
         .min_by_key(|(l, _)| order_key(c, l))
