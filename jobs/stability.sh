@@ -20,6 +20,19 @@
 # from its launches' CSVs by `table build`, which keeps every launch apart;
 # every launch's CSV then judges, and each launch's own table is kept as
 # a-l1.yaml, b-l1.yaml, ... so one run also shows how single launches agree).
+#
+# Evidence (schema 2 tables): each table keeps the library's decision
+# wherever no candidate's gain clears the minimum with 95% confidence, and
+# lists the sizes where an interval straddles it (`colltune table
+# unresolved`). EXTRA_LAUNCHES (2) further launches per tune measure just
+# those sizes (each a separate mpirun, appended as a launch, the table
+# rebuilt), until none is left or they are spent; what is left is printed.
+# Agreement: a size agrees where both tables choose the same or the 95%
+# interval of the two choices' time ratio, each CSV one launch, lies
+# within WITHIN; where it straddles WITHIN (or nothing measured both), the
+# size is unresolved and JUDGE_LAUNCHES (3) referee launches (separate
+# bench mpiruns measuring both choices, their runs interleaved) are added
+# there; sizes still unresolved are reported apart, never as agreement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=jobs/mpirun-flags.sh
@@ -33,6 +46,7 @@ OUT=${OUT:-results/stability-$(date -u +%Y%m%dT%H%M%S)}
 BIN=${COLLTUNE:-target/release/colltune}
 [ -x "$BIN" ] || { echo "stability.sh: $BIN not built: cargo build --release (or set COLLTUNE)" >&2; exit 2; }
 LAUNCHES=${LAUNCHES:-1}
+EXTRA_LAUNCHES=${EXTRA_LAUNCHES:-2}
 case "$LAUNCHES" in
   ''|*[!0-9]*|0) echo "stability.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
 esac
@@ -61,11 +75,28 @@ measured=()
 for t in a b; do
   csvs=()
   for l in $(seq 1 "$LAUNCHES"); do csvs+=("$(csv_of "$t" "$l")"); done
-  for c in "${csvs[@]}"; do measured+=(--measured "$c"); done
   if [ "$LAUNCHES" -gt 1 ]; then
     echo "== table $t from its $LAUNCHES launches"
     "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
   fi
+  # Further launches where the evidence straddles the minimum gain.
+  for x in $(seq 1 "$EXTRA_LAUNCHES"); do
+    open=$("$BIN" table unresolved "$OUT/$t.yaml" | awk -v r="$RANKS" '$1 == "bcast" && $2 == r { print $5 }' | sort -un | paste -sd, -)
+    [ -n "$open" ] || break
+    csv="$OUT/$t-x$x.csv"
+    rm -f "$csv" "$csv.tune.yaml"
+    echo "== tune $t, extra launch $x of $EXTRA_LAUNCHES at the unresolved sizes $open"
+    # shellcheck disable=SC2086
+    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
+      --sizes "$open" --budget "$BUDGET" --budget-ms "$BUDGET_MS" --exhaustive \
+      --csv "$csv" --table "$OUT/$t-x$x.yaml" ${TUNE_ARGS:-} > "$csv.log" 2>&1 ||
+      { echo "stability.sh: extra launch of $t failed, see $csv.log" >&2; tail -20 "$csv.log" >&2; exit 3; }
+    csvs+=("$csv")
+    "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
+  done
+  left=$("$BIN" table unresolved "$OUT/$t.yaml" | wc -l)
+  echo "== table $t: $left size(s) left unresolved (the library's decision kept there)"
+  for c in "${csvs[@]}"; do measured+=(--measured "$c"); done
 done
 # Where neither tune measured both choices (the adaptive search pruned one),
 # measure the two there, the same way (the tunes' pattern, root, repetition
@@ -96,6 +127,8 @@ for line in open(sys.argv[1]):
 PY
   while read -r bytes a ea b eb; do
     args=(--sizes "$bytes" --collective bcast --runs "${JUDGE_RUNS:-5}" --budget-ms "$BUDGET_MS" "${same[@]}")
+    # JUDGE_LAUNCHES separate launches, so the referee's interval has
+    # launches as its replicates
     execs=()
     base=none
     segs=()
@@ -111,11 +144,13 @@ PY
     [ ${#execs[@]} -gt 0 ] || args+=(-a linear)
     ex=$(printf '%s\n' "${execs[@]:-blocking}" | sort -u | paste -sd, -)
     seg=$(printf '%s\n' "${segs[@]:-0}" | sort -un | paste -sd, -)
-    echo "== judging $bytes B: $a [$ea] against $b [$eb]"
-    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench "${args[@]}" --executions "$ex" \
-      --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes.csv" --summary-only \
-      < /dev/null >> "$OUT/judge.log" 2>&1 ||
-      { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
+    for k in $(seq 1 "${JUDGE_LAUNCHES:-3}"); do
+      echo "== judging $bytes B, referee launch $k: $a [$ea] against $b [$eb]"
+      mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench "${args[@]}" --executions "$ex" \
+        --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes-$k.csv" --summary-only \
+        < /dev/null >> "$OUT/judge.log" 2>&1 ||
+        { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
+    done
   done < "$OUT/judge.list"
   for f in "$OUT"/judge-*.csv; do
     [ -s "$f" ] && judge+=(--measured "$f")

@@ -1002,7 +1002,11 @@ where
     y += 14;
     if m.has_margins {
         root.draw(&Text::new(
-            "margin over the runner-up",
+            if m.has_evidence {
+                "gain over the library (95% interval's low end; library's own: full)"
+            } else {
+                "margin over the runner-up"
+            },
             (lx, y),
             head.clone(),
         ))

@@ -602,12 +602,19 @@ fn table_build_keeps_each_files_runs_apart() {
             ],
         );
     }
-    // The chosen algorithm of `table build FILES --compact-tolerance 0.001`.
+    // The chosen algorithm of `table build FILES --no-evidence
+    // --compact-tolerance 0.001` (the builder before schema 2).
     let chosen = |files: &[&Path]| {
         let out = d.join("t.yaml");
         let mut args = vec!["table", "build"];
         args.extend(files.iter().map(|p| s(p)));
-        args.extend(["--compact-tolerance", "0.001", "-o", s(&out)]);
+        args.extend([
+            "--no-evidence",
+            "--compact-tolerance",
+            "0.001",
+            "-o",
+            s(&out),
+        ]);
         let o = ct(&args);
         assert!(o.status.success(), "{}", text(&o));
         let t = std::fs::read_to_string(&out).unwrap();

@@ -233,15 +233,15 @@ fn a_back_to_back_tune_records_its_pattern() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("pattern: back-to-back"), "{out}");
-    assert!(out.contains("compaction: "), "{out}");
+    assert!(out.contains("evidence: "), "{out}");
     let t = colltune_core::table::load(&dir.join("table.yaml")).unwrap();
     assert_eq!(t.provenance.pattern, "back-to-back");
-    let c = t
+    let e = t
         .provenance
-        .compaction
+        .evidence
         .clone()
-        .expect("compacted by default");
-    assert!(c.rules_after <= c.rules_before, "{c:?}");
+        .expect("decided on the evidence by default");
+    assert_eq!((e.launches, e.min_gain), (1, 0.03), "{e:?}");
     let csv = dir.join("raw.csv");
     let s = colltune_core::record::read(&csv).unwrap();
     assert!(s.iter().all(|x| x.pattern == "back-to-back"));

@@ -34,10 +34,12 @@ pub mod units;
 pub use libraries::{library, mpich, ompi};
 #[cfg(feature = "tuner")]
 pub use measure::fit;
-pub use measure::{figure, import, method, pattern, record, report, stats};
+pub use measure::{figure, import, method, noise, pattern, record, report, stats};
 #[cfg(feature = "tuner")]
 pub use model::calibrate;
 #[cfg(feature = "tuner")]
 pub use model::{levels, predict};
+#[cfg(feature = "tuner")]
+pub use tune::noise_bench;
 pub use model::{compare, placement, sim, simulate};
 pub use tables::{agreement, decide, export, table};

@@ -39,8 +39,9 @@ pub struct DiffArgs {
     /// B's in every CSV holding both; prints how much of the grid agrees.
     #[arg(long)]
     measured: Vec<PathBuf>,
-    /// With --measured: two choices agree when the slower is within this
-    /// fraction of the faster in every CSV holding both.
+    /// With --measured: two choices agree when the 95% interval of their
+    /// time ratio (each CSV one launch) lies within this fraction either
+    /// way, differ when it lies wholly beyond; otherwise unresolved.
     #[arg(long, default_value_t = 0.05)]
     within: f64,
 }
@@ -81,6 +82,11 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
                         None => format!("{}..", r.min_bytes),
                     };
                     outln!("  {range:<24} A: {:<48} B: {}{ratio}", r.a, r.b);
+                    for (side, e) in [("A", &r.a_evidence), ("B", &r.b_evidence)] {
+                        if let Some(e) = e {
+                            outln!("  {:<24} {side} {e}", "");
+                        }
+                    }
                 }
             }
         }
@@ -114,14 +120,14 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
     for (name, t) in [(&a.a, ta), (&a.b, tb)] {
         let rules: usize = t.bcast.iter().chain(&t.swap).map(|c| c.rules.len()).sum();
         outln!(
-            "{}: {rules} rules, pattern {}; compaction: {}",
+            "{}: {rules} rules, pattern {}; {}",
             name.display(),
             t.provenance.pattern,
-            t.provenance
-                .compaction
-                .as_ref()
-                .map(table::compaction_line)
-                .unwrap_or_else(|| "none".into())
+            match (&t.provenance.evidence, &t.provenance.compaction) {
+                (Some(e), _) => format!("evidence: {}", table::evidence_line(e)),
+                (None, Some(c)) => format!("compaction: {}", table::compaction_line(c)),
+                (None, None) => "compaction: none".into(),
+            }
         );
     }
     let all = colltune_core::agreement::agreement(ta, tb, measurements, &[], a.within);
@@ -140,8 +146,21 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
                 .iter()
                 .map(|r| r.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()))
                 .collect();
+            let interval = match (&s.interval, s.a == s.b) {
+                (Some(g), false) => format!(
+                    "B/A {:.3} [{:.3}, {}] ",
+                    1.0 + g.gain,
+                    1.0 + g.low,
+                    if g.high.is_finite() {
+                        format!("{:.3}", 1.0 + g.high)
+                    } else {
+                        "inf".into()
+                    }
+                ),
+                _ => String::new(),
+            };
             outln!(
-                "  {:>10}  {:<5}  {}  A: {}{}",
+                "  {:>10}  {:<5}  {}  {interval}A: {}{}",
                 human_bytes(s.bytes),
                 match s.agree {
                     Some(true) => "agree",
@@ -170,11 +189,12 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
         }
     };
     outln!(
-        "\nagreement (choices the same or within {:.0}% of each other, measured): {agree} of {total} grid sizes ({:.0}%); {} not judged (no CSV measured both choices there), {:.0}% of the judged",
+        "\nagreement (the same choice, or the 95% interval of their time ratio within {:.0}%): {agree} of {total} grid sizes ({:.0}%); differ: {}; unresolved (?: no CSV measured both, or the interval straddles {:.0}%; not counted as agreement): {}",
         100.0 * a.within,
         pct(agree, total),
-        total - judged,
-        pct(agree, judged)
+        judged - agree,
+        100.0 * a.within,
+        total - judged
     );
 }
 
@@ -248,6 +268,9 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                         human_bytes(at),
                         t.provenance.pattern
                     );
+                }
+                if let Some(e) = &r.evidence {
+                    outln!("  {}", table::rule_evidence_line(e));
                 }
                 match (&r.runner_up, r.margin) {
                     (Some(u), Some(m)) if m >= 0.0 => {

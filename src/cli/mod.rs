@@ -51,6 +51,7 @@ mod inspect;
 mod list;
 #[cfg(feature = "mpi")]
 mod measure;
+mod noise;
 mod p2p;
 mod plot;
 mod predict;
@@ -144,11 +145,13 @@ pub enum Command {
     /// Predict which of Open MPI's broadcast algorithms wins, from
     /// point-to-point results, and check it against measured broadcasts.
     Predict(predict::Args),
+    /// Fit a machine's noise profile from raw CSVs, or benchmark the tuner
+    /// on the simulator with a profile's noise laid over it.
+    Noise(noise::Args),
     #[cfg(feature = "mpi")]
     /// Measure this cluster's links (ping-pong inside and between nodes)
     /// and fit a network model for `simulate` (under mpirun).
     Calibrate(calibrate::Args),
-    #[cfg(feature = "mpi")]
     /// Man pages and shell completions from these definitions.
     Generate(generate::Args),
     #[cfg(feature = "mpi")]
@@ -194,6 +197,7 @@ pub fn main() -> i32 {
         Command::Simulate(a) => simulate::run(a),
         Command::Import(a) => import::run(a),
         Command::Predict(a) => predict::run(a),
+        Command::Noise(a) => noise::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
         Command::Generate(a) => generate::run(a),

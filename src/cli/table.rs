@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::{Code, UsageError};
 use colltune_core::record;
 use colltune_core::table::build::{build_launches, patterns, Compact};
+use colltune_core::table::evidence::partial_launches;
 use colltune_core::table::{self, Provenance, Sweep};
 
 #[derive(clap::Args, Debug)]
@@ -36,7 +37,20 @@ enum TableCommand {
         /// measured size's own run-to-run spread widens it, up to 10%.
         #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
         compact_tolerance: f64,
+        /// A rule replaces the library's own decision only where the 95%
+        /// interval of its gain over it (each CSV one launch) clears this
+        /// fraction (0.03 = 3%).
+        #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
+        min_gain: f64,
+        /// Decide by the fastest median merged within noise (the builder
+        /// before schema 2), not on the evidence; no gains recorded.
+        #[arg(long)]
+        no_evidence: bool,
     },
+    /// List a table's unresolved sizes (its provenance's), one
+    /// `collective ranks ppn nodes bytes` per line: where job scripts
+    /// spend further launches.
+    Unresolved { table: PathBuf },
 }
 
 pub fn run(args: Args) -> anyhow::Result<Code> {
@@ -47,20 +61,29 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             cluster,
             no_compact,
             compact_tolerance,
+            min_gain,
+            no_evidence,
         } => {
-            if !(compact_tolerance.is_finite() && (0.0..1.0).contains(&compact_tolerance)) {
-                return Err(UsageError(format!(
-                    "--compact-tolerance {compact_tolerance}: a fraction between 0 and 1 (0.03 = 3%)"
-                ))
-                .into());
+            for (flag, v) in [
+                ("--compact-tolerance", compact_tolerance),
+                ("--min-gain", min_gain),
+            ] {
+                if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                    return Err(UsageError(format!(
+                        "{flag} {v}: a fraction between 0 and 1 (0.03 = 3%)"
+                    ))
+                    .into());
+                }
             }
             let mut pattern_of: Vec<(String, &PathBuf)> = Vec::new();
             // Each file is one launch of the tune: two tunes of one
             // communicator (hours apart) stay apart, so that a choice must
             // hold in both (`build_launches`).
             let mut launches: Vec<Vec<record::Sample>> = Vec::new();
+            let mut cut_off = Vec::new();
             for p in &csv {
-                let got = record::read(p).map_err(|e| UsageError(e.to_string()))?;
+                let (got, cut) = record::read_launch(p).map_err(|e| UsageError(e.to_string()))?;
+                cut_off.extend(cut);
                 for pat in patterns(&got) {
                     pattern_of.push((pat, p));
                 }
@@ -83,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 ))
                 .into());
             }
+            refuse_mixed(&csv, &launches, cluster.is_some())?;
             // Sweep settings recorded beside tuner CSVs carry over.
             let configs: Vec<colltune_core::tune::resume::TuneConfig> = csv
                 .iter()
@@ -142,22 +166,40 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     // set from the samples by build_launches
                     pattern: String::new(),
                     compaction: None,
+                    evidence: None,
                 },
                 &Compact {
+                    min_gain: (!no_evidence).then_some(min_gain),
                     enabled: !no_compact,
                     tolerance: compact_tolerance,
                     ..Compact::default()
                 },
             );
+            let mut table = table;
+            if let Some(e) = table.provenance.evidence.as_mut() {
+                let names: Vec<String> = csv.iter().map(|p| p.display().to_string()).collect();
+                e.partial_launches = cut_off;
+                e.partial_launches
+                    .extend(partial_launches(&per_launch, &names));
+            }
             if table.bcast.is_empty() && table.swap.is_empty() {
                 return Err(UsageError(
                     "the CSVs hold no colltune algorithm samples (only library baselines?)".into(),
                 )
                 .into());
             }
-            match &table.provenance.compaction {
-                Some(c) => eprintln!("compaction: {}", table::compaction_line(c)),
-                None => eprintln!("compaction: off (--no-compact)"),
+            match (&table.provenance.evidence, &table.provenance.compaction) {
+                (Some(e), _) => {
+                    eprintln!("evidence: {}", table::evidence_line(e));
+                    for u in &e.unresolved {
+                        eprintln!("unresolved: {}", u.line());
+                    }
+                    for l in &e.partial_launches {
+                        eprintln!("partial launch: {l}");
+                    }
+                }
+                (None, Some(c)) => eprintln!("compaction: {}", table::compaction_line(c)),
+                (None, None) => eprintln!("compaction: off (--no-compact)"),
             }
             match output {
                 Some(p) => {
@@ -168,5 +210,73 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             }
             Ok(Code::Ok)
         }
+        TableCommand::Unresolved { table } => {
+            let t = table::load(&table).map_err(|e| UsageError(e.to_string()))?;
+            for u in t.provenance.evidence.iter().flat_map(|e| &e.unresolved) {
+                outln!(
+                    "{} {} {} {} {}",
+                    u.collective,
+                    u.ranks,
+                    u.ppn,
+                    u.nodes,
+                    u.bytes
+                );
+            }
+            Ok(Code::Ok)
+        }
     }
+}
+
+/// Refuses CSVs of different machines, libraries or sources in one build
+/// (the pattern is checked apart): one table is for one of each. Several
+/// hosts are one machine only when `--cluster` names it.
+fn refuse_mixed(
+    csv: &[PathBuf],
+    launches: &[Vec<record::Sample>],
+    cluster: bool,
+) -> Result<(), UsageError> {
+    type Field = fn(&record::Sample) -> String;
+    let checks: [(&str, Field, &str); 3] = [
+        (
+            "MPI libraries",
+            |s| s.mpi.clone(),
+            "build one table per library, from that library's CSVs",
+        ),
+        (
+            "sources",
+            |s| s.source.split(':').next().unwrap_or("").to_string(),
+            "measured and simulated samples do not mix: build one table from each",
+        ),
+        (
+            "hosts",
+            |s| s.host.clone(),
+            "build one table per machine, or give --cluster NAME if these are nodes of one cluster",
+        ),
+    ];
+    for (what, field, fix) in checks {
+        if what == "hosts" && cluster {
+            continue;
+        }
+        let mut seen: Vec<(String, &PathBuf)> = Vec::new();
+        for (p, l) in csv.iter().zip(launches) {
+            let mut v: Vec<String> = l.iter().map(field).collect();
+            v.sort_unstable();
+            v.dedup();
+            seen.extend(v.into_iter().map(|x| (x, p)));
+        }
+        let mut distinct: Vec<&str> = seen.iter().map(|(x, _)| x.as_str()).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() > 1 {
+            let list: Vec<String> = seen
+                .iter()
+                .map(|(x, p)| format!("{}: {x}", p.display()))
+                .collect();
+            return Err(UsageError(format!(
+                "the CSVs mix {what} ({}): {fix}",
+                list.join("; ")
+            )));
+        }
+    }
+    Ok(())
 }

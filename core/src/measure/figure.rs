@@ -284,7 +284,14 @@ pub fn rule_stretch(r: &Rule) -> Stretch {
         to: r.max_bytes,
         family: r.algorithm.clone(),
         label: r.label(),
-        margin: r.margin,
+        // With evidence (schema 2) the colour's strength is what the rule
+        // is sure of: the lower end of its gain's interval over the
+        // library (the library's own decision, kept, at full strength).
+        margin: match &r.evidence {
+            Some(e) if e.verdict == "clears" => Some(e.low),
+            Some(_) => None,
+            None => r.margin,
+        },
         hierarchical: r.algorithm == "hierarchical",
     }
 }
@@ -318,6 +325,9 @@ pub struct DecisionMap {
     pub max_bytes: u64,
     pub families: Vec<(Collective, String)>,
     pub has_margins: bool,
+    /// Whether the rules carry evidence (schema 2): the shade is then the
+    /// lower end of the gain's interval over the library.
+    pub has_evidence: bool,
 }
 
 pub fn decision_map(t: &Table) -> DecisionMap {
@@ -334,6 +344,7 @@ pub fn decision_map(t: &Table) -> DecisionMap {
         note(s);
     }
     let mut has_margins = false;
+    let mut has_evidence = false;
     for c in Collective::ALL {
         let mut crs: Vec<_> = t.rules(c).iter().collect();
         crs.sort_by_key(|cr| (cr.ranks, cr.nodes, cr.ppn));
@@ -346,7 +357,8 @@ pub fn decision_map(t: &Table) -> DecisionMap {
                 if let Some(a) = r.at_bytes {
                     note(a);
                 }
-                has_margins |= r.margin.is_some();
+                has_margins |= r.margin.is_some() || r.evidence.is_some();
+                has_evidence |= r.evidence.is_some();
                 if !families.iter().any(|(fc, f)| *fc == c && *f == r.algorithm) {
                     families.push((c, r.algorithm.clone()));
                 }
@@ -371,6 +383,7 @@ pub fn decision_map(t: &Table) -> DecisionMap {
         max_bytes: hi,
         families,
         has_margins,
+        has_evidence,
     }
 }
 

@@ -3,13 +3,15 @@
 //! the latency/bandwidth fit (`fit`), IMB-style reports (`report`), what
 //! the pictures show (`figure`), and the byte patterns checks use
 //! (`pattern`), and
-//! benchmarks' published output read into raw samples (`import`).
+//! benchmarks' published output read into raw samples (`import`), and
+//! a machine's noise fitted from its launches (`noise`).
 
 pub mod figure;
 pub mod import;
 #[cfg(feature = "tuner")]
 pub mod fit;
 pub mod method;
+pub mod noise;
 pub mod pattern;
 pub mod record;
 pub mod report;

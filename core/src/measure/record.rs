@@ -174,9 +174,47 @@ pub fn read(path: &Path) -> Result<Vec<Sample>, RecordError> {
         path: path.into(),
         source,
     })?;
+    read_from(path, file)
+}
+
+/// As [`read`], for one launch of a tune that may have died half-way: a
+/// last line cut off mid-row (no newline after it) is dropped and named;
+/// the samples before it count. Any other bad line is an error.
+pub fn read_launch(path: &Path) -> Result<(Vec<Sample>, Option<String>), RecordError> {
+    let bytes = std::fs::read(path).map_err(|source| RecordError::Open {
+        path: path.into(),
+        source,
+    })?;
+    let cut = match bytes.last() {
+        Some(b'\n') | None => None,
+        Some(_) => bytes.iter().rposition(|&b| b == b'\n'),
+    };
+    match read_from(path, bytes.as_slice()) {
+        Err(RecordError::Bad { line, .. }) if cut.is_some() => {
+            let last = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            if line != last {
+                return read_from(path, bytes.as_slice()).map(|s| (s, None));
+            }
+            let head = &bytes[..=cut.expect("checked")];
+            let samples = read_from(path, head)?;
+            let n = samples.len();
+            Ok((
+                samples,
+                Some(format!(
+                    "{}: line {last} cut off mid-row (the launch died while writing): the {} samples before it count",
+                    path.display(),
+                    n
+                )),
+            ))
+        }
+        other => other.map(|s| (s, None)),
+    }
+}
+
+fn read_from(path: &Path, input: impl std::io::Read) -> Result<Vec<Sample>, RecordError> {
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_reader(file);
+        .from_reader(input);
     let headers = rdr
         .headers()
         .map_err(|e| RecordError::Bad {
@@ -366,6 +404,37 @@ pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sam
         host: "test".into(),
         source: "measured".into(),
         colltune: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+#[cfg(test)]
+mod launch_tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_cut_off_mid_row_counts_for_what_it_wrote() {
+        let dir = std::env::temp_dir().join(format!("colltune-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("cut.csv");
+        let rows: Vec<Sample> = (1..=3)
+            .map(|r| sample("linear", "blocking", 8, r, 1.0))
+            .collect();
+        let mut text = Vec::new();
+        write_to(&mut text, &rows).unwrap();
+        text.extend_from_slice(b"bcast,linear,lin");
+        std::fs::write(&p, &text).unwrap();
+        assert!(read(&p).is_err());
+        let (got, note) = read_launch(&p).unwrap();
+        assert_eq!(got.len(), 3);
+        assert!(note.unwrap().contains("line 5 cut off mid-row"));
+        // a bad row in the middle is still an error
+        let mut mid = Vec::new();
+        write_to(&mut mid, &rows[..1]).unwrap();
+        mid.extend_from_slice(b"bcast,x\n");
+        write_to(&mut Vec::new(), &rows).unwrap();
+        std::fs::write(&p, [mid.clone(), b"bcast,lin".to_vec()].concat()).unwrap();
+        assert!(read_launch(&p).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

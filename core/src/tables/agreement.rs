@@ -1,9 +1,16 @@
 //! Whether two tables agree where it matters: at each size of the grid,
 //! table A's choice against table B's, timed in the samples each table was
-//! tuned from (`colltune diff A.yaml B.yaml --measured A.csv --measured
-//! B.csv`, `jobs/stability.sh`). Two choices *agree* at a size when they
-//! are the same, or when every measurement holding both puts the slower
-//! within `within` (5%) of the faster. MPI-free.
+//! tuned from and any referee measurements (`colltune diff A.yaml B.yaml
+//! --measured A.csv --measured B.csv`, `jobs/stability.sh`). Every CSV is
+//! one launch. At a size the two choices
+//! - *agree* when they are the same, or when the 95% interval of their
+//!   time ratio (launches as the replicates, [`crate::tables::table::evidence`])
+//!   lies within `within` (5%) either way;
+//! - *differ* when that interval lies wholly beyond `within`;
+//! - are *unresolved* otherwise (the interval straddles the bound, or no
+//!   CSV measured both): reported apart, never counted as agreement.
+//!
+//! MPI-free.
 
 use std::collections::BTreeSet;
 
@@ -11,6 +18,7 @@ use colltune_algorithms::Collective;
 
 use crate::measure::record::Sample;
 use crate::tables::table::build::{point_stats, Stats};
+use crate::tables::table::evidence::{gain, point_times, Gain};
 use crate::tables::table::{CommKey, Rule, Table};
 
 /// One size of the grid.
@@ -23,9 +31,12 @@ pub struct AtSize {
     /// Per measurement: slower median / faster median of the two choices,
     /// `None` where that measurement lacks one of them at this size.
     pub ratios: Vec<Option<f64>>,
-    /// Same choice, or within `within` in every measurement holding both;
-    /// `None` when no measurement holds both (not judged).
+    /// `Some(true)`: the same choice, or their ratio's interval within
+    /// `within`; `Some(false)`: wholly beyond it; `None`: unresolved.
     pub agree: Option<bool>,
+    /// B's time over A's: the estimate and its 95% interval over all the
+    /// measurements (each one launch), where any measured both.
+    pub interval: Option<Gain>,
 }
 
 /// One collective on one communicator shape both tables have.
@@ -37,7 +48,8 @@ pub struct CommAgreement {
 }
 
 impl CommAgreement {
-    /// (agreeing, judged, all) sizes.
+    /// (agreeing, resolved, all) sizes: resolved = agreeing + differing;
+    /// all - resolved are unresolved.
     pub fn counts(&self) -> (usize, usize, usize) {
         let judged = self.sizes.iter().filter(|s| s.agree.is_some()).count();
         let agree = self.sizes.iter().filter(|s| s.agree == Some(true)).count();
@@ -71,6 +83,8 @@ pub fn agreement(
     within: f64,
 ) -> Vec<CommAgreement> {
     let stats: Vec<Stats> = measurements.iter().map(|m| point_stats(m)).collect();
+    let launches: Vec<&[Sample]> = measurements.iter().map(Vec::as_slice).collect();
+    let times = point_times(&launches);
     let grid: Vec<u64> = if grid.is_empty() {
         let mut g: BTreeSet<u64> = a.provenance.sweep.sizes.iter().copied().collect();
         g.extend(b.provenance.sweep.sizes.iter().copied());
@@ -107,12 +121,14 @@ pub fn agreement(
                         (ta > 0.0 && tb > 0.0).then(|| ta.max(tb) / ta.min(tb))
                     })
                     .collect();
+                // B's time over A's = the gain of A over B.
+                let interval = times
+                    .get(&(c, key, bytes))
+                    .and_then(|at| gain(at.get(&lb)?, at.get(&la)?));
                 let agree = if la == lb {
                     Some(true)
-                } else if ratios.iter().all(Option::is_none) {
-                    None
                 } else {
-                    Some(ratios.iter().flatten().all(|&r| r <= 1.0 + within + 1e-12))
+                    interval.as_ref().and_then(|g| judge(g, within))
                 };
                 sizes.push(AtSize {
                     bytes,
@@ -120,6 +136,7 @@ pub fn agreement(
                     b: colltune_algorithms::label(&lb.0, &lb.1),
                     ratios,
                     agree,
+                    interval,
                 });
             }
             out.push(CommAgreement {
@@ -132,22 +149,26 @@ pub fn agreement(
     out
 }
 
+/// Agree (the ratio's interval within `within` either way), differ
+/// (wholly beyond it), or None: unresolved.
+pub fn judge(g: &Gain, within: f64) -> Option<bool> {
+    let (lo, hi) = (1.0 + g.low, 1.0 + g.high);
+    let band = (1.0 / (1.0 + within) - 1e-12, 1.0 + within + 1e-12);
+    if lo >= band.0 && hi <= band.1 {
+        Some(true)
+    } else if lo > band.1 || hi < band.0 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::measure::record::sample;
     use crate::tables::table::build::{build_with, Compact};
-    use crate::tables::table::Provenance;
-
-    fn prov() -> Provenance {
-        Provenance::made_now(
-            "test".into(),
-            None,
-            "Open MPI v4.1.4".into(),
-            "measured".into(),
-            Default::default(),
-        )
-    }
+    use crate::tables::table::test_provenance as prov;
 
     fn measure(times: &[(&str, u64, f64)]) -> Vec<Sample> {
         let mut v = Vec::new();
@@ -163,7 +184,7 @@ mod tests {
     fn two_different_library_algorithms_are_two_choices() {
         let plain = Compact {
             enabled: false,
-            ..Compact::default()
+            ..Compact::legacy()
         };
         let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
         let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
@@ -178,21 +199,25 @@ mod tests {
         mb.extend(lib(bin, 64, 10.0));
         let ta = build_with(&ma, prov(), &plain);
         let tb = build_with(&mb, prov(), &plain);
-        let got = agreement(&ta, &tb, &[ma, mb], &[64], 0.05);
+        let got = agreement(&ta, &tb, &[ma.clone(), mb], &[64], 0.05);
         let s = &got[0].sizes[0];
         assert_eq!(
             (s.a.as_str(), s.b.as_str()),
             (&*format!("{lin} [library]"), &*format!("{bin} [library]"))
         );
-        // 20% apart in both measurements: not the same choice, no agreement
-        assert_eq!(s.agree, Some(false), "{s:?}");
+        // 20% apart one way in one launch, the other way in the other: the
+        // launches contradict each other, unresolved (never agreement)
+        assert_eq!(s.agree, None, "{s:?}");
+        // 20% apart the same way in two launches: they differ
+        let got = agreement(&ta, &tb, &[ma.clone(), ma], &[64], 0.05);
+        assert_eq!(got[0].sizes[0].agree, Some(false), "{:?}", got[0].sizes[0]);
     }
 
     #[test]
     fn choices_within_the_threshold_agree_and_unmeasured_ones_are_not_judged() {
         let plain = Compact {
             enabled: false,
-            ..Compact::default()
+            ..Compact::legacy()
         };
         // A: linear wins at 1 and 2 B, binomial at 4 B; B: binomial at 1 B
         // (by a hair), linear at 2 B, and at 4 B linear 20% behind.
@@ -217,17 +242,25 @@ mod tests {
         ma8.extend(measure(&[("binomial:segment=0", 8, 7.0)]));
         let ta = build_with(&ma8, prov(), &plain);
         let tb = build_with(&mb, prov(), &plain);
-        let got = agreement(&ta, &tb, &[ma8, mb], &[1, 2, 4, 8], 0.05);
+        // each CSV twice: four launches, two of each state
+        let got = agreement(
+            &ta,
+            &tb,
+            &[ma8.clone(), mb.clone(), ma8, mb],
+            &[1, 2, 4, 8],
+            0.05,
+        );
         assert_eq!(got.len(), 1);
         let s = &got[0].sizes;
-        // 1 B: different choices, 2% apart in A's samples, 1% in B's
+        // 1 B: different choices, 2% apart one way in A's samples, 1% the
+        // other in B's: the ratio's interval over 4 launches is within 5%
         assert_eq!(s[0].agree, Some(true), "{:?}", s[0]);
         // 2 B: the same choice
         assert_eq!(s[1].agree, Some(true), "{:?}", s[1]);
         // 4 B: binomial vs linear, 20% apart in A (B lacks binomial)
         assert_eq!(s[2].agree, Some(false), "{:?}", s[2]);
         assert_eq!(s[2].ratios[1], None);
-        // 8 B: binomial vs knomial, each measured in one CSV only
+        // 8 B: binomial vs knomial, each measured in one CSV only: unresolved
         assert_eq!(s[3].agree, None, "{:?}", s[3]);
         assert_eq!(got[0].counts(), (2, 3, 4));
     }

@@ -26,6 +26,7 @@
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
 //! reference the adaptive search is judged against.
 
+pub mod noise_bench;
 pub mod resume;
 pub mod sim;
 pub mod space;

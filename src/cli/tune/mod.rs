@@ -80,6 +80,13 @@ pub struct Args {
     /// 3%); each measured size's own run-to-run spread widens it, up to 10%.
     #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
     pub compact_tolerance: f64,
+    /// A rule replaces the library's own decision only where the 95%
+    /// interval of its gain over it clears this fraction (0.03 = 3%).
+    #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
+    pub min_gain: f64,
+    /// Decide by the fastest median merged within noise (before schema 2).
+    #[arg(long)]
+    pub no_evidence: bool,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -112,6 +119,7 @@ impl Args {
     /// How the table's rules are merged.
     pub fn compact(&self) -> Compact {
         Compact {
+            min_gain: (!self.no_evidence).then_some(self.min_gain),
             enabled: !self.no_compact,
             tolerance: self.compact_tolerance,
             ..Compact::default()
@@ -142,6 +150,13 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         return Err(UsageError(format!(
             "--compact-tolerance {}: a fraction between 0 and 1 (0.03 = 3%)",
             args.compact_tolerance
+        ))
+        .into());
+    }
+    if !(args.min_gain.is_finite() && (0.0..1.0).contains(&args.min_gain)) {
+        return Err(UsageError(format!(
+            "--min-gain {}: a fraction between 0 and 1 (0.03 = 3%)",
+            args.min_gain
         ))
         .into());
     }

@@ -40,6 +40,9 @@ use std::collections::BTreeMap;
 
 use colltune_algorithms::{AlgoSpec, Collective};
 
+use super::evidence::{
+    self, point_times, EvidenceSummary, Label, PointDecision, RuleEvidence, Times, Unresolved,
+};
 use super::{
     spec_to_fields, CommKey, CommRules, Compaction, Provenance, Rule, Table, SCHEMA_VERSION,
 };
@@ -169,6 +172,7 @@ pub fn rules_from(decisions: &[Decision]) -> Vec<Rule> {
             at_bytes: None,
             runner_up: None,
             margin: None,
+            evidence: None,
         };
         set_figures(&mut rule, d);
         out.push(rule);
@@ -194,9 +198,16 @@ pub fn geo_mid(a: u64, b: u64) -> u64 {
     m.clamp(a, b.saturating_sub(1).max(a))
 }
 
-/// How rules within noise are merged.
+/// How a table's rules are decided and merged.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Compact {
+    /// Decide on the evidence ([`super::evidence`], the default): a rule
+    /// replaces the library's own decision only where its gain's interval
+    /// clears this minimum gain; neighbouring sizes with the same decision
+    /// merge. `None` (`--no-evidence`): the fastest median at each size,
+    /// merged within noise as the fields below say (the builder before
+    /// schema 2).
+    pub min_gain: Option<f64>,
     /// Merge at all (`--no-compact` turns it off).
     pub enabled: bool,
     /// The floor of the noise band: relative differences up to this are
@@ -210,9 +221,20 @@ pub struct Compact {
 impl Default for Compact {
     fn default() -> Self {
         Compact {
+            min_gain: Some(super::evidence::DEFAULT_MIN_GAIN),
             enabled: true,
             tolerance: DEFAULT_TOLERANCE,
             max_noise: MAX_NOISE,
+        }
+    }
+}
+
+impl Compact {
+    /// The builder before schema 2: fastest medians merged within noise.
+    pub fn legacy() -> Compact {
+        Compact {
+            min_gain: None,
+            ..Compact::default()
         }
     }
 }
@@ -347,31 +369,8 @@ fn stat_of(runs: &[Vec<f64>]) -> Stat {
     }
 }
 
-/// How simple a choice is, smaller first: segmented parameters (nested
-/// algorithms count their own), nonblocking execution, registry order.
-pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
-    fn segmented(s: &AlgoSpec) -> u64 {
-        s.params
-            .iter()
-            .map(|(k, v)| match v {
-                colltune_algorithms::ParamValue::Int(n) if k == "segment" && *n > 0 => 1,
-                colltune_algorithms::ParamValue::Algo(a) => segmented(a),
-                _ => 0,
-            })
-            .sum()
-    }
-    let parsed = AlgoSpec::parse(spec).ok();
-    let seg = parsed.as_ref().map(segmented).unwrap_or(0);
-    let order = parsed
-        .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
-        .unwrap_or(99)
-        .min(99) as u64;
-    LIBRARY_FIRST_ABOVE + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
-}
-
-/// Complexities below this are the library's algorithms where they are
-/// within the tolerance floor of the fastest ([`complexity_at`]).
-const LIBRARY_FIRST_ABOVE: u64 = 10;
+pub use super::evidence::complexity;
+use super::evidence::LIBRARY_FIRST_ABOVE;
 
 /// The complexity of a candidate at one measured size: the MPI library's
 /// forced algorithms rank first (by segmentation only) where their loss to
@@ -536,6 +535,7 @@ fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
             at_bytes: None,
             runner_up: None,
             margin: None,
+            evidence: None,
         };
         // The figures of the most contested size: the smallest margin of
         // the best other subject over the choice (negative where another
@@ -602,14 +602,248 @@ pub fn build_with(samples: &[Sample], provenance: Provenance, opts: &Compact) ->
 
 /// As [`build_with`], from several launches of the tune, each launch's
 /// samples apart ([`point_stats_of`]: a choice must hold in every launch).
-pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
-    let st = point_stats_of(launches);
+pub fn build_launches(launches: &[&[Sample]], provenance: Provenance, opts: &Compact) -> Table {
+    match opts.min_gain {
+        Some(g) => build_evidenced(launches, provenance, g),
+        None => build_legacy(launches, provenance, opts),
+    }
+}
+
+/// The provenance's `pattern`: the samples' (several, comma-separated,
+/// when they mix).
+fn set_pattern(provenance: &mut Provenance, launches: &[&[Sample]]) {
     let mut pats: Vec<String> = launches.iter().flat_map(|s| patterns(s)).collect();
     pats.sort_unstable();
     pats.dedup();
     if !pats.is_empty() {
         provenance.pattern = pats.join(", ");
     }
+}
+
+/// The label of the library's own decision as a table writes it, for the
+/// library the samples were measured on (Open MPI's algorithm 0, MPICH's
+/// `auto`); None for another library (its `mpi` baseline cannot be named
+/// in a rule).
+pub fn library_default(launches: &[&[Sample]]) -> Option<Label> {
+    let s = launches
+        .iter()
+        .flat_map(|l| l.iter())
+        .find(|s| s.is_library())?;
+    let spec = if crate::libraries::ompi::is_open_mpi(&s.mpi) {
+        crate::libraries::ompi::Forced { id: 0, segment: 0 }.spec()
+    } else if s.mpi.contains("MPICH") {
+        AlgoSpec::parse("mpich:algorithm=auto").ok()?
+    } else {
+        return None;
+    };
+    Some((spec.to_string(), crate::libraries::ompi::LIBRARY_EXECUTION.into()))
+}
+
+/// Whether a table may choose a subject (see [`Sample::is_choice`]).
+pub fn label_is_choice(label: &Label) -> bool {
+    label.1 != crate::libraries::ompi::LIBRARY_EXECUTION
+        || AlgoSpec::parse(&label.0).is_ok_and(|s| {
+            crate::libraries::library::is_table_name(&s.name)
+                && crate::libraries::library::LibraryChoice::from_spec(&s).is_ok()
+        })
+}
+
+/// A point's decision and every subject's times there.
+pub type Point = (PointDecision, BTreeMap<Label, Times>);
+/// Per (collective, communicator, bytes), its [`Point`].
+pub type Decided = BTreeMap<(Collective, CommKey, u64), Point>;
+
+/// Per point, the decision the evidence supports ([`evidence::decide`]),
+/// the library's `mpi` baseline standing for its default choice.
+pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
+    let lib = library_default(launches);
+    let mut out = BTreeMap::new();
+    for (k, mut subj) in point_times(launches) {
+        let mpi: Label = ("mpi".into(), crate::libraries::ompi::LIBRARY_EXECUTION.into());
+        if let Some(t) = subj.remove(&mpi) {
+            if let Some(l) = &lib {
+                subj.entry(l.clone()).or_insert(t);
+            }
+        }
+        if let Some(d) = evidence::decide(k.0, k.2, &subj, label_is_choice, min_gain) {
+            out.insert(k, (d, subj));
+        }
+    }
+    out
+}
+
+/// The median of a subject's launch medians (each launch one vote).
+fn launch_median(t: &Times) -> f64 {
+    let mut by: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for (&(l, _), v) in &t.runs {
+        by.entry(l).or_default().extend_from_slice(v);
+    }
+    let m: Vec<f64> = by.values().map(|v| stats::median(v)).collect();
+    stats::median(&m)
+}
+
+/// A table decided on the evidence ([`super::evidence`]).
+fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain: f64) -> Table {
+    set_pattern(&mut provenance, launches);
+    let decided = point_decisions(launches, min_gain);
+    let mut table = Table {
+        schema: SCHEMA_VERSION,
+        provenance,
+        bcast: Vec::new(),
+        swap: Vec::new(),
+    };
+    let mut keys: Vec<(Collective, CommKey)> = decided.keys().map(|&(c, k, _)| (c, k)).collect();
+    keys.dedup();
+    let mut unresolved = Vec::new();
+    let (mut fastest_rules, mut losses) = (0usize, Vec::new());
+    for (c, key) in keys {
+        let points: Vec<(u64, &Point)> = decided
+            .range((c, key, 0)..=(c, key, u64::MAX))
+            .map(|(&(_, _, b), v)| (b, v))
+            .collect();
+        // Medians of what a table may choose, for the figures and the loss.
+        let medians: Vec<BTreeMap<&Label, f64>> = points
+            .iter()
+            .map(|(_, (_, subj))| {
+                subj.iter()
+                    .filter(|(l, _)| label_is_choice(l))
+                    .map(|(l, t)| (l, launch_median(t)))
+                    .collect()
+            })
+            .collect();
+        let plain: Vec<Decision> = points
+            .iter()
+            .zip(&medians)
+            .filter_map(|((b, _), m)| fastest(*b, m.iter().map(|(l, &t)| (*l, t))))
+            .collect();
+        fastest_rules += rules_from(&plain).len();
+        let mut rules: Vec<Rule> = Vec::new();
+        // (rule index, how weak its evidence is, how contested its figures)
+        let mut weakest: Vec<(f64, f64)> = Vec::new();
+        for (i, ((bytes, (d, _)), m)) in points.iter().zip(&medians).enumerate() {
+            let mine = m.get(&d.choice).copied().unwrap_or(f64::NAN);
+            let best = m.values().copied().fold(f64::INFINITY, f64::min);
+            if mine.is_finite() && best > 0.0 {
+                losses.push(mine / best - 1.0);
+            }
+            if d.keeps_reference() && !d.unresolved.is_empty() {
+                let (l, g) = d
+                    .unresolved
+                    .iter()
+                    .max_by(|a, b| a.1.gain.total_cmp(&b.1.gain))
+                    .expect("non-empty");
+                unresolved.push(Unresolved {
+                    collective: c.to_string(),
+                    ranks: key.ranks,
+                    ppn: key.ppn,
+                    nodes: key.nodes,
+                    bytes: *bytes,
+                    candidate: colltune_algorithms::label(&l.0, &l.1),
+                    gain: round4(g.gain),
+                    low: round4(g.low),
+                    high: g.high.is_finite().then(|| round4(g.high)),
+                });
+            }
+            let other = m
+                .iter()
+                .filter(|(l, _)| ***l != d.choice)
+                .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(b.0)));
+            let dec = Decision {
+                bytes: *bytes,
+                spec: d.choice.0.clone(),
+                execution: d.choice.1.clone(),
+                time_us: mine,
+                runner_up: other.map(|(l, &t)| (colltune_algorithms::label(&l.0, &l.1), t)),
+            };
+            let margin = dec.margin().unwrap_or(f64::INFINITY);
+            let ev = RuleEvidence::of(d, min_gain);
+            // Weakest evidence: a chosen rule's lowest lower end; a kept
+            // reference's most nearly switched (highest upper end).
+            let weak = match &ev {
+                Some(e) if e.verdict == "clears" => e.low,
+                Some(e) => -e.high.unwrap_or(f64::INFINITY),
+                None => f64::INFINITY,
+            };
+            let same = rules.last().is_some_and(|r: &Rule| {
+                r.execution == d.choice.1
+                    && AlgoSpec::parse(&d.choice.0)
+                        .map(|s| spec_to_fields(&s))
+                        .is_ok_and(|(a, p)| a == r.algorithm && p == r.params)
+            });
+            if same {
+                let r = rules.last_mut().expect("same");
+                let w = weakest.last_mut().expect("one per rule");
+                r.max_bytes = points.get(i + 1).map(|n| geo_mid(*bytes, n.0));
+                if margin < w.1 {
+                    w.1 = margin;
+                    set_figures(r, &dec);
+                }
+                if weak < w.0 {
+                    w.0 = weak;
+                    r.evidence = ev;
+                }
+                continue;
+            }
+            let (algorithm, params) = AlgoSpec::parse(&d.choice.0)
+                .map(|s| spec_to_fields(&s))
+                .unwrap_or((d.choice.0.clone(), BTreeMap::new()));
+            let mut rule = Rule {
+                min_bytes: if i == 0 {
+                    0
+                } else {
+                    geo_mid(points[i - 1].0, *bytes) + 1
+                },
+                max_bytes: points.get(i + 1).map(|n| geo_mid(*bytes, n.0)),
+                algorithm,
+                params,
+                execution: d.choice.1.clone(),
+                time_us: None,
+                at_bytes: None,
+                runner_up: None,
+                margin: None,
+                evidence: ev,
+            };
+            set_figures(&mut rule, &dec);
+            rules.push(rule);
+            weakest.push((weak, margin));
+        }
+        if !rules.is_empty() {
+            table.rules_mut(c).push(CommRules {
+                ranks: key.ranks,
+                ppn: key.ppn,
+                nodes: key.nodes,
+                rules,
+            });
+        }
+    }
+    let rules: usize = table
+        .bcast
+        .iter()
+        .chain(&table.swap)
+        .map(|r| r.rules.len())
+        .sum();
+    table.provenance.evidence = Some(EvidenceSummary {
+        min_gain,
+        confidence: evidence::CONFIDENCE,
+        launches: launches.len() as u32,
+        rules: rules as u32,
+        rules_fastest: fastest_rules as u32,
+        max_loss: round4(losses.iter().copied().fold(0.0, f64::max)),
+        mean_loss: round4(if losses.is_empty() {
+            0.0
+        } else {
+            losses.iter().sum::<f64>() / losses.len() as f64
+        }),
+        unresolved,
+        partial_launches: Vec::new(),
+    });
+    table
+}
+
+/// The builder before schema 2 ([`Compact::legacy`]).
+fn build_legacy(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
+    let st = point_stats_of(launches);
+    set_pattern(&mut provenance, launches);
     let mut table = Table {
         schema: SCHEMA_VERSION,
         provenance,
@@ -657,6 +891,12 @@ mod tests {
     use crate::measure::record::sample;
     use crate::tables::table::validate::{check, load_str};
 
+    /// The tests below are of the builder before schema 2 (merging within
+    /// noise); the evidence builder's are in `evidence_tests`.
+    fn build(samples: &[Sample], provenance: Provenance) -> Table {
+        build_with(samples, provenance, &Compact::legacy())
+    }
+
     fn prov() -> Provenance {
         Provenance {
             host: "test".into(),
@@ -669,6 +909,7 @@ mod tests {
             pattern: "synchronized".into(),
             sweep: Default::default(),
             compaction: None,
+            evidence: None,
         }
     }
 
@@ -807,7 +1048,7 @@ mod tests {
             prov(),
             &Compact {
                 enabled: false,
-                ..Compact::default()
+                ..Compact::legacy()
             },
         );
         assert_eq!(plain.bcast[0].rules.len(), 16, "the noise makes 16 rules");
@@ -872,7 +1113,7 @@ mod tests {
         let loose = Compact {
             tolerance: 0.25,
             max_noise: 0.25,
-            ..Compact::default()
+            ..Compact::legacy()
         };
         let t = build_with(&s, prov(), &loose);
         assert_eq!(t.bcast[0].rules.len(), 1);
@@ -954,7 +1195,7 @@ mod tests {
             let tol = 0.01 + 0.04 * g.next();
             let opts = Compact {
                 tolerance: tol,
-                ..Compact::default()
+                ..Compact::legacy()
             };
             let t = build_with(&s, prov(), &opts);
             let plain = build_with(
@@ -1019,7 +1260,7 @@ mod tests {
         let a = [reps(lin, 50.0, 40), reps(bin, 60.0, 33), reps(kn, 40.0, 50)].concat();
         let b = [reps(lin, 200.0, 10), reps(bin, 120.0, 17)].concat();
         let choice = |t: &Table| t.bcast[0].rules[0].algorithm.clone();
-        let both = build_launches(&[&a, &b], prov(), &Compact::default());
+        let both = build_launches(&[&a, &b], prov(), &Compact::legacy());
         assert_eq!(both.bcast[0].rules.len(), 1);
         assert_eq!(choice(&both), "binomial");
         let st = point_stats_of(&[&a, &b]);
@@ -1037,7 +1278,7 @@ mod tests {
         assert_eq!(choice(&build(&pooled, prov())), "knomial");
         // One launch alone is unchanged.
         assert_eq!(
-            choice(&build_launches(&[&a], prov(), &Compact::default())),
+            choice(&build_launches(&[&a], prov(), &Compact::legacy())),
             "knomial"
         );
         assert_eq!(point_stats_of(&[&a]), point_stats(&a));
@@ -1062,7 +1303,7 @@ mod tests {
             runs_of(bin, "blocking", 4096, 40.0, 0.0, 2),
         ]
         .concat();
-        let t = build_launches(&[&a, &b], prov(), &Compact::default());
+        let t = build_launches(&[&a, &b], prov(), &Compact::legacy());
         let r: Vec<&str> = t.bcast[0]
             .rules
             .iter()

@@ -44,6 +44,10 @@ pub struct RangeDiff {
     /// The choices' measured times, where both were measured inside the
     /// range.
     pub expected: Option<Expected>,
+    /// Each rule's evidence (schema 2), as [`super::rule_evidence_line`]
+    /// writes it.
+    pub a_evidence: Option<String>,
+    pub b_evidence: Option<String>,
 }
 
 /// Both choices' measured times (microseconds) and where they were
@@ -134,6 +138,8 @@ pub fn ranges(a: &[Rule], b: &[Rule]) -> Vec<RangeDiff> {
             a: la,
             b: lb,
             expected,
+            a_evidence: x.evidence.as_ref().map(super::rule_evidence_line),
+            b_evidence: y.evidence.as_ref().map(super::rule_evidence_line),
         });
     }
     out

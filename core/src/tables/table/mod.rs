@@ -4,6 +4,9 @@
 
 pub mod build;
 pub mod diff;
+pub mod evidence;
+#[cfg(test)]
+mod evidence_tests;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod validate;
@@ -17,8 +20,13 @@ use serde::{Deserialize, Serialize};
 
 pub use validate::{load, load_str, read_text, Problem, TableError, MAX_TABLE_BYTES};
 
-/// The schema version this colltune reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this colltune writes: 2 added each rule's
+/// `evidence` and the provenance's `evidence` ([`evidence`]).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The schema versions this colltune reads: 1 is 2 without the evidence
+/// (every field it adds is optional).
+pub const SCHEMA_READ: [u32; 2] = [1, 2];
 
 /// A decision table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,6 +67,10 @@ pub struct Provenance {
     /// when they were not (`--no-compact`, or an older table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// The evidence rules had to clear, and the sizes left unresolved
+    /// (schema 2; absent in tables built without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<evidence::EvidenceSummary>,
 }
 
 fn synchronized() -> String {
@@ -103,6 +115,7 @@ impl Provenance {
             pattern: synchronized(),
             sweep,
             compaction: None,
+            evidence: None,
         }
     }
 }
@@ -215,6 +228,10 @@ pub struct Rule {
     /// runner-up median / winner median - 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f64>,
+    /// The gain over the library's own decision and its interval (schema
+    /// 2, [`evidence::RuleEvidence`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<evidence::RuleEvidence>,
 }
 
 impl Rule {
@@ -437,6 +454,18 @@ pub enum SaveError {
     },
 }
 
+/// A provenance for tests: measured on Open MPI 4.1.4 by host `test`.
+#[cfg(test)]
+pub(crate) fn test_provenance() -> Provenance {
+    Provenance::made_now(
+        "test".into(),
+        None,
+        "Open MPI v4.1.4".into(),
+        "measured".into(),
+        Default::default(),
+    )
+}
+
 /// Now, as ISO 8601 UTC (`2026-11-30T14:05:09Z`).
 pub fn now_iso8601() -> String {
     let secs = std::time::SystemTime::now()
@@ -479,6 +508,36 @@ pub fn compaction_line(c: &Compaction) -> String {
     )
 }
 
+/// `rules replace the library's decision only where the 95% interval of
+/// their gain clears 3% (3 launches); 4 rules (12 by fastest median); time
+/// left to the fastest max 2.1%, mean 0.4%`.
+pub fn evidence_line(e: &evidence::EvidenceSummary) -> String {
+    format!(
+        "rules replace the library's decision only where the {:.0}% interval of their gain clears {:.1}% ({} launch(es)); {} rules ({} by fastest median); time left to the fastest median max {:.1}%, mean {:.2}%",
+        100.0 * e.confidence,
+        100.0 * e.min_gain,
+        e.launches,
+        e.rules,
+        e.rules_fastest,
+        100.0 * e.max_loss,
+        100.0 * e.mean_loss
+    )
+}
+
+/// `evidence: clears: +12.0% [+8.1%, +16.0%] over ...` under a rule.
+pub fn rule_evidence_line(e: &evidence::RuleEvidence) -> String {
+    if e.verdict == "clears" {
+        format!("evidence: {}", e.line())
+    } else {
+        format!(
+            "evidence: {} (best other: {} {})",
+            e.verdict,
+            e.candidate,
+            e.line()
+        )
+    }
+}
+
 /// A readable summary: provenance, then per collective and communicator the
 /// size ranges with their choice, time and margin over the runner-up.
 pub fn summary(t: &Table) -> String {
@@ -503,14 +562,34 @@ pub fn summary(t: &Table) -> String {
         p.colltune, p.source, p.sweep.mode, p.command
     );
     let _ = writeln!(out, "pattern: {}", p.pattern);
-    let _ = writeln!(
-        out,
-        "compaction: {}",
-        match &p.compaction {
-            Some(c) => compaction_line(c),
-            None => "none (rules are the fastest median at each measured size)".into(),
+    match (&p.evidence, &p.compaction) {
+        (Some(e), _) => {
+            let _ = writeln!(out, "evidence: {}", evidence_line(e));
+            if !e.unresolved.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "unresolved ({} sizes: a candidate's interval straddles the minimum gain; the reference, the library's decision where measured, kept):",
+                    e.unresolved.len()
+                );
+                for u in &e.unresolved {
+                    let _ = writeln!(out, "  {}", u.line());
+                }
+            }
+            for l in &e.partial_launches {
+                let _ = writeln!(out, "partial launch: {l}");
+            }
         }
-    );
+        (None, c) => {
+            let _ = writeln!(
+                out,
+                "compaction: {}",
+                match c {
+                    Some(c) => compaction_line(c),
+                    None => "none (rules are the fastest median at each measured size)".into(),
+                }
+            );
+        }
+    }
     for c in Collective::ALL {
         for cr in t.rules(c) {
             let _ = writeln!(out, "\n{c} on {}:", cr.key());
@@ -537,6 +616,9 @@ pub fn summary(t: &Table) -> String {
                         _ => "-".into(),
                     }
                 );
+                if let Some(e) = &r.evidence {
+                    let _ = writeln!(out, "  {:<24} {}", "", rule_evidence_line(e));
+                }
             }
         }
     }
@@ -579,6 +661,7 @@ mod tests {
                 at_bytes: None,
                 runner_up: None,
                 margin: None,
+                evidence: None,
             };
             let back = colltune_algorithms::resolve(c, &rule.spec().unwrap()).unwrap();
             assert_eq!(back, spec, "{text}");

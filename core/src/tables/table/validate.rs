@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use colltune_algorithms::{resolve, Collective};
 
-use super::{Param, Table, SCHEMA_VERSION};
+use super::{Param, Table, SCHEMA_READ, SCHEMA_VERSION};
 
 /// One problem in a table.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -136,10 +136,13 @@ pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
         .find_map(|(i, l)| l.strip_prefix("schema:").map(|v| (i + 1, v.trim())))
     {
         let v = v.split(" #").next().unwrap_or(v).trim();
-        if v != SCHEMA_VERSION.to_string() {
+        if !SCHEMA_READ.iter().any(|s| v == s.to_string()) {
             return Err(vec![Problem {
                 line: Some(line),
-                what: format!("schema version {v} is not supported (this colltune reads {SCHEMA_VERSION})"),
+                what: format!(
+                    "schema version {v} is not supported (this colltune reads {} and writes {SCHEMA_VERSION})",
+                    SCHEMA_READ.map(|s| s.to_string()).join(" and ")
+                ),
                 fix: "rebuild the table from its raw CSV with `colltune table build`, or use the colltune that wrote it".into(),
             }]);
         }

@@ -1,0 +1,741 @@
+//! The evidence behind a table's decision at one measured size: each
+//! candidate's gain over the *reference* (the MPI library's own decision,
+//! its default call, at that size) with a 95% confidence interval whose
+//! unit of replication is the **launch** (a separate `mpirun`, one CSV),
+//! and the decision that evidence supports. MPI-free.
+//!
+//! **Gain.** `reference time / candidate time - 1` (0.10: the candidate
+//! takes 1/1.1 of the library's time), estimated on the log scale and
+//! *paired*: a launch's machine state slows every subject it measures
+//! alike, so the ratio is taken within each launch (each run, each
+//! sample) before anything is averaged.
+//!
+//! **The interval**, by what was measured (the `basis` a rule records):
+//! - `launches` (two or more launches measured both): the per-launch log
+//!   ratios (each launch's median over median) are the replicates;
+//!   Student's t with launches - 1 degrees of freedom.
+//! - `runs of one launch`: runs inside a launch share its state and are
+//!   not independent, so their spread says little about the next launch.
+//!   Conservatively, the interval is a *prediction* interval for one more
+//!   run (t with runs - 1 degrees of freedom, half-width
+//!   `t * sd * sqrt(1 + 1/runs)`), not the confidence interval of their
+//!   mean, about `sqrt(runs + 1)` times wider: a launch is treated as no
+//!   better known than a single run of it.
+//! - `samples of one run`: one run alone; the interval spans 1.96 robust
+//!   standard deviations (1.4826 MAD of the log samples) of each subject
+//!   combined, again a prediction for one sample, not the mean's.
+//! - `exact`: simulated samples (a model is deterministic): no interval.
+//! - With fewer than 2 launches, 2 runs or 3 samples of each to pair, the
+//!   interval is unbounded: nothing is decided on it.
+//!
+//! **The decision** ([`decide`]): a candidate *clears* where its interval's
+//! lower end exceeds the minimum gain (default 3%, `--min-gain`). Where
+//! none clears, the table hands the call to the library (the reference).
+//! Where some do, the *tied* are the clearing candidates that no other
+//! clearing candidate is shown faster than by more than the minimum gain
+//! (on the two's own paired interval, as the gains are computed: its lower
+//! end above the minimum gain), and a fixed order picks among them: the
+//! library's own algorithms first (unsegmented first), then colltune's
+//! simplest ([`complexity`]: unsegmented, blocking, registry order), then
+//! the label. Two tunes that cannot tell the tied candidates apart so
+//! write the same rule.
+
+use std::collections::BTreeMap;
+
+use colltune_algorithms::{AlgoSpec, Collective};
+use serde::{Deserialize, Serialize};
+
+use super::CommKey;
+use crate::measure::record::Sample;
+use crate::measure::stats;
+
+/// The default minimum gain a rule must clear (`--min-gain`).
+pub const DEFAULT_MIN_GAIN: f64 = 0.03;
+/// The intervals' confidence (two-sided).
+pub const CONFIDENCE: f64 = 0.95;
+
+/// A subject: (spec, execution).
+pub type Label = (String, String);
+
+/// One subject's times at one point: per (launch, run), its samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Times {
+    pub runs: BTreeMap<(usize, u32), Vec<f64>>,
+    /// Simulated samples (deterministic).
+    pub simulated: bool,
+}
+
+impl Times {
+    fn launches(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.runs.keys().map(|k| k.0).collect();
+        v.dedup();
+        v
+    }
+    fn of_launch(&self, l: usize) -> Vec<f64> {
+        self.runs
+            .range((l, 0)..=(l, u32::MAX))
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect()
+    }
+    pub fn median(&self) -> f64 {
+        let all: Vec<f64> = self.runs.values().flatten().copied().collect();
+        stats::median(&all)
+    }
+}
+
+/// Every subject (the library's baseline included) at every point.
+pub type PointTimes = BTreeMap<(Collective, CommKey, u64), BTreeMap<Label, Times>>;
+
+/// Collects the samples of several launches (one slice each) per point
+/// and subject.
+pub fn point_times(launches: &[&[Sample]]) -> PointTimes {
+    let mut out: PointTimes = BTreeMap::new();
+    for (l, samples) in launches.iter().enumerate() {
+        for s in samples.iter() {
+            let Some(c) = s.collective() else { continue };
+            let key = CommKey {
+                ranks: s.ranks,
+                ppn: s.ppn,
+                nodes: s.nodes,
+            };
+            let t = out
+                .entry((c, key, s.bytes))
+                .or_default()
+                .entry((s.spec.clone(), s.execution.clone()))
+                .or_default();
+            t.simulated |= s.source.starts_with("simulated");
+            t.runs.entry((l, s.run)).or_default().push(s.time_us);
+        }
+    }
+    out
+}
+
+/// Whether a subject is the library's own decision: its default call
+/// (`mpi`), Open MPI's algorithm 0, MPICH's `auto`.
+pub fn is_reference(label: &Label) -> bool {
+    label.1 == crate::libraries::ompi::LIBRARY_EXECUTION
+        && (label.0 == "mpi"
+            || colltune_algorithms::AlgoSpec::parse(&label.0)
+                .ok()
+                .and_then(|s| crate::libraries::library::LibraryChoice::from_spec(&s).ok())
+                .is_some_and(|f| f.is_default()))
+}
+
+/// How an interval was computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Basis {
+    Launches,
+    RunsOfOneLaunch,
+    SamplesOfOneRun,
+    Exact,
+    /// Too little to pair: unbounded.
+    Nothing,
+}
+
+impl Basis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Launches => "launches",
+            Basis::RunsOfOneLaunch => "runs of one launch",
+            Basis::SamplesOfOneRun => "samples of one run",
+            Basis::Exact => "exact",
+            Basis::Nothing => "too few to pair",
+        }
+    }
+}
+
+/// A candidate's gain over the reference at one point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gain {
+    /// reference / candidate - 1, the point estimate.
+    pub gain: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Launches that measured both.
+    pub launches: u32,
+    /// Runs of the candidate in those launches.
+    pub runs: u32,
+    pub basis: Basis,
+}
+
+impl Gain {
+    pub fn clears(&self, min_gain: f64) -> bool {
+        self.low > min_gain
+    }
+    /// The interval straddles the minimum gain: more measurement could
+    /// change the decision.
+    pub fn straddles(&self, min_gain: f64) -> bool {
+        self.low <= min_gain && self.high > min_gain
+    }
+}
+
+/// Two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        d if d <= 30 => T[d - 1],
+        d => 1.96 + 2.4 / d as f64,
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
+
+fn ln_ratio(r: &[f64], x: &[f64]) -> Option<f64> {
+    let (a, b) = (stats::median(r), stats::median(x));
+    (a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()).then(|| (a / b).ln())
+}
+
+/// The gain of `x` over the reference `r` at one point (see the module
+/// documentation for the interval); None where no launch measured both.
+pub fn gain(r: &Times, x: &Times) -> Option<Gain> {
+    let rl = r.launches();
+    let common: Vec<usize> = x
+        .launches()
+        .into_iter()
+        .filter(|l| rl.contains(l))
+        .collect();
+    if common.is_empty() {
+        return None;
+    }
+    let runs = x.runs.keys().filter(|k| common.contains(&k.0)).count() as u32;
+    let launches = common.len() as u32;
+    let make = |m: f64, half: f64, basis: Basis| Gain {
+        gain: m.exp() - 1.0,
+        low: (m - half).exp() - 1.0,
+        high: if half.is_finite() {
+            (m + half).exp() - 1.0
+        } else {
+            f64::INFINITY
+        },
+        launches,
+        runs,
+        basis,
+    };
+    let unbounded = |m: f64| Gain {
+        low: -1.0,
+        ..make(m, f64::INFINITY, Basis::Nothing)
+    };
+    if r.simulated && x.simulated {
+        let all = |t: &Times| -> Vec<f64> { common.iter().flat_map(|&l| t.of_launch(l)).collect() };
+        let m = ln_ratio(&all(r), &all(x))?;
+        return Some(make(m, 0.0, Basis::Exact));
+    }
+    if common.len() >= 2 {
+        let v: Vec<f64> = common
+            .iter()
+            .filter_map(|&l| ln_ratio(&r.of_launch(l), &x.of_launch(l)))
+            .collect();
+        if v.len() < 2 {
+            return v.first().map(|&m| unbounded(m));
+        }
+        let (m, sd) = mean_sd(&v);
+        let half = t975(v.len() - 1) * sd / (v.len() as f64).sqrt();
+        return Some(make(m, half, Basis::Launches));
+    }
+    let l = common[0];
+    let paired: Vec<f64> = x
+        .runs
+        .range((l, 0)..=(l, u32::MAX))
+        .filter_map(|(k, xs)| r.runs.get(k).and_then(|rs| ln_ratio(rs, xs)))
+        .collect();
+    if paired.len() >= 2 {
+        let (m, sd) = mean_sd(&paired);
+        let n = paired.len() as f64;
+        let half = t975(paired.len() - 1) * sd * (1.0 + 1.0 / n).sqrt();
+        return Some(make(m, half, Basis::RunsOfOneLaunch));
+    }
+    let (rs, xs) = (r.of_launch(l), x.of_launch(l));
+    let m = ln_ratio(&rs, &xs)?;
+    if rs.len() < 3 || xs.len() < 3 {
+        return Some(unbounded(m));
+    }
+    let robust_var = |v: &[f64]| {
+        let logs: Vec<f64> = v.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
+        let med = stats::median(&logs);
+        let s = 1.4826 * stats::mad(&logs, med);
+        s * s
+    };
+    let half = 1.96 * (robust_var(&rs) + robust_var(&xs)).sqrt();
+    Some(make(m, half, Basis::SamplesOfOneRun))
+}
+
+/// How simple a choice is, smaller first: segmented parameters (nested
+/// algorithms count their own), nonblocking execution, registry order.
+pub fn complexity(collective: Collective, spec: &str, execution: &str) -> u64 {
+    fn segmented(s: &AlgoSpec) -> u64 {
+        s.params
+            .iter()
+            .map(|(k, v)| match v {
+                colltune_algorithms::ParamValue::Int(n) if k == "segment" && *n > 0 => 1,
+                colltune_algorithms::ParamValue::Algo(a) => segmented(a),
+                _ => 0,
+            })
+            .sum()
+    }
+    let parsed = AlgoSpec::parse(spec).ok();
+    let seg = parsed.as_ref().map(segmented).unwrap_or(0);
+    let order = parsed
+        .and_then(|p| colltune_algorithms::algorithms(collective).position(|a| a.name == p.name))
+        .unwrap_or(99)
+        .min(99) as u64;
+    LIBRARY_FIRST_ABOVE + seg * 1000 + u64::from(execution == "nonblocking") * 100 + order
+}
+
+/// Complexities below this are the library's algorithms where they are
+/// within the tolerance floor of the fastest (`build::complexity_at`).
+pub(super) const LIBRARY_FIRST_ABOVE: u64 = 10;
+
+/// The fixed order among tied choices, smaller first: the library's own
+/// algorithms (its default call first, then unsegmented), then colltune's
+/// by [`complexity`], then the label.
+pub fn order_key(c: Collective, label: &Label) -> (u8, u64, Label) {
+    let lib = label.1 == crate::libraries::ompi::LIBRARY_EXECUTION;
+    let rank = if is_reference(label) {
+        0
+    } else if lib {
+        1
+    } else {
+        2
+    };
+    (rank, complexity(c, &label.0, &label.1), label.clone())
+}
+
+/// What the evidence supports at one point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointDecision {
+    pub bytes: u64,
+    /// The choice: a clearing candidate, or the reference.
+    pub choice: Label,
+    /// The reference the gains are measured against (the library's own
+    /// decision, or the simplest measured subject where the library's call
+    /// was not measured).
+    pub reference: Label,
+    /// Whether the reference is the library's own decision.
+    pub library_reference: bool,
+    /// The chosen candidate's gain; where the reference is kept, the best
+    /// other candidate's (why it was not chosen), if any.
+    pub evidence: Option<(Label, Gain)>,
+    /// Candidates whose interval straddles the minimum gain.
+    pub unresolved: Vec<(Label, Gain)>,
+    /// Candidates tied with the choice (the fixed order picked it).
+    pub tied: usize,
+}
+
+impl PointDecision {
+    pub fn keeps_reference(&self) -> bool {
+        self.choice == self.reference
+    }
+}
+
+/// The decision at one point from every subject measured there (the
+/// library's baseline included); `choices` says which subjects a table may
+/// choose. None where nothing measured can be chosen.
+pub fn decide(
+    c: Collective,
+    bytes: u64,
+    subjects: &BTreeMap<Label, Times>,
+    choosable: impl Fn(&Label) -> bool,
+    min_gain: f64,
+) -> Option<PointDecision> {
+    // The reference: the library's own decision, a choice (Open MPI's
+    // algorithm 0) before the bare baseline (`mpi`); else the simplest.
+    let mut refs: Vec<&Label> = subjects.keys().filter(|l| is_reference(l)).collect();
+    refs.sort_by_key(|l| (!choosable(l), l.0 == "mpi"));
+    let (reference, library_reference) = match refs.first() {
+        Some(r) => ((*r).clone(), true),
+        None => (
+            subjects
+                .keys()
+                .filter(|l| choosable(l))
+                .min_by_key(|l| order_key(c, l))?
+                .clone(),
+            false,
+        ),
+    };
+    let rt = &subjects[&reference];
+    let gains: Vec<(Label, Gain)> = subjects
+        .iter()
+        .filter(|(l, _)| **l != reference && choosable(l) && !is_reference(l))
+        .filter_map(|(l, t)| gain(rt, t).map(|g| (l.clone(), g)))
+        .collect();
+    let unresolved: Vec<(Label, Gain)> = gains
+        .iter()
+        .filter(|(_, g)| g.straddles(min_gain))
+        .cloned()
+        .collect();
+    let clearing: Vec<&(Label, Gain)> = gains.iter().filter(|(_, g)| g.clears(min_gain)).collect();
+    let best_other = || {
+        gains
+            .iter()
+            .max_by(|a, b| a.1.gain.total_cmp(&b.1.gain).then(b.0.cmp(&a.0)))
+            .cloned()
+    };
+    let Some(leader) = clearing
+        .iter()
+        .max_by(|a, b| a.1.gain.total_cmp(&b.1.gain).then(b.0.cmp(&a.0)))
+    else {
+        return Some(PointDecision {
+            bytes,
+            choice: reference.clone(),
+            reference,
+            library_reference,
+            evidence: best_other(),
+            unresolved,
+            tied: 0,
+        });
+    };
+    // Tied: the clearing candidates no other clearing candidate is shown
+    // faster than by more than the minimum gain, judged on the two
+    // measured side by side (their own paired interval: the reference's
+    // noise does not enter it, and a leader misjudged against the
+    // reference cannot carry a slower candidate in). The leader, should
+    // intervals ever exclude every candidate.
+    let beaten = |x: &Label| {
+        clearing.iter().any(|(y, _)| {
+            y != x && gain(&subjects[x], &subjects[y]).is_some_and(|g| g.low > min_gain)
+        })
+    };
+    let mut tied: Vec<&&(Label, Gain)> = clearing.iter().filter(|(l, _)| !beaten(l)).collect();
+    if tied.is_empty() {
+        tied.push(leader);
+    }
+    let pick = tied
+        .iter()
+        .min_by_key(|(l, _)| order_key(c, l))
+        .expect("the leader is tied with itself");
+    Some(PointDecision {
+        bytes,
+        choice: pick.0.clone(),
+        reference,
+        library_reference,
+        evidence: Some((pick.0.clone(), pick.1.clone())),
+        unresolved,
+        tied: tied.len(),
+    })
+}
+
+/// The evidence a rule records (schema 2): the gain at the measured size
+/// where it is weakest among those the rule covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleEvidence {
+    /// What the gain is over: the library's own decision (`mpi
+    /// [library]`, Open MPI's algorithm 0), or where the library's call was
+    /// not measured, the simplest candidate (`reference_is_library: false`).
+    pub reference: String,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub reference_is_library: bool,
+    /// The candidate the figures are of: the rule's choice, or where the
+    /// rule keeps the reference, the best other candidate (not chosen).
+    pub candidate: String,
+    /// reference time / candidate time - 1 (0.10 = the candidate is 10%
+    /// faster), the estimate, and its 95% interval.
+    pub gain: f64,
+    pub low: f64,
+    /// Absent: unbounded (too little measured to pair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    /// Launches that measured both, and the candidate's runs in them.
+    pub launches: u32,
+    pub runs: u32,
+    /// `launches`, `runs of one launch`, `samples of one run`, `exact`, or
+    /// `too few to pair`.
+    pub basis: String,
+    /// `clears` (the choice: its interval is above the minimum gain),
+    /// `unresolved` (the interval straddles it: the reference is kept),
+    /// or `no gain` (the interval is below it: the reference is kept).
+    pub verdict: String,
+}
+
+fn yes() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+impl RuleEvidence {
+    pub fn of(d: &PointDecision, min_gain: f64) -> Option<RuleEvidence> {
+        let (cand, g) = d.evidence.as_ref()?;
+        let verdict = if !d.keeps_reference() {
+            "clears"
+        } else if g.straddles(min_gain) {
+            "unresolved"
+        } else {
+            "no gain"
+        };
+        Some(RuleEvidence {
+            reference: colltune_algorithms::label(&d.reference.0, &d.reference.1),
+            reference_is_library: d.library_reference,
+            candidate: colltune_algorithms::label(&cand.0, &cand.1),
+            gain: round4(g.gain),
+            low: round4(g.low),
+            high: g.high.is_finite().then(|| round4(g.high)),
+            launches: g.launches,
+            runs: g.runs,
+            basis: g.basis.name().into(),
+            verdict: verdict.into(),
+        })
+    }
+
+    /// `+12.3% [+5.1%, +19.9%] over mpi [library], 3 launches, 12 runs`.
+    pub fn line(&self) -> String {
+        let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
+        format!(
+            "{} [{}, {}] over {}, {} launch(es), {} runs ({})",
+            pct(self.gain),
+            pct(self.low),
+            self.high.map(pct).unwrap_or_else(|| "unbounded".into()),
+            self.reference,
+            self.launches,
+            self.runs,
+            self.basis
+        )
+    }
+}
+
+/// The evidence settings and what was left unresolved (provenance,
+/// schema 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceSummary {
+    /// The gain a rule's interval must clear to replace the library's
+    /// decision.
+    pub min_gain: f64,
+    pub confidence: f64,
+    /// Launches (CSVs) the table was built from.
+    pub launches: u32,
+    /// Rules written, and rules the fastest median at each size would
+    /// have made.
+    pub rules: u32,
+    pub rules_fastest: u32,
+    /// (chosen - fastest) / fastest by median over the measured sizes: the
+    /// time the evidence rule leaves on the table, max and mean.
+    pub max_loss: f64,
+    pub mean_loss: f64,
+    /// Measured sizes where a candidate's interval straddles the minimum
+    /// gain (the library's decision was kept there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<Unresolved>,
+    /// Launches that measured fewer sizes than the others (died or ran
+    /// out of budget half-way): they count for what they measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_launches: Vec<String>,
+}
+
+/// One measured size left unresolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unresolved {
+    pub collective: String,
+    pub ranks: u32,
+    pub ppn: u32,
+    pub nodes: u32,
+    pub bytes: u64,
+    /// The best straddling candidate and its interval.
+    pub candidate: String,
+    pub gain: f64,
+    pub low: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+}
+
+impl Unresolved {
+    pub fn line(&self) -> String {
+        let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
+        format!(
+            "{} on {} ranks ({}x{}) at {}: {} {} [{}, {}]",
+            self.collective,
+            self.ranks,
+            self.nodes,
+            self.ppn,
+            crate::units::human_bytes(self.bytes),
+            self.candidate,
+            pct(self.gain),
+            pct(self.low),
+            self.high.map(pct).unwrap_or_else(|| "unbounded".into())
+        )
+    }
+}
+
+/// Launches that measured fewer sizes than the launches beside them (a
+/// launch that died, or ran out of budget, half-way), by name: for each
+/// collective and communicator, a launch whose largest measured size is
+/// below the largest any launch measured. They count for what they
+/// measured; this names them.
+pub fn partial_launches(launches: &[&[Sample]], names: &[String]) -> Vec<String> {
+    type Sizes = BTreeMap<(String, (u32, u32, u32)), std::collections::BTreeSet<u64>>;
+    let per: Vec<Sizes> = launches
+        .iter()
+        .map(|l| {
+            let mut m: Sizes = BTreeMap::new();
+            for s in l.iter() {
+                m.entry((s.collective.clone(), s.comm_key()))
+                    .or_default()
+                    .insert(s.bytes);
+            }
+            m
+        })
+        .collect();
+    let mut out = Vec::new();
+    if launches.len() < 2 {
+        return out;
+    }
+    for (i, m) in per.iter().enumerate() {
+        for (k, sizes) in m {
+            let all: std::collections::BTreeSet<u64> = per
+                .iter()
+                .filter_map(|o| o.get(k))
+                .flatten()
+                .copied()
+                .collect();
+            let (Some(&top), Some(&mine)) = (all.last(), sizes.last()) else {
+                continue;
+            };
+            if mine < top {
+                let missing = all.iter().filter(|b| !sizes.contains(b)).count();
+                out.push(format!(
+                    "{}: {} on {} ranks stopped at {} ({missing} of {} sizes not measured, the largest {}): it counts for the sizes it measured",
+                    names.get(i).map(String::as_str).unwrap_or("?"),
+                    k.0,
+                    k.1 .0,
+                    crate::units::human_bytes(mine),
+                    all.len(),
+                    crate::units::human_bytes(top)
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(launch_runs: &[(usize, u32, &[f64])]) -> Times {
+        let mut t = Times::default();
+        for &(l, r, v) in launch_runs {
+            t.runs.insert((l, r), v.to_vec());
+        }
+        t
+    }
+
+    #[test]
+    fn a_launch_that_stopped_half_way_is_named() {
+        let full: Vec<Sample> = [1u64, 64, 4096]
+            .iter()
+            .map(|&b| crate::measure::record::sample("linear", "blocking", b, 1, 1.0))
+            .collect();
+        let half = full[..2].to_vec();
+        let names = ["a.csv".to_string(), "b.csv".to_string()];
+        let got = partial_launches(&[&full, &half], &names);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("b.csv: bcast on 4 ranks stopped at 64 B (1 of 3"),
+            "{got:?}"
+        );
+        assert!(partial_launches(&[&full, &full], &names).is_empty());
+    }
+
+    #[test]
+    fn launches_are_the_replicates() {
+        // three launches, the candidate 20% faster in each (ratio 1.25),
+        // whatever the launch's own speed
+        let r = times(&[(0, 1, &[10.0]), (1, 1, &[20.0]), (2, 1, &[15.0])]);
+        let x = times(&[(0, 1, &[8.0]), (1, 1, &[16.0]), (2, 1, &[12.0])]);
+        let g = gain(&r, &x).unwrap();
+        assert_eq!(g.basis, Basis::Launches);
+        assert_eq!((g.launches, g.runs), (3, 3));
+        assert!((g.gain - 0.25).abs() < 1e-9 && (g.low - 0.25).abs() < 1e-9);
+        // one launch disagreeing widens it past zero: t(2) = 4.3
+        let x = times(&[(0, 1, &[8.0]), (1, 1, &[22.0]), (2, 1, &[12.0])]);
+        let g = gain(&r, &x).unwrap();
+        assert!(g.low < 0.0 && g.high > 0.25, "{g:?}");
+    }
+
+    #[test]
+    fn one_launch_is_conservative() {
+        // runs 1% apart in the ratio: a prediction interval, wider than
+        // the mean's confidence interval by sqrt(runs + 1)
+        let r = times(&[(0, 1, &[10.0]), (0, 2, &[10.0]), (0, 3, &[10.0])]);
+        let x = times(&[(0, 1, &[9.0]), (0, 2, &[9.1]), (0, 3, &[8.9])]);
+        let g = gain(&r, &x).unwrap();
+        assert_eq!(g.basis, Basis::RunsOfOneLaunch);
+        let v: Vec<f64> = [9.0f64, 9.1, 8.9].iter().map(|t| (10.0 / t).ln()).collect();
+        let (m, sd) = mean_sd(&v);
+        let ci = t975(2) * sd / 3f64.sqrt();
+        let got = (g.high + 1.0).ln() - m;
+        assert!((got - ci * 2.0).abs() < 1e-9, "{got} vs {ci}");
+        // one run: the samples, robustly; too few samples: unbounded
+        let r1 = times(&[(0, 1, &[10.0, 10.2, 9.9, 10.1, 30.0])]);
+        let x1 = times(&[(0, 1, &[8.0, 8.1, 7.9, 8.2, 8.0])]);
+        let g = gain(&r1, &x1).unwrap();
+        assert_eq!(g.basis, Basis::SamplesOfOneRun);
+        assert!(g.low > 0.2 && g.high < 0.35, "{g:?}");
+        let g = gain(&times(&[(0, 1, &[10.0])]), &times(&[(0, 1, &[5.0])])).unwrap();
+        assert_eq!(
+            (g.basis, g.high, g.low),
+            (Basis::Nothing, f64::INFINITY, -1.0)
+        );
+        // nothing in common: no evidence
+        assert_eq!(
+            gain(&times(&[(0, 1, &[1.0])]), &times(&[(1, 1, &[1.0])])),
+            None
+        );
+    }
+
+    fn lab(s: &str, e: &str) -> Label {
+        (s.into(), e.into())
+    }
+
+    #[test]
+    fn the_reference_is_kept_unless_a_gain_clears_and_ties_go_by_order() {
+        let mpi = lab("mpi", "library");
+        let lin = lab("linear", "blocking");
+        let bin = lab("binomial:segment=0", "blocking");
+        let pipe = lab("pipeline:segment=8192", "nonblocking");
+        // three launches, exact ratios per launch (zero spread)
+        let at = |t: f64| times(&[(0, 1, &[t]), (1, 1, &[t]), (2, 1, &[t])]);
+        let mut m = BTreeMap::new();
+        m.insert(mpi.clone(), at(10.0));
+        m.insert(lin.clone(), at(9.8)); // +2%: does not clear 3%
+        let d = decide(Collective::Bcast, 64, &m, |_| true, 0.03).unwrap();
+        assert!(d.keeps_reference() && d.library_reference);
+        assert_eq!(d.evidence.as_ref().unwrap().0, lin);
+        // pipeline +25%, binomial +22%: tied within the minimum gain, and
+        // binomial is simpler (blocking, unsegmented)
+        m.insert(pipe.clone(), at(8.0));
+        m.insert(bin.clone(), at(8.2));
+        let d = decide(Collective::Bcast, 64, &m, |_| true, 0.03).unwrap();
+        assert_eq!((d.choice.clone(), d.tied), (bin.clone(), 2));
+        // binomial +10% only: pipeline's lead is beyond the minimum gain
+        m.insert(bin.clone(), at(9.1));
+        let d = decide(Collective::Bcast, 64, &m, |_| true, 0.03).unwrap();
+        assert_eq!(d.choice, pipe);
+        // no library call measured: the simplest subject is the reference
+        m.remove(&mpi);
+        let d = decide(Collective::Bcast, 64, &m, |_| true, 0.03).unwrap();
+        assert_eq!(d.reference, lin);
+        assert!(!d.library_reference);
+        assert_eq!(d.choice, pipe);
+    }
+}
