@@ -52,6 +52,7 @@ fn slow_model() -> Model {
             rendezvous_first_bytes: None,
         },
         copy_gbs: 7.0,
+        node_memory_gbs: None,
     }
 }
 

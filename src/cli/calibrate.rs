@@ -250,6 +250,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             |m| m.fit.link.clone(),
         ),
         copy_gbs,
+        node_memory_gbs: b.and_then(|b| b.node_memory_gbs),
     };
     model
         .check()

@@ -75,6 +75,12 @@ pub struct Model {
     pub inter: Link,
     /// Local memory copy bandwidth, GB/s.
     pub copy_gbs: f64,
+    /// The bandwidth, GB/s, that all ranks of a node share when they copy
+    /// out of its shared memory at once (loads from a shared-memory window:
+    /// the `shm` broadcast's readers). None: each rank copies at
+    /// `copy_gbs` whatever the others do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_memory_gbs: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +149,11 @@ impl Model {
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));
+        }
+        if let Some(b) = self.node_memory_gbs {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!("node_memory_gbs = {b}: must be > 0"));
+            }
         }
         Ok(())
     }

@@ -35,6 +35,11 @@ pub(super) struct Network {
     /// (receiving) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
     shm_in: Vec<f64>,
+    /// GB/s a node's ranks share when they load from its shared memory.
+    node_memory_gbs: Option<f64>,
+    /// Per node: when its memory is free for the next load (loads of a
+    /// node take turns at `node_memory_gbs`: they share it).
+    mem_free: Vec<f64>,
 }
 
 /// A send just posted.
@@ -92,6 +97,8 @@ impl Network {
             tok_in: vec![burst(&m.inter); nodes.num_nodes()],
             shm_out: vec![0.0; p],
             shm_in: vec![0.0; p],
+            node_memory_gbs: m.node_memory_gbs,
+            mem_free: vec![0.0; nodes.num_nodes()],
         }
     }
 
@@ -106,6 +113,8 @@ impl Network {
         self.tok_in.fill(burst(&m.inter));
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
+        self.node_memory_gbs = m.node_memory_gbs;
+        self.mem_free.fill(0.0);
     }
 
     #[inline]
@@ -249,6 +258,30 @@ impl Network {
         let t_post = ts + self.link(a, b).overhead_us;
         let (free, arr) = self.transfer(a, b, bytes, t_post, false);
         (t_post, free, arr)
+    }
+
+    /// Rank `r` loads `bytes` out of its node's shared memory from `ts`:
+    /// when it is done. Its process copies at the copy bandwidth, one load
+    /// at a time, and the node's loads share `node_memory_gbs` (they take
+    /// turns at it).
+    pub fn shared_load(&mut self, r: u32, ts: f64, bytes: u64) -> f64 {
+        let start = ts.max(self.shm_in[r as usize]);
+        let mut end = self.copy_end(start, bytes);
+        if let Some(b) = self.node_memory_gbs {
+            let n = self.node_of[r as usize] as usize;
+            let mem_start = start.max(self.mem_free[n]);
+            let mem_end = mem_start + bytes as f64 * 1e-3 / b;
+            self.mem_free[n] = mem_end;
+            end = end.max(mem_end);
+        }
+        self.shm_in[r as usize] = end;
+        end
+    }
+
+    /// What a flag raised in shared memory takes to be seen by another
+    /// rank of the node: one cache line between cores, the link's latency.
+    pub fn flag_latency(&self) -> f64 {
+        self.intra.latency_us
     }
 
     /// When a copy of `bytes` started at `ts` ends.

@@ -30,6 +30,7 @@ pub fn model() -> Model {
             rendezvous_first_bytes: None,
         },
         copy_gbs: 10.0,
+        node_memory_gbs: None,
     }
 }
 
