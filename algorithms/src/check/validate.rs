@@ -65,10 +65,10 @@ pub(super) fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), Check
                         });
                     }
                 }
-                OpKind::Await { on, flag, .. } => {
-                    if on.0 >= p || on.idx() == rank || *flag >= SHARED_FLAGS {
-                        return Err(mal(format!("await of rank {on}'s flag {flag}")));
-                    }
+                OpKind::Await { on, flag, .. }
+                    if on.0 >= p || on.idx() == rank || *flag >= SHARED_FLAGS =>
+                {
+                    return Err(mal(format!("await of rank {on}'s flag {flag}")));
                 }
                 OpKind::Signal { flag, value } => {
                     if *flag >= SHARED_FLAGS {

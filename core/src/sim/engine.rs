@@ -342,8 +342,7 @@ impl<'a> Engine<'a> {
             }
             K::Copy => {
                 let end = self.net.copy_end(ts, op.len);
-                self.ranks[r as usize].cpu = end;
-                self.push(end, r, i);
+                self.local_done(r, i, end);
             }
             K::Put => {
                 let to = op.peer;
@@ -430,8 +429,7 @@ impl<'a> Engine<'a> {
             }
             K::Load => {
                 let end = self.net.shared_load(r, ts, op.len);
-                self.ranks[r as usize].cpu = end;
-                self.push(end, r, i);
+                self.local_done(r, i, end);
             }
             K::Signal => {
                 self.cold[r as usize].signals.push((op.cs, op.pos, ts));
@@ -441,13 +439,28 @@ impl<'a> Engine<'a> {
                         self.cold[r as usize].waiters.push((q, j, tq));
                     }
                 }
-                self.push(ts, r, i);
+                // A store: no CPU time to speak of, done when issued.
+                self.local_done(r, i, ts);
             }
             K::Await => {
                 if !self.try_await(r, i, ts) {
                     self.cold[op.peer as usize].waiters.push((r, i, ts));
                 }
             }
+        }
+    }
+
+    /// Copy, load or signal `i` of rank `r` keeps its CPU busy until `end`. The
+    /// dataflow execution does it at once when it starts it (as the MPI
+    /// executor does: a copy is done when issued), so that what depends on
+    /// it (a flag raised) comes before later ops in program order; the
+    /// blocking execution waits for its completion.
+    fn local_done(&mut self, r: u32, i: u32, end: f64) {
+        self.ranks[r as usize].cpu = end;
+        if self.exec == Execution::Nonblocking {
+            self.complete(r, i, end);
+        } else {
+            self.push(end, r, i);
         }
     }
 

@@ -463,6 +463,12 @@ impl<'c> Measurer<'c> {
             }
             _ => None,
         };
+        if let Subject::Ours { spec, .. } = pt.subject {
+            // Decided from the layout alone: every rank skips alike.
+            self.comm
+                .shared_memory_fits(coll, spec)
+                .map_err(BenchError::NotApplicable)?;
+        }
         let plans: Vec<Plan> = match pt.subject {
             Subject::Ours { spec, .. } if direct.is_none() => roots
                 .iter()

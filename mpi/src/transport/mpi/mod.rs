@@ -59,6 +59,9 @@ pub enum TransportError {
     InterCommunicator,
     #[error("rank {rank} reaches rank {peer} through shared memory, but they share no node: a shared-memory algorithm (shm) runs only among ranks of one node")]
     NotSharedMemory { rank: usize, peer: usize },
+    /// What [`Comm::shared_memory_fits`] refused (on every rank alike).
+    #[error("{0}")]
+    SharedMemoryUnfit(String),
 }
 
 impl From<ShapeError> for TransportError {
@@ -343,37 +346,49 @@ impl Comm {
     /// each node of [`Comm::nodes`] inside one of the library's. Err: why
     /// not. The same answer on every rank.
     pub fn shared_memory_fits(&self, c: Collective, spec: &AlgoSpec) -> Result<(), String> {
-        let Ok(info) = lookup(c, &spec.name) else {
-            return Ok(());
+        shared_memory_fits(c, spec, &self.nodes, &self.shared)
+    }
+}
+
+/// [`Comm::shared_memory_fits`] for a layout `nodes` on the library's
+/// shared-memory nodes `shared`.
+fn shared_memory_fits(
+    c: Collective,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    shared: &NodeMap,
+) -> Result<(), String> {
+    let Ok(info) = lookup(c, &spec.name) else {
+        return Ok(());
+    };
+    if info.has(Restriction::SharedMemory) && shared.num_nodes() > 1 {
+        return Err(format!(
+            "{} needs ranks that share a node, and this communicator's {} ranks are on {} nodes",
+            spec.name,
+            shared.size(),
+            shared.num_nodes()
+        ));
+    }
+    for v in spec.params.values() {
+        let inner = match v {
+            ParamValue::Algo(a) => a.name.as_str(),
+            ParamValue::Word(w) => w.as_str(),
+            _ => continue,
         };
-        if info.has(Restriction::SharedMemory) && self.shared.num_nodes() > 1 {
+        let nested = lookup(c, inner).is_ok_and(|i| i.has(Restriction::SharedMemory));
+        let split = (0..nodes.num_nodes()).any(|n| {
+            let on = nodes.ranks_on(n);
+            on.iter()
+                .any(|&r| shared.node_of(r as usize) != shared.node_of(on[0] as usize))
+        });
+        if nested && split {
             return Err(format!(
-                "{} needs ranks that share a node, and this communicator's {} ranks are on {} nodes",
-                spec.name,
-                self.size,
-                self.shared.num_nodes()
+                "{inner} inside each node needs each node's ranks to share memory, \
+                 and COLLTUNE_NODES lays out nodes across the library's nodes"
             ));
         }
-        for v in spec.params.values() {
-            if let ParamValue::Algo(inner) = v {
-                let nested = lookup(c, &inner.name).is_ok_and(|i| i.has(Restriction::SharedMemory));
-                let split = (0..self.nodes.num_nodes()).any(|n| {
-                    let on = self.nodes.ranks_on(n);
-                    on.iter().any(|&r| {
-                        self.shared.node_of(r as usize) != self.shared.node_of(on[0] as usize)
-                    })
-                });
-                if nested && split {
-                    return Err(format!(
-                        "{} inside each node needs each node's ranks to share memory, \
-                         and COLLTUNE_NODES lays out nodes across the library's nodes",
-                        inner.name
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
+    Ok(())
 }
 
 impl control::Raw for Comm {
@@ -394,4 +409,30 @@ fn node_labels(comm: &CommHandle, rank: usize) -> Result<Vec<u32>, MpiError> {
     shared.free()?;
     let labels = comm.allgather(leader?)?;
     Ok(labels.into_iter().map(|l| l as u32).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_memory_algorithms_fit_only_ranks_that_share_memory() {
+        let spec = |t: &str| AlgoSpec::parse(t).unwrap();
+        let one = NodeMap::single(5);
+        let two = NodeMap::blocks(&[3, 2]).unwrap();
+        let fits = |s: &str, nodes: &NodeMap, shared: &NodeMap| {
+            shared_memory_fits(Collective::Bcast, &spec(s), nodes, shared)
+        };
+        assert!(fits("shm", &one, &one).is_ok());
+        // Emulated nodes on one machine: shm on its own still shares memory.
+        assert!(fits("shm", &two, &one).is_ok());
+        assert!(fits("shm", &two, &two).unwrap_err().contains("2 nodes"));
+        assert!(fits("hierarchical:intra=shm", &two, &two).is_ok());
+        assert!(fits("hierarchical:intra=shm", &two, &one).is_ok());
+        // A layout node across two of the library's nodes.
+        let across = NodeMap::blocks(&[2, 3]).unwrap();
+        assert!(fits("hierarchical:intra=shm", &across, &two).is_err());
+        assert!(fits("hierarchical:intra=linear", &across, &two).is_ok());
+        assert!(fits("binomial", &two, &two).is_ok());
+    }
 }
