@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::content::{Content, Origin};
-use super::shared::{is_shared, SharedState};
+use super::proof::SharedState;
 use super::CheckError;
 use crate::channel::number_channels;
 use crate::schedule::{Buf, OpKind, Rank, Region, Schedule, SendMode, Tag};
@@ -199,7 +199,7 @@ impl Machine<'_> {
                 self.try_match(from.0, r as u32, tag)?;
             }
             OpKind::Copy { src, dst } => {
-                if is_shared(&dst) {
+                if dst.buf == Buf::Shared {
                     self.shared_write(r, i, dst)?;
                 }
                 self.transfer(r, src, r, dst.buf, dst.offset);

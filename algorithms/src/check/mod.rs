@@ -23,12 +23,14 @@
 //! `validate` (what a schedule must be before it runs), `machine` (ranks,
 //! message matching, starting and completing ops), `walk` (the blocking
 //! and dataflow executions), `window` (one-sided epochs and puts),
-//! `shared` (shared-memory windows: loads, flags and their proof),
+//! `shared` (shared-memory windows: loads, flags and their proof) and
+//! `proof` (what that proof derives from each schedule, and its state),
 //! `hazard` (buffers in flight). This file: the public API and its errors.
 
 mod content;
 mod hazard;
 mod machine;
+mod proof;
 mod shared;
 mod validate;
 mod walk;
