@@ -9,6 +9,15 @@
 //!   (peer, tag, direction) in program order so that messages match as in the
 //!   schedule; a segment is forwarded the moment it lands.
 //!
+//! Shared-memory ops (the node's window, `Comm`'s): a `Load` is a copy out
+//! of the peer's part, a `Signal` `MPI_Win_sync` then an atomic release
+//! store of (call number << 32 | value) into this rank's flag; an `Await`
+//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`.
+//! The blocking execution waits for it in place (yielding the processor
+//! between polls, driving MPI progress while requests are in flight); the
+//! dataflow execution keeps unmet awaits aside and polls them between
+//! `MPI_Testsome` calls, yielding when neither moved.
+//!
 //! Both are split-phase: [`start`] issues everything that does not have to
 //! wait for another rank and returns a [`Pending`] call; computation placed
 //! between [`start`] and [`Pending::wait`] overlaps with the communication
