@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::schedule::{Buf, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
+use crate::schedule::{Buf, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag, SHARED_FLAGS};
 
 /// Index of an op in the schedule being built.
 pub type OpId = u32;
@@ -15,7 +15,9 @@ pub struct Builder {
     ops: Vec<Op>,
     /// Maps the ranks an algorithm speaks of to communicator ranks. Empty: identity.
     map: Vec<usize>,
-    buf_len: [u64; 3],
+    buf_len: [u64; Buf::COUNT],
+    /// The last signal of each shared flag (the next one depends on it).
+    last_signal: [Option<OpId>; SHARED_FLAGS as usize],
     /// Scratch of [`Builder::finish_flat`].
     derive: Derive,
 }
@@ -49,6 +51,11 @@ impl Builder {
         *l = (*l).max(len);
     }
 
+    /// The bytes buffer `buf` must hold, as declared so far.
+    pub fn needs(&self, buf: Buf) -> u64 {
+        self.buf_len[buf.index()]
+    }
+
     fn push(&mut self, kind: OpKind, post: Post) -> OpId {
         for r in [kind.reads(), kind.writes()].into_iter().flatten() {
             self.need(r.buf, r.end());
@@ -59,6 +66,10 @@ impl Builder {
         {
             // The target's window has the same shape as ours.
             self.need(Buf::Window, dst_offset + src.len);
+        }
+        if let OpKind::Load { src, .. } = &kind {
+            // Every part of the node's shared window has the same length.
+            self.need(Buf::Shared, src.end());
         }
         self.ops.push(Op {
             kind,
@@ -165,6 +176,38 @@ impl Builder {
         self.push(OpKind::WaitAll, Post::Blocking)
     }
 
+    /// Copies `src` of rank `from`'s part of the node's shared window into
+    /// this rank's `dst`, once `after` (the [`Builder::await_flag`] that saw
+    /// `from` publish it) completed.
+    pub fn load(&mut self, from: usize, src: Region, dst: Region, after: OpId) -> OpId {
+        debug_assert_eq!(src.buf, Buf::Shared);
+        debug_assert_eq!(src.len, dst.len);
+        let from = self.real(from);
+        let id = self.push(OpKind::Load { from, src, dst }, Post::Blocking);
+        self.depend(id, after);
+        id
+    }
+
+    /// Stores `value` into this rank's shared flag `flag` once every op of
+    /// `after` completed (and the flag's previous signal: signals of one
+    /// flag happen in program order).
+    pub fn signal(&mut self, flag: u8, value: u32, after: &[OpId]) -> OpId {
+        let f = flag as usize;
+        let id = self.push(OpKind::Signal { flag, value }, Post::Blocking);
+        let prev = self.last_signal[f];
+        for &a in after.iter().chain(prev.as_ref()) {
+            self.depend(id, a);
+        }
+        self.last_signal[f] = Some(id);
+        id
+    }
+
+    /// Waits until rank `on`'s shared flag `flag` holds at least `value`.
+    pub fn await_flag(&mut self, on: usize, flag: u8, value: u32) -> OpId {
+        let on = self.real(on);
+        self.push(OpKind::Await { on, flag, value }, Post::Blocking)
+    }
+
     /// Adds a dependency the regions do not show (a control message, say).
     pub fn depend(&mut self, op: OpId, on: OpId) {
         debug_assert!(on < op);
@@ -218,14 +261,15 @@ impl Builder {
     pub fn clear(&mut self) {
         self.ops.clear();
         self.map.clear();
-        self.buf_len = [0; 3];
+        self.buf_len = [0; Buf::COUNT];
+        self.last_signal = [None; SHARED_FLAGS as usize];
     }
 }
 
 /// Scratch for deriving dependencies, reusable from schedule to schedule.
 #[derive(Debug, Default)]
 struct Derive {
-    access: [AccessMap; 3],
+    access: [AccessMap; Buf::COUNT],
     readers: Readers,
     since_sync: Vec<OpId>,
     deps: Vec<OpId>,

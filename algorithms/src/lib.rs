@@ -36,7 +36,9 @@ pub use registry::{
     algorithms, build, build_all, build_resolved, lookup, resolve, variants, AlgorithmInfo,
     ParamInfo, ParamKind, ParamTuning, Restriction, Shape, Tuning, REGISTRY,
 };
-pub use schedule::{Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag};
+pub use schedule::{
+    Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag, SHARED_FLAGS,
+};
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};
 pub use topo::NodeMap;
 pub use variant::{label, Variant};

@@ -73,6 +73,11 @@ pub enum Restriction {
     /// Meaningful only when ranks span several nodes; on one node it runs
     /// its intra-node phase alone.
     NodeAware,
+    /// Only for ranks that share one node (a shared-memory window over
+    /// them): not applicable on a communicator that spans nodes, nor as the
+    /// inter-node phase of a hierarchical algorithm (its intra-node phase
+    /// is fine).
+    SharedMemory,
 }
 
 /// Whether the tuner compares an algorithm.
@@ -245,6 +250,24 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         build: bcast::scatter_allgather::build_ring,
     },
     AlgorithmInfo {
+        name: "shm",
+        collective: Collective::Bcast,
+        summary: "root copies each segment once into a shared-memory ring, every rank of the node copies it out",
+        params: &[
+            segment(65536),
+            ParamInfo {
+                name: "slots",
+                kind: ParamKind::Count { min: 1, max: 16 },
+                default: DefaultValue::Int(4),
+                help: "segments the ring holds at once (the root reuses a slot once every rank copied it out)",
+                tuning: ParamTuning::Sweep(&["2", "4", "8"]),
+            },
+        ],
+        restrictions: &[Restriction::SharedMemory],
+        tuning: Tuning::Candidate,
+        build: bcast::shm::build,
+    },
+    AlgorithmInfo {
         name: "hierarchical",
         collective: Collective::Bcast,
         summary: "inter-node algorithm over node leaders, then intra-node algorithm in each node",
@@ -266,7 +289,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                 kind: ParamKind::Algorithm(Collective::Bcast),
                 default: DefaultValue::Algo("binomial"),
                 help: "broadcast inside each node from its leader",
-                tuning: ParamTuning::Sweep(&["linear", "binomial", "knomial(radix=4)"]),
+                tuning: ParamTuning::Sweep(&["linear", "binomial", "knomial(radix=4)", "shm"]),
             },
         ],
         restrictions: &[Restriction::NotNested, Restriction::NodeAware],
@@ -328,6 +351,7 @@ const PHASE_VARIANTS: &[&str] = &[
     "pipeline",
     "scatter_allgather_ring",
     "split_binary",
+    "shm",
 ];
 
 /// The configurations of an algorithm worth exercising: its defaults, then
@@ -405,6 +429,14 @@ fn resolve_in(
 ) -> Result<AlgoSpec, SpecError> {
     let info = lookup(collective, &spec.name)?;
     if let Some((outer, role)) = outer {
+        if info.has(Restriction::SharedMemory) && role == "inter" {
+            return Err(SpecError::NotComposable {
+                algorithm: info.name.into(),
+                outer: outer.into(),
+                role: role.into(),
+                why: "it needs ranks that share a node (use it as `intra`)".into(),
+            });
+        }
         if info.has(Restriction::NotNested) {
             return Err(SpecError::NotComposable {
                 algorithm: info.name.into(),

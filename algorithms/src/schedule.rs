@@ -59,19 +59,32 @@ pub enum Buf {
     Recv,
     /// This rank's part of a one-sided window (exposed to `Put`).
     Window,
+    /// This rank's part of its node's shared-memory window
+    /// (`MPI_Win_allocate_shared`): the rank writes it with `Copy`, other
+    /// ranks of its node read it directly with [`OpKind::Load`]. Every rank
+    /// of a node has a part of the same length.
+    Shared,
 }
 
 impl Buf {
-    pub const ALL: [Buf; 3] = [Buf::Data, Buf::Recv, Buf::Window];
+    /// How many buffers there are.
+    pub const COUNT: usize = 4;
+    pub const ALL: [Buf; Buf::COUNT] = [Buf::Data, Buf::Recv, Buf::Window, Buf::Shared];
 
     pub fn index(self) -> usize {
         match self {
             Buf::Data => 0,
             Buf::Recv => 1,
             Buf::Window => 2,
+            Buf::Shared => 3,
         }
     }
 }
+
+/// Flags each rank owns in its part of the shared-memory window: counters
+/// only their owner writes ([`OpKind::Signal`]) and other ranks of the node
+/// wait on ([`OpKind::Await`]). A flag's values rise within a call.
+pub const SHARED_FLAGS: u8 = 4;
 
 /// A byte range `[offset, offset + len)` of one buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -173,6 +186,31 @@ pub enum OpKind {
     EndExposure,
     /// Complete every outstanding `Immediate` op (blocking execution only).
     WaitAll,
+    /// Copies `src`, a region of rank `from`'s part of the node's shared
+    /// window ([`Buf::Shared`]), into this rank's `dst` (a load from
+    /// memory both ranks map: no message). Only safe once a [`OpKind::Await`]
+    /// this op depends on saw `from` publish the bytes.
+    Load {
+        from: Rank,
+        src: Region,
+        dst: Region,
+    },
+    /// Publishes: stores `value` into this rank's flag `flag` once every op
+    /// it depends on completed (a release: `MPI_Win_sync`, then an atomic
+    /// store). A flag's signals rise strictly in program order, each
+    /// depending on the one before.
+    Signal {
+        flag: u8,
+        value: u32,
+    },
+    /// Waits until rank `on`'s flag `flag` holds at least `value` (an
+    /// acquire: atomic loads, yielding the processor between polls, then
+    /// `MPI_Win_sync`).
+    Await {
+        on: Rank,
+        flag: u8,
+        value: u32,
+    },
 }
 
 impl OpKind {
@@ -188,7 +226,9 @@ impl OpKind {
     /// The region this op writes locally, if any.
     pub fn writes(&self) -> Option<Region> {
         match self {
-            OpKind::Recv { dst, .. } | OpKind::Copy { dst, .. } => Some(*dst),
+            OpKind::Recv { dst, .. } | OpKind::Copy { dst, .. } | OpKind::Load { dst, .. } => {
+                Some(*dst)
+            }
             _ => None,
         }
     }
@@ -219,7 +259,7 @@ pub struct Op {
 pub struct Schedule {
     pub ops: Vec<Op>,
     /// Bytes each buffer must hold (indexed by [`Buf::index`]).
-    pub buf_len: [u64; 3],
+    pub buf_len: [u64; Buf::COUNT],
 }
 
 impl Schedule {
@@ -241,6 +281,18 @@ impl Schedule {
                         | OpKind::AccessTo { .. }
                 )
             })
+    }
+    /// Whether any op uses the node's shared-memory window (its part of
+    /// it, a peer's part, or flags). A rank whose schedule declares a
+    /// [`Buf::Shared`] length but no such op (a rank alone on its node in
+    /// a hierarchical call) still takes part in allocating the window.
+    pub fn uses_shared(&self) -> bool {
+        self.ops.iter().any(|o| {
+            matches!(
+                o.kind,
+                OpKind::Load { .. } | OpKind::Signal { .. } | OpKind::Await { .. }
+            )
+        })
     }
     /// Messages and payload bytes this rank sends (sends and puts).
     pub fn sent(&self) -> (usize, u64) {

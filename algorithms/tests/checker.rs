@@ -100,6 +100,7 @@ bcast_tests! {
     bcast_pipeline: "pipeline",
     bcast_scatter_allgather: "scatter_allgather",
     bcast_scatter_allgather_ring: "scatter_allgather_ring",
+    bcast_shm: "shm",
     bcast_hierarchical: "hierarchical",
 }
 

@@ -138,6 +138,8 @@ pub fn run_algorithm(
     m: &Matrix,
     mut before_case: impl FnMut(&Case),
 ) -> Result<Outcome, TransportError> {
+    comm.shared_memory_fits(collective, spec)
+        .map_err(TransportError::SharedMemoryUnfit)?;
     let (execs, roots, sizes, inject_fault) = (&m.execs, &m.roots, &m.sizes, m.inject_fault);
     let t0 = Instant::now();
     let mut cases = 0;

@@ -44,6 +44,9 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     Restriction::NodeAware => {
                         "node-aware: needs ranks on several nodes to differ from its intra phase"
                     }
+                    Restriction::SharedMemory => {
+                        "shared memory: only for ranks of one node (or as hierarchical's intra)"
+                    }
                 };
                 outln!("      note: {text}");
             }

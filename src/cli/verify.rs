@@ -144,11 +144,19 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             Ok(o) => o,
             // Window creation is collective: every rank skips alike.
             Err(colltune_mpi::transport::mpi::TransportError::Mpi(m))
-                if m.call == "MPI_Win_allocate" =>
+                if m.call == "MPI_Win_allocate" || m.call == "MPI_Win_allocate_shared" =>
             {
                 skipped += 1;
                 if lead {
                     outln!("SKIPPED {c} {spec}: not available with this MPI and network ({m})");
+                }
+                continue;
+            }
+            // Decided from the layout alone: every rank skips alike.
+            Err(colltune_mpi::transport::mpi::TransportError::SharedMemoryUnfit(why)) => {
+                skipped += 1;
+                if lead {
+                    outln!("SKIPPED {c} {spec}: not applicable here ({why})");
                 }
                 continue;
             }

@@ -13,10 +13,15 @@
 //! phases the dataflow execution overlaps them (a leader forwards a segment
 //! inside its node as soon as it arrives from outside).
 //!
-//! Parameters: `inter`, `intra` (broadcast algorithms, not hierarchical).
+//! With `intra=shm` each node's phase goes through the node's shared
+//! memory (one copy in, every rank copies out) instead of messages.
+//!
+//! Parameters: `inter`, `intra` (broadcast algorithms, not hierarchical;
+//! `inter` not `shm`, which needs ranks that share a node).
 
 use crate::builder::Builder;
 use crate::error::SpecError;
+use crate::schedule::Buf;
 use crate::shape::{Compose, Shape};
 use crate::spec::{AlgoSpec, Collective};
 use crate::topo::NodeMap;
@@ -75,6 +80,23 @@ pub fn build(
         b.with_map(&members, |b| {
             build_into(Collective::Bcast, spec.algo("intra")?, &intra, b)
         })?;
+    } else {
+        // Alone on its node, this rank still takes part in allocating the
+        // shared-memory window its machine's other ranks allocate (an
+        // intra-node phase through shared memory, `shm`, on nodes that
+        // share a machine: the emulated layouts), with the length they
+        // declare: the phase's on a node of two.
+        let pair = NodeMap::single(2);
+        let mut probe = Builder::new();
+        let two = Shape {
+            rank: 0,
+            size: 2,
+            root: 0,
+            bytes: sh.bytes,
+            nodes: &pair,
+        };
+        build_into(Collective::Bcast, spec.algo("intra")?, &two, &mut probe)?;
+        b.need(Buf::Shared, probe.needs(Buf::Shared));
     }
     Ok(())
 }

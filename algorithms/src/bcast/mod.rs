@@ -8,5 +8,6 @@ pub mod knomial;
 pub mod linear;
 pub mod pipeline;
 pub mod scatter_allgather;
+pub mod shm;
 pub mod split_binary;
 pub mod tree;

@@ -10,6 +10,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::content::{Content, Origin};
+use super::proof::SharedState;
 use super::CheckError;
 use crate::channel::number_channels;
 use crate::schedule::{Buf, OpKind, Rank, Region, Schedule, SendMode, Tag};
@@ -44,7 +45,7 @@ pub(super) struct RankState {
     pub(super) puts: Vec<u32>,
     pub(super) access: Option<Vec<Rank>>,
     pub(super) exposure: Option<(Vec<Rank>, BTreeSet<u32>)>,
-    pub(super) content: [Option<Content>; 3],
+    pub(super) content: [Option<Content>; Buf::COUNT],
     /// Whether the schedule opens post/start epochs (else no sync to poll).
     pub(super) has_epochs: bool,
 }
@@ -68,6 +69,8 @@ pub(super) struct Machine<'a> {
     /// unmatched receives). Ranks talk to few peers, so a short list.
     chans: Vec<Vec<Chan>>,
     pub(super) fence_posted: Vec<usize>,
+    /// Shared windows: flags, pieces, proofs.
+    pub(super) shared: SharedState,
     queue: VecDeque<usize>,
     queued: Vec<bool>,
     scratch: Vec<(u64, Origin)>,
@@ -82,6 +85,7 @@ impl<'a> Machine<'a> {
             ranks: Vec::new(),
             chans: vec![Vec::new(); sched.len()],
             fence_posted: Vec::new(),
+            shared: SharedState::new(sched),
             queue: (0..sched.len()).collect(),
             queued: vec![true; sched.len()],
             scratch: Vec::new(),
@@ -117,7 +121,7 @@ impl<'a> Machine<'a> {
 
     /// Advances ranks until none can; returns each rank's buffers, or the
     /// deadlock if some rank did not finish.
-    pub(super) fn run(mut self) -> Result<Vec<[Content; 3]>, CheckError> {
+    pub(super) fn run(mut self) -> Result<Vec<[Content; Buf::COUNT]>, CheckError> {
         while let Some(r) = self.queue.pop_front() {
             self.queued[r] = false;
             self.advance(r)?;
@@ -171,8 +175,12 @@ impl Machine<'_> {
     pub(super) fn start(&mut self, r: usize, i: u32) -> Result<(), CheckError> {
         self.hazard_check(r, i)?;
         self.ranks[r].st[i as usize] = St::Active;
-        self.ranks[r].active.push(i);
         let kind = self.op(r, i).clone();
+        // An await touches no buffer: kept out of the list hazards scan
+        // (a dataflow rank may have hundreds waiting at once).
+        if !matches!(kind, OpKind::Await { .. }) {
+            self.ranks[r].active.push(i);
+        }
         match kind {
             OpKind::Send { to, tag, mode, .. } => {
                 let ch = self.chan(r as u32, to.0, tag);
@@ -191,6 +199,9 @@ impl Machine<'_> {
                 self.try_match(from.0, r as u32, tag)?;
             }
             OpKind::Copy { src, dst } => {
+                if dst.buf == Buf::Shared {
+                    self.shared_write(r, i, dst)?;
+                }
                 self.transfer(r, src, r, dst.buf, dst.offset);
                 self.complete(r, i);
             }
@@ -200,6 +211,9 @@ impl Machine<'_> {
             | OpKind::AccessTo { .. }
             | OpKind::EndAccess
             | OpKind::EndExposure => self.start_window(r, i, kind)?,
+            OpKind::Load { .. } | OpKind::Signal { .. } | OpKind::Await { .. } => {
+                self.start_shared(r, i, kind)?
+            }
             OpKind::WaitAll => self.complete(r, i),
         }
         Ok(())

@@ -13,16 +13,25 @@
 //! - **Hazards:** no op writes a region an in-flight op reads or writes; no op
 //!   reads a region an in-flight receive writes; ready-mode sends find their
 //!   receive posted; puts happen inside an access epoch.
+//! - **Shared memory:** a load from a peer's part of the node's shared
+//!   window happens after the write it reads, and a write into a rank's
+//!   part after every load of what it overwrites (this call's and the
+//!   previous call's), proven from dependencies and signal-to-await edges
+//!   alone, so for every timing of both executions.
 //!
 //! By file: `content` (buffers as the origins of their bytes),
 //! `validate` (what a schedule must be before it runs), `machine` (ranks,
 //! message matching, starting and completing ops), `walk` (the blocking
 //! and dataflow executions), `window` (one-sided epochs and puts),
+//! `shared` (shared-memory windows: loads, flags and their proof) and
+//! `proof` (what that proof derives from each schedule, and its state),
 //! `hazard` (buffers in flight). This file: the public API and its errors.
 
 mod content;
 mod hazard;
 mod machine;
+mod proof;
+mod shared;
 mod validate;
 mod walk;
 mod window;
@@ -75,6 +84,8 @@ pub enum CheckError {
     ReadyTooEarly { rank: usize, op: usize, to: usize },
     #[error("rank {rank} op {op}: {why}")]
     Epoch { rank: usize, op: usize, why: String },
+    #[error("rank {rank} op {op}: shared memory: {why}")]
+    Shared { rank: usize, op: usize, why: String },
     #[error("deadlock ({execution} execution): {stuck}")]
     Deadlock { execution: Execution, stuck: String },
     #[error("rank {rank} {buf:?}[{offset}] holds {found} after the call, expected {expected}")]
@@ -93,7 +104,7 @@ pub fn run(
     sched: &[Schedule],
     exec: Execution,
     limits: [u64; 3],
-) -> Result<Vec<[Content; 3]>, CheckError> {
+) -> Result<Vec<[Content; Buf::COUNT]>, CheckError> {
     validate(sched, limits)?;
     Machine::new(sched, exec).run()
 }

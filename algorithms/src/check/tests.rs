@@ -109,3 +109,111 @@ fn wrong_data_is_caught() {
     let out = run(&s, Execution::Blocking, [4; 3]).unwrap();
     assert_eq!(out[1][0].mismatch(4, 0, Buf::Data).map(|m| m.0), Some(0));
 }
+
+/// Rank 0 publishes `segs` 4-byte segments through one 4-byte slot of its
+/// shared part; rank 1 copies each out. `wait_entry`: the root waits for
+/// rank 1 to enter before its first write; `wait_reuse`: before reusing
+/// the slot; `await_written`: rank 1 waits for each segment's signal.
+fn shared_pair(
+    segs: u32,
+    wait_entry: bool,
+    wait_reuse: bool,
+    await_written: bool,
+) -> Vec<Schedule> {
+    let shared = |len| Region::new(Buf::Shared, 0, len);
+    two(
+        |b| {
+            b.need(Buf::Shared, 4);
+            let entered = b.await_flag(1, 1, 0);
+            for k in 0..segs {
+                let free = if k == 0 {
+                    wait_entry.then_some(entered)
+                } else {
+                    wait_reuse.then(|| b.await_flag(1, 1, k))
+                };
+                let c = b.copy(Region::data(4 * k as u64, 4), shared(4));
+                if let Some(f) = free {
+                    b.depend(c, f);
+                }
+                b.signal(0, k + 1, &[c]);
+            }
+        },
+        |b| {
+            let entry = b.signal(1, 0, &[]);
+            for k in 0..segs {
+                let after = if await_written {
+                    b.await_flag(0, 0, k + 1)
+                } else {
+                    entry
+                };
+                let l = b.load(0, shared(4), Region::data(4 * k as u64, 4), after);
+                b.signal(1, k + 1, &[l]);
+            }
+        },
+    )
+}
+
+#[test]
+fn shared_memory_broadcast_through_one_slot_is_proven() {
+    for exec in Execution::ALL {
+        let out = run(&shared_pair(3, true, true, true), exec, [12; 3]).unwrap();
+        assert_eq!(out[1][0].mismatch(12, 0, Buf::Data), None, "{exec}");
+    }
+}
+
+#[test]
+fn loading_before_the_write_is_published_is_caught() {
+    for exec in Execution::ALL {
+        let e = run(&shared_pair(1, true, true, false), exec, [4; 3]).unwrap_err();
+        assert!(
+            matches!(e, CheckError::Shared { rank: 1, .. }),
+            "{exec}: {e}"
+        );
+    }
+}
+
+#[test]
+fn overwriting_a_slot_before_the_reader_is_done_is_caught() {
+    for exec in Execution::ALL {
+        let e = run(&shared_pair(3, true, false, true), exec, [12; 3]).unwrap_err();
+        assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
+    }
+}
+
+#[test]
+fn writing_before_readers_left_the_previous_call_is_caught() {
+    for exec in Execution::ALL {
+        let e = run(&shared_pair(1, false, true, true), exec, [4; 3]).unwrap_err();
+        assert!(
+            matches!(e, CheckError::Shared { rank: 0, ref why, .. } if why.contains("previous call")),
+            "{exec}: {e}"
+        );
+    }
+}
+
+#[test]
+fn an_await_never_signalled_deadlocks_and_signals_must_rise() {
+    let s = two(
+        |b| {
+            b.await_flag(1, 0, 5);
+        },
+        |b| {
+            b.signal(0, 4, &[]);
+        },
+    );
+    assert!(matches!(
+        run(&s, Execution::Nonblocking, [4; 3]),
+        Err(CheckError::Deadlock { .. })
+    ));
+    let s = two(
+        |b| {
+            b.signal(0, 4, &[]);
+            b.signal(0, 4, &[]);
+        },
+        |_| {},
+    );
+    assert!(matches!(
+        run(&s, Execution::Blocking, [4; 3]),
+        Err(CheckError::Malformed { .. })
+    ));
+}

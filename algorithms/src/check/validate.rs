@@ -4,12 +4,15 @@
 //! with a blocking receive. The walkers then assume all of it.
 
 use super::CheckError;
-use crate::schedule::{Buf, OpKind, Post, Region, Schedule, SendMode};
+use crate::schedule::{Buf, OpKind, Post, Region, Schedule, SendMode, SHARED_FLAGS};
 
 /// Checks every op of every rank (`limits`: each buffer's length).
 pub(super) fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), CheckError> {
     let p = sched.len() as u32;
+    let shared_len = |r: usize| sched[r].buf_len[Buf::Shared.index()];
     for (rank, s) in sched.iter().enumerate() {
+        // Per shared flag: its last signal so far (op, value).
+        let mut last_signal: [Option<(u32, u32)>; SHARED_FLAGS as usize] = Default::default();
         for (op, o) in s.ops.iter().enumerate() {
             let mal = |why: String| CheckError::Malformed { rank, op, why };
             for &d in &o.deps {
@@ -42,10 +45,51 @@ pub(super) fn validate(sched: &[Schedule], limits: [u64; 3]) -> Result<(), Check
                 {
                     return Err(mal("epoch group names an invalid rank".into()));
                 }
+                OpKind::Load { from, src, dst } => {
+                    if from.0 >= p || from.idx() == rank {
+                        return Err(mal(format!("load from {from}, not another rank")));
+                    }
+                    if src.buf != Buf::Shared || dst.buf == Buf::Shared || src.len != dst.len {
+                        return Err(mal(
+                            "a load copies a peer's shared region into a local one of its length"
+                                .into(),
+                        ));
+                    }
+                    let limit = shared_len(from.idx());
+                    if src.end() > limit {
+                        return Err(CheckError::OutOfBounds {
+                            rank,
+                            op,
+                            region: *src,
+                            limit,
+                        });
+                    }
+                }
+                OpKind::Await { on, flag, .. }
+                    if on.0 >= p || on.idx() == rank || *flag >= SHARED_FLAGS =>
+                {
+                    return Err(mal(format!("await of rank {on}'s flag {flag}")));
+                }
+                OpKind::Signal { flag, value } => {
+                    if *flag >= SHARED_FLAGS {
+                        return Err(mal(format!("signal of flag {flag}")));
+                    }
+                    if let Some((prev, v)) = last_signal[*flag as usize] {
+                        if *value <= v || !o.deps.contains(&prev) {
+                            return Err(mal(format!(
+                                "flag {flag}'s signals must rise ({v} then {value}) and each                                  depend on the one before (op {prev})"
+                            )));
+                        }
+                    }
+                    last_signal[*flag as usize] = Some((op as u32, *value));
+                }
                 _ => {}
             }
             for region in regions {
-                let limit = limits[region.buf.index()];
+                let limit = match region.buf {
+                    Buf::Shared => shared_len(rank),
+                    b => limits[b.index()],
+                };
                 if region.end() > limit {
                     return Err(CheckError::OutOfBounds {
                         rank,

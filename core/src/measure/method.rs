@@ -325,7 +325,8 @@ pub enum SelectionError {
 }
 
 /// Expands the requested algorithms (every algorithm of the collective at
-/// its defaults when none is named; node-aware ones only on several nodes)
+/// its defaults when none is named; node-aware ones only on several nodes,
+/// shared-memory ones only on one)
 /// by the parameter sweeps, under each execution: the subjects to measure
 /// or simulate, each once.
 pub fn expand(
@@ -337,7 +338,15 @@ pub fn expand(
 ) -> Result<Vec<Subject>, SelectionError> {
     let mut specs: Vec<AlgoSpec> = if requested.is_empty() {
         algorithms(collective)
-            .filter(|a| multi_node || !a.has(Restriction::NodeAware))
+            .filter(|a| {
+                // Node-aware ones only on several nodes, shared-memory ones
+                // only on one.
+                if multi_node {
+                    !a.has(Restriction::SharedMemory)
+                } else {
+                    !a.has(Restriction::NodeAware)
+                }
+            })
             .map(|a| AlgoSpec::new(a.name))
             .collect()
     } else {

@@ -139,13 +139,20 @@ impl SpaceOptions {
 }
 
 /// Every candidate for a collective: each registry algorithm marked a
-/// candidate (node-aware ones only on several nodes), in registry order,
+/// candidate (node-aware ones only on several nodes, shared-memory ones
+/// (`shm`) only on one: on several, `hierarchical`'s `intra` sweep offers
+/// it inside each node), in registry order,
 /// one per combination of its swept values, segmented ones unsegmented (the
 /// tuner then tunes their segment size), each under every execution.
 pub fn candidates(c: Collective, o: &SpaceOptions) -> Vec<Candidate> {
     let mut out = Vec::new();
     for info in algorithms(c) {
-        if info.tuning != Tuning::Candidate || (info.has(Restriction::NodeAware) && !o.multi_node) {
+        let misplaced = if o.multi_node {
+            info.has(Restriction::SharedMemory)
+        } else {
+            info.has(Restriction::NodeAware)
+        };
+        if info.tuning != Tuning::Candidate || misplaced {
             continue;
         }
         for spec in specs(info, o) {
@@ -264,7 +271,8 @@ mod tests {
             multi_node: false,
         };
         let b = candidates(Collective::Bcast, &o);
-        assert_eq!(b.len(), 24);
+        // 24, and shm's 3 ring sizes under 2 executions.
+        assert_eq!(b.len(), 24 + 6);
         assert!(b.iter().all(|c| c.spec.name != "hierarchical"));
         let multi = candidates(
             Collective::Bcast,
@@ -273,7 +281,13 @@ mod tests {
                 ..o.clone()
             },
         );
-        assert_eq!(multi.len(), 24 + 24);
+        // No shm on its own; hierarchical: 4 inter x 4 intra (shm one of
+        // them) x 2 executions.
+        assert_eq!(multi.len(), 24 + 32);
+        assert!(multi.iter().all(|c| c.spec.name != "shm"));
+        assert!(multi
+            .iter()
+            .any(|c| c.spec.name == "hierarchical" && c.spec.to_string().contains("intra=shm")));
         assert_eq!(candidates(Collective::Swap, &o).len(), 16);
         let p = Candidate::new(Collective::Bcast, "pipeline", Execution::Blocking);
         assert_eq!(p.segment(), Some(65536));
@@ -287,8 +301,8 @@ mod tests {
         assert_eq!(*segment_grid(1 << 30).last().unwrap(), 1 << 20);
     }
 
-    /// A registry algorithm is a candidate (and then in the space, on
-    /// several nodes) or says why it is not.
+    /// A registry algorithm is a candidate (and then in the space, on one
+    /// node or on several) or says why it is not.
     #[test]
     fn every_registry_algorithm_is_a_candidate_or_says_why_not() {
         let o = SpaceOptions {
@@ -297,7 +311,14 @@ mod tests {
             multi_node: true,
         };
         for c in Collective::ALL {
-            let space = candidates(c, &o);
+            let mut space = candidates(c, &o);
+            space.extend(candidates(
+                c,
+                &SpaceOptions {
+                    multi_node: false,
+                    ..o.clone()
+                },
+            ));
             for info in algorithms(c) {
                 let n = space.iter().filter(|k| k.spec.name == info.name).count();
                 match info.tuning {

@@ -464,6 +464,12 @@ impl<'c> Measurer<'c> {
             }
             _ => None,
         };
+        if let Subject::Ours(v) = pt.subject {
+            // Decided from the layout alone: every rank skips alike.
+            self.comm
+                .shared_memory_fits(coll, &v.spec)
+                .map_err(BenchError::NotApplicable)?;
+        }
         let plans: Vec<Plan> = match pt.subject {
             Subject::Ours(v) if direct.is_none() => roots
                 .iter()

@@ -206,6 +206,20 @@ fn warn_once(world: &Comm, msg: &str) {
     }
 }
 
+/// Warns once per process (on rank 0 of `comm`) that a shared-memory
+/// algorithm cannot run here and the library's broadcast runs instead.
+fn warn_unfit_once(comm: &Comm, why: &str) {
+    use std::sync::Once;
+    static ONCE: Once = Once::new();
+    if comm.rank() == 0 {
+        ONCE.call_once(|| {
+            crate::say(&format!(
+                "warning: {why}; the MPI library's broadcast runs instead"
+            ))
+        });
+    }
+}
+
 /// Dispatching on one communicator.
 pub struct CommSelector {
     sel: Arc<Selector>,
@@ -302,9 +316,13 @@ impl CommSelector {
         if let Some(p) = self.plans.borrow().get(&key) {
             return Ok(Arc::clone(p));
         }
+        let spec = spec();
+        self.comm
+            .shared_memory_fits(c, &spec)
+            .map_err(TransportError::SharedMemoryUnfit)?;
         let s = build_resolved(
             c,
-            &spec(),
+            &spec,
             &Shape {
                 rank: self.comm.rank(),
                 size: self.comm.size(),
@@ -376,8 +394,15 @@ impl CommSelector {
         self.trace("bcast", bytes, Some(root), choice);
         match &choice.algorithm {
             Some((spec, exec)) => {
-                let plan = self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone())?;
-                execute(&self.comm, &plan, *exec, Buffers::bcast(buf))?;
+                match self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone()) {
+                    // A shared-memory algorithm where ranks share no node:
+                    // the library's broadcast (every rank decides alike).
+                    Err(TransportError::SharedMemoryUnfit(why)) => {
+                        warn_unfit_once(&self.comm, &why);
+                        self.comm.library_bcast(buf, root)?;
+                    }
+                    plan => execute(&self.comm, &*plan?, *exec, Buffers::bcast(buf))?,
+                }
             }
             None => match choice
                 .library

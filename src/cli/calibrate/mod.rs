@@ -255,7 +255,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         ),
         copy_gbs,
         levels: Vec::new(),
-        memory_copy_gbs: None,
+        memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
     };
     model
         .check()

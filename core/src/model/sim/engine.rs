@@ -48,6 +48,9 @@ pub(super) enum K {
     EndAccess,
     EndExposure,
     WaitAll,
+    Load,
+    Signal,
+    Await,
 }
 
 /// "No channel side" / "no peer".
@@ -59,13 +62,14 @@ pub(super) struct FOp {
     pub(super) kind: K,
     pub(super) post: Post,
     pub(super) st: St,
-    /// Send, Put: destination; Recv: source.
+    /// Send, Put: destination; Recv: source; Load: the rank whose shared
+    /// memory it reads; Await: the rank whose flag it waits on.
     pub(super) peer: u32,
-    /// Bytes it moves (Send, Copy, Put).
+    /// Bytes it moves (Send, Copy, Put, Load).
     pub(super) len: u64,
     /// Send, Recv: its channel (index among its rank's channel sides) and
     /// its position there. ExposeTo, AccessTo: the group's start and length
-    /// in `Engine::groups`.
+    /// in `Engine::groups`. Signal, Await: the flag and the value.
     pub(super) cs: u32,
     pub(super) pos: u32,
     /// Dataflow: dependencies not yet done.
@@ -136,6 +140,11 @@ pub(super) struct RankCold {
     pub(super) accessed: Vec<(u32, f64)>,
     /// Blocked sync op waiting on peers: (op, entered at).
     pub(super) blocked_sync: Option<(u32, f64)>,
+    /// Its shared flags' signals so far: (flag, value, when).
+    pub(super) signals: Vec<(u32, u32, f64)>,
+    /// Awaits of other ranks on its flags, not yet satisfied: (rank, op,
+    /// started at).
+    pub(super) waiters: Vec<(u32, u32, f64)>,
 }
 
 /// What a blocking rank waits for before it goes on.
@@ -332,8 +341,7 @@ impl<'a> Engine<'a> {
             }
             K::Copy => {
                 let end = self.net.copy_end(ts, op.len);
-                self.ranks[r as usize].cpu = end;
-                self.push(end, r, i);
+                self.local_done(r, i, end);
             }
             K::Put => {
                 let to = op.peer;
@@ -418,6 +426,59 @@ impl<'a> Engine<'a> {
                 }
                 self.push(ts, r, i);
             }
+            K::Load => {
+                let end = self.net.shared_load(r, ts, op.len);
+                self.local_done(r, i, end);
+            }
+            K::Signal => {
+                self.cold[r as usize].signals.push((op.cs, op.pos, ts));
+                let waiters = std::mem::take(&mut self.cold[r as usize].waiters);
+                for (q, j, tq) in waiters {
+                    if !self.try_await(q, j, tq) {
+                        self.cold[r as usize].waiters.push((q, j, tq));
+                    }
+                }
+                // A store: no CPU time to speak of, done when issued.
+                self.local_done(r, i, ts);
+            }
+            K::Await => {
+                if !self.try_await(r, i, ts) {
+                    self.cold[op.peer as usize].waiters.push((r, i, ts));
+                }
+            }
+        }
+    }
+
+    /// Copy, load or signal `i` of rank `r` keeps its CPU busy until `end`. The
+    /// dataflow execution does it at once when it starts it (as the MPI
+    /// executor does: a copy is done when issued), so that what depends on
+    /// it (a flag raised) comes before later ops in program order; the
+    /// blocking execution waits for its completion.
+    fn local_done(&mut self, r: u32, i: u32, end: f64) {
+        self.ranks[r as usize].cpu = end;
+        if self.exec == Execution::Nonblocking {
+            self.complete(r, i, end);
+        } else {
+            self.push(end, r, i);
+        }
+    }
+
+    /// Completes await `i` of rank `r` (started at `ts`) if its flag got
+    /// there: once the first signal that reached the value is seen.
+    fn try_await(&mut self, r: u32, i: u32, ts: f64) -> bool {
+        let op = *self.op(r, i);
+        let seen = self.cold[op.peer as usize]
+            .signals
+            .iter()
+            .find(|&&(f, v, _)| f == op.cs && v >= op.pos)
+            .map(|s| s.2);
+        match seen {
+            Some(t) => {
+                let at = ts.max(t + self.net.flag_latency());
+                self.push(at, r, i);
+                true
+            }
+            None => false,
         }
     }
 
@@ -658,6 +719,8 @@ impl<'a> Engine<'a> {
             c.exposed = None;
             c.accessed.clear();
             c.blocked_sync = None;
+            c.signals.clear();
+            c.waiters.clear();
         }
         for side in &mut self.cs {
             side.posted = 0;

@@ -10,7 +10,13 @@
 //! at once; larger ones wait for their receive plus one `L` (rendezvous). A
 //! receive completes `o` after both it is posted and its data has arrived.
 //! Copies take `n / copy bandwidth`; window synchronisation completes the
-//! puts it closes. The call's time is the slowest rank's finish.
+//! puts it closes. Shared memory (the `shm` broadcast): a load out of a
+//! peer's part of the node's shared window copies at the copy bandwidth,
+//! and queues with every shared-memory copy into the reader's memory domain on
+//! `memory_copy_gbs` when the model gives it; a
+//! flag raised is seen one intra-node latency later (a cache line between
+//! cores). The dataflow execution does copies, loads and signals at once
+//! when it starts them, as the MPI executor does. The call's time is the slowest rank's finish.
 //!
 //! Speed: a call of 16,384 ranks runs about a million ops, and a decision
 //! table some hundreds of calls, so the engine keeps ops flat and touches

@@ -293,6 +293,29 @@ impl Network {
         (t_post, free, arr)
     }
 
+    /// Rank `r` loads `bytes` out of its node's shared memory from `ts`:
+    /// when it is done. Its process copies at the copy bandwidth, one load
+    /// at a time, and the load queues on its memory domain's aggregate rate
+    /// (`memory_copy_gbs`) with every other shared-memory copy into it.
+    pub fn shared_load(&mut self, r: u32, ts: f64, bytes: u64) -> f64 {
+        let start = ts.max(self.shm_in[r as usize]);
+        let mut end = self.copy_end(start, bytes);
+        if self.mem_per_byte > 0.0 {
+            let m = &mut self.mem_free[self.mem_of[r as usize] as usize];
+            let mem_end = start.max(*m) + bytes as f64 * self.mem_per_byte;
+            *m = mem_end;
+            end = end.max(mem_end);
+        }
+        self.shm_in[r as usize] = end;
+        end
+    }
+
+    /// What a flag raised in shared memory takes to be seen by another
+    /// rank of the node: one cache line between cores, the link's latency.
+    pub fn flag_latency(&self) -> f64 {
+        self.intra.latency_us
+    }
+
     /// When a copy of `bytes` started at `ts` ends.
     #[inline]
     pub fn copy_end(&self, ts: f64, bytes: u64) -> f64 {

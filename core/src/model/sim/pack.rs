@@ -157,6 +157,22 @@ impl Engine<'_> {
                 OpKind::EndAccess => K::EndAccess,
                 OpKind::EndExposure => K::EndExposure,
                 OpKind::WaitAll => K::WaitAll,
+                OpKind::Load { from, src, .. } => {
+                    peer = from.0;
+                    len = src.len;
+                    K::Load
+                }
+                OpKind::Signal { flag, value } => {
+                    cs = *flag as u32;
+                    pos = *value;
+                    K::Signal
+                }
+                OpKind::Await { on, flag, value } => {
+                    peer = on.0;
+                    cs = *flag as u32;
+                    pos = *value;
+                    K::Await
+                }
             };
             self.ops.push(FOp {
                 kind,
@@ -236,6 +252,8 @@ impl Engine<'_> {
             exposed: None,
             accessed: Vec::new(),
             blocked_sync: None,
+            signals: Vec::new(),
+            waiters: Vec::new(),
         });
     }
 

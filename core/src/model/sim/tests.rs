@@ -441,3 +441,41 @@ fn the_packed_channels_are_the_plans_channels() {
     }
     assert!(seen > 40, "{seen}");
 }
+
+#[test]
+fn a_shared_memory_broadcast_costs_copies_and_the_nodes_memory() {
+    let one = NodeMap::single(8);
+    let n: u64 = 1 << 20;
+    let t = |m: &Model, spec: &str, exec| {
+        simulate(
+            m,
+            Collective::Bcast,
+            &AlgoSpec::parse(spec).unwrap(),
+            exec,
+            &one,
+            n,
+        )
+        .unwrap()
+    };
+    let mut m = model();
+    let copy = n as f64 * 1e-3 / m.copy_gbs;
+    for exec in Execution::ALL {
+        // One slot: the root's copy in, then the 7 copies out at once.
+        let whole = t(&m, "shm:segment=0", exec);
+        assert!(
+            whole >= 2.0 * copy && whole < 2.0 * copy + 5.0,
+            "{whole} vs {copy}"
+        );
+        // Half the copies of messages through the transport, no relay.
+        assert!(whole < t(&m, "linear", exec) && whole < t(&m, "binomial", exec));
+        // Segments pipeline: readers copy one out while the root copies
+        // the next in.
+        let segmented = t(&m, "shm:segment=65536,slots=4", exec);
+        assert!(segmented < 0.7 * whole, "{segmented} vs {whole}");
+        // The node's memory, shared by the 7 readers, bounds them.
+        m.memory_copy_gbs = Some(m.copy_gbs);
+        let shared = t(&m, "shm:segment=0", exec);
+        assert!(shared >= 8.0 * copy, "{shared} vs {copy}");
+        m.memory_copy_gbs = None;
+    }
+}

@@ -9,6 +9,15 @@
 //!   (peer, tag, direction) in program order so that messages match as in the
 //!   schedule; a segment is forwarded the moment it lands.
 //!
+//! Shared-memory ops (the node's window, `Comm`'s): a `Load` is a copy out
+//! of the peer's part, a `Signal` `MPI_Win_sync` then an atomic release
+//! store of (call number << 32 | value) into this rank's flag; an `Await`
+//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`.
+//! The blocking execution waits for it in place (yielding the processor
+//! between polls, driving MPI progress while requests are in flight); the
+//! dataflow execution keeps unmet awaits aside and polls them between
+//! `MPI_Testsome` calls, yielding when neither moved.
+//!
 //! Both are split-phase: [`start`] issues everything that does not have to
 //! wait for another rank and returns a [`Pending`] call; computation placed
 //! between [`start`] and [`Pending::wait`] overlaps with the communication
@@ -51,12 +60,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::ffi::c_int;
 use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use colltune_algorithms::{Buf, Execution, OpKind, Plan, Post, Rank, Region, Tag};
 
 use super::ffi::{self, MPI_Request, MPI_Win};
-use super::{Comm, TransportError};
+use super::{Comm, SharedWindow, TransportError, FLAGS_BYTES, FLAG_STRIDE};
 
 fn tag(t: Tag) -> c_int {
     match t {
@@ -172,16 +183,34 @@ pub fn start<'a>(
     } else {
         (ffi::win_null(), std::ptr::null_mut())
     };
+    let (shared, sbase, call) = if need(Buf::Shared) > 0 {
+        let w = comm.shared_window(need(Buf::Shared))?;
+        let me = w.parts[comm.rank()].expect("this rank maps its own part");
+        // SAFETY: every part starts with its flags.
+        let data = unsafe { me.add(FLAGS_BYTES) };
+        let call = if s.uses_shared() {
+            check_shared_peers(comm.rank(), plan, &w)?;
+            comm.next_shared_call()
+        } else {
+            0
+        };
+        (Some(w), data, call)
+    } else {
+        (None, std::ptr::null_mut(), 0)
+    };
     let mut run = Run {
         plan,
         exec,
         comm,
-        base: [bufs.data.as_mut_ptr(), bufs.recv.as_mut_ptr(), wbase],
+        base: [bufs.data.as_mut_ptr(), bufs.recv.as_mut_ptr(), wbase, sbase],
         win,
         pc: 0,
         active: Active::default(),
         puts: Vec::new(),
         flow: (exec == Execution::Nonblocking).then(|| Flow::new(plan)),
+        shared,
+        call,
+        awaiting: Vec::new(),
     };
     if let Err(e) = run.progress(false) {
         run.drain();
@@ -191,6 +220,23 @@ pub fn start<'a>(
         run: Some(run),
         _bufs: PhantomData,
     })
+}
+
+/// Every peer a schedule loads from or waits on maps its part of this
+/// node's shared window (the selector checks this for every rank alike
+/// before it runs a shared-memory algorithm: `Comm::shared_memory_fits`).
+fn check_shared_peers(me: usize, plan: &Plan, w: &SharedWindow) -> Result<(), TransportError> {
+    for op in &plan.schedule.ops {
+        if let OpKind::Load { from: peer, .. } | OpKind::Await { on: peer, .. } = op.kind {
+            if w.parts.get(peer.idx()).is_none_or(|p| p.is_none()) {
+                return Err(TransportError::NotSharedMemory {
+                    rank: me,
+                    peer: peer.idx(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The requests in flight, compact: `reqs[k]` belongs to op `ops[k]`.
@@ -407,7 +453,7 @@ struct Run<'a> {
     plan: &'a Plan,
     exec: Execution,
     comm: &'a Comm,
-    base: [*mut u8; 3],
+    base: [*mut u8; Buf::COUNT],
     win: MPI_Win,
     // blocking: next op in program order
     pc: usize,
@@ -417,6 +463,12 @@ struct Run<'a> {
     puts: Vec<u32>,
     // dataflow state (None in the blocking execution)
     flow: Option<Flow>,
+    // the node's shared window, if the call uses it
+    shared: Option<Rc<SharedWindow>>,
+    // this call's number among the calls through the shared window
+    call: u64,
+    // dataflow: awaits issued whose flag has not got there yet
+    awaiting: Vec<u32>,
 }
 
 impl Run<'_> {
@@ -424,6 +476,57 @@ impl Run<'_> {
         // SAFETY: start() checked every buffer against the schedule's
         // lengths, and regions lie inside them (the builder records them).
         unsafe { self.base[r.buf.index()].add(r.offset as usize) }
+    }
+
+    /// Rank `r`'s flag `f` in the shared window.
+    fn flag(&self, r: Rank, f: u8) -> &AtomicU64 {
+        let w = self
+            .shared
+            .as_ref()
+            .expect("a shared window for shared ops");
+        let part = w.parts[r.idx()].expect("start() checked every peer's part");
+        // SAFETY: flags are 64-byte aligned u64s at the head of a part that
+        // lives as long as `self.shared`; every access to them is atomic.
+        unsafe { AtomicU64::from_ptr(part.add(f as usize * FLAG_STRIDE).cast::<u64>()) }
+    }
+
+    /// What a flag holds once value `v` of this call was signalled.
+    fn stamp(&self, v: u32) -> u64 {
+        self.call << 32 | v as u64
+    }
+
+    /// Whether rank `on`'s flag `f` reached `value` in this call; once it
+    /// has, `MPI_Win_sync` (the acquire side) before the data is read.
+    fn reached(&self, on: Rank, f: u8, value: u32) -> Result<bool, TransportError> {
+        if self.flag(on, f).load(Ordering::Acquire) >= self.stamp(value) {
+            ffi::win_sync(self.shared_win())?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn shared_win(&self) -> MPI_Win {
+        self.shared.as_ref().expect("shared window").win
+    }
+
+    /// Dataflow: completes every await whose flag got there; whether any did.
+    fn poll_awaits(&mut self) -> Result<bool, TransportError> {
+        let mut any = false;
+        let mut k = 0;
+        while k < self.awaiting.len() {
+            let i = self.awaiting[k];
+            let OpKind::Await { on, flag, value } = self.plan.schedule.ops[i as usize].kind else {
+                unreachable!("only awaits wait here")
+            };
+            if self.reached(on, flag, value)? {
+                self.awaiting.swap_remove(k);
+                self.complete(i);
+                any = true;
+            } else {
+                k += 1;
+            }
+        }
+        Ok(any)
     }
 
     /// Completes the call; on error, drains what is in flight first.
@@ -444,6 +547,19 @@ impl Run<'_> {
         }
         let n = self.plan.schedule.ops.len();
         while self.flow.as_ref().is_some_and(|f| f.done < n) {
+            if !self.awaiting.is_empty() {
+                // Flags and messages both: poll, and yield the processor
+                // when neither moved (ranks may outnumber cores).
+                let mut moved = self.poll_awaits()?;
+                if !self.active.is_empty() {
+                    moved |= self.collect(false)?;
+                }
+                if !moved {
+                    std::thread::yield_now();
+                }
+                self.progress(true)?;
+                continue;
+            }
             if self.active.is_empty() {
                 return Err(TransportError::Mpi(super::MpiError {
                     call: "colltune dataflow",
@@ -452,18 +568,23 @@ impl Run<'_> {
                         .into(),
                 }));
             }
-            self.wait_some()?;
+            self.collect(true)?;
             self.progress(true)?;
         }
         Ok(())
     }
 
-    /// Waits for at least one request in flight (`MPI_Waitsome`), removes
-    /// every completed one from the array and completes its op. A request
-    /// that failed is the call's error.
-    fn wait_some(&mut self) -> Result<(), TransportError> {
+    /// Waits for at least one request in flight (`MPI_Waitsome`; `wait`
+    /// false: takes what completed, `MPI_Testsome`), removes every
+    /// completed one from the array and completes its op; whether any
+    /// did. A request that failed is the call's error.
+    fn collect(&mut self, wait: bool) -> Result<bool, TransportError> {
         let a = &mut self.active;
-        ffi::waitsome(&mut a.reqs, &mut a.some)?;
+        if wait {
+            ffi::waitsome(&mut a.reqs, &mut a.some)?;
+        } else {
+            ffi::testsome(&mut a.reqs, &mut a.some)?;
+        }
         // Highest index first, so swap_remove moves only survivors.
         a.some.done.sort_unstable_by_key(|d| Reverse(d.0));
         a.completed.clear();
@@ -483,7 +604,7 @@ impl Run<'_> {
         for &op in &self.active.completed {
             flow.request_done(plan, op);
         }
-        Ok(())
+        Ok(!self.active.completed.is_empty())
     }
 
     /// After an error: starts nothing more, cancels every receive in flight
@@ -503,6 +624,7 @@ impl Run<'_> {
             let _ = ffi::wait_cancelled(req);
         }
         self.active.clear();
+        self.awaiting.clear();
         if let Some(f) = self.flow.as_mut() {
             // Nothing more starts.
             f.heap.clear();
@@ -526,7 +648,8 @@ impl Run<'_> {
         let ops = &plan.schedule.ops;
         while self.pc < ops.len() {
             let op = &ops[self.pc];
-            let local = op.post == Post::Immediate || matches!(op.kind, OpKind::Copy { .. });
+            let local = op.post == Post::Immediate
+                || matches!(op.kind, OpKind::Copy { .. } | OpKind::Signal { .. });
             if !may_block && !local {
                 return Ok(());
             }
@@ -591,6 +714,15 @@ impl Run<'_> {
                                     self.comm.raw(),
                                 )?
                             };
+                        }
+                        &OpKind::Await { on, flag, value } => {
+                            while !self.reached(on, flag, value)? {
+                                if !self.active.is_empty() {
+                                    // Keep this rank's messages moving.
+                                    ffi::progress(self.comm.raw())?;
+                                }
+                                std::thread::yield_now();
+                            }
                         }
                         OpKind::Recv { from, dst, tag: t } => {
                             // SAFETY: as above.
@@ -717,6 +849,37 @@ impl Run<'_> {
             OpKind::EndExposure => {
                 ffi::win_wait(self.win)?;
                 self.complete(i);
+            }
+            OpKind::Load { from, src, dst } => {
+                let w = self.shared.as_ref().expect("shared window");
+                let part = w.parts[from.idx()].expect("start() checked every peer's part");
+                // SAFETY: the peer's part holds FLAGS_BYTES + the schedule's
+                // shared length (every part has one length); the await this
+                // load depends on saw the peer publish these bytes, and the
+                // peer overwrites them only once this rank signals it is done.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        part.add(FLAGS_BYTES + src.offset as usize),
+                        self.ptr(dst),
+                        src.len as usize,
+                    )
+                };
+                self.complete(i);
+            }
+            &OpKind::Signal { flag, value } => {
+                // Release: what this op depends on is visible before the flag.
+                ffi::win_sync(self.shared_win())?;
+                let me = Rank::from(self.comm.rank());
+                self.flag(me, flag)
+                    .store(self.stamp(value), Ordering::Release);
+                self.complete(i);
+            }
+            &OpKind::Await { on, flag, value } => {
+                if self.reached(on, flag, value)? {
+                    self.complete(i);
+                } else {
+                    self.awaiting.push(i);
+                }
             }
             OpKind::WaitAll => {
                 if self.exec == Execution::Blocking {

@@ -383,6 +383,17 @@ pub struct Completions {
 /// succeeds; an error of the call itself (or no active request) is `Err`.
 /// Costs O(`reqs.len()`): callers keep the array short.
 pub fn waitsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), MpiError> {
+    some(reqs, out, true)
+}
+
+/// `MPI_Testsome`: as [`waitsome`], but returns at once, `out.done` empty
+/// when nothing completed (or no request is active).
+pub fn testsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), MpiError> {
+    some(reqs, out, false)
+}
+
+fn some(reqs: &mut [MPI_Request], out: &mut Completions, wait: bool) -> Result<(), MpiError> {
+    let call = if wait { "MPI_Waitsome" } else { "MPI_Testsome" };
     out.done.clear();
     let n = reqs.len();
     out.indices.resize(n, 0);
@@ -391,14 +402,19 @@ pub fn waitsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), M
         .resize_with(n, || unsafe { std::mem::zeroed::<ffi::MPI_Status>() });
     let mut outcount: c_int = 0;
     let n_int = c_int::try_from(n).map_err(|_| MpiError {
-        call: "MPI_Waitsome",
+        call,
         code: -1,
         message: format!("{n} requests exceed an int"),
     })?;
+    let f = if wait {
+        ffi::PMPI_Waitsome
+    } else {
+        ffi::PMPI_Testsome
+    };
     // SAFETY: reqs is a valid array of requests owned by the caller; indices
-    // and statuses hold n entries each, as MPI_Waitsome may write.
+    // and statuses hold n entries each, as MPI_Waitsome/Testsome may write.
     let rc = unsafe {
-        ffi::PMPI_Waitsome(
+        f(
             n_int,
             reqs.as_mut_ptr(),
             &mut outcount,
@@ -409,12 +425,15 @@ pub fn waitsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), M
     let in_status =
         rc != ffi::MPI_SUCCESS as c_int && error_class(rc) == ffi::MPI_ERR_IN_STATUS as c_int;
     if !in_status {
-        check(rc, "MPI_Waitsome")?;
+        check(rc, call)?;
     }
     // SAFETY: reading an immutable MPI constant.
     if outcount == unsafe { ffi::RSMPI_UNDEFINED } || outcount < 0 {
+        if !wait {
+            return Ok(());
+        }
         return Err(MpiError {
-            call: "MPI_Waitsome",
+            call,
             code: -1,
             message: "no active request".into(),
         });
@@ -423,7 +442,7 @@ pub fn waitsome(reqs: &mut [MPI_Request], out: &mut Completions) -> Result<(), M
         let i = out.indices[k] as usize;
         let err = if in_status {
             let code = out.statuses[k].MPI_ERROR;
-            check(code, "MPI_Waitsome").err()
+            check(code, call).err()
         } else {
             None
         };
@@ -625,6 +644,103 @@ pub fn win_complete(win: MPI_Win) -> Result<(), MpiError> {
 pub fn win_wait(win: MPI_Win) -> Result<(), MpiError> {
     // SAFETY: valid window handle.
     check(unsafe { ffi::PMPI_Win_wait(win) }, "MPI_Win_wait")
+}
+
+/// `MPI_Win_allocate_shared`: this rank's part of `len` bytes (whole
+/// pages) of a window every rank of `comm` (ranks of one node) maps;
+/// collective. Returns the window and this rank's part.
+pub fn win_allocate_shared(len: u64, comm: MPI_Comm) -> Result<(MPI_Win, *mut u8), MpiError> {
+    let mut base: *mut u8 = ptr::null_mut();
+    let mut win = win_null();
+    let len = len.div_ceil(4096).saturating_mul(4096);
+    let size = ffi::MPI_Aint::try_from(len).map_err(|_| MpiError {
+        call: "MPI_Win_allocate_shared",
+        code: -1,
+        message: format!("{len} bytes is too large a window"),
+    })?;
+    // SAFETY: base receives a pointer to `len` bytes owned by the window.
+    check(
+        unsafe {
+            ffi::PMPI_Win_allocate_shared(
+                size,
+                1,
+                ffi::RSMPI_INFO_NULL,
+                comm,
+                (&mut base as *mut *mut u8).cast::<c_void>(),
+                &mut win,
+            )
+        },
+        "MPI_Win_allocate_shared",
+    )?;
+    Ok((win, base))
+}
+
+/// `MPI_Win_shared_query`: where rank `rank` (of the window's
+/// communicator) has its part, in this process, and its length.
+pub fn win_shared_query(win: MPI_Win, rank: usize) -> Result<(*mut u8, u64), MpiError> {
+    let mut base: *mut u8 = ptr::null_mut();
+    let mut size: ffi::MPI_Aint = 0;
+    let mut unit: c_int = 0;
+    // SAFETY: valid window and out pointers.
+    check(
+        unsafe {
+            ffi::PMPI_Win_shared_query(
+                win,
+                rank as c_int,
+                &mut size,
+                &mut unit,
+                (&mut base as *mut *mut u8).cast::<c_void>(),
+            )
+        },
+        "MPI_Win_shared_query",
+    )?;
+    Ok((base, size.max(0) as u64))
+}
+
+/// `MPI_Win_lock_all(MPI_MODE_NOCHECK)`: one passive-target epoch to every
+/// rank, kept open for the window's life (the MPI-3 unified model's way of
+/// making loads, stores and `MPI_Win_sync` legal at any time).
+pub fn win_lock_all(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(
+        unsafe { ffi::PMPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as c_int, win) },
+        "MPI_Win_lock_all",
+    )
+}
+
+pub fn win_unlock_all(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(
+        unsafe { ffi::PMPI_Win_unlock_all(win) },
+        "MPI_Win_unlock_all",
+    )
+}
+
+/// `MPI_Win_sync`: a memory barrier between this process's view of the
+/// window and the window's memory.
+pub fn win_sync(win: MPI_Win) -> Result<(), MpiError> {
+    // SAFETY: valid window handle.
+    check(unsafe { ffi::PMPI_Win_sync(win) }, "MPI_Win_sync")
+}
+
+/// One turn of MPI's progress engine on `comm` (`MPI_Iprobe` for any
+/// message, which receives nothing): for a rank waiting on shared memory
+/// while its own messages are in flight.
+pub fn progress(comm: MPI_Comm) -> Result<(), MpiError> {
+    let mut flag: c_int = 0;
+    // SAFETY: valid communicator and out pointer; the status is ignored.
+    check(
+        unsafe {
+            ffi::PMPI_Iprobe(
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                comm,
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        },
+        "MPI_Iprobe",
+    )
 }
 
 pub fn barrier(comm: MPI_Comm) -> Result<(), MpiError> {

@@ -14,10 +14,14 @@ pub mod exec;
 pub(crate) mod ffi;
 pub mod p2p;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::rc::Rc;
 
-use colltune_algorithms::{BuildError, NodeMap, ShapeError};
+use colltune_algorithms::{
+    lookup, AlgoSpec, BuildError, Collective, NodeMap, ParamValue, Restriction, ShapeError,
+    SHARED_FLAGS,
+};
 use thiserror::Error;
 
 pub use control::{Control, Element};
@@ -61,6 +65,11 @@ pub enum TransportError {
     NodeOverride { text: String, why: String },
     #[error("intercommunicators are not supported: colltune tunes intra-communicator collectives")]
     InterCommunicator,
+    #[error("rank {rank} reaches rank {peer} through shared memory, but they share no node: a shared-memory algorithm (shm) runs only among ranks of one node")]
+    NotSharedMemory { rank: usize, peer: usize },
+    /// What [`Comm::shared_memory_fits`] refused (on every rank alike).
+    #[error("{0}")]
+    SharedMemoryUnfit(String),
 }
 
 impl From<ShapeError> for TransportError {
@@ -73,6 +82,64 @@ struct Window {
     win: ffi::MPI_Win,
     base: *mut u8,
     len: u64,
+}
+
+/// Bytes between two flags at the head of a rank's part of the shared
+/// window: one cache line each, so that flags of different owners never
+/// share a line.
+pub(crate) const FLAG_STRIDE: usize = 64;
+/// Bytes at the head of every part that hold its owner's flags.
+pub(crate) const FLAGS_BYTES: usize = SHARED_FLAGS as usize * FLAG_STRIDE;
+
+/// The node's shared-memory window (`MPI_Win_allocate_shared` over the
+/// ranks that share this rank's node), in one passive epoch
+/// (`MPI_Win_lock_all`) for its whole life.
+pub(crate) struct SharedWindow {
+    pub(crate) win: ffi::MPI_Win,
+    /// The ranks of this rank's node.
+    node: CommHandle,
+    /// Data bytes of every part (after its flags).
+    len: u64,
+    /// Per rank of the communicator: its part (flags, then data) as mapped
+    /// in this process; None for a rank of another node.
+    pub(crate) parts: Vec<Option<*mut u8>>,
+}
+
+impl SharedWindow {
+    /// Collective over the ranks of this rank's node.
+    fn new(comm: &CommHandle, rank: usize, size: usize, len: u64) -> Result<Self, MpiError> {
+        // SAFETY: the communicator just split off, kept (and freed) here.
+        let node = unsafe { CommHandle::own(ffi::comm_split_shared(comm.raw(), rank)?) };
+        let (win, base) = ffi::win_allocate_shared(FLAGS_BYTES as u64 + len, node.raw())?;
+        // SAFETY: this rank's part holds at least FLAGS_BYTES bytes; no
+        // other rank reads its flags before the barrier below.
+        unsafe { std::ptr::write_bytes(base, 0, FLAGS_BYTES) };
+        let mut w = SharedWindow {
+            win,
+            node,
+            len,
+            parts: vec![None; size],
+        };
+        ffi::win_lock_all(win)?;
+        ffi::win_sync(win)?;
+        ffi::barrier(w.node.raw())?;
+        ffi::win_sync(win)?;
+        let members = w.node.allgather(rank as i32)?;
+        for (node_rank, &r) in members.iter().enumerate() {
+            let (p, _) = ffi::win_shared_query(win, node_rank)?;
+            w.parts[r as usize] = Some(p);
+        }
+        Ok(w)
+    }
+
+    /// Collective over the node, as `new`.
+    fn free(mut self) -> Result<(), MpiError> {
+        // Nobody may still read a part: every rank of the node is here.
+        ffi::barrier(self.node.raw())?;
+        ffi::win_unlock_all(self.win)?;
+        ffi::win_free(&mut self.win)
+        // The node's communicator goes with `self`.
+    }
 }
 
 /// A communicator as colltune uses it: a private duplicate (so colltune's
@@ -89,6 +156,14 @@ pub struct Comm {
     /// `COLLTUNE_NODES` says.
     shared: NodeMap,
     window: RefCell<Option<Window>>,
+    /// The node's shared-memory window, made at the first call that needs
+    /// it and grown collectively (over the node) when a call needs more.
+    shared_window: RefCell<Option<Rc<SharedWindow>>>,
+    /// Calls that used the shared window so far: flags hold this count in
+    /// their upper half, so a flag left by an earlier call never satisfies
+    /// a wait of this one. The same on every rank of a node: they make the
+    /// same calls.
+    shared_calls: Cell<u64>,
 }
 
 impl fmt::Debug for Comm {
@@ -143,6 +218,8 @@ impl Comm {
             nodes,
             shared: NodeMap::from_labels(&labels),
             window: RefCell::new(None),
+            shared_window: RefCell::new(None),
+            shared_calls: Cell::new(0),
         })
     }
 
@@ -227,8 +304,99 @@ impl Drop for Comm {
         if let Some(mut w) = self.window.borrow_mut().take() {
             let _ = ffi::win_free(&mut w.win);
         }
+        if let Some(w) = self.shared_window.borrow_mut().take() {
+            if let Ok(w) = Rc::try_unwrap(w) {
+                let _ = w.free();
+            }
+        }
         // The handle frees the communicator after this.
     }
+}
+
+impl Comm {
+    /// The node's shared window, each part at least `len` data bytes
+    /// (collective over the ranks of this rank's node when it is made or
+    /// must grow: they ask for the same length in the same call).
+    pub(crate) fn shared_window(&self, len: u64) -> Result<Rc<SharedWindow>, MpiError> {
+        let mut w = self.shared_window.borrow_mut();
+        if let Some(cur) = w.as_ref() {
+            if cur.len >= len {
+                return Ok(Rc::clone(cur));
+            }
+        }
+        if let Some(old) = w.take() {
+            match Rc::try_unwrap(old) {
+                Ok(old) => old.free()?,
+                Err(_) => {
+                    return Err(MpiError {
+                        call: "colltune shared window",
+                        code: -1,
+                        message: "the window must grow while a call still uses it".into(),
+                    })
+                }
+            }
+        }
+        let fresh = Rc::new(SharedWindow::new(&self.handle, self.rank, self.size, len)?);
+        *w = Some(Rc::clone(&fresh));
+        Ok(fresh)
+    }
+
+    /// Counts a call that uses the shared window; its number (from 1).
+    pub(crate) fn next_shared_call(&self) -> u64 {
+        let n = self.shared_calls.get() + 1;
+        self.shared_calls.set(n);
+        n
+    }
+
+    /// Whether a resolved algorithm runs here: one that goes through
+    /// shared memory needs the communicator on one node (the library's
+    /// nodes, [`Comm::shared_memory_nodes`]), or as a phase inside nodes,
+    /// each node of [`Comm::nodes`] inside one of the library's. Err: why
+    /// not. The same answer on every rank.
+    pub fn shared_memory_fits(&self, c: Collective, spec: &AlgoSpec) -> Result<(), String> {
+        shared_memory_fits(c, spec, &self.nodes, &self.shared)
+    }
+}
+
+/// [`Comm::shared_memory_fits`] for a layout `nodes` on the library's
+/// shared-memory nodes `shared`.
+fn shared_memory_fits(
+    c: Collective,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    shared: &NodeMap,
+) -> Result<(), String> {
+    let Ok(info) = lookup(c, &spec.name) else {
+        return Ok(());
+    };
+    if info.has(Restriction::SharedMemory) && shared.num_nodes() > 1 {
+        return Err(format!(
+            "{} needs ranks that share a node, and this communicator's {} ranks are on {} nodes",
+            spec.name,
+            shared.size(),
+            shared.num_nodes()
+        ));
+    }
+    for v in spec.params.values() {
+        let inner = match v {
+            ParamValue::Algo(a) => a.name.as_str(),
+            ParamValue::Word(w) => w.as_str(),
+            _ => continue,
+        };
+        let nested = lookup(c, inner).is_ok_and(|i| i.has(Restriction::SharedMemory));
+        let split = (0..nodes.num_nodes()).any(|n| {
+            let on = nodes.ranks_on(n);
+            on.iter()
+                .any(|&r| shared.node_of(r as usize) != shared.node_of(on[0] as usize))
+        });
+        if nested && split {
+            return Err(format!(
+                "{inner} inside each node needs each node's ranks to share memory, \
+                 and COLLTUNE_NODES lays out nodes across the library's nodes"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl control::Raw for Comm {
@@ -249,4 +417,30 @@ fn node_labels(comm: &CommHandle, rank: usize) -> Result<Vec<u32>, MpiError> {
     shared.free()?;
     let labels = comm.allgather(leader?)?;
     Ok(labels.into_iter().map(|l| l as u32).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_memory_algorithms_fit_only_ranks_that_share_memory() {
+        let spec = |t: &str| AlgoSpec::parse(t).unwrap();
+        let one = NodeMap::single(5);
+        let two = NodeMap::blocks(&[3, 2]).unwrap();
+        let fits = |s: &str, nodes: &NodeMap, shared: &NodeMap| {
+            shared_memory_fits(Collective::Bcast, &spec(s), nodes, shared)
+        };
+        assert!(fits("shm", &one, &one).is_ok());
+        // Emulated nodes on one machine: shm on its own still shares memory.
+        assert!(fits("shm", &two, &one).is_ok());
+        assert!(fits("shm", &two, &two).unwrap_err().contains("2 nodes"));
+        assert!(fits("hierarchical:intra=shm", &two, &two).is_ok());
+        assert!(fits("hierarchical:intra=shm", &two, &one).is_ok());
+        // A layout node across two of the library's nodes.
+        let across = NodeMap::blocks(&[2, 3]).unwrap();
+        assert!(fits("hierarchical:intra=shm", &across, &two).is_err());
+        assert!(fits("hierarchical:intra=linear", &across, &two).is_ok());
+        assert!(fits("binomial", &two, &two).is_ok());
+    }
 }

@@ -1,0 +1,122 @@
+//! Shared-memory broadcast: the root copies the message once into memory
+//! every rank of its node maps, and every other rank copies it out, all at
+//! once (the idea of MPICH's release/gather broadcast and Open MPI 5's
+//! shared-memory components). No messages: flags in the same memory say
+//! what is written and what is read.
+//!
+//! ```text
+//!   root's part of the node's shared window:  [ slot 0 | slot 1 | slot 2 | slot 3 ]   (a ring)
+//!
+//!   root:     copy seg k -> slot k % s, then WRITTEN = k+1 ───────────┐
+//!             (seg k reuses a slot only once every reader's           │ flags, no
+//!              CONSUMED >= k-s+1: it has copied seg k-s out)          │ messages
+//!   rank q:   wait WRITTEN >= k+1, copy slot k % s -> seg k,  <───────┘
+//!             CONSUMED = k+1 (when the root will reuse that slot)
+//!
+//!   seg:   0    1    2    3    4    5 ...
+//!   root:  W0   W1   W2   W3   (wait all R0) W4 ...
+//!   q:          R0   R1   R2   R3   R4 ...          every q in parallel
+//! ```
+//! Every rank first raises its own CONSUMED to 0 ("entered this call"),
+//! and the root writes nothing before every reader has: a reader may still
+//! be copying out of the ring from the previous call.
+//!
+//! Cost: the root writes n bytes once (n / copy bandwidth), the p-1 readers
+//! copy n bytes each at the same time, sharing the node's memory bandwidth
+//! B_node: about n/B_copy + (p-1) n / B_node, plus one flag round trip per
+//! segment (a cache line moving between cores) and the root's wait for the
+//! last reader to enter. Segments pipeline: readers copy segment k while
+//! the root writes k+1. Against a tree of point-to-point messages (each
+//! edge a copy in and a copy out through the transport, relayed only after
+//! it arrived), half the copies and no relay latency.
+//!
+//! Only for ranks that share memory: on a communicator that spans nodes it
+//! does not apply (`Restriction::SharedMemory`); as the intra-node phase of
+//! `hierarchical` it runs inside each node.
+//!
+//! Parameters: `segment` (bytes a slot holds; 0: the whole message in one
+//! slot; either way at most [`SLOT_MAX`]) and `slots` (slots in the ring).
+//! Every rank's part of the window holds `slots` x slot bytes (the root's
+//! part is the ring; parts have one length so that any rank can be root).
+
+use crate::builder::{Builder, OpId};
+use crate::error::SpecError;
+use crate::shape::Shape;
+use crate::schedule::{Buf, Region};
+use crate::spec::AlgoSpec;
+
+use super::tree::segments;
+
+/// The root's flag: segments written so far.
+pub const WRITTEN: u8 = 0;
+/// A reader's flag: segments copied out so far (0: entered the call).
+pub const CONSUMED: u8 = 1;
+/// The most bytes one slot holds, whatever `segment` says (so that a
+/// whole-message slot cannot map the message once per rank of the node).
+pub const SLOT_MAX: u64 = 4 << 20;
+
+/// The bytes one slot holds and the slots in the ring, for a message of
+/// `bytes`.
+pub fn ring(bytes: u64, segment: u64, slots: u64) -> (u64, u64) {
+    let slot = if segment == 0 { bytes } else { segment }
+        .min(SLOT_MAX)
+        .min(bytes);
+    let nseg = if slot == 0 { 0 } else { bytes.div_ceil(slot) };
+    (slot, slots.min(nseg))
+}
+
+pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {
+    let (slot, ring_slots) = ring(sh.bytes, spec.int("segment")?, spec.int("slots")?);
+    b.need(Buf::Shared, slot * ring_slots);
+    let at = |k: usize, l: u64| Region::new(Buf::Shared, (k as u64 % ring_slots) * slot, l);
+    let segs: Vec<(u64, u64)> = segments(0, sh.bytes, slot).collect();
+    let n = segs.len();
+    let ring_slots = ring_slots as usize;
+    if sh.rank == sh.root {
+        let readers: Vec<usize> = (1..sh.size).map(|vr| sh.real(vr)).collect();
+        let entered: Vec<OpId> = readers
+            .iter()
+            .map(|&q| b.await_flag(q, CONSUMED, 0))
+            .collect();
+        for (k, &(o, l)) in segs.iter().enumerate() {
+            let freed: Vec<OpId> = if k < ring_slots {
+                entered.clone()
+            } else {
+                let done = (k - ring_slots + 1) as u32;
+                readers
+                    .iter()
+                    .map(|&q| b.await_flag(q, CONSUMED, done))
+                    .collect()
+            };
+            let c = b.copy(Region::data(o, l), at(k, l));
+            for f in freed {
+                b.depend(c, f);
+            }
+            b.signal(WRITTEN, k as u32 + 1, &[c]);
+        }
+    } else {
+        b.signal(CONSUMED, 0, &[]);
+        for (k, &(o, l)) in segs.iter().enumerate() {
+            let a = b.await_flag(sh.root, WRITTEN, k as u32 + 1);
+            let load = b.load(sh.root, at(k, l), Region::data(o, l), a);
+            if k + ring_slots < n {
+                b.signal(CONSUMED, k as u32 + 1, &[load]);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_is_bounded_and_fits_the_message() {
+        assert_eq!(ring(0, 4096, 4), (0, 0));
+        assert_eq!(ring(100, 4096, 4), (100, 1));
+        assert_eq!(ring(10_000, 4096, 4), (4096, 3));
+        assert_eq!(ring(1 << 20, 4096, 4), (4096, 4));
+        assert_eq!(ring(1 << 30, 0, 2), (SLOT_MAX, 2));
+    }
+}
