@@ -367,6 +367,48 @@ fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
     }
 }
 
+/// Derived datatypes are remembered per handle too (the drop-in's per-call
+/// lines), and their handles are reused once freed: the root describes its
+/// data with a fresh type whose handle is often a freed one's of another
+/// size, across the boundary between a handed-off rule and colltune's
+/// (400 B / 6400 B), the others with MPI_BYTE. A line outliving its type
+/// would send the root's call down another path than its peers'.
+#[test]
+fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
+    }
+    let dir = scratch("handoff-recycled-types");
+    let libs = shared_libs();
+    let exe = dir.join("recycled_types");
+    mpicc(&format!("{ROOT}/tests/c/recycled_types.c"), &exe, &[]);
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    let tbl = parity_table(&dir, true);
+    for ranks in [3, 4] {
+        let mut c = mpirun(ranks);
+        c.args(["-x", &format!("LD_PRELOAD={pre}")])
+            .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
+            .arg(&exe)
+            .args(["100", "64"]);
+        let o = run(c);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
+        assert!(o.status.success(), "{all}");
+        assert!(out.contains("recycled_types: all bytes correct"), "{all}");
+        assert!(!err.contains("warning"), "{all}");
+        let recycled: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("recycled handles: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no recycled count\n{all}"));
+        assert!(recycled > 0, "no type handle came back for another size\n{all}");
+    }
+}
+
 #[test]
 fn ranks_that_handed_open_mpi_different_rules_stop_with_a_message() {
     if !is_open_mpi() {
