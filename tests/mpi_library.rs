@@ -405,7 +405,10 @@ fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
             .and_then(|l| l.split_whitespace().next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no recycled count\n{all}"));
-        assert!(recycled > 0, "no type handle came back for another size\n{all}");
+        assert!(
+            recycled > 0,
+            "no type handle came back for another size\n{all}"
+        );
     }
 }
 
@@ -650,4 +653,118 @@ fn tune_measures_the_librarys_algorithms_beside_ours() {
     colltune_core::table::load(&dir.join("with.csv.yaml")).unwrap();
     tune("without.csv", &["--no-library-candidates"]);
     assert!(library_specs(&dir.join("without.csv")).is_empty());
+}
+
+/// A table of one algorithm for 4 ranks, every size: Open MPI's `alg`
+/// (coll/tuned id), or colltune's binomial (`None`).
+fn one_rule_table(dir: &Path, name: &str, alg: Option<u32>) -> PathBuf {
+    let rule = match alg {
+        Some(a) => format!(
+            "{{min_bytes: 0, algorithm: ompi_tuned, params: {{algorithm: {a}}}, execution: library}}"
+        ),
+        None => "{min_bytes: 0, algorithm: binomial, execution: blocking}".into(),
+    };
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &p,
+        format!(
+            "schema: 1\nprovenance: {{host: test, mpi: Open MPI v4.1.4, date: now, command: tests/mpi_library.rs, colltune: 0.1.0, source: hand-written, sweep: {{mode: hand-written}}}}\nbcast:\n- ranks: 4\n  ppn: 4\n  nodes: 1\n  rules:\n  - {rule}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// `colltune deploy` of a table into `out`: its stdout and the variables of
+/// the env.sh it wrote.
+fn deployed(table: &Path, out: &Path) -> (String, Vec<(String, String)>) {
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.arg("deploy").arg(table).arg("-o").arg(out);
+        c
+    });
+    assert!(o.status.success(), "{}", text(&o));
+    let env = std::fs::read_to_string(out.join("env.sh")).unwrap();
+    let vars = env
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+        .collect();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), vars)
+}
+
+/// A table whose rules are all Open MPI's goes to Open MPI's own rules
+/// file, with no preload, and Open MPI runs the rules from it: under its
+/// pml monitoring, a 1 MiB broadcast from rank 0 of 4 sends the whole
+/// buffer to every other rank with the deployed basic linear (1), to two
+/// of them with the deployed binomial (6). A table with a rule of
+/// colltune's needs the drop-in, and says so.
+#[test]
+fn a_library_only_table_deploys_as_open_mpis_rules_file() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: the rules file is Open MPI's",
+        );
+    }
+    let dir = scratch("deploy");
+    // the drop-in route names libcolltune_preload.so beside colltune
+    shared_libs();
+    let exe = dir.join("force_tuned");
+    mpicc(&format!("{ROOT}/tests/c/force_tuned.c"), &exe, &[]);
+    for (alg, full_peers) in [(1, 3), (6, 2)] {
+        let out = dir.join(format!("deploy-{alg}"));
+        let (said, vars) = deployed(&one_rule_table(&dir, &format!("t{alg}"), Some(alg)), &out);
+        assert!(
+            said.starts_with("route: Open MPI's own rules file, no preload"),
+            "{said}"
+        );
+        assert!(out.join("bcast.rules").is_file(), "{said}");
+        assert!(!vars.iter().any(|(k, _)| k == "LD_PRELOAD"), "{vars:?}");
+        let mut c = mpirun(4);
+        for (k, v) in &vars {
+            c.args(["-x", &format!("{k}={v}")]);
+        }
+        c.args(["--mca", "pml_monitoring_enable", "1"])
+            .args(["--mca", "pml_monitoring_enable_output", "1"])
+            .arg(&exe)
+            .arg("-1");
+        let o = run(c);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("force_tuned: all bytes correct"),
+            "{}",
+            text(&o)
+        );
+        // rank 0's point-to-point sends, printed at MPI_Finalize: "E 0
+        // <peer> <bytes> bytes <n> msgs sent ..." (every rank prints its
+        // own; a line is one write)
+        let mon = text(&o);
+        let peers = mon
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 3 && f[0] == "E" && f[1] == "0").then(|| f[3].parse::<u64>().ok())?
+            })
+            .filter(|&bytes| bytes >= 10 << 20)
+            .count();
+        assert_eq!(
+            peers, full_peers,
+            "algorithm {alg}: rank 0 sent all 10 broadcasts to {peers} ranks\n{mon}"
+        );
+    }
+    let out = dir.join("deploy-ours");
+    let (said, vars) = deployed(&one_rule_table(&dir, "ours", None), &out);
+    assert!(
+        said.starts_with("route: colltune's drop-in (LD_PRELOAD)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("4 ranks (4 per node, 1 node): 0.. B: binomial"),
+        "{said}"
+    );
+    let keys: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["LD_PRELOAD", "COLLTUNE_TABLE"], "{said}");
+    assert!(out.join("table.yaml").is_file());
 }

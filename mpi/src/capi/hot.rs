@@ -542,7 +542,10 @@ fn forget_handle(
 ) {
     for s in &lines().c {
         if field(s).load(Ordering::Acquire) == h {
+            // Both keys go: a line still naming a freed datatype would
+            // make [`classify`] take a recycled handle for a marked one.
             s.comm.store(0, Ordering::Release);
+            s.dtype.store(0, Ordering::Release);
         }
     }
     for s in &lines().f {
