@@ -21,6 +21,7 @@ pub mod agreement;
 pub mod calibrate;
 pub mod compare;
 pub mod decide;
+pub mod deploy;
 pub mod export;
 pub mod figure;
 pub mod fit;
