@@ -20,6 +20,14 @@
 #                to Open MPI's linear (a library rule: handed off at MPI_Init)
 #   no-table     colltune's preload without a table (every call the library's
 #                default, through colltune's full path)
+# and, to compare the routes by which a rule naming Open MPI's linear reaches
+# it (the library's share is what differs):
+#   forced-init  no interposition, linear forced at start-up
+#                (coll_tuned_bcast_algorithm=1)
+#   rules-file   no interposition, the same rule from a coll/tuned rules file
+#                (what `colltune deploy` writes for a table of library rules)
+#   duplicate    the preload with the table and COLLTUNE_HANDOFF=0: the rule
+#                runs on colltune's forced duplicate communicator
 # benches/callcost/report.py prints the table: the interposer's share is
 # what the call costs beyond the library's binding and PMPI_Bcast. The
 # library's own share counts its progress loop too (it waits for the other
@@ -27,10 +35,12 @@
 # printed for scale.
 #
 # Usage: benches/callcost.sh [ranks=2] [bytes=1] [warm=1000] [cold=50] [configs=plain,shim,handoff,no-table]
+#   (configs: a comma list of the above; all: every one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . jobs/mpirun-flags.sh
 N=${1:-2}; BYTES=${2:-1}; WARM=${3:-1000}; COLD=${4:-50}; CONFIGS=${5:-plain,shim,handoff,no-table}
+[ "$CONFIGS" = all ] && CONFIGS=plain,shim,handoff,no-table,forced-init,rules-file,duplicate
 command -v valgrind >/dev/null || { echo "callcost: needs valgrind (callgrind)" >&2; exit 2; }
 cargo build --release -q -p colltune-preload
 PRE=$PWD/target/release/libcolltune_preload.so
@@ -48,6 +58,9 @@ bcast:
   rules:
   - {min_bytes: 0, algorithm: ompi_tuned, params: {algorithm: 1}, execution: library}
 YAML
+# The same rule as Open MPI's rules file: linear at every size for N ranks,
+# Open MPI's fixed decision from N + 1 on.
+printf '1\n7\n2\n%s\n1\n0 1 0 0\n%s\n1\n0 0 0 0\n' "$N" "$((N + 1))" > "$OUT/linear.rules"
 # Rank 0 under callgrind, the others native (same program, same calls).
 cat > "$OUT/rank.sh" <<SH
 #!/bin/sh
@@ -66,7 +79,11 @@ for c in ${CONFIGS//,/ }; do
     shim) env=(-x LD_PRELOAD="$OUT/shim.so") ;;
     handoff) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/handoff.yaml") ;;
     no-table) env=(-x LD_PRELOAD="$PRE") ;;
-    *) echo "callcost: unknown configuration $c (plain, shim, handoff, no-table)" >&2; exit 2 ;;
+    forced-init) env=(-x OMPI_MCA_coll_tuned_use_dynamic_rules=1 -x OMPI_MCA_coll_tuned_bcast_algorithm=1) ;;
+    rules-file) env=(-x OMPI_MCA_coll_tuned_use_dynamic_rules=1
+                     -x OMPI_MCA_coll_tuned_dynamic_rules_filename="$OUT/linear.rules") ;;
+    duplicate) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/handoff.yaml" -x COLLTUNE_HANDOFF=0) ;;
+    *) echo "callcost: unknown configuration $c (plain, shim, handoff, no-table, forced-init, rules-file, duplicate)" >&2; exit 2 ;;
   esac
   mpirun -n "$N" "${MPIRUN_FLAGS[@]}" "${env[@]}" -x CALLCOST_OUT="$OUT/dumps/$c" "$OUT/rank.sh" >&2
   args+=("$c=$OUT/dumps/$c")
