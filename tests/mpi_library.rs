@@ -327,36 +327,31 @@ fn parity_table(dir: &Path, library_rules: bool) -> PathBuf {
     p
 }
 
-#[test]
-fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
-    if !is_open_mpi() {
-        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
-    }
-    let dir = scratch("handoff-recycled");
+/// Runs tests/c/`name`.c (a program of recycled handles) under the drop-in
+/// with each (ranks, table, what) of `runs` and `args`: every byte right, no
+/// warning, and the case the test is for happened (some handle came back
+/// for an object of another size: the program's "recycled handles: N").
+fn recycled_handles(name: &str, runs: &[(usize, PathBuf, String)], args: &[&str]) {
+    let dir = scratch(&format!("handoff-{name}"));
     let libs = shared_libs();
-    let exe = dir.join("recycled_comms");
-    mpicc(&format!("{ROOT}/tests/c/recycled_comms.c"), &exe, &[]);
+    let exe = dir.join(name);
+    mpicc(&format!("{ROOT}/tests/c/{name}.c"), &exe, &[]);
     let pre = libs.join("libcolltune_preload.so").display().to_string();
-    for (ranks, library_rules) in [(3, true), (5, true), (3, false), (5, false)] {
-        let tbl = parity_table(&dir, library_rules);
-        let mut c = mpirun(ranks);
+    for (ranks, tbl, what) in runs {
+        let mut c = mpirun(*ranks);
         c.args(["-x", &format!("LD_PRELOAD={pre}")])
             .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
             .arg(&exe)
-            .args(["100", "1000", "3000"]);
+            .args(args);
         let o = run(c);
         let (out, err) = (
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr),
         );
-        let all = format!(
-            "{ranks} ranks, library rules {library_rules}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
-        );
+        let all = format!("{ranks} ranks, {what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
         assert!(o.status.success(), "{all}");
-        assert!(out.contains("recycled_comms: all bytes correct"), "{all}");
+        assert!(out.contains(&format!("{name}: all bytes correct")), "{all}");
         assert!(!err.contains("warning"), "{all}");
-        // The case this test is for happened: some rank got back a freed
-        // communicator's handle for one of another size.
         let recycled: usize = out
             .lines()
             .find_map(|l| l.strip_prefix("recycled handles: "))
@@ -365,6 +360,22 @@ fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
             .unwrap_or_else(|| panic!("no recycled count\n{all}"));
         assert!(recycled > 0, "no handle came back for another size\n{all}");
     }
+}
+
+#[test]
+fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
+    }
+    let dir = scratch("handoff-recycled");
+    let runs: Vec<(usize, PathBuf, String)> = [(3, true), (5, true), (3, false), (5, false)]
+        .into_iter()
+        .map(|(ranks, library_rules)| {
+            let what = format!("library rules {library_rules}");
+            (ranks, parity_table(&dir, library_rules), what)
+        })
+        .collect();
+    recycled_handles("recycled_comms", &runs, &["100", "1000", "3000"]);
 }
 
 /// Derived datatypes are remembered per handle too (the drop-in's per-call
@@ -378,38 +389,12 @@ fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
     if !is_open_mpi() {
         return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
     }
-    let dir = scratch("handoff-recycled-types");
-    let libs = shared_libs();
-    let exe = dir.join("recycled_types");
-    mpicc(&format!("{ROOT}/tests/c/recycled_types.c"), &exe, &[]);
-    let pre = libs.join("libcolltune_preload.so").display().to_string();
-    let tbl = parity_table(&dir, true);
-    for ranks in [3, 4] {
-        let mut c = mpirun(ranks);
-        c.args(["-x", &format!("LD_PRELOAD={pre}")])
-            .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
-            .arg(&exe)
-            .args(["100", "64"]);
-        let o = run(c);
-        let (out, err) = (
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr),
-        );
-        let all = format!("{ranks} ranks\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
-        assert!(o.status.success(), "{all}");
-        assert!(out.contains("recycled_types: all bytes correct"), "{all}");
-        assert!(!err.contains("warning"), "{all}");
-        let recycled: usize = out
-            .lines()
-            .find_map(|l| l.strip_prefix("recycled handles: "))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no recycled count\n{all}"));
-        assert!(
-            recycled > 0,
-            "no type handle came back for another size\n{all}"
-        );
-    }
+    let tbl = parity_table(&scratch("handoff-recycled-types-table"), true);
+    let runs: Vec<(usize, PathBuf, String)> = [3, 4]
+        .into_iter()
+        .map(|ranks| (ranks, tbl.clone(), "derived types".to_string()))
+        .collect();
+    recycled_handles("recycled_types", &runs, &["100", "64"]);
 }
 
 #[test]

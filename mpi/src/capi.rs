@@ -113,16 +113,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-unsafe extern "C" fn copy_attr(
-    _old: MPI_Comm,
+/// The copy callback of colltune's attribute keys (communicators,
+/// datatypes): a duplicate gets nothing of the original's.
+unsafe extern "C" fn copy_attr<H>(
+    _old: H,
     _key: c_int,
     _extra: *mut c_void,
     _val_in: *mut c_void,
     _val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // A duplicate gets its own state (and cache entries) at its first
-    // call.
+    // A duplicate gets its own state (and cache lines) at its first call.
     *flag = 0;
     SUCCESS
 }

@@ -555,27 +555,13 @@ fn forget_handle(
     }
 }
 
-/// A derived datatype's duplicate gets its own line (and mark) at its first
-/// call.
-unsafe extern "C" fn copy_type_attr(
-    _old: MPI_Datatype,
-    _key: c_int,
-    _extra: *mut c_void,
-    _val_in: *mut c_void,
-    _val_out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    *flag = 0;
-    mpi::ffi::MPI_SUCCESS as c_int
-}
-
 /// Makes the marking attributes' keys (colltune's `init`); without them
 /// nothing is cached.
 pub(crate) fn start() {
     if KEY.load(Ordering::Acquire) >= 0 {
         return;
     }
-    let Ok(t) = cffi::type_create_keyval(Some(copy_type_attr), Some(forget_type)) else {
+    let Ok(t) = cffi::type_create_keyval(Some(copy_attr), Some(forget_type)) else {
         return;
     };
     TYPE_KEY.store(t, Ordering::Release);
