@@ -48,16 +48,7 @@ OUT=$(mktemp -d)
 mkdir "$OUT/dumps"
 mpicc -O2 -o "$OUT/driver" benches/callcost/driver.c -lmpi_mpifh
 mpicc -O2 -shared -fPIC -o "$OUT/shim.so" benches/callcost/shim.c
-cat > "$OUT/handoff.yaml" <<YAML
-schema: 1
-provenance: {host: callcost, mpi: Open MPI, date: now, command: benches/callcost.sh, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}
-bcast:
-- ranks: $N
-  ppn: $N
-  nodes: 1
-  rules:
-  - {min_bytes: 0, algorithm: ompi_tuned, params: {algorithm: 1}, execution: library}
-YAML
+benches/linear-table.sh "$N" callcost > "$OUT/handoff.yaml"
 # The same rule as Open MPI's rules file: linear at every size for N ranks,
 # Open MPI's fixed decision from N + 1 on.
 printf '1\n7\n2\n%s\n1\n0 1 0 0\n%s\n1\n0 0 0 0\n' "$N" "$((N + 1))" > "$OUT/linear.rules"
