@@ -169,7 +169,8 @@ impl Lines {
 static ATTACHED: AtomicPtr<Lines> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Lines written and read by this crate's code (fills, [`kept`], ...):
-/// the attached ones, else an empty set that is never written.
+/// the attached ones, else an empty set that is never written (nothing is
+/// filled without attached lines).
 fn lines() -> &'static Lines {
     static NONE: Lines = Lines::new();
     // SAFETY: attached once, a static.
@@ -437,7 +438,8 @@ pub(crate) fn fill(
     state: *const CommState,
 ) {
     let key = KEY.load(Ordering::Acquire);
-    if key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
+    let attached = !ATTACHED.load(Ordering::Acquire).is_null();
+    if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
         return;
     }
     let Some(words) = counts(ranges, size, RANGES) else {
@@ -478,7 +480,8 @@ pub(crate) fn fill(
 /// Fortran call made after the C path's [`fill`]).
 pub(crate) fn fill_fortran(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: MPI_Datatype) {
     let key = fkey(fcomm, fdtype);
-    if key == NO_KEY || KEY.load(Ordering::Acquire) < 0 {
+    let attached = !ATTACHED.load(Ordering::Acquire).is_null();
+    if !attached || key == NO_KEY || KEY.load(Ordering::Acquire) < 0 {
         return;
     }
     let slot = &lines().f[findex(key)];
@@ -577,6 +580,9 @@ pub(crate) fn clear() {
     let _g = lock(&FILL);
     KEY.store(-1, Ordering::Release);
     TYPE_KEY.store(-1, Ordering::Release);
+    if ATTACHED.load(Ordering::Acquire).is_null() {
+        return;
+    }
     for s in &lines().c {
         write(s, (0, 0), 0, &[], 0);
     }
