@@ -59,7 +59,7 @@
 #   its variables at MPI_Init (mca_coll_han_query_module_from_mca,
 #   coll_han_component.c); _up_module goes through the same conversion
 #   (not checked: on 2 nodes libnbc and adapt send rank 0 the same
-#   messages). Exit 1 if that changes (the README's baselines section and
+#   messages). Exit 1 if that changes (docs/mpi-libraries.md's baselines section and
 #   bench would then be wrong).
 # Not root: that part is skipped, saying so. Another job's emulated cluster
 # is waited for (EMU_WAIT_S, 600 s; then exit 1).
@@ -75,33 +75,38 @@ want() { [[ ",$check," == *",$1,"* ]]; }
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$MPICC" -O2 -o "$d/force_tuned" tests/c/force_tuned.c
-# Rank 0's sends: "peer bytes msgs" per destination, from the monitoring matrix.
-sends() { # mode alg
-  local extra=() arg=$2
-  if [ "$1" = env ]; then extra=(-x "OMPI_MCA_coll_tuned_bcast_algorithm=$2"); arg=-1; fi
-  OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_pml_monitoring_enable=1 OMPI_MCA_pml_monitoring_enable_output=1 \
-    timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "${extra[@]}" "$d/force_tuned" "$arg" > "$d/out" 2>&1 || {
-    tail -20 "$d/out" >&2
-    echo "check-ompi-forcing: the run ($1, algorithm $2) failed" >&2
-    exit 1
-  }
-  grep -q "force_tuned: all bytes correct" "$d/out" || { tail -20 "$d/out" >&2; exit 1; }
-  # Point-to-point section, rank 0's lines: E 0 <peer> <bytes> bytes <msgs> msgs sent ...
-  awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$d/out" | sort -n | tr '\n' ';'
-}
-rc=0
-declare -A seen
-# The monitoring writes its matrix at MPI_Finalize from every rank at once:
-# a line can be broken by another rank's output, so an empty answer is
-# measured again (twice at most).
-sends_retry() {
-  local r="" i
+# Rank 0's sends, "peer bytes msgs" per destination (`;` between), from
+# Open MPI's pml monitoring matrix: `monitored OUT SAYS COMMAND...` runs
+# COMMAND (which turns the monitoring on) with its output in OUT, checks
+# that the program said SAYS, and reads the matrix. The monitoring writes
+# it at MPI_Finalize from every rank at once: a line can be broken by
+# another rank's output, so an empty answer is measured again (twice at
+# most). The one reader of the matrix for coll/tuned, coll/adapt and coll/han.
+monitored() {
+  local out=$1 says=$2 r="" i
+  shift 2
   for i in 1 2 3; do
-    r=$(sends "$@")
+    "$@" > "$out" 2>&1 || {
+      tail -20 "$out" >&2
+      echo "check-ompi-forcing: the run failed: $*" >&2
+      exit 1
+    }
+    grep -q "$says" "$out" || { tail -20 "$out" >&2; exit 1; }
+    # Point-to-point section, rank 0's lines: E 0 <peer> <bytes> bytes <msgs> msgs sent ...
+    r=$(awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$out" | sort -n | tr '\n' ';')
     [ -n "$r" ] && break
   done
   echo "$r"
 }
+MONITOR=(OMPI_MCA_pml_monitoring_enable=1 OMPI_MCA_pml_monitoring_enable_output=1)
+sends_retry() { # mode alg
+  local extra=() arg=$2
+  if [ "$1" = env ]; then extra=(-x "OMPI_MCA_coll_tuned_bcast_algorithm=$2"); arg=-1; fi
+  monitored "$d/out" "force_tuned: all bytes correct" env OMPI_MCA_coll_tuned_use_dynamic_rules=1 "${MONITOR[@]}" \
+    timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "${extra[@]}" "$d/force_tuned" "$arg"
+}
+rc=0
+declare -A seen
 want tuned && for alg in 1 2 3 4 5 6 7 8 9; do
   # A line broken by another rank's output reads as a difference: measure
   # both again (twice at most) before calling it one.
@@ -151,28 +156,14 @@ if want adapt && grep -q '^mca:coll:adapt:param:coll_adapt_priority:status:write
     rc=1
   fi
   # 2. The algorithm and segment: MPI_T = environment, per algorithm.
-  adapt_sends() { # mode alg seg
+  adapt_retry() { # mode alg seg
     local extra=() arg=("$2" "$3")
     if [ "$1" = env ]; then
       extra=(-x OMPI_MCA_coll_adapt_priority=100 -x "OMPI_MCA_coll_adapt_bcast_algorithm=$2" -x "OMPI_MCA_coll_adapt_bcast_segment_size=$3")
       arg=(-1)
     fi
-    OMPI_MCA_pml_monitoring_enable=1 OMPI_MCA_pml_monitoring_enable_output=1 \
-      timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "${extra[@]}" "$d/force_adapt" "${arg[@]}" > "$d/out" 2>&1 || {
-      tail -20 "$d/out" >&2
-      echo "check-ompi-forcing: the coll/adapt run ($1, algorithm $2, segment $3) failed" >&2
-      exit 1
-    }
-    grep -q "force_adapt: all bytes correct" "$d/out" || { tail -20 "$d/out" >&2; exit 1; }
-    awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$d/out" | sort -n | tr '\n' ';'
-  }
-  adapt_retry() {
-    local r="" i
-    for i in 1 2 3; do
-      r=$(adapt_sends "$@")
-      [ -n "$r" ] && break
-    done
-    echo "$r"
+    monitored "$d/out" "force_adapt: all bytes correct" env "${MONITOR[@]}" \
+      timeout 300 "$MPI_LAUNCHER" -n "$ranks" "${MPI_FLAGS[@]}" "${extra[@]}" "$d/force_adapt" "${arg[@]}"
   }
   declare -A aseen
   for case in 1:0 2:0 3:0 4:0 5:0 6:0 4:65536; do
@@ -216,7 +207,7 @@ if want han && grep -q '^mca:coll:han:param:coll_han_priority:status:writeable' 
   if [ "$han_out" -ge "$ranks" ] && [ "$han_in" -eq 0 ]; then
     echo "check-ompi-forcing ($name, $ranks ranks): coll/han at priority 100 on one node: disqualified on every communicator ($han_out times: \"comm has only local processes; disqualifying myself\"), never selected: its broadcast choices cannot run here"
   else
-    echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit the README's baselines section" >&2
+    echo "check-ompi-forcing ($name): coll/han on one node: expected it disqualified (\"comm has only local processes\"), found that $han_out times and han selected $han_in times: revisit docs/mpi-libraries.md's baselines section" >&2
     rc=1
   fi
 fi
@@ -250,7 +241,7 @@ if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_u
       rc=1
     fi
     # 2. Rank 0's messages: through MPI_T (after the duplicate) = at MPI_Init.
-    han_sends() { # mode NAME=VALUE...
+    han_retry() { # mode NAME=VALUE...
       local mode=$1 extra=() args=() kv
       shift
       if [ "$mode" = env ]; then
@@ -258,21 +249,8 @@ if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_u
       elif [ "$mode" != none ]; then
         args=("$mode" "$@")
       fi
-      hrun -x OMPI_MCA_pml_monitoring_enable=1 -x OMPI_MCA_pml_monitoring_enable_output=1 "${extra[@]}" "$d/force_han" "${args[@]}" > "$d/hout" 2>&1 || {
-        tail -20 "$d/hout" >&2
-        echo "check-ompi-forcing: the coll/han run ($mode $*) failed" >&2
-        exit 1
-      }
-      grep -q "force_han: all bytes correct" "$d/hout" || { tail -20 "$d/hout" >&2; exit 1; }
-      awk '/POINT TO POINT/{p=1} /COLLECTIVES/{p=0} p && ($1=="E" || $1=="I") && $2==0 {print $3, $4, $6}' "$d/hout" | sort -n | tr '\n' ';'
-    }
-    han_retry() {
-      local r="" i
-      for i in 1 2 3; do
-        r=$(han_sends "$@")
-        [ -n "$r" ] && break
-      done
-      echo "$r"
+      monitored "$d/hout" "force_han: all bytes correct" \
+        hrun -x "${MONITOR[0]}" -x "${MONITOR[1]}" "${extra[@]}" "$d/force_han" "${args[@]}"
     }
     declare -A hseen
     for case in "coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=65536" "coll_han_use_bcast_algorithm=1 coll_han_bcast_segsize=8192" \
@@ -310,7 +288,7 @@ if want han && [ "$name" = openmpi5 ] && grep -q '^mca:coll:han:param:coll_han_u
     if [ -n "$plain" ] && [ "$env_sm" != "$plain" ] && [ "$after_sm" = "$plain" ] && [ "$before_sm" = "$plain" ]; then
       echo "check-ompi-forcing ($name, 2x2 emulated): coll/han's module choices are read only at MPI_Init: coll_han_bcast_low_module=1 (sm) forced at init changes rank 0's messages ($plain -> $env_sm); written through MPI_T (it reads back), before or after the duplicate, nothing changes ($after_sm): no up/low baselines"
     else
-      echo "check-ompi-forcing ($name, 2x2 emulated): coll_han_bcast_low_module: expected at-init-only (at init $env_sm vs none $plain; MPI_T after the duplicate $after_sm, before $before_sm): revisit bench's coll/han baselines and the README" >&2
+      echo "check-ompi-forcing ($name, 2x2 emulated): coll_han_bcast_low_module: expected at-init-only (at init $env_sm vs none $plain; MPI_T after the duplicate $after_sm, before $before_sm): revisit bench's coll/han baselines and docs/mpi-libraries.md" >&2
       rc=1
     fi
   fi

@@ -9,7 +9,9 @@
 # Open MPI stays the default `mpirun`/`mpicc`), Slurm and munge (the
 # batch-system test runs a one-node Slurm on localhost), iproute2 and
 # util-linux (the emulated cluster), chromium (tests/pictures.rs renders the
-# HTML report in a headless browser). Other MPI libraries: jobs/install-mpi.sh.
+# HTML report in a headless browser), man-db, bash-completion and lmod
+# (tests/install.rs: `man colltune`, tab completion and the modulefile after
+# jobs/install.sh). Other MPI libraries: jobs/install-mpi.sh.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
 set -euo pipefail
@@ -23,7 +25,7 @@ fi
 pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
 if [ "${1:-}" = "--test" ]; then
   # python3: the measurement scripts' analysis (jobs/imb-compare.sh --analyse, tests/scripts.rs)
-  pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium python3)
+  pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium python3 man-db bash-completion lmod)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -61,6 +63,16 @@ if [ "$(printf '%s\n1.82.0\n' "$ver" | sort -V | head -1)" != "1.82.0" ]; then
     rustup update stable
   else
     echo "install-deps: rustc $ver is older than 1.82; install a newer Rust (https://rustup.rs)" >&2
+    exit 1
+  fi
+fi
+
+# The test suite lints with clippy (a minimal rustup profile lacks it).
+if [ "${1:-}" = "--test" ] && ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null; then
+    rustup component add clippy
+  else
+    echo "install-deps: the test suite needs cargo clippy; install it with your Rust" >&2
     exit 1
   fi
 fi

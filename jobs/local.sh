@@ -2,7 +2,8 @@
 # The local tuning job: on this machine, install what is missing, build
 # colltune, check every algorithm on a live communicator, tune broadcast and
 # swap, and write the decision table tuning-tables/<host>.yaml with the raw
-# samples beside it.
+# samples and the tune's HTML report beside them; it ends by printing what
+# to do next (the table, the line that runs a program with it, the report).
 #
 # Parameters (environment):
 #   RANKS        rank counts to tune, space-separated (default "4"; the shipped
@@ -21,7 +22,7 @@
 #   COLLTUNE_MPIRUN_FLAGS  replaces the default pinning flags (jobs/mpirun-flags.sh)
 #   COLLTUNE_MPI the MPI library to build for and run on (default openmpi4,
 #                Debian's Open MPI 4.1; mpich4, openmpi5, mpich5, impi are
-#                installed by jobs/install-mpi.sh: see README, MPI libraries)
+#                installed by jobs/install-mpi.sh: see docs/mpi-libraries.md)
 # Re-running continues (--resume) each job's CSV: completed points are not
 # measured again, and the table is rebuilt.
 set -euo pipefail
@@ -47,7 +48,8 @@ OUT=${OUT:-results/$HOST}
 TABLE=${TABLE:-tuning-tables/$HOST.yaml}
 mkdir -p "$OUT"
 
-jobs/build.sh --mpi "$MPI" -p colltune
+# colltune and its two libraries: the drop-in line printed at the end needs them.
+jobs/build.sh --mpi "$MPI"
 BIN=$CARGO_TARGET_DIR/release/colltune
 
 first=${RANKS%% *}
@@ -72,4 +74,38 @@ done
 
 echo "== decision table from ${csvs[*]}"
 "$BIN" table build "${csvs[@]}" -o "$TABLE"
-echo "table: $TABLE"
+
+# The report: every rank count's first launch (a later launch repeats the
+# run numbers, and report pools runs by number), in one CSV if several.
+first_launch=("${csvs[@]:0:$(wc -w <<< "$RANKS")}")
+report_csv=${first_launch[0]}
+if [ ${#first_launch[@]} -gt 1 ]; then
+  report_csv=$OUT/report.csv
+  {
+    head -n 1 "${first_launch[0]}"
+    for c in "${first_launch[@]}"; do tail -n +2 "$c"; done
+  } > "$report_csv"
+fi
+echo "== report of ${first_launch[*]}"
+"$BIN" report "$report_csv" "$TABLE" --html "$OUT/report.html" > "$OUT/report.txt"
+
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+preload=$(abs "$CARGO_TARGET_DIR/release/libcolltune_preload.so")
+# The launch options the table was tuned with (pinning), then the drop-in.
+if [ "$MPI_FAMILY" = openmpi ]; then
+  pass=("${MPIRUN_FLAGS[@]}" -x "LD_PRELOAD=$preload" -x "COLLTUNE_TABLE=$(abs "$TABLE")")
+  [ "$(id -u)" -eq 0 ] && pass=(--allow-run-as-root "${pass[@]}")
+else
+  pass=("${MPIRUN_FLAGS[@]}" -genv LD_PRELOAD "$preload" -genv COLLTUNE_TABLE "$(abs "$TABLE")")
+fi
+cat <<NEXT
+
+== done. Next:
+  the table:   $TABLE          (colltune show $TABLE; colltune plot $TABLE -o map.png)
+  the report:  $OUT/report.html   (open it in a browser; a summary in $OUT/report.txt)
+  run a program with the table, launched as it was tuned (COLLTUNE_TRACE=1: each call's choice):
+    $(basename "$MPI_LAUNCHER") -n $first ${pass[*]} ./your_app
+  install colltune, its man pages, completions and a modulefile with this table:
+    TABLE=$TABLE jobs/install.sh
+  the guide: docs/README.md
+NEXT

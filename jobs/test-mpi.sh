@@ -182,7 +182,7 @@ case "$MPI_FAMILY" in
   # An Open MPI preload library in a program built with MPICH 5's
   # mpicc_abi: the standard ABI is another family too.
   # Not Debian's MPICH 4 for pip's Open MPI 5: its bundled UCX and
-  # Debian's clash in the dynamic linker before colltune runs (README).
+  # Debian's clash in the dynamic linker before colltune runs (docs/mpi-libraries.md).
   openmpi) if [ "$name" = openmpi5 ]; then others=(mpich5-abi); else others=(mpich4 mpich5-abi); fi ;;
   mpich) others=(openmpi4) ;;
   # Each installed library's own interface. Not Debian's MPICH 4: MPICH 5's

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, then runs every test
+# The whole test suite: installs what is missing, checks for import circles
+# and lints (clippy, -D warnings), then runs every test
 # (MPI-free checker and unit tests, the layering checks, and the mpirun
 # integration tests) against Debian's Open MPI 4.1, then the MPI-dependent
 # subset against Debian's MPICH 4.0, an MPICH-ABI library (jobs/test-mpi.sh
@@ -11,7 +12,7 @@
 #
 # Tests that need something this machine may lack (the emulated cluster's
 # network namespaces, a local Slurm, MPICH for the export test, Chromium for
-# the HTML report) say
+# the HTML report, man, bash-completion and Lmod for the install test) say
 # "SKIPPED (name): why" and pass, unless COLLTUNE_REQUIRE names them
 # (comma-separated, or `all`): then a skip fails the run. In CI, where
 # jobs/install-deps.sh installs all of them, every one is required.
@@ -23,7 +24,7 @@ jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 . jobs/mpirun-flags.sh
 if [ -n "${CI:-}" ]; then
-  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi}
+  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi,man,bash-completion,lmod}
 fi
 start=$(date +%s)
 
@@ -40,6 +41,28 @@ env PATH="$nompi" PKG_CONFIG_LIBDIR=/nonexistent MPICC=/nonexistent CARGO_TARGET
 target/no-mpi/release/colltune simulate --model tuning-tables/models/test-ib.yaml --ranks 8 --ppn 4 \
   --sizes 1,64K --summary-only > /dev/null
 echo "test suite: the MPI-free crates and the colltune binary without MPI build and simulate"
+
+# No import circles between the files of any crate (the team's checker:
+# a count, 0, then one line per circle).
+cycles=${MODCYCLES:-../shared/tools/modcycles.py}
+if [ -f "$cycles" ]; then
+  found=$(python3 "$cycles")
+  if [ "$(head -n 1 <<< "$found")" != 0 ]; then
+    echo "$found" >&2
+    echo "test suite: import circles between files (move what both sides need to a module of its own)" >&2
+    exit 1
+  fi
+  echo "test suite: no import circles"
+elif [ -n "${CI:-}" ]; then
+  echo "test suite: $cycles not found: set MODCYCLES to the import-circle checker" >&2
+  exit 1
+else
+  echo "SKIPPED (modcycles): $cycles not found (set MODCYCLES)"
+fi
+# Lints, every crate and target (about 2 minutes on 2 cores after the
+# dependencies are built).
+cargo clippy --release --locked --workspace --all-targets -- -D warnings
+echo "test suite: clippy clean: $(( $(date +%s) - start )) s wall"
 
 cargo test --release --locked --workspace "$@"
 echo "test suite: Open MPI 4.1: $(( $(date +%s) - start )) s wall"

@@ -28,6 +28,9 @@ use colltune_core::figure::{
     family_index, place_labels, relative, saturation, sizes, winners, DecisionMap, Line, LineKind,
     Stretch,
 };
+use colltune_core::record::Sample;
+use colltune_core::report::SeriesKey;
+use colltune_core::table::Table;
 use colltune_core::units::human_bytes;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
@@ -1071,6 +1074,59 @@ fn marked_points(pts: &[(f64, f64)], i: usize) -> Vec<(f64, f64)> {
         .filter(|(j, _)| (j + i) % step == 0 || *j + 1 == pts.len())
         .map(|(_, &pt)| pt)
         .collect()
+}
+
+/// The time plot's title: the communicator, the call pattern where it is
+/// not one call without overlap, and where the samples come from (`plot`
+/// and the HTML report alike).
+pub fn plot_title(ctx: &SeriesKey, samples: &[Sample]) -> String {
+    format!(
+        "{} on {} ranks ({} node(s) x {}){}{}",
+        ctx.collective,
+        ctx.ranks,
+        ctx.nodes,
+        ctx.ppn,
+        if ctx.iterations != 1 || ctx.overlap != "0" {
+            format!(", {}, overlap {} us", ctx.calls(), ctx.overlap)
+        } else {
+            String::new()
+        },
+        samples
+            .first()
+            .map(|s| format!(": {} on {} ({})", s.mpi, s.host, s.source))
+            .unwrap_or_default()
+    )
+}
+
+/// The decision map's title: the table's file, library, host and cluster.
+pub fn map_title(t: &Table, path: &Path) -> String {
+    let p = &t.provenance;
+    format!(
+        "{}: {} on {}{} ({})",
+        path.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        p.mpi,
+        p.host,
+        p.cluster
+            .as_deref()
+            .map(|c| format!(", {}", clip(c, 40)))
+            .unwrap_or_default(),
+        p.source
+    )
+}
+
+/// At most `n` characters, cut at a word and marked.
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(n).collect();
+    let cut = head
+        .rfind([' ', ',', ';'])
+        .filter(|&i| i > n / 2)
+        .unwrap_or(head.len());
+    format!("{}...", head[..cut].trim_end_matches([' ', ',', ';']))
 }
 
 #[cfg(test)]

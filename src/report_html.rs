@@ -12,10 +12,10 @@ use colltune_algorithms::Collective;
 use colltune_core::figure::{self, decision_map, regimes, versus, wins, LineKind, Selection};
 use colltune_core::fit::fit_table;
 use colltune_core::record::Sample;
-use colltune_core::report::{comparison, Series, SeriesKey};
+use colltune_core::report::{comparison, contexts, kept, Series, SeriesKey};
 use colltune_core::table::{CommKey, Table};
 
-use crate::plot::{map_svg, plot_svg, Panels, PlotInput};
+use crate::plot::{map_svg, map_title, plot_svg, plot_title, Panels, PlotInput};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -95,12 +95,7 @@ pub fn page(
     }
     let _ = writeln!(h, "</table>");
 
-    let mut contexts: Vec<SeriesKey> = all
-        .keys()
-        .filter(|k| keep(k))
-        .map(SeriesKey::context)
-        .collect();
-    contexts.dedup();
+    let contexts = contexts(all, &keep);
 
     // Summary.
     let _ = writeln!(h, "<h2>Summary</h2>");
@@ -169,7 +164,7 @@ pub fn page(
         if m.rows.is_empty() {
             let _ = writeln!(h, "<p>The table has no rules.</p>");
         } else {
-            h.push_str(&map_svg(&m, &crate::cli::plot_map_title(t, p))?);
+            h.push_str(&map_svg(&m, &map_title(t, p))?);
             h.push('\n');
         }
     }
@@ -190,7 +185,7 @@ pub fn page(
             .map(|(_, t)| regimes(t, coll, key))
             .filter(|r| !r.is_empty());
         let input = PlotInput {
-            title: crate::cli::plot_plot_title(ctx, samples),
+            title: plot_title(ctx, samples),
             collective: coll,
             lines: ls,
             regimes: reg,
@@ -206,15 +201,10 @@ pub fn page(
         "<h2>Fit and knees</h2><p>T(n) = latency + n / bandwidth per series; knees where bandwidth drops by 20% or more as size grows.</p><pre>{}</pre>",
         esc(&fit_table(all, &keep, 0.2))
     );
-    let kept: Series = all
-        .iter()
-        .filter(|(k, _)| keep(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     let _ = writeln!(
         h,
         "<h2>Best of colltune against the MPI library, per size</h2><pre>{}</pre>",
-        esc(&comparison(&kept))
+        esc(&comparison(&kept(all, &keep)))
     );
     let _ = writeln!(h, "</body></html>");
     Ok(h)

@@ -876,13 +876,15 @@ fn fortran_broadcasts_are_intercepted() {
     }
     shared_libs();
     let dir = scratch_dir();
-    let fexe = dir.join("dropin_f");
+    // The drop-in regression's program (the same broadcasts, and one at
+    // absolute addresses), in the drop-in's case format.
+    let fexe = dir.join("regress_fortran");
     let o = Command::new("mpif90")
         .args(["-O2", "-o"])
         .arg(&fexe)
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/c/dropin/dropin_f.f90"
+            "/tests/c/regress_fortran.f90"
         ))
         .output()
         .expect("mpif90");

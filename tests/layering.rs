@@ -5,7 +5,8 @@
 //! - `colltune-algorithms` and `colltune-core` link no MPI (no `mpi`,
 //!   `mpi-sys`, bindgen): they build on a machine without an MPI library.
 //! - The runtime libraries (`libcolltune.so`, the `LD_PRELOAD` library)
-//!   link no command-line, plotting or progress-bar crates.
+//!   link no command-line, plotting or progress-bar crates, and no search
+//!   (argmin: colltune-core's `tuner` feature, which they leave off).
 //! - `unsafe` appears only in `mpi/` (colltune-mpi) and in the exported C
 //!   symbols of `capi/` and `preload/`; every other crate forbids it.
 
@@ -60,6 +61,22 @@ fn the_runtime_libraries_link_no_tools() {
     assert_without("colltune-capi", &tools);
     assert_without("colltune-preload", &tools);
     assert_without("colltune-mpi", &tools);
+}
+
+/// What the runtime needs of the core (the table schema, validation, the
+/// decision) does not pull in the search: the tuner, the fits and the
+/// calibration are colltune-core's feature `tuner`, which the binary turns
+/// on and the runtime libraries do not.
+#[test]
+fn the_runtime_libraries_link_no_search() {
+    let search = ["argmin", "argmin-math"];
+    assert_without("colltune-capi", &search);
+    assert_without("colltune-preload", &search);
+    // The binary does search: the check above can see argmin.
+    assert!(
+        linked("colltune").iter().any(|c| c == "argmin"),
+        "cargo tree -p colltune shows no argmin: the check cannot see it"
+    );
 }
 
 /// Every `.rs` file under `dir`.

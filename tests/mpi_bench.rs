@@ -238,12 +238,28 @@ fn bad_input_is_refused_clearly() {
         (&["bench", "--sizes", "4G"], "more than one MPI message"),
         (&["bench", "--sweep", "segment"], "--sweep `segment`"),
         (&["bench", "--root", "middle"], "--root `middle`"),
-        (&["bench", "--cache", "lukewarm"], "--cache `lukewarm`"),
+        // Options of a few words: clap's own message, listing them.
+        (
+            &["bench", "--cache", "lukewarm"],
+            "invalid value 'lukewarm' for '--cache <CACHE>'\n  [possible values: warm, off]",
+        ),
         (
             &["bench", "--sync", "sometimes"],
-            "write `barrier` or `window`",
+            "[possible values: barrier, window]",
         ),
-        (&["bench", "--baseline", "mvapich"], "--baseline `mvapich`"),
+        (
+            &["bench", "--pattern", "often"],
+            "[possible values: synchronized, back-to-back, imb]",
+        ),
+        (
+            &["bench", "--baseline", "mvapich"],
+            "[possible values: mpi, ompi-tuned, ompi-adapt, ompi-han, mpich-algorithms, interposed, none]",
+        ),
+        (
+            &["tune", "--pairing", "diagonal"],
+            "[possible values: neighbors, halves]",
+        ),
+        (&["tune", "--cache", "hot"], "[possible values: warm, off]"),
         (&["fit", "/nonexistent.csv"], "cannot open"),
     ] {
         let o = colltune_plain(args);

@@ -22,6 +22,7 @@ pub mod error;
 pub mod plan;
 pub mod registry;
 pub mod schedule;
+pub mod shape;
 pub mod spec;
 pub mod swap;
 pub mod topo;

@@ -8,34 +8,10 @@
 use crate::builder::Builder;
 use crate::error::{BuildError, ShapeError, SpecError};
 use crate::schedule::Schedule;
+pub use crate::shape::Shape;
 use crate::spec::{AlgoSpec, Collective, ParamValue};
 use crate::topo::NodeMap;
 use crate::{bcast, swap};
-
-/// The communicator and call an algorithm builds a schedule for.
-#[derive(Clone, Copy, Debug)]
-pub struct Shape<'a> {
-    /// This rank.
-    pub rank: usize,
-    /// Ranks in the communicator.
-    pub size: usize,
-    /// Root of a broadcast (ignored by swaps).
-    pub root: usize,
-    /// Bytes of the message (for a swap: of each partner's buffer).
-    pub bytes: u64,
-    pub nodes: &'a NodeMap,
-}
-
-impl Shape<'_> {
-    /// This rank relative to the root.
-    pub fn vrank(&self) -> usize {
-        (self.rank + self.size - self.root) % self.size
-    }
-    /// The communicator rank of relative rank `vr`.
-    pub fn real(&self, vr: usize) -> usize {
-        (vr + self.root) % self.size
-    }
-}
 
 /// Builds one rank's schedule: `(shape, resolved spec, builder)`.
 pub type BuildFn = fn(&Shape, &AlgoSpec, &mut Builder) -> Result<(), SpecError>;
@@ -295,7 +271,9 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         ],
         restrictions: &[Restriction::NotNested, Restriction::NodeAware],
         tuning: Tuning::Candidate,
-        build: bcast::hierarchical::build,
+        // Its phases are any registry broadcasts: it builds them through
+        // `build_into`, handed to it here.
+        build: |sh, spec, b| bcast::hierarchical::build(sh, spec, b, build_into),
     },
     swap_algo(
         "ordered",

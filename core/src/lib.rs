@@ -9,6 +9,9 @@
 //! ([`export`]). What is measured and how ([`method`]) is described here too,
 //! so the MPI layer and the simulator agree on it.
 //!
+//! [`tune`], [`fit`] and [`calibrate`] (what optimises, through argmin) are
+//! the default feature `tuner`; the runtime libraries build without it.
+//!
 //! This crate has no `unsafe` code and does not link MPI: `simulate`,
 //! `tune --model`, `show`, `validate`, `diff`, `export` and `plot` build on a
 //! machine without an MPI library.
@@ -17,25 +20,22 @@
 
 pub use colltune_algorithms as algorithms;
 
-pub mod agreement;
-pub mod calibrate;
-pub mod compare;
-pub mod decide;
-pub mod deploy;
-pub mod export;
-pub mod figure;
-pub mod fit;
-pub mod library;
-pub mod method;
-pub mod mpich;
-pub mod ompi;
-pub mod pattern;
+pub mod libraries;
+pub mod measure;
+pub mod model;
 pub mod progress;
-pub mod record;
-pub mod report;
-pub mod sim;
-pub mod simulate;
-pub mod stats;
-pub mod table;
+pub mod tables;
+#[cfg(feature = "tuner")]
 pub mod tune;
 pub mod units;
+
+// Every module also by its name alone (`colltune_core::record`), as the
+// crates above and the tests name them.
+pub use libraries::{library, mpich, ompi};
+#[cfg(feature = "tuner")]
+pub use measure::fit;
+pub use measure::{figure, method, pattern, record, report, stats};
+#[cfg(feature = "tuner")]
+pub use model::calibrate;
+pub use model::{compare, sim, simulate};
+pub use tables::{agreement, decide, deploy, export, table};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bench::{BenchError, Measurer, Point};
+use crate::bench::{BenchError, Measurer, Outcome, Point, Skips};
 use crate::transport::mpi::{Comm, Control, MpiError};
 use colltune_core::library::LibraryChoice;
 use colltune_core::method::{Method, Origin, Subject};
@@ -33,7 +33,7 @@ pub struct MpiOracle<'c> {
     pub measured: u64,
     pub reused: u64,
     /// Candidates that cannot run here (every rank learns it alike).
-    pub unavailable: Vec<(String, String)>,
+    pub skips: Skips,
     /// MPICH's broadcast algorithms as this library numbers them (read on
     /// every rank: `bench::mpich::bcast_algorithms`), for `mpich` candidates.
     pub mpich_offered: Vec<colltune_core::mpich::Choice>,
@@ -71,7 +71,7 @@ impl<'c> MpiOracle<'c> {
             samples: resumed,
             measured: 0,
             reused: 0,
-            unavailable: Vec::new(),
+            skips: Skips::default(),
             mpich_offered: Vec::new(),
             stop,
         }
@@ -101,7 +101,7 @@ impl<'c> MpiOracle<'c> {
     /// a candidate that cannot run here.
     fn measure_one(&mut self, r: &Request) -> Result<Vec<Sample>, TuneError> {
         let label = r.cand.label();
-        if self.unavailable.iter().any(|(l, _)| *l == label) {
+        if self.skips.is_unavailable(&label) {
             return Ok(Vec::new());
         }
         let Some(Some(m)) = self.measurers.get_mut(r.comm) else {
@@ -130,11 +130,7 @@ impl<'c> MpiOracle<'c> {
                     None => return Ok(Vec::new()),
                 }
             }
-            None => Subject::Ours {
-                collective: r.cand.collective,
-                spec: r.cand.spec.clone(),
-                exec: r.cand.exec,
-            },
+            None => Subject::Ours(r.cand.0.clone()),
         };
         let pt = Point {
             subject: &subject,
@@ -142,23 +138,22 @@ impl<'c> MpiOracle<'c> {
             iterations: 1,
             overlap_us: 0.0,
         };
-        match m.measure(&pt, r.run) {
-            Ok(s) => Ok(s),
+        match m.try_measure(&pt, r.run, &mut self.skips)? {
+            Outcome::Measured(s) => Ok(s),
             // MPICH refused the algorithm for these arguments (its `error`
             // fallback, on every rank alike): no sample, so never a choice
             // at this point.
-            Err(e) if e.is_not_applicable() => {
+            Outcome::NotApplicable(e) => {
                 self.progress
                     .println(&format!("colltune tune: not at {} bytes: {e}", r.bytes));
                 Ok(Vec::new())
             }
-            Err(e) if e.is_unavailable() => {
+            Outcome::Unavailable(e) => {
                 self.progress
                     .println(&format!("colltune tune: excluding {label}: {e}"));
-                self.unavailable.push((label, e.to_string()));
                 Ok(Vec::new())
             }
-            Err(e) => Err(e.into()),
+            Outcome::Skipped => Ok(Vec::new()),
         }
     }
 

@@ -15,8 +15,10 @@ pub use colltune_core as core;
 
 pub mod abi;
 pub mod bench;
+#[cfg(feature = "tuner")]
 pub mod calibrate;
 pub mod capi;
+#[cfg(feature = "tuner")]
 pub mod driver;
 pub mod emu;
 pub mod select;

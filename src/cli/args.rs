@@ -1,8 +1,13 @@
 //! Argument groups shared by several subcommands: what to measure or
-//! simulate ([`Selection`]), parsed into what the libraries take.
+//! simulate ([`Selection`]) and how each point is timed ([`Timing`]),
+//! parsed into what the libraries take; [`one_of`], the parser of options
+//! that take one of a few words.
 
+use std::time::Duration;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use colltune_algorithms::{lookup, AlgoSpec, Collective, Execution};
-use colltune_core::method::{parse_sweeps, RootPolicy};
+use colltune_core::method::{parse_sweeps, CacheMode, Method, Pattern, RootPolicy, SyncMode};
 
 use super::{parse_sizes, UsageError};
 
@@ -93,4 +98,136 @@ impl Selection {
 /// `--root`: `rotate` or a rank.
 pub fn parse_root(r: &str) -> Result<RootPolicy, UsageError> {
     r.parse().map_err(|e| UsageError(format!("--root {e}")))
+}
+
+/// The simulated cluster (simulate, tune --model): `--ranks` and `--ppn`,
+/// or `--layout`.
+#[derive(clap::Args, Debug)]
+pub struct Cluster {
+    /// Ranks of the simulated communicator.
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// Ranks per node (default: all on one node).
+    #[arg(long)]
+    pub ppn: Option<usize>,
+    /// Or an explicit layout: `256x64`, `3+2`.
+    #[arg(long)]
+    pub layout: Option<String>,
+}
+
+impl Cluster {
+    /// The node map these options give.
+    pub fn nodes(&self) -> Result<colltune_algorithms::NodeMap, UsageError> {
+        colltune_core::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
+            .map_err(|e| UsageError(e.to_string()))
+    }
+}
+
+/// A parser for an option that takes one of `all`, each written as `name`
+/// writes it: a bad value gets clap's message listing the valid ones (for
+/// the libraries' own enums, which know nothing of clap).
+pub fn one_of<T: Clone + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(&T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(all.iter().map(name)).map(move |s| {
+        all.iter()
+            .find(|v| name(v) == s)
+            .expect("clap passes only a possible value")
+            .clone()
+    })
+}
+
+/// The cache state a point is timed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Cache {
+    /// One buffer, warm in the cache.
+    Warm,
+    /// Buffers rotated over twice the last-level cache.
+    Off,
+}
+
+impl std::fmt::Display for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cache::Warm => "warm",
+            Cache::Off => "off",
+        })
+    }
+}
+
+/// How each point is timed (bench and tune).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Timing {
+    /// Time budget per point and run, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    pub budget_ms: u64,
+    /// Fewest repetitions per point and run.
+    #[arg(long, default_value_t = 5)]
+    pub min_reps: u32,
+    /// Most repetitions per point and run.
+    #[arg(long, default_value_t = 300)]
+    pub max_reps: u32,
+    /// Root: `rotate` (repetition i uses root i mod p; IMB-MPI1 before
+    /// 2019) or a rank (IMB 2019 and later and OSU keep root 0).
+    #[arg(long, default_value = "rotate")]
+    pub root: String,
+    /// Cache: `warm` (one buffer) or `off` (buffers rotated over twice the
+    /// last-level cache).
+    #[arg(long, value_enum, default_value_t = Cache::Warm)]
+    pub cache: Cache,
+    /// How the ranks of a repetition start together: `barrier` (each after
+    /// MPI_Barrier, timing from leaving it: IMB, OSU) or `window` (clocks
+    /// synchronised to rank 0's, one agreed start instant per repetition:
+    /// SKaMPI, ReproMPI; what `simulate` predicts).
+    #[arg(long, default_value = "barrier", value_parser = one_of(&SyncMode::ALL, |m| m.name()))]
+    pub sync: SyncMode,
+    /// Call pattern: `synchronized` (each repetition one call, the ranks
+    /// started together, the slowest rank's time: when the data is
+    /// everywhere; what an application between computation phases pays),
+    /// `back-to-back` (each repetition a block of calls in a row with the
+    /// root rotating per call, timed as a block on each rank, the slowest
+    /// rank's time per call: throughput) or `imb` (a barrier before each
+    /// call, each rank timing its own call, the mean over ranks: exactly
+    /// what IMB-MPI1 reports as t_avg and OSU as its average latency; use
+    /// `--root 0` for their default fixed root). Recorded in the CSV and
+    /// the table.
+    #[arg(long, default_value = "synchronized", value_parser = one_of(&Pattern::ALL, |p| p.name()))]
+    pub pattern: Pattern,
+}
+
+impl Timing {
+    /// Checks what can be checked before MPI starts; the root policy.
+    pub fn check(&self) -> Result<RootPolicy, UsageError> {
+        if self.min_reps == 0 || self.max_reps < self.min_reps {
+            return Err(UsageError(
+                "--min-reps must be at least 1, --max-reps at least --min-reps".into(),
+            ));
+        }
+        if self.pattern == Pattern::Imb && self.sync != SyncMode::Barrier {
+            return Err(UsageError(
+                "--pattern imb with --sync window: IMB and OSU time each rank's call after a barrier; use --sync barrier".into(),
+            ));
+        }
+        parse_root(&self.root)
+    }
+
+    /// The method: `warmup` untimed calls, a cold cache rotated over
+    /// twice `llc_bytes` (the last-level cache).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn method(&self, root: RootPolicy, warmup: u32, llc_bytes: u64) -> Method {
+        Method {
+            budget: Duration::from_millis(self.budget_ms),
+            min_reps: self.min_reps,
+            max_reps: self.max_reps,
+            warmup,
+            root,
+            cache: match self.cache {
+                Cache::Warm => CacheMode::Warm,
+                Cache::Off => CacheMode::Off(2 * llc_bytes),
+            },
+            sync: self.sync,
+            pattern: self.pattern,
+        }
+    }
 }

@@ -8,16 +8,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use colltune_algorithms::{resolve, Collective, Execution};
+use colltune_algorithms::{resolve, Collective, Execution, Variant};
 
+use super::measure::measure_runs;
 use super::{init_mpi, parse_sizes, Code, UsageError};
+use crate::progress::Reporter;
 use colltune_core::method::{Method, RootPolicy, Subject};
 use colltune_core::record::Writer;
 use colltune_core::report::{series, SeriesKey};
 use colltune_core::stats::geomean;
 use colltune_core::table::{self, CommKey};
 use colltune_core::tune::{candidates, segment_grid, Candidate, SpaceOptions};
-use colltune_mpi::bench::{provenance, Measurer, Point};
+use colltune_mpi::bench::{provenance, Measurer, Point, Skips};
 use colltune_mpi::transport::mpi::Comm;
 
 #[derive(clap::Args, Debug)]
@@ -75,6 +77,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         _ => None,
     };
     let mut samples = Vec::new();
+    let mut skips = Skips::default();
+    let mut progress = Reporter::new(0, lead, "points");
     let mut choices: Vec<(Collective, u64, String)> = Vec::new();
     for &c in &colls {
         if table.rules(c).iter().all(|r| r.key() != key) {
@@ -97,11 +101,11 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 .expect("validated tables cover every size");
             let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
                 .map_err(|e| UsageError(e.to_string()))?;
-            let choice = Candidate {
+            let choice = Candidate(Variant {
                 collective: c,
                 spec,
                 exec: rule.execution().map_err(UsageError)?,
-            };
+            });
             let mut set = candidates(c, &opts);
             if args.segments {
                 for cand in set.clone() {
@@ -118,48 +122,31 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 set.push(choice.clone());
             }
             choices.push((c, bytes, choice.label()));
-            let mut subjects: Vec<Subject> = set
-                .into_iter()
-                .map(|x| Subject::Ours {
-                    collective: c,
-                    spec: x.spec,
-                    exec: x.exec,
-                })
-                .collect();
+            let mut subjects: Vec<Subject> = set.into_iter().map(|x| Subject::Ours(x.0)).collect();
             if c == Collective::Bcast {
                 subjects.push(Subject::Library);
             }
-            let mut skip: Vec<String> = Vec::new();
-            for run in 1..=args.runs {
-                for s in &subjects {
-                    if skip.contains(&s.label()) {
-                        continue;
-                    }
-                    let pt = Point {
-                        subject: s,
-                        bytes,
-                        iterations: 1,
-                        overlap_us: 0.0,
-                    };
-                    let got = match m.measure(&pt, run) {
-                        Ok(g) => g,
-                        Err(e) if e.is_unavailable() => {
-                            if lead {
-                                eprintln!("colltune evaluate: skipping {}: {e}", s.label());
-                            }
-                            skip.push(s.label());
-                            continue;
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    if let Some(w) = writer.as_mut() {
-                        w.write(&got)?;
-                    }
-                    samples.extend(got);
-                }
-            }
+            let points: Vec<Point> = subjects
+                .iter()
+                .map(|subject| Point {
+                    subject,
+                    bytes,
+                    iterations: 1,
+                    overlap_us: 0.0,
+                })
+                .collect();
+            samples.extend(measure_runs(
+                &mut m,
+                &points,
+                args.runs,
+                writer.as_mut(),
+                &mut progress,
+                "evaluate",
+                &mut skips,
+            )?);
         }
     }
+    progress.finish();
     if !lead {
         return Ok(Code::Ok);
     }

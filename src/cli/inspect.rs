@@ -1,5 +1,5 @@
-//! Reading tables: `show`, `validate`, `diff`, `explain`, `export`, and
-//! `report` for raw samples.
+//! Reading tables: `show`, `diff`, `explain` (`validate`, `export` and
+//! `report` have files of their own).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,14 +8,14 @@ use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
 use colltune_core::decide::{parse_forced, RuntimeSettings, Selector, Source};
-use colltune_core::export;
-use colltune_core::fit::{fit_table, human_bytes};
+use colltune_core::fit::human_bytes;
 use colltune_core::record;
-use colltune_core::report::{series, SeriesKey};
 use colltune_core::table::diff::{Kind, Side};
-use colltune_core::table::{self, CommKey, Table, TableError};
+use colltune_core::table::{self, CommKey, Table};
 
-fn load(path: &Path) -> Result<Table, UsageError> {
+/// Reads a table, its problems a usage error (every command that reads
+/// tables reports them alike, file:line).
+pub(super) fn load(path: &Path) -> Result<Table, UsageError> {
     table::load(path).map_err(|e| UsageError(e.to_string()))
 }
 
@@ -28,40 +28,6 @@ pub fn show(a: ShowArgs) -> anyhow::Result<Code> {
     let t = load(&a.table)?;
     out!("{}", table::summary(&t));
     Ok(Code::Ok)
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ValidateArgs {
-    /// Tables to check.
-    #[arg(required = true)]
-    tables: Vec<PathBuf>,
-}
-
-/// Every problem of every table, `file:line: what; what to do`; exit 1 if any.
-pub fn validate(a: ValidateArgs) -> anyhow::Result<Code> {
-    let mut bad = 0;
-    for p in &a.tables {
-        match table::load(p) {
-            Ok(t) => {
-                let rules: usize = Collective::ALL
-                    .iter()
-                    .map(|&c| t.rules(c).iter().map(|r| r.rules.len()).sum::<usize>())
-                    .sum();
-                outln!("{}: ok ({rules} rules)", p.display());
-            }
-            Err(e @ TableError::Read { .. }) => {
-                outln!("{e}");
-                bad += 1;
-            }
-            Err(e) => {
-                let n = e.problems().len();
-                outln!("{e}");
-                outln!("{}: {n} problem(s)", p.display());
-                bad += 1;
-            }
-        }
-    }
-    Ok(if bad == 0 { Code::Ok } else { Code::Failed })
 }
 
 #[derive(clap::Args, Debug)]
@@ -322,222 +288,5 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
             outln!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
         }
     }
-    Ok(Code::Ok)
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ExportArgs {
-    table: PathBuf,
-    /// openmpi (classic rules file, Open MPI 4.1), openmpi-json (Open MPI
-    /// 6.0), or mpich (JSON collective selection).
-    #[arg(long)]
-    format: String,
-    /// Write here (default: standard output).
-    #[arg(short, long)]
-    output: Option<PathBuf>,
-    /// For mpich: MPICH's rules for the other collectives, from its
-    /// selection JSON or an installed libmpich.so (`auto`: find one; `none`:
-    /// broadcast only).
-    #[arg(long, default_value = "auto")]
-    mpich_base: String,
-}
-
-pub fn export_cmd(a: ExportArgs) -> anyhow::Result<Code> {
-    let t = load(&a.table)?;
-    let (text, notes) = match a.format.as_str() {
-        "openmpi" => export::openmpi_classic(&t)?,
-        "openmpi-json" => export::openmpi_json(&t)?,
-        "mpich" => {
-            let base = match a.mpich_base.as_str() {
-                "none" => None,
-                "auto" => match export::find_libmpich() {
-                    Some(p) => Some(export::mpich_base(&p)?),
-                    None => {
-                        return Err(UsageError(
-                            "--format mpich: no MPICH library found for the other collectives' rules (MPICH reads a tuning file instead of its built-in rules); give --mpich-base PATH (coll_selection.json or libmpich.so), or --mpich-base none for broadcast rules only".into(),
-                        )
-                        .into())
-                    }
-                },
-                p => Some(export::mpich_base(Path::new(p)).map_err(|e| UsageError(e.to_string()))?),
-            };
-            export::mpich_json(&t, base)?
-        }
-        f => {
-            return Err(UsageError(format!(
-                "--format `{f}`: use openmpi, openmpi-json or mpich"
-            ))
-            .into())
-        }
-    };
-    for n in &notes {
-        eprintln!("colltune export: note: {n}");
-    }
-    match a.output {
-        Some(p) => {
-            std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-            eprintln!("colltune export: wrote {}", p.display());
-        }
-        None => out!("{text}"),
-    }
-    Ok(Code::Ok)
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ReportArgs {
-    csv: PathBuf,
-    /// A decision table: its map and regimes go into the --html page.
-    table: Option<PathBuf>,
-    #[arg(long)]
-    collective: Option<Collective>,
-    /// Also write a one-page, self-contained HTML report (inline SVG, no
-    /// script, nothing fetched).
-    #[arg(long)]
-    html: Option<PathBuf>,
-    /// Also print bench's comparison: per size, colltune's best against the
-    /// library's default and its best forced algorithm, geometric means
-    /// (for CSVs merged from several runs, as jobs/library-baselines.sh
-    /// writes).
-    #[arg(long)]
-    comparison: bool,
-}
-
-/// Per algorithm, the share of measured points where it was fastest; then
-/// the fit table.
-pub fn report(a: ReportArgs) -> anyhow::Result<Code> {
-    let samples = record::read(&a.csv).map_err(|e| UsageError(e.to_string()))?;
-    let tbl = match &a.table {
-        Some(p) => Some(load(p)?),
-        None => None,
-    };
-    if let (Some(t), None) = (&a.table, &a.html) {
-        return Err(UsageError(format!(
-            "{}: a table is only used by the HTML page: add --html report.html",
-            t.display()
-        ))
-        .into());
-    }
-    let all = series(&samples);
-    let keep = |k: &SeriesKey| a.collective.is_none_or(|c| k.collective == c.name());
-    if let Some(out) = &a.html {
-        if out.extension().and_then(|e| e.to_str()) != Some("html") {
-            return Err(
-                UsageError(format!("--html {}: name the page .html", out.display())).into(),
-            );
-        }
-        let page = crate::report_html::page(
-            &a.csv,
-            &samples,
-            &all,
-            a.table.as_deref().zip(tbl.as_ref()),
-            keep,
-        )?;
-        std::fs::write(out, page).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
-        eprintln!("colltune report: wrote {}", out.display());
-    }
-    if a.comparison {
-        let kept: colltune_core::report::Series = all
-            .iter()
-            .filter(|(k, _)| keep(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        out!("{}", colltune_core::report::comparison(&kept));
-    }
-    // Points: (context, bytes); each won by the subject with the lowest median.
-    let mut wins: std::collections::BTreeMap<(SeriesKey, String), usize> = Default::default();
-    let mut points: std::collections::BTreeMap<SeriesKey, usize> = Default::default();
-    let mut contexts: Vec<SeriesKey> = all
-        .keys()
-        .filter(|k| keep(k))
-        .map(SeriesKey::context)
-        .collect();
-    contexts.dedup();
-    for ctx in &contexts {
-        let sizes: std::collections::BTreeSet<u64> = all
-            .iter()
-            .filter(|(k, _)| k.context() == *ctx)
-            .flat_map(|(_, p)| p.keys().copied())
-            .collect();
-        for b in sizes {
-            let best = all
-                .iter()
-                .filter(|(k, _)| k.context() == *ctx)
-                .filter_map(|(k, p)| p.get(&b).map(|s| (k, s.median)))
-                .min_by(|x, y| x.1.total_cmp(&y.1));
-            if let Some((k, _)) = best {
-                *wins.entry((ctx.clone(), k.label())).or_default() += 1;
-                *points.entry(ctx.clone()).or_default() += 1;
-            }
-        }
-    }
-    for ctx in &contexts {
-        let n = points.get(ctx).copied().unwrap_or(0);
-        outln!(
-            "== {} on {} ranks ({} node(s)), cache {}, {}, overlap {} us: fastest at {n} measured sizes",
-            ctx.collective, ctx.ranks, ctx.nodes, ctx.cache, ctx.calls(), ctx.overlap
-        );
-        let mut rows: Vec<(&String, usize)> = wins
-            .iter()
-            .filter(|((c, _), _)| c == ctx)
-            .map(|((_, l), &w)| (l, w))
-            .collect();
-        rows.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
-        for (label, w) in rows {
-            outln!(
-                "  {:<56} fastest at {:>3} of {n} points ({:.0}%)",
-                label,
-                w,
-                100.0 * w as f64 / n.max(1) as f64
-            );
-        }
-    }
-    // Node-aware against flat, where both were measured.
-    for ctx in &contexts {
-        let best = |b: u64, hier: bool| {
-            all.iter()
-                .filter(|(k, _)| {
-                    k.context() == *ctx
-                        && !k.is_library()
-                        && k.spec.starts_with("hierarchical") == hier
-                })
-                .filter_map(|(k, p)| p.get(&b).map(|s| (k.label(), s.median)))
-                .min_by(|x, y| x.1.total_cmp(&y.1))
-        };
-        let sizes: std::collections::BTreeSet<u64> = all
-            .iter()
-            .filter(|(k, _)| k.context() == *ctx)
-            .flat_map(|(_, p)| p.keys().copied())
-            .collect();
-        let rows: Vec<String> = sizes
-            .iter()
-            .filter_map(|&b| {
-                let (h, f) = (best(b, true)?, best(b, false)?);
-                let r = h.1 / f.1;
-                Some(format!(
-                    "  {:>10}  hierarchical {:>9.2} us ({})  flat {:>9.2} us ({})  hierarchical/flat {:.2}x: {}",
-                    human_bytes(b),
-                    h.1,
-                    h.0,
-                    f.1,
-                    f.0,
-                    r,
-                    if r < 1.0 { format!("hierarchical {:.2}x faster", 1.0 / r) } else { format!("hierarchical {r:.2}x slower") }
-                ))
-            })
-            .collect();
-        if !rows.is_empty() {
-            outln!(
-                "== hierarchical against the best flat algorithm, {} on {} ranks ({} nodes x {}):",
-                ctx.collective,
-                ctx.ranks,
-                ctx.nodes,
-                ctx.ppn
-            );
-            for r in rows {
-                outln!("{r}");
-            }
-        }
-    }
-    out!("{}", fit_table(&all, keep, 0.2));
     Ok(Code::Ok)
 }

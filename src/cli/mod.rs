@@ -43,16 +43,20 @@ mod deploy;
 mod emu;
 #[cfg(feature = "mpi")]
 mod evaluate;
+mod export;
 mod fit;
+mod generate;
+mod help;
 mod inspect;
 mod list;
+#[cfg(feature = "mpi")]
+mod measure;
 mod plot;
-pub use plot::{map_title as plot_map_title, plot_title as plot_plot_title};
+mod report;
 mod simulate;
 mod table;
 mod tune;
-#[cfg(feature = "mpi")]
-mod tune_mpi;
+mod validate;
 #[cfg(feature = "mpi")]
 mod verify;
 
@@ -81,7 +85,9 @@ pub enum Code {
     about = "Autotuner for MPI collective algorithms",
     long_about = "colltune measures broadcast and pairwise-swap algorithms on this cluster, \
                   builds a decision table, and selects the best algorithm per call at run time.\n\
-                  Commands that talk to MPI run under mpirun (or srun)."
+                  Commands that talk to MPI run under mpirun (or srun).",
+    after_help = "One command's help: colltune help <COMMAND> (or man colltune-<COMMAND>). \
+                  The guide, one page per task: docs/README.md."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -115,19 +121,19 @@ pub enum Command {
     /// A readable summary of a table.
     Show(inspect::ShowArgs),
     /// Check tables: every problem with file:line; exit 1 if any.
-    Validate(inspect::ValidateArgs),
+    Validate(validate::Args),
     /// Where two tables decide differently, with expected time ratios.
     Diff(inspect::DiffArgs),
     /// The rule that applies to a call, and why.
     Explain(inspect::ExplainArgs),
     /// Write a table in the format Open MPI or MPICH reads.
-    Export(inspect::ExportArgs),
+    Export(export::Args),
     /// Which route a table needs at run time (the library's own rules
     /// file, no preload; or the drop-in), its files and environment.
     Deploy(deploy::Args),
     /// Per algorithm, the share of measured points where it was fastest,
     /// and the fit table.
-    Report(inspect::ReportArgs),
+    Report(report::Args),
     /// Time and bandwidth against size: one line per algorithm with run
     /// bands, the library dashed, the table's choice marked (SVG or PNG).
     Plot(plot::Args),
@@ -138,6 +144,9 @@ pub enum Command {
     /// and fit a network model for `simulate` (under mpirun).
     Calibrate(calibrate::Args),
     #[cfg(feature = "mpi")]
+    /// Man pages and shell completions from these definitions.
+    Generate(generate::Args),
+    #[cfg(feature = "mpi")]
     /// The emulated cluster's delay relay (started by jobs/emucluster).
     #[command(hide = true)]
     EmuRelay(emu::Args),
@@ -146,7 +155,7 @@ pub enum Command {
 /// Parses the command line, runs the command, prints errors, returns the
 /// exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let cli = match help::parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -169,18 +178,19 @@ pub fn main() -> i32 {
         #[cfg(feature = "mpi")]
         Command::Evaluate(a) => evaluate::run(a),
         Command::Show(a) => inspect::show(a),
-        Command::Validate(a) => inspect::validate(a),
+        Command::Validate(a) => validate::run(a),
         Command::Diff(a) => inspect::diff(a),
         Command::Explain(a) => inspect::explain(a),
-        Command::Export(a) => inspect::export_cmd(a),
+        Command::Export(a) => export::run(a),
         Command::Deploy(a) => deploy::run(a),
-        Command::Report(a) => inspect::report(a),
+        Command::Report(a) => report::run(a),
         Command::Plot(a) => plot::run(a),
         #[cfg(feature = "mpi")]
         Command::EmuRelay(a) => emu::run(a),
         Command::Simulate(a) => simulate::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => code as i32,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use crate::plot::{draw_map, draw_plot, Panels, PlotInput};
+use crate::plot::{draw_map, draw_plot, map_title, plot_title, Panels, PlotInput};
 use colltune_core::figure::{self, decision_map, regimes, Selection};
-use colltune_core::record::{self, Sample};
+use colltune_core::record;
 use colltune_core::report::{series, SeriesKey};
 use colltune_core::table::{self, CommKey, Table};
 
@@ -174,53 +174,4 @@ pub fn contexts(all: &colltune_core::report::Series) -> String {
         .collect();
     v.dedup();
     v.join(", ")
-}
-
-pub fn plot_title(ctx: &SeriesKey, samples: &[Sample]) -> String {
-    format!(
-        "{} on {} ranks ({} node(s) x {}){}{}",
-        ctx.collective,
-        ctx.ranks,
-        ctx.nodes,
-        ctx.ppn,
-        if ctx.iterations != 1 || ctx.overlap != "0" {
-            format!(", {}, overlap {} us", ctx.calls(), ctx.overlap)
-        } else {
-            String::new()
-        },
-        samples
-            .first()
-            .map(|s| format!(": {} on {} ({})", s.mpi, s.host, s.source))
-            .unwrap_or_default()
-    )
-}
-
-pub fn map_title(t: &Table, path: &Path) -> String {
-    let p = &t.provenance;
-    format!(
-        "{}: {} on {}{} ({})",
-        path.file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        p.mpi,
-        p.host,
-        p.cluster
-            .as_deref()
-            .map(|c| format!(", {}", clip(c, 40)))
-            .unwrap_or_default(),
-        p.source
-    )
-}
-
-/// At most `n` characters, cut at a word and marked.
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let head: String = s.chars().take(n).collect();
-    let cut = head
-        .rfind([' ', ',', ';'])
-        .filter(|&i| i > n / 2)
-        .unwrap_or(head.len());
-    format!("{}...", head[..cut].trim_end_matches([' ', ',', ';']))
 }

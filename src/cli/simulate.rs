@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
-use super::args::{parse_root, Selected, Selection};
+use super::args::{parse_root, Cluster, Selected, Selection};
 use super::{Code, UsageError};
+use colltune_algorithms::Variant;
 use colltune_core::compare::{self, Options, SelfAgreement, Verdict};
 use colltune_core::method::expand;
 use colltune_core::method::{RootPolicy, Subject};
@@ -19,15 +20,8 @@ pub struct Args {
     /// The network model (YAML; see tuning-tables/models/).
     #[arg(long)]
     pub model: PathBuf,
-    /// Ranks of the simulated communicator.
-    #[arg(long)]
-    pub ranks: Option<usize>,
-    /// Ranks per node (default: all on one node).
-    #[arg(long)]
-    pub ppn: Option<usize>,
-    /// Or an explicit layout: `256x64`, `3+2`.
-    #[arg(long)]
-    pub layout: Option<String>,
+    #[command(flatten)]
+    pub cluster: Cluster,
     #[command(flatten)]
     sel: Selection,
     /// Root: `rotate` (as bench and tune measure: a repetition per root,
@@ -62,8 +56,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     if let Some(measured) = &a.compare {
         return compare(&a, &m, measured);
     }
-    let nodes = colltune_core::simulate::layout(a.ranks, a.ppn, a.layout.as_deref())
-        .map_err(|e| UsageError(e.to_string()))?;
+    let nodes = a.cluster.nodes()?;
     let Selected {
         sizes,
         per_coll,
@@ -90,7 +83,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         for s in expand(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)
             .map_err(|e| UsageError(e.to_string()))?
         {
-            let Subject::Ours { spec, exec, .. } = &s else {
+            let Subject::Ours(Variant { spec, exec, .. }) = &s else {
                 continue;
             };
             let roots = match root {

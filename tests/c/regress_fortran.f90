@@ -5,7 +5,8 @@
 ! going through colltune: 1000 integers (4000 B) and 3 doubles (24 B) from
 ! every root, and 500 integers at absolute addresses (MPI_BOTTOM and a
 ! struct type: 2000 B). Every element is checked; rank 0 prints
-! `regress_fortran: ok`.
+! `case fortran_bcast: ok` (the drop-in's case format: tests/dropin.rs runs
+! this program too, plain and preloaded, and compares the lines).
 program regress_fortran
   use mpi
   implicit none
@@ -61,9 +62,9 @@ program regress_fortran
   call MPI_ALLREDUCE(bad, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
     if (total == 0) then
-      print '(a)', 'regress_fortran: ok'
+      print '(a)', 'case fortran_bcast: ok'
     else
-      print '(a,i0,a)', 'regress_fortran: FAILED (', total, ' wrong)'
+      print '(a,i0,a)', 'case fortran_bcast: wrong data (', total, ' wrong)'
     end if
   end if
   call MPI_FINALIZE(ierr)

@@ -3,7 +3,7 @@
 ! mpi_bcast_f08 calls its C implementation directly, so before the fix the
 ! interposition library never saw it. 1000 integers (4000 B) from every
 ! root, and 500 integers at absolute addresses (MPI_BOTTOM: 2000 B), every
-! element checked; rank 0 prints `regress_fortran_f08: ok`.
+! element checked; rank 0 prints `case fortran_bcast: ok`.
 program regress_fortran_f08
   use mpi_f08
   implicit none
@@ -48,9 +48,9 @@ program regress_fortran_f08
   call MPI_Allreduce(bad, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) then
     if (total == 0) then
-      print '(a)', 'regress_fortran_f08: ok'
+      print '(a)', 'case fortran_bcast: ok'
     else
-      print '(a,i0,a)', 'regress_fortran_f08: FAILED (', total, ' wrong)'
+      print '(a,i0,a)', 'case fortran_bcast: wrong data (', total, ' wrong)'
     end if
   end if
   call MPI_Finalize()

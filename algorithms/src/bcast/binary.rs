@@ -14,7 +14,7 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 use crate::topo::binary_tree;
 

@@ -17,11 +17,18 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::{build_into, Shape};
+use crate::shape::{Compose, Shape};
 use crate::spec::{AlgoSpec, Collective};
 use crate::topo::NodeMap;
 
-pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {
+/// `build_into` builds a phase's algorithm (the registry's own, which
+/// lists this one: an algorithm never names the registry).
+pub fn build(
+    sh: &Shape,
+    spec: &AlgoSpec,
+    b: &mut Builder,
+    build_into: Compose,
+) -> Result<(), SpecError> {
     let nodes = sh.nodes;
     let root_node = nodes.node_of(sh.root);
     let my_node = nodes.node_of(sh.rank);

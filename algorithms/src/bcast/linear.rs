@@ -14,8 +14,8 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::{Post, Region};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 pub fn build(sh: &Shape, _spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {

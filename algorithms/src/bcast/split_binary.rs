@@ -17,8 +17,8 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::{Post, Region};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 use crate::topo::binary_tree;
 

@@ -8,8 +8,8 @@
 //! tree.
 
 use crate::builder::Builder;
-use crate::registry::Shape;
 use crate::schedule::{Post, Region};
+use crate::shape::Shape;
 use crate::topo::TreeNode;
 
 /// Splits `[offset, offset + len)` into segments of `segment` bytes (0: one

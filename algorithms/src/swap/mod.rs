@@ -14,8 +14,8 @@ pub mod rsend;
 pub mod sendrecv;
 
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::{Buf, Region};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 /// The partner of `rank`, or `None` for the odd rank out.

@@ -11,8 +11,8 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::Post;
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 use super::pair;

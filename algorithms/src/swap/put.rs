@@ -14,8 +14,8 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::{Buf, Region};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 use super::pair;

@@ -12,8 +12,8 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
 use crate::schedule::{Post, Region, SendMode, Tag};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 use super::pair;

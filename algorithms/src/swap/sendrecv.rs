@@ -10,7 +10,7 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::registry::Shape;
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 use super::pair;

@@ -40,7 +40,7 @@ use argmin::solver::brent::BrentOpt;
 use colltune_algorithms::Collective;
 use thiserror::Error;
 
-use crate::stats::{self, Summary};
+use crate::measure::stats::{self, Summary};
 pub use space::{
     adapt_candidates, candidates, library_candidates, mpich_candidates, segment_grid, Candidate,
     SpaceOptions,
@@ -64,7 +64,7 @@ pub enum TuneError {
     #[error(transparent)]
     Measure(Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
-    Record(#[from] crate::record::RecordError),
+    Record(#[from] crate::measure::record::RecordError),
     #[error("{0}")]
     Other(String),
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::TuneError;
-use crate::record::{self, Sample};
+use crate::measure::record::{self, Sample};
 
 /// The settings a raw CSV was produced with, kept beside it
 /// (`RAW.csv.tune.yaml`); a resume must match them.
@@ -147,14 +147,14 @@ pub fn read_for_resume(path: &Path) -> Result<Vec<Sample>, TuneError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Writer;
+    use crate::measure::record::Writer;
 
     #[test]
     fn resume_drops_a_cut_last_line() {
         let dir = std::env::temp_dir().join(format!("colltune-resume-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("raw.csv");
-        let mut a = crate::record::sample("linear", "blocking", 8, 1, 1.0);
+        let mut a = crate::measure::record::sample("linear", "blocking", 8, 1, 1.0);
         let mut w = Writer::open(&p, false).unwrap();
         w.write(&[a.clone()]).unwrap();
         a.bytes = 16;

@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use colltune_algorithms::NodeMap;
 
 use super::{Oracle, Request, TuneError};
-use crate::method::{RootPolicy, Subject};
+use crate::measure::method::{RootPolicy, Subject};
+use crate::measure::record::{Sample, Writer};
+use crate::model::sim::{rotation_roots, simulate_within, Model, SimError};
 use crate::progress::Progress;
-use crate::record::{Sample, Writer};
-use crate::sim::{rotation_roots, simulate_within, Model, SimError};
 
 /// Abandon a candidate past this multiple of the best time at its size.
 pub const CUTOFF: f64 = 3.0;
@@ -140,7 +140,7 @@ impl Oracle for SimOracle<'_> {
                     }
                     times.sort_by_key(|&(root, _)| roots.iter().position(|&x| x == root));
                     let v: Vec<f64> = times.iter().map(|&(_, t)| t).collect();
-                    let m = crate::stats::median(&v);
+                    let m = crate::measure::stats::median(&v);
                     let b = self.best.entry((r.comm, r.bytes)).or_insert(m);
                     *b = b.min(m);
                     Simulated::Times(times)
@@ -156,16 +156,12 @@ impl Oracle for SimOracle<'_> {
                     continue;
                 }
             };
-            let subject = Subject::Ours {
-                collective: r.cand.collective,
-                spec: r.cand.spec.clone(),
-                exec: r.cand.exec,
-            };
+            let subject = Subject::Ours(r.cand.0.clone());
             let rows: Vec<Sample> = times
                 .iter()
                 .enumerate()
                 .map(|(i, &(root, t))| {
-                    crate::simulate::sample(
+                    crate::model::simulate::sample(
                         self.model,
                         nodes,
                         &subject,

@@ -16,20 +16,25 @@ use std::fmt;
 
 use colltune_algorithms::registry::{SEGMENT_MAX, SEGMENT_MIN};
 
-use crate::library::LibraryChoice;
-use crate::ompi::Forced;
+use crate::libraries::library::LibraryChoice;
+use crate::libraries::ompi::Forced;
 use colltune_algorithms::{
     algorithms, resolve, AlgoSpec, AlgorithmInfo, Collective, Execution, ParamTuning, ParamValue,
-    Restriction, Tuning,
+    Restriction, Tuning, Variant,
 };
 
-/// One thing the tuner can choose.
+/// One thing the tuner can choose: a [`Variant`] (its fields read through
+/// it), or one of the MPI library's own algorithms written as one (the spec
+/// `ompi_tuned:...`, `ompi_adapt:...`, `mpich:...`; the execution a
+/// placeholder, the library runs it).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Candidate {
-    pub collective: Collective,
-    /// Resolved (canonical) specification.
-    pub spec: AlgoSpec,
-    pub exec: Execution,
+pub struct Candidate(pub Variant);
+
+impl std::ops::Deref for Candidate {
+    type Target = Variant;
+    fn deref(&self) -> &Variant {
+        &self.0
+    }
 }
 
 impl Candidate {
@@ -39,27 +44,27 @@ impl Candidate {
             &AlgoSpec::parse(text).expect("valid built-in spec"),
         )
         .expect("built-in spec resolves");
-        Candidate {
+        Candidate(Variant {
             collective,
             spec,
             exec,
-        }
+        })
     }
 
     /// One of the MPI library's own algorithms (Open MPI coll/tuned or
     /// coll/adapt, MPICH's), compared beside colltune's. Its `exec` is a
     /// placeholder: the library runs it.
     pub fn library(f: impl Into<LibraryChoice>) -> Candidate {
-        Candidate {
+        Candidate(Variant {
             collective: Collective::Bcast,
             spec: f.into().spec(),
             exec: Execution::Blocking,
-        }
+        })
     }
 
     /// The library algorithm this candidate forces, if it is one.
     pub fn forced(&self) -> Option<LibraryChoice> {
-        crate::library::is_table_name(&self.spec.name)
+        crate::libraries::library::is_table_name(&self.spec.name)
             .then(|| LibraryChoice::from_spec(&self.spec).ok())
             .flatten()
     }
@@ -68,7 +73,7 @@ impl Candidate {
     /// library's own algorithms).
     pub fn exec_name(&self) -> &'static str {
         match self.forced() {
-            Some(_) => crate::ompi::LIBRARY_EXECUTION,
+            Some(_) => crate::libraries::ompi::LIBRARY_EXECUTION,
             None => self.exec.name(),
         }
     }
@@ -85,7 +90,7 @@ impl Candidate {
     /// The same candidate with another segment size.
     pub fn with_segment(&self, segment: u64) -> Candidate {
         let mut c = self.clone();
-        c.spec
+        c.0.spec
             .params
             .insert("segment".into(), ParamValue::Int(segment));
         c
@@ -154,7 +159,7 @@ pub fn candidates(c: Collective, o: &SpaceOptions) -> Vec<Candidate> {
 
 /// The MPI library's own broadcast algorithms as candidates: Open MPI
 /// coll/tuned's 9, the segmented ones at each of
-/// [`crate::ompi::TUNED_SEGMENTS`] (the tuner measures them only on Open
+/// [`crate::libraries::ompi::TUNED_SEGMENTS`] (the tuner measures them only on Open
 /// MPI; `tune --no-library-candidates` leaves them out).
 pub fn library_candidates() -> Vec<Candidate> {
     Forced::candidates()
@@ -165,12 +170,12 @@ pub fn library_candidates() -> Vec<Candidate> {
 
 /// Open MPI 5.0's coll/adapt broadcast algorithms as candidates: each one
 /// the library offers (`offered`, read from it: `colltune_mpi::bench::adapt`)
-/// that a table can name, at each of [`crate::ompi::adapt::TUNE_SEGMENTS`].
-pub fn adapt_candidates(offered: &[crate::ompi::adapt::Choice]) -> Vec<Candidate> {
+/// that a table can name, at each of [`crate::libraries::ompi::adapt::TUNE_SEGMENTS`].
+pub fn adapt_candidates(offered: &[crate::libraries::ompi::adapt::Choice]) -> Vec<Candidate> {
     let mut out = Vec::new();
     for c in offered {
-        for &segment in crate::ompi::adapt::TUNE_SEGMENTS {
-            if let Some(f) = crate::ompi::adapt::Forced::from_choice(c, segment) {
+        for &segment in crate::libraries::ompi::adapt::TUNE_SEGMENTS {
+            if let Some(f) = crate::libraries::ompi::adapt::Forced::from_choice(c, segment) {
                 out.push(Candidate::library(LibraryChoice::Adapt(f)));
             }
         }
@@ -182,10 +187,13 @@ pub fn adapt_candidates(offered: &[crate::ompi::adapt::Choice]) -> Vec<Candidate
 /// (`offered`, read from it: `colltune_mpi::bench::mpich`) that a table can
 /// name, `auto` (MPICH's own decision) first; `smp` only when
 /// `multi_node` (MPICH cannot apply it on one node).
-pub fn mpich_candidates(offered: &[crate::mpich::Choice], multi_node: bool) -> Vec<Candidate> {
+pub fn mpich_candidates(
+    offered: &[crate::libraries::mpich::Choice],
+    multi_node: bool,
+) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = offered
         .iter()
-        .filter_map(crate::mpich::Forced::from_choice)
+        .filter_map(crate::libraries::mpich::Forced::from_choice)
         .filter(|f| multi_node || f.name != "smp")
         .map(|f| Candidate::library(LibraryChoice::Mpich(f)))
         .collect();
@@ -324,7 +332,7 @@ mod tests {
             assert!(c.label().ends_with(" [library]"), "{}", c.label());
             assert_eq!(Candidate::library(f), *c);
             // The tuner's samples (measured as this subject) key back to it.
-            let subject = crate::method::Subject::OmpiTuned {
+            let subject = crate::measure::method::Subject::OmpiTuned {
                 tuned: f.tuned(),
                 segment: u64::from(f.segment),
             };
@@ -350,28 +358,31 @@ mod tests {
 
     #[test]
     fn adapt_and_mpich_candidates_key_back_to_what_bench_records() {
-        let offered = crate::ompi::adapt::from_description(
+        let offered = crate::libraries::ompi::adapt::from_description(
             "Algorithm of broadcast, 0: tuned, 1: binomial, 2: in_order_binomial, 3: binary, 4: pipeline, 5: chain, 6: linear",
         )
         .unwrap();
         let a = adapt_candidates(&offered);
         // tuned (0) is not implemented: 6 algorithms at each segment.
-        assert_eq!(a.len(), 6 * crate::ompi::adapt::TUNE_SEGMENTS.len());
+        assert_eq!(
+            a.len(),
+            6 * crate::libraries::ompi::adapt::TUNE_SEGMENTS.len()
+        );
         for c in &a {
             let Some(LibraryChoice::Adapt(f)) = c.forced() else {
                 panic!("{c}: not a coll/adapt candidate")
             };
             assert_eq!(c.segment(), None);
             let choice = offered.iter().find(|o| o.id == f.id).unwrap().clone();
-            let subject = crate::method::Subject::OmpiAdapt {
+            let subject = crate::measure::method::Subject::OmpiAdapt {
                 choice,
                 segment: u64::from(f.segment),
             };
             assert_eq!(subject.label(), c.label());
         }
-        let offered = crate::mpich::from_description(
+        let offered = crate::libraries::mpich::from_description(
             "x\nauto - a\nbinomial - b\nsmp - c\nscatter_ring_allgather - d\nfancy_new - e",
-            crate::mpich::DOCUMENTED_BCAST,
+            crate::libraries::mpich::DOCUMENTED_BCAST,
         )
         .unwrap();
         let one_node = mpich_candidates(&offered, false);
@@ -392,7 +403,10 @@ mod tests {
                 panic!("{c}: not an MPICH candidate")
             };
             let choice = offered.iter().find(|o| o.name == f.name).unwrap().clone();
-            assert_eq!(crate::method::Subject::Mpich { choice }.label(), c.label());
+            assert_eq!(
+                crate::measure::method::Subject::Mpich { choice }.label(),
+                c.label()
+            );
         }
     }
 }

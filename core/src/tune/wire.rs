@@ -1,7 +1,7 @@
 //! A measurement request as one line of text: how the MPI driver's rank 0
 //! tells every rank what to measure next.
 
-use colltune_algorithms::{AlgoSpec, Collective, Execution};
+use colltune_algorithms::{AlgoSpec, Collective, Execution, Variant};
 
 use super::{Candidate, Request, TuneError};
 
@@ -23,19 +23,21 @@ pub fn decode(line: &str) -> Result<Request, TuneError> {
     let exec: Execution = f[3].parse().map_err(|_| bad())?;
     Ok(Request {
         comm: f[0].parse().map_err(|_| bad())?,
-        cand: Candidate {
+        cand: Candidate(Variant {
             collective,
             spec: AlgoSpec::parse(f[2])
                 .ok()
-                .and_then(|s| match crate::library::is_table_name(&s.name) {
-                    true => crate::library::LibraryChoice::from_spec(&s)
-                        .ok()
-                        .map(|f| f.spec()),
-                    false => colltune_algorithms::resolve(collective, &s).ok(),
-                })
+                .and_then(
+                    |s| match crate::libraries::library::is_table_name(&s.name) {
+                        true => crate::libraries::library::LibraryChoice::from_spec(&s)
+                            .ok()
+                            .map(|f| f.spec()),
+                        false => colltune_algorithms::resolve(collective, &s).ok(),
+                    },
+                )
                 .ok_or_else(bad)?,
             exec,
-        },
+        }),
         bytes: f[4].parse().map_err(|_| bad())?,
         run: f[5].parse().map_err(|_| bad())?,
         budget_scale: f[6].parse().map_err(|_| bad())?,
@@ -62,7 +64,7 @@ mod tests {
         assert_eq!(decode(&encode(&r)).unwrap(), r);
         assert!(decode("1\tbcast").is_err());
         let lib = Request {
-            cand: Candidate::library(crate::ompi::Forced {
+            cand: Candidate::library(crate::libraries::ompi::Forced {
                 id: 4,
                 segment: 8192,
             }),
@@ -75,7 +77,9 @@ mod tests {
         ] {
             let spec = colltune_algorithms::AlgoSpec::parse(text).unwrap();
             let other = Request {
-                cand: Candidate::library(crate::library::LibraryChoice::from_spec(&spec).unwrap()),
+                cand: Candidate::library(
+                    crate::libraries::library::LibraryChoice::from_spec(&spec).unwrap(),
+                ),
                 ..lib.clone()
             };
             assert_eq!(decode(&encode(&other)).unwrap(), other, "{text}");

@@ -48,6 +48,9 @@ pub mod clock;
 mod forcing;
 pub mod han;
 pub mod mpich;
+mod outcome;
+
+pub use outcome::{Outcome, Skips};
 
 use colltune_algorithms::{build_resolved, Collective, Plan, Shape};
 use thiserror::Error;
@@ -454,22 +457,20 @@ impl<'c> Measurer<'c> {
         // that, not the general executor, so a tune ranks what will run.
         // With overlap the call must be nonblocking: the executor then.
         let direct = match pt.subject {
-            Subject::Ours { spec, exec, .. }
-                if coll == Collective::Bcast && pt.overlap_us <= 0.0 =>
-            {
-                crate::select::direct::tree_of(spec, *exec)
+            Subject::Ours(v) if coll == Collective::Bcast && pt.overlap_us <= 0.0 => {
+                crate::select::direct::tree_of(&v.spec, v.exec)
                     .filter(|&(_, seg)| crate::select::direct::one_segment(pt.bytes, seg))
                     .map(|(t, _)| t)
             }
             _ => None,
         };
         let plans: Vec<Plan> = match pt.subject {
-            Subject::Ours { spec, .. } if direct.is_none() => roots
+            Subject::Ours(v) if direct.is_none() => roots
                 .iter()
                 .map(|&root| {
                     build_resolved(
                         coll,
-                        spec,
+                        &v.spec,
                         &Shape {
                             rank,
                             size,
@@ -509,7 +510,7 @@ impl<'c> Measurer<'c> {
                     first % nroots
                 };
                 match (pt.subject, direct) {
-                    (Subject::Ours { .. }, Some(tree)) => {
+                    (Subject::Ours(_), Some(tree)) => {
                         let d = data.slot(slot, n);
                         // SAFETY: `d` is n bytes of this rank's buffer; the
                         // communicator is the measurer's, of `size` ranks.
@@ -526,11 +527,11 @@ impl<'c> Measurer<'c> {
                         }
                         .map_err(TransportError::from)?;
                     }
-                    (Subject::Ours { exec, .. }, None) => {
+                    (Subject::Ours(v), None) => {
                         let d = data.slot(slot, n);
                         let r = recv.slot(slot, if coll == Collective::Swap { n } else { 0 });
                         let pending =
-                            start(comm, &plans[root_idx], *exec, Buffers { data: d, recv: r })?;
+                            start(comm, &plans[root_idx], v.exec, Buffers { data: d, recv: r })?;
                         compute(pt.overlap_us);
                         pending.wait()?;
                     }

@@ -13,15 +13,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use super::ffi::{self, Datatype, MPI_Comm};
-use super::MpiError;
-
-/// A reduction operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Min,
-    Max,
-    Sum,
-}
+use super::{MpiError, Op};
 
 mod sealed {
     use super::{Datatype, MPI_Comm};

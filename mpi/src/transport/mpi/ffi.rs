@@ -25,8 +25,7 @@ pub use mpi::ffi::{MPI_Comm, MPI_Group, MPI_Request, MPI_Win};
 
 use colltune_algorithms::SendMode;
 
-use super::control::Op;
-use super::MpiError;
+use super::{MpiError, Op};
 
 /// Turns an MPI return code into a `Result` naming the call.
 pub fn check(code: c_int, call: &'static str) -> Result<(), MpiError> {

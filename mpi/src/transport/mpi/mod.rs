@@ -20,12 +20,20 @@ use std::fmt;
 use colltune_algorithms::{BuildError, NodeMap, ShapeError};
 use thiserror::Error;
 
-pub use control::{Control, Element, Op};
+pub use control::{Control, Element};
 pub use exec::{execute, start, Buffers, Pending};
 pub use ffi::{cvar_write_int, processor_name, wtime};
 pub use p2p::{Batch, Peer};
 
 use control::CommHandle;
+
+/// A reduction operation (the control plane's, which `ffi` maps to MPI's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Min,
+    Max,
+    Sum,
+}
 
 /// A failed MPI call.
 #[derive(Debug, Clone, Error)]

@@ -1,0 +1,14 @@
+//! Measurement and its statistics: what is measured and how (`method`), the
+//! raw-sample schema (`record`), order statistics and outliers (`stats`),
+//! the latency/bandwidth fit (`fit`), IMB-style reports (`report`), what
+//! the pictures show (`figure`), and the byte patterns checks use
+//! (`pattern`).
+
+pub mod figure;
+#[cfg(feature = "tuner")]
+pub mod fit;
+pub mod method;
+pub mod pattern;
+pub mod record;
+pub mod report;
+pub mod stats;

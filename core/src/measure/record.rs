@@ -1,0 +1,478 @@
+//! Raw samples: one CSV row per timed repetition, written as they are taken
+//! and read back (with errors naming the file, line and column) by `fit`,
+//! `report`, `plot`, `table build` and the tuner's resume.
+//!
+//! Columns, in order:
+//!
+//! | column      | meaning |
+//! |-------------|---------|
+//! | collective  | `bcast` or `swap` |
+//! | algorithm   | registry name; `mpi` for the MPI library's own call; `ompi_tuned` for an Open MPI coll/tuned algorithm forced through its MCA variables |
+//! | spec        | canonical specification: `pipeline:segment=65536`, `mpi`, `ompi_tuned:algorithm=6,segment=0` |
+//! | execution   | `blocking`, `nonblocking`, or `library` (the MPI library's own call) |
+//! | ranks       | communicator size |
+//! | ppn         | ranks per node (the largest node's count) |
+//! | nodes       | nodes the communicator spans |
+//! | layout      | node layout: `4`, `2x2`, `3+2` |
+//! | bytes       | message bytes (swap: each partner's buffer) |
+//! | root        | root of this repetition (`-1` for swaps) |
+//! | cache       | `warm` (one buffer) or `off` (buffers rotated over more than the last-level cache) |
+//! | iterations  | calls per repetition; `time_us` is per call |
+//! | overlap_us  | computation placed between starting and waiting for each call |
+//! | pattern     | `synchronized` (ranks started together before each repetition) or `back-to-back` (a repetition is a block of `iterations` calls in a row, IMB style; the root rotates per call); optional when reading: CSVs from before it were all `synchronized` |
+//! | run         | independent run, from 1 |
+//! | rep         | repetition within the run, from 1 |
+//! | time_us     | the slowest rank's time for one call in this repetition, microseconds |
+//! | outlier     | 1 if the modified z-score (median absolute deviation) of this sample within its run exceeds 3.5, or (window-synchronised) a rank reached the repetition's start late |
+//! | mpi         | MPI library and version |
+//! | host        | the host rank 0 ran on |
+//! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
+//! | colltune    | colltune version |
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use colltune_algorithms::Collective;
+
+/// Column names in order (the CSV header).
+pub const COLUMNS: &[&str] = &[
+    "collective",
+    "algorithm",
+    "spec",
+    "execution",
+    "ranks",
+    "ppn",
+    "nodes",
+    "layout",
+    "bytes",
+    "root",
+    "cache",
+    "iterations",
+    "overlap_us",
+    "pattern",
+    "run",
+    "rep",
+    "time_us",
+    "outlier",
+    "mpi",
+    "host",
+    "source",
+    "colltune",
+];
+
+/// One timed repetition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub collective: String,
+    pub algorithm: String,
+    pub spec: String,
+    pub execution: String,
+    pub ranks: u32,
+    pub ppn: u32,
+    pub nodes: u32,
+    pub layout: String,
+    pub bytes: u64,
+    pub root: i64,
+    pub cache: String,
+    pub iterations: u32,
+    pub overlap_us: f64,
+    /// `synchronized` or `back-to-back` (absent in older CSVs:
+    /// `synchronized`, the only pattern measured then).
+    #[serde(default = "synchronized")]
+    pub pattern: String,
+    pub run: u32,
+    pub rep: u32,
+    pub time_us: f64,
+    pub outlier: u8,
+    pub mpi: String,
+    pub host: String,
+    pub source: String,
+    pub colltune: String,
+}
+
+/// Columns a reader accepts as absent (older CSVs), with their default.
+pub const OPTIONAL_COLUMNS: &[&str] = &["pattern"];
+
+fn synchronized() -> String {
+    crate::measure::method::Pattern::Synchronized.name().into()
+}
+
+impl Sample {
+    /// What was measured: (collective, spec, execution).
+    pub fn subject(&self) -> (String, String, String) {
+        (
+            self.collective.clone(),
+            self.spec.clone(),
+            self.execution.clone(),
+        )
+    }
+    /// A readable name: `pipeline:segment=65536 [nonblocking]`.
+    pub fn label(&self) -> String {
+        colltune_algorithms::label(&self.spec, &self.execution)
+    }
+    /// The communicator the sample was taken on: (ranks, ppn, nodes).
+    pub fn comm_key(&self) -> (u32, u32, u32) {
+        (self.ranks, self.ppn, self.nodes)
+    }
+    pub fn collective(&self) -> Option<Collective> {
+        self.collective.parse().ok()
+    }
+    pub fn is_library(&self) -> bool {
+        self.execution == "library"
+    }
+    /// Whether a table may choose what the sample measured: colltune's
+    /// algorithms and the library's forced ones a table can name
+    /// (`ompi_tuned`, `ompi_adapt`, `mpich`: [`crate::libraries::library`]), not the
+    /// library's default `MPI_Bcast` (a baseline only) nor an algorithm a
+    /// table could not say (an MPICH name it does not document).
+    pub fn is_choice(&self) -> bool {
+        !self.is_library()
+            || (crate::libraries::library::is_table_name(&self.algorithm)
+                && colltune_algorithms::AlgoSpec::parse(&self.spec)
+                    .is_ok_and(|s| crate::libraries::library::LibraryChoice::from_spec(&s).is_ok()))
+    }
+}
+
+/// A bad raw-sample file.
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: line {line}: {why}")]
+    Bad {
+        path: PathBuf,
+        line: u64,
+        why: String,
+    },
+    #[error(
+        "{path}: missing column(s) {missing}; a colltune raw CSV starts with the header: {header}"
+    )]
+    MissingColumns {
+        path: PathBuf,
+        missing: String,
+        header: String,
+    },
+    #[error("{path}: no samples (an empty file or only a header)")]
+    Empty { path: PathBuf },
+}
+
+/// Reads every sample of a raw CSV, checking columns and values.
+pub fn read(path: &Path) -> Result<Vec<Sample>, RecordError> {
+    let file = File::open(path).map_err(|source| RecordError::Open {
+        path: path.into(),
+        source,
+    })?;
+    let mut rdr = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(file);
+    let headers = rdr
+        .headers()
+        .map_err(|e| RecordError::Bad {
+            path: path.into(),
+            line: 1,
+            why: e.to_string(),
+        })?
+        .clone();
+    let missing: Vec<&str> = COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !OPTIONAL_COLUMNS.contains(c) && !headers.iter().any(|h| h == *c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(RecordError::MissingColumns {
+            path: path.into(),
+            missing: missing.join(", "),
+            header: COLUMNS.join(","),
+        });
+    }
+    let mut out = Vec::new();
+    for rec in rdr.deserialize::<Sample>() {
+        let s = rec.map_err(|e| {
+            let line = e.position().map(|p| p.line()).unwrap_or(0);
+            let why = match e.kind() {
+                csv::ErrorKind::Deserialize { err, .. } => match err.field() {
+                    Some(f) => format!(
+                        "column `{}`: {}",
+                        headers.get(f as usize).unwrap_or("?"),
+                        err.kind()
+                    ),
+                    None => err.kind().to_string(),
+                },
+                csv::ErrorKind::UnequalLengths {
+                    expected_len, len, ..
+                } => format!("{len} fields where the header has {expected_len}"),
+                _ => e.to_string(),
+            };
+            RecordError::Bad {
+                path: path.into(),
+                line,
+                why,
+            }
+        })?;
+        validate(&s).map_err(|why| RecordError::Bad {
+            path: path.into(),
+            line: out.len() as u64 + 2,
+            why,
+        })?;
+        out.push(s);
+    }
+    if out.is_empty() {
+        return Err(RecordError::Empty { path: path.into() });
+    }
+    Ok(out)
+}
+
+fn validate(s: &Sample) -> Result<(), String> {
+    if s.collective.parse::<Collective>().is_err() {
+        return Err(format!(
+            "column `collective`: `{}` is not bcast or swap",
+            s.collective
+        ));
+    }
+    if !["blocking", "nonblocking", "library"].contains(&s.execution.as_str()) {
+        return Err(format!(
+            "column `execution`: `{}` is not blocking, nonblocking or library",
+            s.execution
+        ));
+    }
+    if let Err(e) = s.pattern.parse::<crate::measure::method::Pattern>() {
+        return Err(format!("column `pattern`: {e}"));
+    }
+    if !(s.time_us.is_finite() && s.time_us >= 0.0) {
+        return Err(format!(
+            "column `time_us`: {} is not a time in microseconds",
+            s.time_us
+        ));
+    }
+    if s.ranks == 0 || s.iterations == 0 {
+        return Err("columns `ranks` and `iterations` must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// Appends samples to a CSV as they are taken, flushing after each batch so
+/// that a killed run loses nothing already measured.
+pub struct Writer {
+    path: PathBuf,
+    inner: csv::Writer<BufWriter<File>>,
+}
+
+impl Writer {
+    /// Creates (or, with `append`, continues) a raw CSV.
+    pub fn open(path: &Path, append: bool) -> Result<Writer, RecordError> {
+        let exists = append && path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| RecordError::Write {
+                path: path.into(),
+                source,
+            })?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(append)
+            .write(true)
+            .truncate(!append)
+            .open(path)
+            .map_err(|source| RecordError::Open {
+                path: path.into(),
+                source,
+            })?;
+        let inner = csv::WriterBuilder::new()
+            .has_headers(!exists)
+            .from_writer(BufWriter::new(file));
+        Ok(Writer {
+            path: path.into(),
+            inner,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes a batch and flushes it to the file.
+    pub fn write(&mut self, samples: &[Sample]) -> Result<(), RecordError> {
+        let err = |e: std::io::Error| RecordError::Write {
+            path: self.path.clone(),
+            source: e,
+        };
+        for s in samples {
+            self.inner
+                .serialize(s)
+                .map_err(|e| err(std::io::Error::other(e)))?;
+        }
+        self.inner.flush().map_err(err)?;
+        self.inner.get_ref().get_ref().sync_data().map_err(err)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.inner.flush();
+    }
+}
+
+/// Writes samples to any writer (tests, stdout).
+pub fn write_to(w: impl Write, samples: &[Sample]) -> csv::Result<()> {
+    let mut c = csv::Writer::from_writer(w);
+    for s in samples {
+        c.serialize(s)?;
+    }
+    c.flush()?;
+    Ok(())
+}
+
+/// A one-repetition sample of `spec` under `exec` on 4 ranks of one node
+/// (a swap when the spec names a pairing), for tests and examples of the
+/// commands that read samples.
+pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sample {
+    Sample {
+        collective: if spec.contains("pairing") {
+            "swap"
+        } else {
+            "bcast"
+        }
+        .into(),
+        algorithm: spec.split(':').next().unwrap_or(spec).into(),
+        spec: spec.into(),
+        execution: exec.into(),
+        ranks: 4,
+        ppn: 4,
+        nodes: 1,
+        layout: "4".into(),
+        bytes,
+        root: 0,
+        cache: "warm".into(),
+        iterations: 1,
+        overlap_us: 0.0,
+        pattern: synchronized(),
+        run,
+        rep: 1,
+        time_us,
+        outlier: 0,
+        mpi: "Open MPI v4.1.4".into(),
+        host: "test".into(),
+        source: "measured".into(),
+        colltune: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("colltune-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d.join(name)
+    }
+
+    #[test]
+    fn write_append_and_read_back() {
+        let p = tmp("raw.csv");
+        let a = sample("binomial:segment=0", "blocking", 8, 1, 3.5);
+        let b = sample("linear", "nonblocking", 8, 1, 2.5);
+        Writer::open(&p, false)
+            .unwrap()
+            .write(std::slice::from_ref(&a))
+            .unwrap();
+        Writer::open(&p, true)
+            .unwrap()
+            .write(std::slice::from_ref(&b))
+            .unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!(back, vec![a, b]);
+        let header = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(header.lines().next().unwrap(), COLUMNS.join(","));
+        assert_eq!(header.matches("collective").count(), 1, "one header only");
+    }
+
+    #[test]
+    fn the_pattern_is_recorded_and_old_csvs_read_as_synchronized() {
+        let p = tmp("pattern.csv");
+        let mut a = sample("linear", "blocking", 8, 1, 3.5);
+        a.pattern = "back-to-back".into();
+        Writer::open(&p, false)
+            .unwrap()
+            .write(std::slice::from_ref(&a))
+            .unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.lines().next().unwrap().contains(",pattern,"), "{text}");
+        assert!(text.contains(",back-to-back,"), "{text}");
+        assert_eq!(read(&p).unwrap(), vec![a.clone()]);
+
+        // A CSV written before the column existed: no `pattern` column.
+        let mut rows = text.lines();
+        let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+        let at = header.iter().position(|h| *h == "pattern").unwrap();
+        let drop_col = |line: &str| {
+            let mut f: Vec<&str> = line.split(',').collect();
+            f.remove(at);
+            f.join(",")
+        };
+        let old = format!(
+            "{}\n{}\n",
+            drop_col(&header.join(",")),
+            drop_col(rows.next().unwrap())
+        );
+        assert!(!old.contains("pattern"));
+        std::fs::write(&p, old).unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!(back[0].pattern, "synchronized");
+        assert_eq!(back[0].time_us, 3.5);
+    }
+
+    #[test]
+    fn garbled_files_name_line_and_column() {
+        let p = tmp("bad.csv");
+        std::fs::write(&p, "collective,bytes\nbcast,1\n").unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("missing column(s)") && e.contains("time_us"),
+            "{e}"
+        );
+
+        let mut good = Vec::new();
+        write_to(&mut good, &[sample("linear", "blocking", 8, 1, 1.0)]).unwrap();
+        let text = String::from_utf8(good).unwrap();
+        let broken = text.replace(",8,0,warm", ",eight,0,warm");
+        std::fs::write(&p, &broken).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("column `bytes`"), "{e}");
+
+        let short = text.lines().next().unwrap().to_string() + "\nbcast,linear\n";
+        std::fs::write(&p, short).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("fields"), "{e}");
+
+        std::fs::write(&p, text.replace(",blocking,", ",sideways,")).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("column `execution`"), "{e}");
+
+        std::fs::write(&p, text.replace(",synchronized,", ",sideways,")).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2") && e.contains("column `pattern`"),
+            "{e}"
+        );
+
+        std::fs::write(&p, text.lines().next().unwrap()).unwrap();
+        assert!(matches!(read(&p), Err(RecordError::Empty { .. })));
+        assert!(matches!(
+            read(Path::new("/nonexistent/raw.csv")),
+            Err(RecordError::Open { .. })
+        ));
+    }
+}

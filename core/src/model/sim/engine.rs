@@ -1,0 +1,687 @@
+//! The engine: one simulated call as flat arrays, and the loop that runs it.
+//!
+//! Every rank's ops are packed into one array of 40-byte [`FOp`]s (see
+//! `pack.rs`), their dependents into another. A rank is either blocking
+//! (walks its ops in program order, as `transport::mpi::exec` does) or
+//! dataflow (starts every op whose dependencies are done, keeping each
+//! channel's order, as the nonblocking execution does; only its startable
+//! ops wait in a heap). Messages match by their position in their channel
+//! (MPI's non-overtaking rule: the k-th send of a channel meets its k-th
+//! receive), so a channel side is a counter of ops posted, not a queue.
+//! The run loop pops events (an op completes, a rank wakes, a rendezvous
+//! transfer leaves) and lets the rank go on; the call's time is the slowest
+//! rank's finish.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use colltune_algorithms::{Execution, NodeMap, Plan, Post};
+
+use super::events::Events;
+use super::model::Model;
+use super::network::{Matched, Network};
+use super::{stuck, SimError};
+
+/// What an event does: wake the rank, or complete op `ev` of it, or (with
+/// this bit) start rendezvous transfer number `ev - RDV` (rank: the sender).
+const WAKE: u32 = u32::MAX;
+const RDV: u32 = 1 << 31;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum St {
+    Pending,
+    /// Dataflow: its dependencies are done, it has not started.
+    Ready,
+    Active,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum K {
+    Send,
+    Recv,
+    Copy,
+    Put,
+    Fence,
+    ExposeTo,
+    AccessTo,
+    EndAccess,
+    EndExposure,
+    WaitAll,
+}
+
+/// "No channel side" / "no peer".
+pub(super) const NONE: u32 = u32::MAX;
+
+/// One op, flat: what it does and its state in the call (40 bytes).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FOp {
+    pub(super) kind: K,
+    pub(super) post: Post,
+    pub(super) st: St,
+    /// Send, Put: destination; Recv: source.
+    pub(super) peer: u32,
+    /// Bytes it moves (Send, Copy, Put).
+    pub(super) len: u64,
+    /// Send, Recv: its channel (index among its rank's channel sides) and
+    /// its position there. ExposeTo, AccessTo: the group's start and length
+    /// in `Engine::groups`.
+    pub(super) cs: u32,
+    pub(super) pos: u32,
+    /// Dataflow: dependencies not yet done.
+    pub(super) remaining: u32,
+    /// Dataflow: start of its dependents in its rank's part of `Engine::deps`.
+    pub(super) dep_off: u32,
+    /// Recv: when it was posted. Send: when the receiver can match it
+    /// ([`SendPosted::t`](super::network::SendPosted): its data's arrival
+    /// if eager, else its request's with a first fragment, or its posting).
+    pub(super) t: f64,
+}
+
+/// One direction of a (source, destination, tag) channel, as one rank sees it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChanSide {
+    /// This side's ops, by position: `Engine::cs_ops[start..start + len]`.
+    pub(super) start: u32,
+    pub(super) len: u32,
+    /// The other side (a receive channel of the destination, or a send
+    /// channel of the source); NONE while no op of it exists.
+    pub(super) peer: u32,
+    /// Ops of this side posted so far (also: the position whose turn it is).
+    pub(super) posted: u32,
+    /// The op posted last, its `FOp::t` and bytes: what the other side
+    /// needs when it matches it (as it mostly does), at hand.
+    pub(super) last: u32,
+    pub(super) t: f64,
+    pub(super) bytes: u64,
+}
+
+/// What a rank touches at every event (one cache line).
+#[repr(C, align(64))]
+pub(super) struct Rank {
+    /// First op and dependent of this rank in the flat arrays.
+    pub(super) op_base: usize,
+    pub(super) dep_base: usize,
+    pub(super) cpu: f64,
+    pub(super) finish: f64,
+    /// First channel side of this rank.
+    pub(super) cs_base: u32,
+    pub(super) n: u32,
+    pub(super) n_deps: u32,
+    pub(super) pc: u32,
+    pub(super) done: u32,
+    pub(super) wait: Wait,
+    /// Dataflow: whether its roots have been offered yet.
+    pub(super) seeded: bool,
+    /// Whether a sync op waits on peers (`RankCold::blocked_sync`).
+    pub(super) blocked: bool,
+}
+
+/// The rest of a rank: window synchronisation, channel lookup.
+pub(super) struct RankCold {
+    /// Its receive channel sides, by (source, tag): `Engine::recv_keys[..]`.
+    pub(super) recv_base: usize,
+    pub(super) n_recv: u32,
+    /// Its fence ops: `Engine::fence_list[fence_base..][..n_fences]`.
+    pub(super) fence_base: u32,
+    pub(super) n_fences: u32,
+    /// Group of the first ExposeTo and of the last AccessTo: (start, len).
+    pub(super) expose_group: Option<(u32, u32)>,
+    pub(super) access_group: Option<(u32, u32)>,
+    /// Puts started and not yet closed: (op, target, inject end, arrival).
+    pub(super) puts: Vec<(u32, u32, f64, f64)>,
+    pub(super) fences: usize,
+    pub(super) exposed: Option<f64>,
+    /// EndAccess times of origins, as seen by this target.
+    pub(super) accessed: Vec<(u32, f64)>,
+    /// Blocked sync op waiting on peers: (op, entered at).
+    pub(super) blocked_sync: Option<(u32, f64)>,
+}
+
+/// What a blocking rank waits for before it goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wait {
+    None,
+    /// This op.
+    One(u32),
+    /// This op and the next.
+    Two(u32),
+    /// Every op before this WaitAll.
+    Below(u32),
+}
+
+/// One simulated call. The fields filled by packing are `pub(super)` for
+/// `pack.rs`.
+pub struct Engine<'a> {
+    /// The model's links and the resources they hold.
+    net: Network,
+    pub(super) exec: Execution,
+    /// Plans it was made from, if any (to name an op in an error).
+    plans: Option<&'a [Plan]>,
+    pub(super) ranks: Vec<Rank>,
+    pub(super) cold: Vec<RankCold>,
+    pub(super) ops: Vec<FOp>,
+    pub(super) cs: Vec<ChanSide>,
+    /// Ops of each channel side, by position (indices within the rank).
+    pub(super) cs_ops: Vec<u32>,
+    /// Per rank, its receive channel sides: ((source, tag) as a key, side).
+    pub(super) recv_keys: Vec<(u64, u32)>,
+    /// Send channel sides to pair: (side, destination, (self, tag) as a key).
+    pub(super) send_keys: Vec<(u32, u32, u64)>,
+    /// Dependents of each op (indices within the rank), per rank.
+    pub(super) deps: Vec<u32>,
+    pub(super) groups: Vec<u32>,
+    /// The fence ops of each rank.
+    pub(super) fence_list: Vec<u32>,
+    events: Events,
+    /// Dataflow: ops of the current rank that may start now.
+    startable: BinaryHeap<Reverse<u32>>,
+    fence_entries: Vec<(usize, f64)>,
+    fence_ops: Vec<Vec<u32>>,
+    /// Rendezvous transfers waiting for their start event: (send rank, send
+    /// op, bytes still to move, receive rank, receive op, receive posted).
+    rdv: Vec<(u32, u32, u64, u32, u32, f64)>,
+    /// Whether ops' dependents are packed (the dataflow execution needs them).
+    pub(super) dependents: bool,
+    /// Scratch for packing a rank.
+    pub(super) channels: colltune_algorithms::ChannelNumbering,
+    pub(super) scratch: Vec<u32>,
+}
+
+/// An index or count as the packed arrays hold it.
+pub(super) fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).expect("simulated call too large")
+}
+
+impl<'a> Engine<'a> {
+    /// An engine for the call the plans describe (rank `r` runs `plans[r]`).
+    pub fn new(m: &'a Model, nodes: &NodeMap, plans: &'a [Plan], exec: Execution) -> Self {
+        let mut e = Engine::empty(m, nodes, exec, exec == Execution::Nonblocking);
+        for pl in plans {
+            e.add_plan(pl);
+        }
+        e.link_channels();
+        e.plans = Some(plans);
+        e
+    }
+
+    /// An engine with no rank yet; `dependents`: pack them (for the dataflow
+    /// execution) even if `exec` is blocking.
+    pub(super) fn empty(m: &Model, nodes: &NodeMap, exec: Execution, dependents: bool) -> Self {
+        let p = nodes.size();
+        Engine {
+            net: Network::new(m, nodes),
+            exec,
+            plans: None,
+            ranks: Vec::with_capacity(p),
+            cold: Vec::with_capacity(p),
+            ops: Vec::new(),
+            cs: Vec::new(),
+            cs_ops: Vec::new(),
+            recv_keys: Vec::new(),
+            send_keys: Vec::new(),
+            deps: Vec::new(),
+            groups: Vec::new(),
+            fence_list: Vec::new(),
+            events: Events::default(),
+            startable: BinaryHeap::new(),
+            fence_entries: Vec::new(),
+            rdv: Vec::new(),
+            fence_ops: Vec::new(),
+            dependents: dependents || exec == Execution::Nonblocking,
+            channels: Default::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, t: f64, r: u32, ev: u32) {
+        self.events.push(t, r, ev);
+    }
+
+    #[inline]
+    fn op(&self, r: u32, i: u32) -> &FOp {
+        &self.ops[self.ranks[r as usize].op_base + i as usize]
+    }
+
+    #[inline]
+    fn op_mut(&mut self, r: u32, i: u32) -> &mut FOp {
+        let b = self.ranks[r as usize].op_base;
+        &mut self.ops[b + i as usize]
+    }
+
+    /// Posts send or receive `op` (number `i` of rank `r`, its `FOp::t`
+    /// being `t`) on its channel and matches it with the other side's op of
+    /// the same position (MPI's non-overtaking rule), if that is posted.
+    fn post(&mut self, r: u32, i: u32, op: &FOp, t: f64) {
+        let c = self.ranks[r as usize].cs_base as usize + op.cs as usize;
+        let side = &mut self.cs[c];
+        debug_assert_eq!(side.posted, op.pos);
+        side.posted += 1;
+        side.last = i;
+        side.t = t;
+        side.bytes = op.len;
+        let peer = side.peer;
+        if peer == NONE {
+            return;
+        }
+        let other = &self.cs[peer as usize];
+        if other.posted <= op.pos {
+            return;
+        }
+        let (j, jt, jbytes) = if other.posted == op.pos + 1 {
+            (other.last, other.t, other.bytes)
+        } else {
+            let j = self.cs_ops[(other.start + op.pos) as usize];
+            let o = self.op(op.peer, j);
+            (j, o.t, o.len)
+        };
+        if op.kind == K::Send {
+            self.deliver(r, i, op.len, t, op.peer, j, jt);
+        } else {
+            self.deliver(op.peer, j, jbytes, jt, r, i, t);
+        }
+    }
+
+    /// Send `si` of rank `src` (`bytes`, its `FOp::t` being `s_t`) meets
+    /// receive `ri` of rank `dst` (posted at `r_post`).
+    #[allow(clippy::too_many_arguments)]
+    fn deliver(&mut self, src: u32, si: u32, bytes: u64, s_t: f64, dst: u32, ri: u32, r_post: f64) {
+        match self.net.matched(src, dst, bytes, s_t, r_post) {
+            Matched::Eager { recv_done } => self.push(recv_done, dst, ri),
+            Matched::Rendezvous { at, rest } => {
+                // The data takes its turn on the links when it leaves (an
+                // event then), not when the match was found: links serve
+                // in time order.
+                let k = u32_of(self.rdv.len());
+                assert!(k < RDV - 1, "simulated call too large");
+                self.rdv.push((src, si, rest, dst, ri, r_post));
+                self.push(at, src, RDV | k);
+            }
+        }
+    }
+
+    /// Rendezvous transfer `k` leaves at `t`.
+    fn start_rdv(&mut self, k: u32, t: f64) {
+        let (src, si, bytes, dst, ri, r_post) = self.rdv[k as usize];
+        let (free, recv_done) = self.net.rendezvous_data(src, dst, bytes, t, r_post);
+        self.push(free, src, si);
+        self.push(recv_done, dst, ri);
+    }
+
+    fn start(&mut self, r: u32, i: u32, t: f64) {
+        let op = {
+            let op = self.op_mut(r, i);
+            op.st = St::Active;
+            *op
+        };
+        let ts = t.max(self.ranks[r as usize].cpu);
+        match op.kind {
+            K::Send => {
+                let s = self.net.post_send(r, op.peer, op.len, ts);
+                self.ranks[r as usize].cpu = s.cpu;
+                if let Some(free) = s.free {
+                    self.push(free, r, i);
+                }
+                self.op_mut(r, i).t = s.t;
+                self.post(r, i, &op, s.t);
+            }
+            K::Recv => {
+                self.op_mut(r, i).t = ts;
+                self.post(r, i, &op, ts);
+            }
+            K::Copy => {
+                let end = self.net.copy_end(ts, op.len);
+                self.ranks[r as usize].cpu = end;
+                self.push(end, r, i);
+            }
+            K::Put => {
+                let to = op.peer;
+                let (cpu, free, arr) = self.net.put(r, to, op.len, ts);
+                self.ranks[r as usize].cpu = cpu;
+                self.cold[r as usize].puts.push((i, to, free, arr));
+            }
+            K::Fence => {
+                let k = self.cold[r as usize].fences;
+                self.cold[r as usize].fences += 1;
+                if self.fence_entries.len() <= k {
+                    self.fence_entries.resize(k + 1, (0, 0.0));
+                    self.fence_ops.resize(k + 1, Vec::new());
+                }
+                let puts_done = self.cold[r as usize]
+                    .puts
+                    .iter()
+                    .map(|p| p.3)
+                    .fold(ts, f64::max);
+                let e = &mut self.fence_entries[k];
+                e.0 += 1;
+                e.1 = e.1.max(puts_done);
+                self.fence_ops[k].push(r);
+                if e.0 == self.ranks.len() {
+                    let t_all = e.1 + self.net.barrier_cost(self.ranks.len());
+                    let members = std::mem::take(&mut self.fence_ops[k]);
+                    for q in members {
+                        let f = self.fence_op(q, k);
+                        let puts = std::mem::take(&mut self.cold[q as usize].puts);
+                        for (op, ..) in puts {
+                            self.push(t_all, q, op);
+                        }
+                        self.push(t_all, q, f);
+                    }
+                }
+            }
+            K::ExposeTo => {
+                self.cold[r as usize].exposed = Some(ts);
+                for g in op.cs..op.cs + op.pos {
+                    let g = self.groups[g as usize];
+                    self.push(ts, g, WAKE);
+                }
+                self.push(ts, r, i);
+            }
+            K::AccessTo | K::EndExposure => {
+                self.cold[r as usize].blocked_sync = Some((i, ts));
+                self.ranks[r as usize].blocked = true;
+                self.try_sync(r);
+            }
+            K::EndAccess => {
+                let puts = std::mem::take(&mut self.cold[r as usize].puts);
+                let mut end = ts;
+                let mut notify: Vec<(u32, f64)> = Vec::new();
+                for &(op, target, free, arr) in &puts {
+                    end = end.max(free);
+                    self.push(free.max(ts), r, op);
+                    let lat = self.net.latency(r, target);
+                    match notify.iter_mut().find(|n| n.0 == target) {
+                        Some(n) => n.1 = n.1.max(arr.max(ts + lat)),
+                        None => notify.push((target, arr.max(ts + lat))),
+                    }
+                }
+                // Targets of this epoch with no put still hear of its end.
+                if let Some((g0, gn)) = self.cold[r as usize].access_group {
+                    for g in g0..g0 + gn {
+                        let g = self.groups[g as usize];
+                        if !notify.iter().any(|n| n.0 == g) {
+                            let lat = self.net.latency(r, g);
+                            notify.push((g, ts + lat));
+                        }
+                    }
+                }
+                for (target, at) in notify {
+                    self.cold[target as usize].accessed.push((r, at));
+                    self.push(at, target, WAKE);
+                }
+                self.push(end, r, i);
+            }
+            K::WaitAll => {
+                if self.exec == Execution::Blocking {
+                    self.ranks[r as usize].wait = Wait::Below(i);
+                }
+                self.push(ts, r, i);
+            }
+        }
+    }
+
+    fn fence_op(&self, r: u32, k: usize) -> u32 {
+        let c = &self.cold[r as usize];
+        assert!(k < c.n_fences as usize, "k-th fence");
+        self.fence_list[c.fence_base as usize + k]
+    }
+
+    /// Completes a blocked AccessTo / EndExposure once its peers allow.
+    fn try_sync(&mut self, r: u32) {
+        if !self.ranks[r as usize].blocked {
+            return;
+        }
+        let Some((i, ts)) = self.cold[r as usize].blocked_sync else {
+            return;
+        };
+        let op = *self.op(r, i);
+        let done_at = match op.kind {
+            K::AccessTo => {
+                let mut at = ts;
+                for g in op.cs..op.cs + op.pos {
+                    let g = self.groups[g as usize];
+                    match self.cold[g as usize].exposed {
+                        Some(e) => at = at.max(e + self.net.latency(g, r)),
+                        None => return,
+                    }
+                }
+                at
+            }
+            K::EndExposure => {
+                let c = &self.cold[r as usize];
+                let (g0, gn) = c.expose_group.unwrap_or((0, 0));
+                let mut at = ts;
+                for g in g0..g0 + gn {
+                    let g = self.groups[g as usize];
+                    match c.accessed.iter().find(|a| a.0 == g) {
+                        Some(a) => at = at.max(a.1),
+                        None => return,
+                    }
+                }
+                at
+            }
+            _ => return,
+        };
+        self.cold[r as usize].blocked_sync = None;
+        self.ranks[r as usize].blocked = false;
+        self.push(done_at, r, i);
+    }
+
+    fn advance(&mut self, r: u32, t: f64) {
+        match self.exec {
+            Execution::Blocking => self.advance_blocking(r, t),
+            Execution::Nonblocking => self.advance_dataflow(r, t),
+        }
+    }
+
+    #[inline]
+    fn is_done(&self, r: u32, i: u32) -> bool {
+        self.op(r, i).st == St::Done
+    }
+
+    fn advance_blocking(&mut self, r: u32, t: f64) {
+        loop {
+            let rs = &self.ranks[r as usize];
+            let clear = match rs.wait {
+                Wait::None => true,
+                Wait::One(a) => self.is_done(r, a),
+                Wait::Two(a) => self.is_done(r, a) && self.is_done(r, a + 1),
+                // Ops after the WaitAll have not started: the ops before it
+                // are done when all done ops but itself are.
+                Wait::Below(i) => rs.done - self.is_done(r, i) as u32 == i,
+            };
+            if !clear {
+                return;
+            }
+            let rs = &mut self.ranks[r as usize];
+            rs.wait = Wait::None;
+            if rs.pc >= rs.n || rs.blocked {
+                return;
+            }
+            let pc = rs.pc;
+            let op = self.ops[rs.op_base + pc as usize];
+            match op.post {
+                Post::ExchangeWithNext => {
+                    rs.pc += 2;
+                    rs.wait = Wait::Two(pc);
+                    self.start(r, pc, t);
+                    self.start(r, pc + 1, t);
+                }
+                Post::Immediate => {
+                    rs.pc += 1;
+                    self.start(r, pc, t);
+                }
+                Post::Blocking => {
+                    rs.pc += 1;
+                    if op.kind != K::WaitAll {
+                        rs.wait = Wait::One(pc);
+                    }
+                    self.start(r, pc, t);
+                }
+            }
+        }
+    }
+
+    /// Dataflow: whether ready op `op` may start now (a send or receive
+    /// only in its turn in its channel); if not, it waits for that turn.
+    #[inline]
+    fn may_start(&self, r: u32, op: &FOp) -> bool {
+        !matches!(op.kind, K::Send | K::Recv)
+            || self.cs[self.ranks[r as usize].cs_base as usize + op.cs as usize].posted == op.pos
+    }
+
+    /// Starts every ready op that may start, in program order (a channel's
+    /// next op, once parked, may start as soon as its predecessor has).
+    fn advance_dataflow(&mut self, r: u32, t: f64) {
+        if !self.ranks[r as usize].seeded {
+            let rs = &mut self.ranks[r as usize];
+            rs.seeded = true;
+            let (b, n) = (rs.op_base, rs.n as usize);
+            for i in 0..n {
+                let op = &self.ops[b + i];
+                if op.st == St::Ready && self.may_start(r, op) {
+                    self.startable.push(Reverse(i as u32));
+                }
+            }
+        }
+        while let Some(Reverse(i)) = self.startable.pop() {
+            self.start(r, i, t);
+            let op = *self.op(r, i);
+            if matches!(op.kind, K::Send | K::Recv) {
+                let c = &self.cs[self.ranks[r as usize].cs_base as usize + op.cs as usize];
+                if op.pos + 1 < c.len {
+                    let j = self.cs_ops[(c.start + op.pos + 1) as usize];
+                    if self.op(r, j).st == St::Ready {
+                        self.startable.push(Reverse(j));
+                    }
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, r: u32, i: u32, t: f64) {
+        let rs = &mut self.ranks[r as usize];
+        let (b, db) = (rs.op_base, rs.dep_base);
+        let op = &mut self.ops[b + i as usize];
+        if op.st == St::Done {
+            return;
+        }
+        op.st = St::Done;
+        rs.done += 1;
+        rs.finish = rs.finish.max(t);
+        if self.exec == Execution::Nonblocking {
+            let lo = db + op.dep_off as usize;
+            let hi = if i + 1 < rs.n {
+                db + self.ops[b + i as usize + 1].dep_off as usize
+            } else {
+                db + rs.n_deps as usize
+            };
+            for k in lo..hi {
+                let d = self.deps[k];
+                let dop = &mut self.ops[b + d as usize];
+                dop.remaining -= 1;
+                if dop.remaining == 0 {
+                    dop.st = St::Ready;
+                    let dop = *dop;
+                    if self.may_start(r, &dop) {
+                        self.startable.push(Reverse(d));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the call; the slowest rank's finish time, microseconds.
+    pub fn run(mut self) -> Result<f64, SimError> {
+        let plans = self.plans;
+        self.run_inner(f64::INFINITY).map_err(|(r, first)| {
+            let kind = plans.map(|p| &p[r].schedule.ops[first].kind);
+            stuck(r, first, kind)
+        })
+    }
+
+    /// Makes the engine, packed and possibly run, ready to run the same call
+    /// again, on model `m` in execution `exec` (it must have dependents for
+    /// the dataflow execution).
+    pub(super) fn reset(&mut self, m: &Model, exec: Execution) {
+        let dataflow = exec == Execution::Nonblocking;
+        assert!(self.dependents || !dataflow, "no dependents packed");
+        self.net.reset(m);
+        self.exec = exec;
+        for (rs, c) in self.ranks.iter_mut().zip(&mut self.cold) {
+            let ops = &mut self.ops[rs.op_base..rs.op_base + rs.n as usize];
+            for op in ops.iter_mut() {
+                op.remaining = 0;
+            }
+            if self.dependents {
+                for &d in &self.deps[rs.dep_base..rs.dep_base + rs.n_deps as usize] {
+                    ops[d as usize].remaining += 1;
+                }
+            }
+            for op in ops.iter_mut() {
+                op.st = if dataflow && op.remaining == 0 {
+                    St::Ready
+                } else {
+                    St::Pending
+                };
+                op.t = 0.0;
+            }
+            rs.cpu = 0.0;
+            rs.finish = 0.0;
+            rs.pc = 0;
+            rs.done = 0;
+            rs.wait = Wait::None;
+            rs.seeded = false;
+            rs.blocked = false;
+            c.puts.clear();
+            c.fences = 0;
+            c.exposed = None;
+            c.accessed.clear();
+            c.blocked_sync = None;
+        }
+        for side in &mut self.cs {
+            side.posted = 0;
+        }
+        self.events = Events::default();
+        self.startable.clear();
+        self.fence_entries.clear();
+        self.rdv.clear();
+        self.fence_ops.clear();
+    }
+
+    /// Runs the call; on a deadlock, the first rank that did not finish and
+    /// its first op not done. Gives up once simulated time passes `limit`
+    /// (then returns a time above it).
+    pub(super) fn run_inner(&mut self, limit: f64) -> Result<f64, (usize, usize)> {
+        for r in 0..self.ranks.len() as u32 {
+            self.push(0.0, r, WAKE);
+        }
+        while let Some(e) = self.events.pop() {
+            let t = e.time();
+            if t > limit {
+                self.events = Events::default();
+                return Ok(t);
+            }
+            if e.ev != WAKE && e.ev & RDV != 0 {
+                self.start_rdv(e.ev & !RDV, t);
+                continue;
+            }
+            if e.ev != WAKE {
+                self.complete(e.r, e.ev, t);
+            }
+            self.try_sync(e.r);
+            self.advance(e.r, t);
+        }
+        let mut worst = 0f64;
+        for (r, rs) in self.ranks.iter().enumerate() {
+            if rs.done < rs.n {
+                let ops = &self.ops[rs.op_base..rs.op_base + rs.n as usize];
+                let first = ops.iter().position(|o| o.st != St::Done).unwrap_or(0);
+                return Err((r, first));
+            }
+            worst = worst.max(rs.finish);
+        }
+        Ok(worst)
+    }
+}

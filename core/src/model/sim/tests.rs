@@ -1,0 +1,441 @@
+//! The simulator's behaviour, end to end: model costs, contention, the
+//! executions, roots, limits and refusals.
+
+use colltune_algorithms::{Plan, Post};
+
+use super::*;
+
+pub fn model() -> Model {
+    Model {
+        name: "test".into(),
+        source: "test".into(),
+        intra: Link {
+            latency_us: 0.5,
+            overhead_us: 0.2,
+            gap_us: 0.1,
+            bandwidth_gbs: 10.0,
+            eager_limit: 8192,
+            eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
+        },
+        inter: Link {
+            latency_us: 2.0,
+            overhead_us: 0.5,
+            gap_us: 0.3,
+            bandwidth_gbs: 1.0,
+            eager_limit: 8192,
+            eager_bandwidth_gbs: None,
+            burst_bytes: None,
+            rendezvous_first_bytes: None,
+        },
+        copy_gbs: 10.0,
+    }
+}
+
+fn sim(spec: &str, c: Collective, exec: Execution, nodes: &NodeMap, bytes: u64) -> f64 {
+    simulate(
+        &model(),
+        c,
+        &AlgoSpec::parse(spec).unwrap(),
+        exec,
+        nodes,
+        bytes,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_single_message_costs_the_model() {
+    let m = model();
+    let two = NodeMap::blocks(&[1, 1]).unwrap();
+    // 1 KiB between nodes: o + n G (leave) + L, then o at the receiver
+    let t = sim("linear", Collective::Bcast, Execution::Blocking, &two, 1000);
+    let want = m.inter.overhead_us
+        + 1000.0 * m.inter.per_byte()
+        + m.inter.latency_us
+        + m.inter.overhead_us;
+    assert!((t - want).abs() < 1e-6, "{t} vs {want}");
+    // inside a node it is cheaper
+    let one = NodeMap::single(2);
+    assert!(sim("linear", Collective::Bcast, Execution::Blocking, &one, 1000) < t);
+}
+
+#[test]
+fn a_token_bucket_lets_its_burst_leave_at_once() {
+    let mut m = model();
+    m.inter.burst_bytes = Some(2000);
+    let two = NodeMap::blocks(&[1, 1]).unwrap();
+    let bcast = |m: &Model, nodes: &NodeMap, bytes| {
+        simulate(
+            m,
+            Collective::Bcast,
+            &AlgoSpec::parse("linear").unwrap(),
+            Execution::Blocking,
+            nodes,
+            bytes,
+        )
+        .unwrap()
+    };
+    let (o, l, g) = (m.inter.overhead_us, m.inter.latency_us, m.inter.per_byte());
+    // within the burst: no byte is paid for; past it, the rest is
+    let t = bcast(&m, &two, 1000);
+    assert!((t - (2.0 * o + l)).abs() < 1e-6, "{t}");
+    let t = bcast(&m, &two, 3000);
+    assert!((t - (2.0 * o + l + 1000.0 * g)).abs() < 1e-6, "{t}");
+    // The root's port sends three 1000-byte messages to three nodes on
+    // a slow link (0.1 us a byte, a few bytes of refill between sends):
+    // a 3000-byte bucket covers all three, a 2000-byte one the first
+    // two, and the third pays for its bytes.
+    m.inter.bandwidth_gbs = 0.01;
+    let four = NodeMap::blocks(&[1, 1, 1, 1]).unwrap();
+    let plain = {
+        let mut p = m.clone();
+        p.inter.burst_bytes = None;
+        bcast(&p, &four, 1000)
+    };
+    let small = bcast(&m, &four, 1000);
+    m.inter.burst_bytes = Some(3000);
+    let big = bcast(&m, &four, 1000);
+    let pay = 1000.0 * m.inter.per_byte();
+    assert!(
+        (plain - big - 3.0 * pay).abs() < 0.02 * pay,
+        "{plain} {big}"
+    );
+    assert!((small - big - pay).abs() < 0.02 * pay, "{small} {big}");
+}
+
+#[test]
+fn a_first_fragment_goes_with_the_request_and_the_rest_waits_its_turn() {
+    // Open MPI's ob1 over TCP: 64 KiB segments are just above the eager
+    // limit; each request carries all but 32 bytes.
+    let mut m = model();
+    m.inter.eager_limit = 65520;
+    m.inter.rendezvous_first_bytes = Some(65504);
+    let run = |m: &Model, spec: &str, exec, nodes: &NodeMap, bytes| {
+        simulate(
+            m,
+            Collective::Bcast,
+            &AlgoSpec::parse(spec).unwrap(),
+            exec,
+            nodes,
+            bytes,
+        )
+        .unwrap()
+    };
+    // One message: request and first fragment (L), answer (L), rest (L).
+    let two = NodeMap::blocks(&[1, 1]).unwrap();
+    let l = &m.inter;
+    let want = 2.0 * l.overhead_us + 3.0 * l.latency_us + 65536.0 * l.per_byte();
+    let t = run(&m, "linear", Execution::Blocking, &two, 65536);
+    assert!((t - want).abs() < 1e-6, "{t} vs {want}");
+    // A relay: posting every segment's send at once (the dataflow
+    // execution) queues the first fragments of later segments before
+    // the rest of the earlier ones, so a segment is complete, and
+    // forwarded, only once nearly all have crossed: store and forward.
+    // One segment at a time (blocking) keeps the pipeline.
+    let three = NodeMap::blocks(&[1, 1, 1]).unwrap();
+    let spec = "pipeline:segment=65536";
+    let blocking = run(&m, spec, Execution::Blocking, &three, 1 << 20);
+    let dataflow = run(&m, spec, Execution::Nonblocking, &three, 1 << 20);
+    let wire = (1u64 << 20) as f64 * l.per_byte();
+    assert!(blocking < 1.3 * wire, "{blocking} vs {wire}");
+    assert!(dataflow > 1.8 * wire, "{dataflow} vs {wire}");
+    // Without first fragments both pipeline.
+    m.inter.rendezvous_first_bytes = None;
+    let dataflow = run(&m, spec, Execution::Nonblocking, &three, 1 << 20);
+    assert!(dataflow < 1.3 * wire, "{dataflow} vs {wire}");
+}
+
+#[test]
+fn contention_on_a_node_link_serialises_its_messages() {
+    // root on node 0 sends 1 MB to 3 ranks of node 1: they share links.
+    let nodes = NodeMap::blocks(&[1, 3]).unwrap();
+    let t = sim(
+        "linear",
+        Collective::Bcast,
+        Execution::Blocking,
+        &nodes,
+        1_000_000,
+    );
+    let wire = 1_000_000.0 * model().inter.per_byte();
+    assert!(t > 3.0 * wire, "{t} <= 3 x {wire}");
+    // the hierarchical broadcast crosses the link once
+    let h = sim(
+        "hierarchical:inter=linear,intra=linear",
+        Collective::Bcast,
+        Execution::Blocking,
+        &nodes,
+        1_000_000,
+    );
+    assert!(h < 0.5 * t, "{h} vs {t}");
+}
+
+#[test]
+fn a_process_copies_one_shared_memory_message_at_a_time() {
+    // root sends 1 MB to 7 ranks of its own node: seven copies out of
+    // the root's process, one after another.
+    let nodes = NodeMap::single(8);
+    let wire = 1_000_000.0 * model().intra.per_byte();
+    for exec in Execution::ALL {
+        let t = sim("linear", Collective::Bcast, exec, &nodes, 1_000_000);
+        assert!(t > 7.0 * wire, "{exec}: {t} <= 7 x {wire}");
+        assert!(t < 7.0 * wire + 50.0, "{exec}: {t}");
+    }
+    // a binomial tree copies log2(8) = 3 times on its longest path
+    let b = sim(
+        "binomial",
+        Collective::Bcast,
+        Execution::Blocking,
+        &nodes,
+        1_000_000,
+    );
+    assert!(b < 0.5 * 7.0 * wire, "{b}");
+}
+
+#[test]
+fn a_limit_gives_up_on_slower_calls_only() {
+    let nodes = NodeMap::blocks(&[4, 4, 4]).unwrap();
+    let spec = AlgoSpec::parse("scatter_allgather_ring").unwrap();
+    for exec in Execution::ALL {
+        let at = |root, limit| {
+            simulate_within(
+                &model(),
+                Collective::Bcast,
+                &spec,
+                exec,
+                &nodes,
+                1 << 20,
+                root,
+                limit,
+            )
+            .unwrap()
+        };
+        let t = simulate_at(&model(), Collective::Bcast, &spec, exec, &nodes, 1 << 20, 1).unwrap();
+        assert_eq!(at(1, t * 0.5), None, "{exec}");
+        // the kept call, abandoned half-way, runs again in full
+        assert_eq!(at(1, t * 1.01), Some(t), "{exec}");
+        assert_eq!(at(1, f64::INFINITY), Some(t), "{exec}");
+    }
+}
+
+#[test]
+fn a_call_too_large_to_hold_is_refused_before_it_is_built() {
+    // The ring sends O(p^2) messages: 16,384 ranks would need some 537
+    // million ops; a linear broadcast on as many ranks is small.
+    let nodes = NodeMap::blocks(&[64; 256]).unwrap();
+    let ring = AlgoSpec::parse("scatter_allgather_ring").unwrap();
+    match simulate(
+        &model(),
+        Collective::Bcast,
+        &ring,
+        Execution::Blocking,
+        &nodes,
+        1 << 20,
+    ) {
+        Err(SimError::TooLarge { ops, ranks, .. }) => {
+            assert!(ops > 400 && ops < 700, "{ops}");
+            assert_eq!(ranks, 16384);
+        }
+        other => panic!("{other:?}"),
+    }
+    let linear = AlgoSpec::parse("linear").unwrap();
+    assert!(simulate(
+        &model(),
+        Collective::Bcast,
+        &linear,
+        Execution::Blocking,
+        &nodes,
+        8
+    )
+    .is_ok());
+}
+
+#[test]
+fn pipelining_needs_the_dataflow_execution() {
+    let nodes = NodeMap::blocks(&[1; 8]).unwrap();
+    let b = sim(
+        "pipeline:segment=65536",
+        Collective::Bcast,
+        Execution::Blocking,
+        &nodes,
+        4 << 20,
+    );
+    let n = sim(
+        "pipeline:segment=65536",
+        Collective::Bcast,
+        Execution::Nonblocking,
+        &nodes,
+        4 << 20,
+    );
+    let whole = sim(
+        "pipeline:segment=0",
+        Collective::Bcast,
+        Execution::Nonblocking,
+        &nodes,
+        4 << 20,
+    );
+    assert!(n < whole / 2.0, "segmented {n} vs whole {whole}");
+    assert!(n <= b, "dataflow {n} vs blocking {b}");
+}
+
+#[test]
+fn a_deadlock_names_the_first_stuck_op() {
+    use colltune_algorithms::{Builder, Region};
+    // Both ranks receive first: neither send is ever reached.
+    let plans: Vec<Plan> = (0..2)
+        .map(|r| {
+            let mut b = Builder::new();
+            b.recv(1 - r, Region::data(0, 8), Post::Blocking);
+            b.send(1 - r, Region::data(0, 8), Post::Blocking);
+            Plan::new(b.finish())
+        })
+        .collect();
+    let nodes = NodeMap::single(2);
+    for exec in Execution::ALL {
+        match Engine::new(&model(), &nodes, &plans, exec).run() {
+            Err(SimError::Stuck(why)) => {
+                assert!(why.starts_with("rank 0 at op 0 (Recv {"), "{exec}: {why}")
+            }
+            other => panic!("{exec}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn rotating_roots_are_sampled_where_they_differ() {
+    let b = |s: &[usize]| NodeMap::blocks(s).unwrap();
+    assert_eq!(
+        rotation_roots(Collective::Bcast, &b(&[2, 2])),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(rotation_roots(Collective::Bcast, &b(&[1; 1024])), vec![0]);
+    assert_eq!(
+        rotation_roots(Collective::Bcast, &b(&[4; 64])),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(
+        rotation_roots(Collective::Bcast, &b(&[64; 4])),
+        vec![0, 8, 16, 24, 32, 40, 48, 56]
+    );
+    assert_eq!(
+        rotation_roots(Collective::Bcast, &b(&[7, 6, 7])),
+        vec![0, 2, 5, 7, 10, 12, 15, 17]
+    );
+    assert_eq!(rotation_roots(Collective::Swap, &b(&[2, 2])), vec![0]);
+    // Round-robin placement is not rotation-symmetric by whole nodes.
+    assert_eq!(
+        rotation_roots(Collective::Bcast, &NodeMap::round_robin(16, 4)).len(),
+        8
+    );
+}
+
+#[test]
+fn moving_the_root_by_a_whole_node_changes_no_time() {
+    // What rotation_roots relies on: on equal nodes of consecutive
+    // ranks, every algorithm costs the same from root r and r + ppn.
+    let nodes = NodeMap::blocks(&[3, 3, 3, 3]).unwrap();
+    let mut seen = 0;
+    for a in colltune_algorithms::algorithms(Collective::Bcast) {
+        for spec in colltune_algorithms::variants(a, 65536) {
+            for exec in Execution::ALL {
+                for bytes in [1, 100_000] {
+                    let at = |r| {
+                        simulate_at(&model(), Collective::Bcast, &spec, exec, &nodes, bytes, r)
+                            .unwrap()
+                    };
+                    for r in [1, 2] {
+                        let (t0, t1) = (at(r), at(r + 3));
+                        assert!(
+                            (t0 - t1).abs() <= 1e-9 * t0,
+                            "{spec} [{exec}] {bytes} B: root {r} {t0} us, root {} {t1} us",
+                            r + 3
+                        );
+                        seen += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 40, "{seen}");
+}
+
+#[test]
+fn every_algorithm_finishes_in_both_executions() {
+    let nodes = NodeMap::blocks(&[3, 2, 3]).unwrap();
+    for c in Collective::ALL {
+        for a in colltune_algorithms::algorithms(c) {
+            for spec in colltune_algorithms::variants(a, 65536) {
+                for exec in Execution::ALL {
+                    for bytes in [0, 1, 100_000, 1 << 20] {
+                        let t = simulate(&model(), c, &spec, exec, &nodes, bytes)
+                            .unwrap_or_else(|e| panic!("{c} {spec} {exec} {bytes}: {e}"));
+                        assert!(t.is_finite() && t >= 0.0);
+                        if bytes > 0 {
+                            assert!(t > 0.0, "{spec} {bytes}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_packed_channels_are_the_plans_channels() {
+    // `simulate` numbers channels itself (no Plan is made); an Engine made
+    // from Plans takes Plan::chan. Both must give every op the same
+    // (channel, position) and pair the same channel sides.
+    let nodes = NodeMap::blocks(&[3, 2, 3]).unwrap();
+    let m = model();
+    let mut seen = 0;
+    for c in Collective::ALL {
+        for a in colltune_algorithms::algorithms(c) {
+            for spec in colltune_algorithms::variants(a, 65536) {
+                for (root, bytes) in [(0, 1), (5, 100_000)] {
+                    let root = if c == Collective::Swap { 0 } else { root };
+                    let plans: Vec<Plan> =
+                        colltune_algorithms::build_all(c, &spec, root, bytes, &nodes)
+                            .unwrap()
+                            .into_iter()
+                            .map(Plan::new)
+                            .collect();
+                    for exec in Execution::ALL {
+                        let from_plans = Engine::new(&m, &nodes, &plans, exec);
+                        let mut own = Engine::empty(&m, &nodes, exec, false);
+                        for pl in &plans {
+                            own.pack_rank(&pl.schedule.ops, None, |ids, _, ch| ids.next(ch).0);
+                        }
+                        own.link_channels();
+                        let ops = |e: &Engine| -> Vec<(u32, u32)> {
+                            e.ops.iter().map(|o| (o.cs, o.pos)).collect()
+                        };
+                        let sides = |e: &Engine| -> Vec<(u32, u32, u32)> {
+                            e.cs.iter().map(|s| (s.start, s.len, s.peer)).collect()
+                        };
+                        assert_eq!(ops(&from_plans), ops(&own), "{c} {spec} [{exec}]");
+                        // ... and they are Plan's (channel, position).
+                        let mut at = 0;
+                        for pl in &plans {
+                            for (i, ch) in pl.chan.iter().enumerate() {
+                                if let Some(ch) = *ch {
+                                    let op = &own.ops[at + i];
+                                    assert_eq!((op.cs, op.pos), ch, "{c} {spec} op {i}");
+                                }
+                            }
+                            at += pl.schedule.ops.len();
+                        }
+                        assert_eq!(sides(&from_plans), sides(&own), "{c} {spec} [{exec}]");
+                        assert_eq!(
+                            from_plans.run().unwrap().to_bits(),
+                            own.run().unwrap().to_bits(),
+                            "{c} {spec} [{exec}]"
+                        );
+                        seen += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 40, "{seen}");
+}

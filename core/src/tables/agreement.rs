@@ -1,0 +1,234 @@
+//! Whether two tables agree where it matters: at each size of the grid,
+//! table A's choice against table B's, timed in the samples each table was
+//! tuned from (`colltune diff A.yaml B.yaml --measured A.csv --measured
+//! B.csv`, `jobs/stability.sh`). Two choices *agree* at a size when they
+//! are the same, or when every measurement holding both puts the slower
+//! within `within` (5%) of the faster. MPI-free.
+
+use std::collections::BTreeSet;
+
+use colltune_algorithms::Collective;
+
+use crate::measure::record::Sample;
+use crate::tables::table::build::{point_stats, Stats};
+use crate::tables::table::{CommKey, Rule, Table};
+
+/// One size of the grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtSize {
+    pub bytes: u64,
+    /// `spec [execution]` of each table's choice.
+    pub a: String,
+    pub b: String,
+    /// Per measurement: slower median / faster median of the two choices,
+    /// `None` where that measurement lacks one of them at this size.
+    pub ratios: Vec<Option<f64>>,
+    /// Same choice, or within `within` in every measurement holding both;
+    /// `None` when no measurement holds both (not judged).
+    pub agree: Option<bool>,
+}
+
+/// One collective on one communicator shape both tables have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommAgreement {
+    pub collective: Collective,
+    pub key: CommKey,
+    pub sizes: Vec<AtSize>,
+}
+
+impl CommAgreement {
+    /// (agreeing, judged, all) sizes.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let judged = self.sizes.iter().filter(|s| s.agree.is_some()).count();
+        let agree = self.sizes.iter().filter(|s| s.agree == Some(true)).count();
+        (agree, judged, self.sizes.len())
+    }
+}
+
+/// The canonical `spec [execution]` of a rule, as samples write it.
+fn label_of(c: Collective, r: &Rule) -> (String, String) {
+    // The library's algorithms are not in colltune's registry: their whole
+    // specification names them (coll/tuned's binomial is not its linear).
+    if let Some(Ok(f)) = r.library() {
+        return (f.spec().to_string(), r.execution.clone());
+    }
+    let spec = r
+        .spec()
+        .ok()
+        .and_then(|s| colltune_algorithms::resolve(c, &s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| r.algorithm.clone());
+    (spec, r.execution.clone())
+}
+
+/// Agreement of `a` and `b` over `grid` (every size both tables' sweeps
+/// list when empty), judged by each set of samples in `measurements`.
+pub fn agreement(
+    a: &Table,
+    b: &Table,
+    measurements: &[Vec<Sample>],
+    grid: &[u64],
+    within: f64,
+) -> Vec<CommAgreement> {
+    let stats: Vec<Stats> = measurements.iter().map(|m| point_stats(m)).collect();
+    let grid: Vec<u64> = if grid.is_empty() {
+        let mut g: BTreeSet<u64> = a.provenance.sweep.sizes.iter().copied().collect();
+        g.extend(b.provenance.sweep.sizes.iter().copied());
+        if g.is_empty() {
+            for m in measurements {
+                g.extend(m.iter().map(|s| s.bytes));
+            }
+        }
+        g.into_iter().collect()
+    } else {
+        grid.to_vec()
+    };
+    let mut out = Vec::new();
+    for c in Collective::ALL {
+        for ca in a.rules(c) {
+            let Some(cb) = b.rules(c).iter().find(|x| x.key() == ca.key()) else {
+                continue;
+            };
+            let key = ca.key();
+            let mut sizes = Vec::new();
+            for &bytes in &grid {
+                let (Some(ra), Some(rb)) = (
+                    ca.rules.iter().find(|r| r.covers(bytes)),
+                    cb.rules.iter().find(|r| r.covers(bytes)),
+                ) else {
+                    continue;
+                };
+                let (la, lb) = (label_of(c, ra), label_of(c, rb));
+                let ratios: Vec<Option<f64>> = stats
+                    .iter()
+                    .map(|st| {
+                        let at = st.get(&(c, key, bytes))?;
+                        let (ta, tb) = (at.get(&la)?.median, at.get(&lb)?.median);
+                        (ta > 0.0 && tb > 0.0).then(|| ta.max(tb) / ta.min(tb))
+                    })
+                    .collect();
+                let agree = if la == lb {
+                    Some(true)
+                } else if ratios.iter().all(Option::is_none) {
+                    None
+                } else {
+                    Some(ratios.iter().flatten().all(|&r| r <= 1.0 + within + 1e-12))
+                };
+                sizes.push(AtSize {
+                    bytes,
+                    a: colltune_algorithms::label(&la.0, &la.1),
+                    b: colltune_algorithms::label(&lb.0, &lb.1),
+                    ratios,
+                    agree,
+                });
+            }
+            out.push(CommAgreement {
+                collective: c,
+                key,
+                sizes,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::record::sample;
+    use crate::tables::table::build::{build_with, Compact};
+    use crate::tables::table::Provenance;
+
+    fn prov() -> Provenance {
+        Provenance::made_now(
+            "test".into(),
+            None,
+            "Open MPI v4.1.4".into(),
+            "measured".into(),
+            Default::default(),
+        )
+    }
+
+    fn measure(times: &[(&str, u64, f64)]) -> Vec<Sample> {
+        let mut v = Vec::new();
+        for &(spec, bytes, t) in times {
+            for run in 1..=2 {
+                v.push(sample(spec, "blocking", bytes, run, t));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn two_different_library_algorithms_are_two_choices() {
+        let plain = Compact {
+            enabled: false,
+            ..Compact::default()
+        };
+        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        let lib = |spec: &str, bytes, t| {
+            (1..=2)
+                .map(|run| sample(spec, "library", bytes, run, t))
+                .collect::<Vec<_>>()
+        };
+        let mut ma = lib(lin, 64, 10.0);
+        ma.extend(lib(bin, 64, 12.0));
+        let mut mb = lib(lin, 64, 12.0);
+        mb.extend(lib(bin, 64, 10.0));
+        let ta = build_with(&ma, prov(), &plain);
+        let tb = build_with(&mb, prov(), &plain);
+        let got = agreement(&ta, &tb, &[ma, mb], &[64], 0.05);
+        let s = &got[0].sizes[0];
+        assert_eq!(
+            (s.a.as_str(), s.b.as_str()),
+            (&*format!("{lin} [library]"), &*format!("{bin} [library]"))
+        );
+        // 20% apart in both measurements: not the same choice, no agreement
+        assert_eq!(s.agree, Some(false), "{s:?}");
+    }
+
+    #[test]
+    fn choices_within_the_threshold_agree_and_unmeasured_ones_are_not_judged() {
+        let plain = Compact {
+            enabled: false,
+            ..Compact::default()
+        };
+        // A: linear wins at 1 and 2 B, binomial at 4 B; B: binomial at 1 B
+        // (by a hair), linear at 2 B, and at 4 B linear 20% behind.
+        let ma = measure(&[
+            ("linear", 1, 10.0),
+            ("binomial:segment=0", 1, 10.2),
+            ("linear", 2, 10.0),
+            ("binomial:segment=0", 2, 11.0),
+            ("linear", 4, 12.0),
+            ("binomial:segment=0", 4, 10.0),
+        ]);
+        let mb = measure(&[
+            ("linear", 1, 10.1),
+            ("binomial:segment=0", 1, 10.0),
+            ("linear", 2, 10.0),
+            ("binomial:segment=0", 2, 12.0),
+            ("linear", 4, 9.0),
+            ("knomial:radix=4,segment=0", 8, 9.0),
+            ("linear", 8, 9.5),
+        ]);
+        let mut ma8 = ma.clone();
+        ma8.extend(measure(&[("binomial:segment=0", 8, 7.0)]));
+        let ta = build_with(&ma8, prov(), &plain);
+        let tb = build_with(&mb, prov(), &plain);
+        let got = agreement(&ta, &tb, &[ma8, mb], &[1, 2, 4, 8], 0.05);
+        assert_eq!(got.len(), 1);
+        let s = &got[0].sizes;
+        // 1 B: different choices, 2% apart in A's samples, 1% in B's
+        assert_eq!(s[0].agree, Some(true), "{:?}", s[0]);
+        // 2 B: the same choice
+        assert_eq!(s[1].agree, Some(true), "{:?}", s[1]);
+        // 4 B: binomial vs linear, 20% apart in A (B lacks binomial)
+        assert_eq!(s[2].agree, Some(false), "{:?}", s[2]);
+        assert_eq!(s[2].ratios[1], None);
+        // 8 B: binomial vs knomial, each measured in one CSV only
+        assert_eq!(s[3].agree, None, "{:?}", s[3]);
+        assert_eq!(got[0].counts(), (2, 3, 4));
+    }
+}

@@ -1,0 +1,402 @@
+//! The runtime decision, without MPI: the settings read from the
+//! environment, the one precedence rule ([`decide`]: forced > table >
+//! built-in > library), and every decision for one collective on one
+//! communicator shape precomputed ([`Decisions`], a binary search per
+//! call). `colltune explain` and the MPI selector (`colltune_mpi::select`)
+//! both decide through [`Selector::decisions`], so what `explain` prints is
+//! what a call runs.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
+use thiserror::Error;
+
+use crate::libraries::library::LibraryChoice;
+use crate::tables::table::{CommKey, Table};
+
+/// Where a decision came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// `COLLTUNE_BCAST` / `COLLTUNE_SWAP`.
+    Forced,
+    /// The table's rule (its index among the shape's rules, and its range).
+    Table { index: usize, range: String },
+    /// colltune's built-in default.
+    Builtin,
+    /// Nothing applies: the MPI library's own collective.
+    Library,
+}
+
+/// What to run for one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// None: the MPI library's own collective.
+    pub algorithm: Option<(AlgoSpec, Execution)>,
+    /// With `algorithm` None: the library's own algorithm forced (a table's
+    /// `ompi_tuned`, `ompi_adapt` or `mpich` rule: [`LibraryChoice`]); None:
+    /// the library's default decision. Code that does not know this field
+    /// still runs the library's collective, only without the forcing.
+    pub library: Option<LibraryChoice>,
+    pub source: Source,
+}
+
+impl fmt::Display for Choice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, false)
+    }
+}
+
+/// A [`Choice`] of the library's that Open MPI's rules file runs (the
+/// handoff), for a trace line.
+pub struct HandedOff<'a>(&'a Choice);
+
+impl fmt::Display for HandedOff<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, true)
+    }
+}
+
+impl Choice {
+    /// This choice as run by Open MPI's rules file, handed it at
+    /// `MPI_Init`, not on a duplicate communicator.
+    pub fn handed_off(&self) -> HandedOff<'_> {
+        HandedOff(self)
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, handed_off: bool) -> fmt::Result {
+        let what = match (&self.algorithm, &self.library) {
+            (Some((s, e)), _) => colltune_algorithms::label(s, e),
+            (None, Some(lib)) => {
+                let how = if handed_off {
+                    "Open MPI's rules file, handed it at MPI_Init"
+                } else if lib.is_default() {
+                    "on the application's communicator"
+                } else {
+                    match lib {
+                        LibraryChoice::Tuned(_) => "forced on a duplicate communicator",
+                        LibraryChoice::Adapt(_) => {
+                            "on a duplicate coll/adapt serves, its algorithm and segment written around the call"
+                        }
+                        LibraryChoice::Mpich(_) => {
+                            "MPIR_CVAR_BCAST_INTRA_ALGORITHM written around the call"
+                        }
+                    }
+                };
+                format!("{} [library] ({lib}, {how})", lib.spec())
+            }
+            (None, None) => "the MPI library's own collective".into(),
+        };
+        match &self.source {
+            Source::Forced => write!(f, "{what} (forced by the environment)"),
+            Source::Table { index, range } => {
+                write!(f, "{what} (table rule {} for {range} bytes)", index + 1)
+            }
+            Source::Builtin => write!(f, "{what} (built-in default)"),
+            Source::Library => write!(f, "{what} (no rule applies)"),
+        }
+    }
+}
+
+/// The layer of the precedence rule that answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// Forced by the environment.
+    Forced,
+    /// The table.
+    Table,
+    /// colltune's built-in default.
+    Builtin,
+    /// Nothing applies: the MPI library's own collective.
+    Library,
+}
+
+/// The one precedence rule: forced > table > built-in > library. Returns
+/// the layer that answers and its answer (none from [`Layer::Library`]).
+pub fn decide<T>(forced: Option<T>, table: Option<T>, builtin: Option<T>) -> (Layer, Option<T>) {
+    match (forced, table, builtin) {
+        (Some(x), _, _) => (Layer::Forced, Some(x)),
+        (None, Some(x), _) => (Layer::Table, Some(x)),
+        (None, None, Some(x)) => (Layer::Builtin, Some(x)),
+        (None, None, None) => (Layer::Library, None),
+    }
+}
+
+/// colltune's built-in default per collective (used when the table has no
+/// rule): swap exchanges with one `MPI_Sendrecv`; broadcast defers to the
+/// library.
+pub fn builtin_default(c: Collective) -> Option<(AlgoSpec, Execution)> {
+    match c {
+        Collective::Swap => resolve(c, &AlgoSpec::new("sendrecv"))
+            .ok()
+            .map(|s| (s, Execution::Blocking)),
+        Collective::Bcast => None,
+    }
+}
+
+/// A `COLLTUNE_*` variable that cannot be used.
+#[derive(Debug, Error)]
+#[error("{var}={value}: {why}")]
+pub struct SettingsError {
+    pub var: &'static str,
+    pub value: String,
+    pub why: String,
+}
+
+/// RuntimeSettings read from the environment once.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeSettings {
+    pub table: Option<PathBuf>,
+    pub forced_bcast: Option<(AlgoSpec, Execution)>,
+    pub forced_swap: Option<(AlgoSpec, Execution)>,
+    pub strict: bool,
+    pub trace: Trace,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Trace {
+    #[default]
+    Off,
+    /// Rank 0 of each communicator.
+    Lead,
+    /// Every rank.
+    All,
+}
+
+/// Parses `pipeline:segment=65536` or `pipeline:segment=65536@nonblocking`.
+pub fn parse_forced(
+    c: Collective,
+    var: &'static str,
+    text: &str,
+) -> Result<(AlgoSpec, Execution), SettingsError> {
+    let env = |why: String| SettingsError {
+        var,
+        value: text.into(),
+        why,
+    };
+    let (spec, exec) = match text.rsplit_once('@') {
+        Some((s, e)) => (s, e.parse::<Execution>().map_err(env)?),
+        None => (text, Execution::Blocking),
+    };
+    let spec = AlgoSpec::parse(spec).map_err(|e| env(e.to_string()))?;
+    let spec = resolve(c, &spec).map_err(|e| env(e.to_string()))?;
+    Ok((spec, exec))
+}
+
+impl RuntimeSettings {
+    /// `COLLTUNE_TABLE`, `COLLTUNE_BCAST`, `COLLTUNE_SWAP`, `COLLTUNE_STRICT`,
+    /// `COLLTUNE_TRACE`.
+    pub fn from_env() -> Result<RuntimeSettings, SettingsError> {
+        let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let flag = |k: &str| get(k).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"));
+        Ok(RuntimeSettings {
+            table: get("COLLTUNE_TABLE").map(PathBuf::from),
+            forced_bcast: get("COLLTUNE_BCAST")
+                .map(|v| parse_forced(Collective::Bcast, "COLLTUNE_BCAST", &v))
+                .transpose()?,
+            forced_swap: get("COLLTUNE_SWAP")
+                .map(|v| parse_forced(Collective::Swap, "COLLTUNE_SWAP", &v))
+                .transpose()?,
+            strict: flag("COLLTUNE_STRICT"),
+            trace: RuntimeSettings::trace_from_env(),
+        })
+    }
+
+    /// A digest every rank must share (table content and forced choices).
+    pub fn digest(&self, table_text: &str) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut eat = |s: &str| {
+            for b in s.bytes().chain(std::iter::once(0)) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        };
+        eat(table_text);
+        eat(&format!("{:?}{:?}", self.forced_bcast, self.forced_swap));
+        h
+    }
+}
+
+/// The process-wide selector: settings and the table, loaded once (by
+/// `colltune_mpi::select::load` at MPI initialisation, agreed by every rank).
+#[derive(Clone, Debug)]
+pub struct Selector {
+    pub settings: RuntimeSettings,
+    pub table: Option<Arc<Table>>,
+    /// Why the table is not used, if it is not.
+    pub fallback: Option<String>,
+}
+
+impl Selector {
+    /// Every decision for one collective on one communicator shape,
+    /// precomputed: what the MPI selector consults per call.
+    pub fn decisions(&self, c: Collective, key: CommKey) -> Decisions {
+        let forced = match c {
+            Collective::Bcast => self.settings.forced_bcast.clone(),
+            Collective::Swap => self.settings.forced_swap.clone(),
+        };
+        let rules: Vec<Decided> = self
+            .table
+            .as_ref()
+            .and_then(|t| t.rules(c).iter().find(|r| r.key() == key))
+            .map(|cr| {
+                cr.rules
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, r)| {
+                        let source = Source::Table {
+                            index,
+                            range: r.range(),
+                        };
+                        // Validated tables resolve; anything else is skipped.
+                        let (algorithm, library) = match r.library() {
+                            Some(f) if c == Collective::Bcast => (None, Some(f.ok()?)),
+                            Some(_) => return None,
+                            None => (
+                                Some((resolve(c, &r.spec().ok()?).ok()?, r.execution().ok()?)),
+                                None,
+                            ),
+                        };
+                        Some(Decided {
+                            min: r.min_bytes,
+                            max: r.max_bytes,
+                            choice: Choice {
+                                algorithm,
+                                library,
+                                source,
+                            },
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The precedence rule decides which layer answers; for the table
+        // layer, the rule is looked up per call.
+        let (layer, _) = decide(
+            forced.as_ref().map(|_| ()),
+            (!rules.is_empty()).then_some(()),
+            builtin_default(c).map(|_| ()),
+        );
+        // The rules' bounds side by side: the per-call search reads two
+        // words per step, not the choices between them.
+        let mins = rules.iter().map(|r| r.min).collect();
+        let maxs = rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect();
+        Decisions {
+            mins,
+            maxs,
+            forced: match (layer, forced) {
+                (Layer::Forced, Some(a)) => Some(Choice {
+                    algorithm: Some(a),
+                    library: None,
+                    source: Source::Forced,
+                }),
+                _ => None,
+            },
+            rules,
+            fallback: match builtin_default(c) {
+                Some(a) => Choice {
+                    algorithm: Some(a),
+                    library: None,
+                    source: Source::Builtin,
+                },
+                None => Choice {
+                    algorithm: None,
+                    library: None,
+                    source: Source::Library,
+                },
+            },
+        }
+    }
+}
+
+impl RuntimeSettings {
+    pub fn trace_from_env() -> Trace {
+        match std::env::var("COLLTUNE_TRACE").ok().as_deref() {
+            None | Some("") | Some("0") => Trace::Off,
+            Some("all") => Trace::All,
+            Some(_) => Trace::Lead,
+        }
+    }
+}
+
+/// One table rule, resolved.
+#[derive(Clone, Debug)]
+pub struct Decided {
+    pub min: u64,
+    pub max: Option<u64>,
+    pub choice: Choice,
+}
+
+/// The decisions for one collective on one communicator shape:
+/// forced > table > built-in > library, looked up per call without
+/// allocating (a binary search over the rules).
+#[derive(Clone, Debug)]
+pub struct Decisions {
+    forced: Option<Choice>,
+    rules: Vec<Decided>,
+    /// `rules[i].min`, and `rules[i].max` (u64::MAX: open), by index.
+    mins: Vec<u64>,
+    maxs: Vec<u64>,
+    fallback: Choice,
+}
+
+impl Decisions {
+    /// The choice for `bytes` and an id for it (stable for the life of
+    /// these decisions; what schedule caches key on).
+    #[inline]
+    pub fn choose(&self, bytes: u64) -> (&Choice, usize) {
+        if let Some(f) = &self.forced {
+            return (f, usize::MAX);
+        }
+        let i = self.mins.partition_point(|&m| m <= bytes);
+        if let Some(k) = i.checked_sub(1) {
+            if bytes <= self.maxs[k] {
+                return (&self.rules[k].choice, k);
+            }
+        }
+        (&self.fallback, usize::MAX - 1)
+    }
+
+    /// [`choose`](Self::choose), trying rule `hint` first (the rule the
+    /// caller's last call used; any value is safe): a size the last rule
+    /// covers skips the search. The rules are disjoint, so a rule whose
+    /// bounds hold `bytes` is the one the search would find.
+    #[inline]
+    pub fn choose_hinted(&self, bytes: u64, hint: usize) -> (&Choice, usize) {
+        if self.forced.is_none() {
+            if let (Some(&lo), Some(&hi)) = (self.mins.get(hint), self.maxs.get(hint)) {
+                if lo <= bytes && bytes <= hi {
+                    return (&self.rules[hint].choice, hint);
+                }
+            }
+        }
+        self.choose(bytes)
+    }
+
+    pub fn rules(&self) -> &[Decided] {
+        &self.rules
+    }
+
+    /// The library algorithms these decisions can choose (each once): the
+    /// forced duplicates a communicator may need.
+    pub fn library_choices(&self) -> Vec<LibraryChoice> {
+        let mut out: Vec<LibraryChoice> = Vec::new();
+        for f in self.rules.iter().filter_map(|r| r.choice.library) {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    /// The forced choice (`COLLTUNE_BCAST` / `COLLTUNE_SWAP`), if any.
+    pub fn forced(&self) -> Option<&Choice> {
+        self.forced.as_ref()
+    }
+
+    /// The choice where no rule applies (built-in or the library).
+    pub fn fallback(&self) -> &Choice {
+        &self.fallback
+    }
+}

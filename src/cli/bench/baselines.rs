@@ -1,0 +1,265 @@
+//! `bench`'s baselines: the MPI library's own broadcast and the algorithms
+//! it lets colltune force (Open MPI's coll/tuned, coll/adapt, coll/han;
+//! MPICH's), as far as the running library offers them.
+
+use colltune_core::method::Subject;
+use colltune_core::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
+use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
+use colltune_mpi::bench::han::{bcast_algorithms as han_algorithms, HanUnavailable};
+use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
+use colltune_mpi::transport::mpi::Comm;
+
+use super::Args;
+
+/// `--baseline`: what to measure beside colltune's algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Baseline {
+    /// The library's own MPI_Bcast.
+    Mpi,
+    /// Each Open MPI coll/tuned algorithm, forced.
+    OmpiTuned,
+    /// Each Open MPI coll/adapt algorithm, forced through MPI_T (5.0).
+    OmpiAdapt,
+    /// Each Open MPI 5.0 coll/han broadcast, across nodes.
+    OmpiHan,
+    /// Each algorithm MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM offers.
+    MpichAlgorithms,
+    /// MPI_Bcast through its MPI_ symbol (the drop-in, under LD_PRELOAD).
+    Interposed,
+    /// No baseline.
+    None,
+}
+
+/// Which baselines are measured.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wanted {
+    pub mpi: bool,
+    pub tuned: bool,
+    pub adapt: bool,
+    pub han: bool,
+    pub mpich: bool,
+    pub interposed: bool,
+    /// Named on the command line (then a missing one is said).
+    pub asked: bool,
+}
+
+impl Wanted {
+    /// Those named; none named: the library's call and every algorithm it
+    /// lets colltune force (not `interposed`).
+    pub fn of(named: &[Baseline]) -> Wanted {
+        let has = |b| named.is_empty() || named.contains(&b);
+        Wanted {
+            mpi: has(Baseline::Mpi),
+            tuned: has(Baseline::OmpiTuned),
+            adapt: has(Baseline::OmpiAdapt),
+            han: has(Baseline::OmpiHan),
+            mpich: has(Baseline::MpichAlgorithms),
+            interposed: named.contains(&Baseline::Interposed),
+            asked: !named.is_empty(),
+        }
+    }
+}
+
+/// The broadcast baselines `want` names that this library offers, each a
+/// subject; rank 0 says what it found (every rank reads the same library
+/// and layout: all agree).
+pub fn subjects(
+    args: &Args,
+    want: &Wanted,
+    comm: &Comm,
+    prov: &colltune_core::method::Origin,
+) -> anyhow::Result<Vec<Subject>> {
+    let lead = comm.rank() == 0;
+    let multi_node = comm.nodes().num_nodes() > 1;
+    let mut subjects = Vec::new();
+    if want.mpi {
+        subjects.push(match &args.baseline_label {
+            Some(label) => Subject::LibraryLabelled {
+                label: label.clone(),
+            },
+            None => Subject::Library,
+        });
+    }
+    if want.interposed {
+        subjects.push(Subject::Interposed);
+    }
+    if want.tuned {
+        if is_open_mpi(&prov.mpi) {
+            for t in TUNED_BCAST {
+                let segs: &[u64] = if t.segmented {
+                    &args.ompi_segment
+                } else {
+                    &[0]
+                };
+                for &segment in segs {
+                    subjects.push(Subject::OmpiTuned { tuned: t, segment });
+                }
+            }
+        } else if lead && want.asked {
+            eprintln!(
+                "colltune bench: {} is not Open MPI: no coll/tuned baselines",
+                prov.mpi
+            );
+        }
+    }
+    if want.adapt {
+        if is_open_mpi(&prov.mpi) {
+            // Every rank reads the same library: all agree.
+            match adapt_algorithms() {
+                Ok(offered) => {
+                    let forced = adapt::baselines(&offered);
+                    if lead {
+                        outln!(
+                                "colltune bench: {} offers coll/adapt broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm and {} written per point{}",
+                                prov.mpi,
+                                adapt::ALGORITHM,
+                                offered
+                                    .iter()
+                                    .map(|c| format!("{} ({})", c.name, c.id))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                                adapt::PRIORITY,
+                                adapt::FORCE_PRIORITY,
+                                adapt::SEGMENT,
+                                if forced.len() < offered.len() {
+                                    format!("; not `{}`, which adapt does not implement", adapt::NOT_IMPLEMENTED)
+                                } else {
+                                    String::new()
+                                }
+                            );
+                    }
+                    for choice in forced {
+                        for &segment in &args.ompi_segment {
+                            subjects.push(Subject::OmpiAdapt {
+                                choice: choice.clone(),
+                                segment,
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    if lead {
+                        eprintln!("colltune bench: no coll/adapt baselines: {e}");
+                    }
+                }
+            }
+        } else if lead && want.asked {
+            eprintln!(
+                "colltune bench: {} is not Open MPI: no coll/adapt baselines",
+                prov.mpi
+            );
+        }
+    }
+    if want.han {
+        if is_open_mpi(&prov.mpi) {
+            // Every rank reads the same library and layout: all agree.
+            match han_algorithms(comm) {
+                Ok((forced, modules)) => {
+                    if lead {
+                        outln!(
+                                "colltune bench: {} offers coll/han broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm (and for {} {}) written per point; {} = {}, {} = {} as MPI_Init read them (han reads them only there)",
+                                prov.mpi,
+                                han::ALGORITHM,
+                                forced
+                                    .iter()
+                                    .map(|c| format!("{} ({})", c.name, c.id))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                                han::PRIORITY,
+                                han::FORCE_PRIORITY,
+                                han::SEGMENTED.join(", "),
+                                han::SEGMENT,
+                                han::UP_MODULE,
+                                modules.up,
+                                han::LOW_MODULE,
+                                modules.low,
+                            );
+                    }
+                    for choice in forced {
+                        let segs: &[u64] = if choice.segmented() {
+                            &args.ompi_segment
+                        } else {
+                            &[0]
+                        };
+                        for &segment in segs {
+                            subjects.push(Subject::OmpiHan {
+                                choice: choice.clone(),
+                                segment,
+                                modules: modules.clone(),
+                            });
+                        }
+                    }
+                }
+                // One node: said on Open MPI 5.0 (where han has the
+                // variable), whatever was asked; the rest only
+                // when asked for.
+                Err(e @ (HanUnavailable::OneNode | HanUnavailable::Imbalanced { .. })) => {
+                    if lead {
+                        outln!("colltune bench: no coll/han baselines: {e}");
+                    }
+                }
+                Err(e) => {
+                    if lead && want.asked {
+                        eprintln!("colltune bench: no coll/han baselines: {e}");
+                    }
+                }
+            }
+        } else if lead && want.asked {
+            eprintln!(
+                "colltune bench: {} is not Open MPI: no coll/han baselines",
+                prov.mpi
+            );
+        }
+    }
+    if want.mpich {
+        if colltune_mpi::abi::runtime().family == colltune_mpi::abi::Family::Mpich {
+            // Every rank reads the same library: all agree.
+            match bcast_algorithms() {
+                Ok(offered) => {
+                    if lead {
+                        outln!(
+                                "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
+                                prov.mpi,
+                                colltune_core::mpich::BCAST_CVAR,
+                                offered
+                                    .all
+                                    .iter()
+                                    .map(|c| format!("{} ({})", c.name, c.value))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                                offered.current_name(),
+                                offered.current,
+                                match fallback_error_value() {
+                                    Ok(_) => "before timing a point, one call under MPIR_CVAR_COLLECTIVE_FALLBACK=error checks that MPICH can apply it".to_string(),
+                                    Err(why) => format!("whether MPICH can apply each one is not checked (MPIR_CVAR_COLLECTIVE_FALLBACK: {why}): where it cannot, it runs its own choice under that name"),
+                                }
+                            );
+                    }
+                    for choice in offered.baselines() {
+                        // MPICH's smp is its node-aware broadcast: on
+                        // one node it cannot apply it, and MPICH 5.0.2
+                        // hangs when its error fallback refuses it there.
+                        if choice.name == "smp" && !multi_node {
+                            if lead {
+                                outln!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
+                            }
+                            continue;
+                        }
+                        subjects.push(Subject::Mpich { choice });
+                    }
+                }
+                Err(e) => {
+                    if lead {
+                        eprintln!("colltune bench: no MPICH algorithm baselines: {e}");
+                    }
+                }
+            }
+        } else if lead && want.asked {
+            eprintln!(
+                "colltune bench: {} is not MPICH-derived: no MPICH algorithm baselines",
+                prov.mpi
+            );
+        }
+    }
+    Ok(subjects)
+}

@@ -1,0 +1,297 @@
+//! `colltune tune` measured under mpirun: rank 0 checks the CSV, every rank
+//! joins the search's measurements (`colltune_mpi::driver`), rank 0 writes
+//! the table.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use colltune_algorithms::{Collective, Execution};
+use colltune_core::method::RootPolicy;
+use colltune_core::record::Writer;
+use colltune_core::table::{self, build::build_with, Provenance, Sweep};
+use colltune_core::tune::resume::{read_for_resume, TuneConfig};
+use colltune_core::tune::{search_all, Settings};
+use colltune_core::units::hms;
+use colltune_mpi::bench::{llc_bytes, provenance};
+use colltune_mpi::driver::MpiOracle;
+use colltune_mpi::transport::mpi::{Comm, Control};
+
+use super::{library, Args};
+use crate::cli::{init_mpi, Code};
+use crate::progress::Reporter;
+
+/// `tune` on MPI: the sweep measured on this job's communicators.
+pub fn run(
+    args: &Args,
+    sizes: Vec<u64>,
+    collectives: Vec<Collective>,
+    executions: Vec<Execution>,
+    root: RootPolicy,
+) -> anyhow::Result<Code> {
+    let want_library = !args.no_library_candidates && collectives.contains(&Collective::Bcast);
+    if want_library {
+        // Open MPI reads this when MPI starts (it cannot be written later);
+        // with nothing forced it keeps its fixed decision. Forcing an
+        // algorithm on a duplicate needs it (see `bench --baseline ompi-tuned`).
+        std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    }
+    let _universe = init_mpi()?;
+    let world = Comm::world().context("setting up MPI_COMM_WORLD")?;
+    let lead = world.rank() == 0;
+    let prov = provenance(&world)?;
+    // The library's own algorithms it lets colltune force (every rank reads
+    // the same library, so all agree).
+    let (library_candidates, mpich_offered) = if want_library {
+        library::candidates(&world, &prov, args.comm_sizes.is_empty())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let host = prov.host.split('.').next().unwrap_or("host").to_string();
+    let csv = args
+        .csv
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/{host}/tune-np{}.csv", world.size())));
+    let table_path = args
+        .table
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("tuning-tables/{host}.yaml")));
+
+    let mut comm_sizes: Vec<u32> = vec![world.size() as u32];
+    for &k in &args.comm_sizes {
+        if k == 0 || k as usize > world.size() {
+            if lead {
+                eprintln!(
+                    "colltune: error: --comm-sizes {k}: must be between 1 and the job's {} ranks",
+                    world.size()
+                );
+            }
+            // The others exit once rank 0 has said why (see calibrate).
+            world.barrier()?;
+            return Ok(Code::Usage);
+        }
+        if !comm_sizes.contains(&k) {
+            comm_sizes.push(k);
+        }
+    }
+    let config = TuneConfig {
+        colltune: env!("CARGO_PKG_VERSION").into(),
+        mpi: prov.mpi.clone(),
+        world_ranks: world.size() as u32,
+        comm_sizes: comm_sizes.clone(),
+        collectives: collectives.iter().map(|c| c.to_string()).collect(),
+        sizes: sizes.clone(),
+        executions: executions.iter().map(|e| e.to_string()).collect(),
+        pairing: args.pairing.name().into(),
+        mode: if args.exhaustive {
+            "exhaustive"
+        } else {
+            "adaptive"
+        }
+        .into(),
+        screen_runs: args.screen_runs,
+        full_runs: args.full_runs,
+        screen_scale: 0.25,
+        margin: args.margin,
+        stride: args.stride,
+        budget_ms: args.timing.budget_ms,
+        min_reps: args.timing.min_reps,
+        max_reps: args.timing.max_reps,
+        cache: args.timing.cache.to_string(),
+        root: args.timing.root.clone(),
+        sync: args.timing.sync.to_string(),
+        pattern: args.timing.pattern.to_string(),
+    };
+
+    // Rank 0 checks the CSV (refusing to overwrite, or checking that a
+    // resume matches) and tells everyone whether to go on.
+    let mut resumed = Vec::new();
+    let mut problem: Option<String> = None;
+    if lead {
+        match prepare_csv(&csv, &config, args.resume) {
+            Ok(s) => resumed = s,
+            Err(e) => problem = Some(e),
+        }
+    }
+    let go = world.bcast(u64::from(problem.is_none()), 0)?;
+    if go == 0 {
+        if let Some(p) = problem {
+            eprintln!("colltune: error: {p}");
+        }
+        world.barrier()?;
+        return Ok(Code::Usage);
+    }
+
+    // Sub-communicators: ranks 0..k-1.
+    let mut comms: Vec<Option<Comm>> = vec![Some(world)];
+    for &k in &comm_sizes[1..] {
+        comms.push(comms[0].as_ref().expect("world").prefix(k as usize)?);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    // SIGTERM (a batch system's time limit) stops the sweep after the
+    // current point; the table is written from what was measured.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop));
+    let started = Instant::now();
+    let settings = Settings {
+        sizes: sizes.clone(),
+        screen_runs: args.screen_runs,
+        full_runs: args.full_runs,
+        screen_scale: 0.25,
+        margin: args.margin,
+        stride: args.stride as usize,
+        brent_iters: 6,
+        exhaustive: args.exhaustive,
+        deadline: Some(started + Duration::from_secs_f64(args.budget * 60.0)),
+        // Open MPI's own algorithms are measured beside colltune's (forced
+        // through MPI_T on a duplicate); a model cannot simulate them.
+        library_candidates,
+    };
+    let method = args.timing.method(root, 2, llc_bytes());
+    let writer = if lead {
+        Some(Writer::open(&csv, true)?)
+    } else {
+        None
+    };
+    let estimate = comm_sizes.len() as u64
+        * collectives.len() as u64
+        * sizes.len().div_ceil(args.stride as usize) as u64
+        * 24
+        * u64::from(args.screen_runs + 1);
+    let progress = Reporter::new(estimate, lead, "points");
+    let mut oracle = MpiOracle::new(
+        &comms,
+        method,
+        prov.clone(),
+        resumed,
+        writer,
+        Box::new(progress),
+        Arc::clone(&stop),
+    );
+    oracle.mpich_offered = mpich_offered;
+
+    if !lead {
+        oracle.serve()?;
+        return Ok(Code::Ok);
+    }
+    let on: Vec<(usize, bool)> = comms
+        .iter()
+        .enumerate()
+        .filter_map(|(ci, c)| c.as_ref().map(|c| (ci, c.nodes().num_nodes() > 1)))
+        .collect();
+    let cut_short = search_all(
+        &mut oracle,
+        &settings,
+        &on,
+        &collectives,
+        &executions,
+        args.pairing.name(),
+    )?;
+    oracle.finish()?;
+    let seconds = started.elapsed().as_secs_f64();
+
+    let mut made = Provenance::made_now(
+        prov.host.clone(),
+        None,
+        prov.mpi.clone(),
+        prov.source.clone(),
+        Sweep::default(),
+    );
+    made.pattern = args.timing.pattern.to_string();
+    let table = build_with(
+        &oracle.samples,
+        Provenance {
+            sweep: Sweep {
+                mode: config.mode.clone(),
+                sizes: sizes.clone(),
+                runs: args.screen_runs + args.full_runs,
+                budget_ms: args.timing.budget_ms,
+                executions: config.executions.clone(),
+                cache: args.timing.cache.to_string(),
+                root: args.timing.root.clone(),
+                raw: vec![csv.display().to_string()],
+                seconds: Some((seconds * 10.0).round() / 10.0),
+                points: Some(oracle.measured + oracle.reused),
+            },
+            ..made
+        },
+        &args.compact(),
+    );
+    table.save(&table_path)?;
+    // A marker batch jobs check to decide whether to run again.
+    let mut marker = csv.as_os_str().to_owned();
+    marker.push(".incomplete");
+    if cut_short {
+        std::fs::write(
+            &marker,
+            "the sweep stopped early (budget or SIGTERM): run again with --resume to finish it\n",
+        )?;
+    } else {
+        let _ = std::fs::remove_file(&marker);
+    }
+    out!("{}", table::summary(&table));
+    outln!(
+        "\ntuned in {} ({} points measured, {} reused from the CSV){}",
+        hms(seconds),
+        oracle.measured,
+        oracle.reused,
+        if cut_short {
+            "; STOPPED EARLY (budget or SIGTERM): sizes not reached have no measurements, resume with --resume"
+        } else {
+            ""
+        }
+    );
+    outln!(
+        "table: {}\nraw samples: {}",
+        table_path.display(),
+        csv.display()
+    );
+    Ok(Code::Ok)
+}
+
+/// Checks the raw CSV before a tune: refuses to overwrite one, and for a
+/// resume checks that it was made with the same configuration.
+fn prepare_csv(
+    csv: &std::path::Path,
+    config: &TuneConfig,
+    resume: bool,
+) -> Result<Vec<colltune_core::record::Sample>, String> {
+    let side = TuneConfig::sidecar(csv);
+    let exists = csv.metadata().map(|m| m.len() > 0).unwrap_or(false);
+    if !resume {
+        if exists {
+            return Err(format!(
+                "{} already holds samples: continue that sweep with --resume, or name a new file with --csv (nothing was overwritten)",
+                csv.display()
+            ));
+        }
+        if let Some(d) = csv.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let text = serde_yaml::to_string(config).map_err(|e| e.to_string())?;
+        std::fs::write(&side, text).map_err(|e| format!("{}: {e}", side.display()))?;
+        return Ok(Vec::new());
+    }
+    if !exists {
+        return Err(format!(
+            "--resume: {} does not exist or is empty: start without --resume",
+            csv.display()
+        ));
+    }
+    let text = std::fs::read_to_string(&side).map_err(|e| {
+        format!("--resume: {} cannot be read ({e}): it records the sweep's settings; without it the CSV cannot be resumed safely", side.display())
+    })?;
+    let theirs: TuneConfig =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", side.display()))?;
+    let diff = config.differences(&theirs);
+    if !diff.is_empty() {
+        return Err(format!(
+            "--resume: {} comes from a different configuration, so its samples cannot continue this sweep (nothing was changed):\n  {}\nresume with the same options, or start a new --csv",
+            csv.display(),
+            diff.join("\n  ")
+        ));
+    }
+    read_for_resume(csv).map_err(|e| e.to_string())
+}
