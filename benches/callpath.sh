@@ -68,16 +68,7 @@ mpicc -O2 -o "$OUT/b2b" benches/callpath/b2b.c
 # A table whose one rule names Open MPI's forced linear at every size: the
 # drop-in hands it to Open MPI's rules file at MPI_Init (the handoff), so
 # every call takes the one-check shortcut.
-cat > "$OUT/handoff.yaml" <<YAML
-schema: 1
-provenance: {host: callpath, mpi: Open MPI, date: now, command: benches/callpath.sh, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}
-bcast:
-- ranks: $N
-  ppn: $N
-  nodes: 1
-  rules:
-  - {min_bytes: 0, algorithm: ompi_tuned, params: {algorithm: 1}, execution: library}
-YAML
+benches/linear-table.sh "$N" callpath > "$OUT/handoff.yaml"
 # name | mpirun extra arguments
 CONFIGS=(
   "plain|"

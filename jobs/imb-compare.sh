@@ -6,6 +6,10 @@
 #   - plain (the library's default decision),
 #   - plain with each Open MPI coll/tuned algorithm forced (1..9),
 #   - under LD_PRELOAD=libcolltune_preload.so with a table,
+#   - under the one-line PMPI_Bcast shim (benches/callcost/shim.c: an
+#     LD_PRELOAD library whose MPI_Bcast only calls PMPI_Bcast): the floor
+#     of any interposition, so every comparison shows what colltune adds
+#     over it (drop-in / shim, paired),
 # interleaved (each run is every configuration once, in an order rotated
 # from run to run), several runs each, pinned. Prints per size the median
 # t_avg of each and the two ratios: drop-in / default and drop-in / best
@@ -130,6 +134,26 @@ for np in sorted({k[0] for k in t}):
                 h_best.append(st.median(rh))
             wh = max(range(len(sizes)), key=lambda k: h_best[k])
             print(f"  {c} / best forced, held out: geomean {gm(h_best):.3f} (worst {h_best[wh]:.2f} at {sizes[wh]} B; sizes above 1.15x: {sum(r > 1.15 for r in h_best)} of {len(sizes)})")
+    # The floor of interposition: the drop-in against the one-line shim of
+    # the same runs (colltune's own share; 1.0: nothing over the floor).
+    if (np, "shim", sizes[0]) in t:
+        for c in drops:
+            rs = []
+            for b in sizes:
+                i, j = by_run[(c, b)], by_run[("shim", b)]
+                common = sorted(set(i) & set(j))
+                rs.append(st.median([i[k] / j[k] for k in common]))
+            small = [r for b, r in zip(sizes, rs) if b <= 256]
+            tail = f", 1-256 B {gm(small):.3f}" if small else ""
+            print(f"  {c} / shim (paired): geomean {gm(rs):.3f}{tail}; per size " + " ".join(f"{r:.2f}" for r in rs))
+        rs = []
+        for b in sizes:
+            i, j = by_run[("shim", b)], by_run[("default", b)]
+            common = sorted(set(i) & set(j))
+            rs.append(st.median([i[k] / j[k] for k in common]))
+        small = [r for b, r in zip(sizes, rs) if b <= 256]
+        tail = f", 1-256 B {gm(small):.3f}" if small else ""
+        print(f"  shim / default (the floor of interposition, paired): geomean {gm(rs):.3f}{tail}")
     for c in drops[1:]:
         rs = []
         for b in sizes:
@@ -213,6 +237,9 @@ for t in "$TABLE" ${ALSO_TABLE[@]+"${ALSO_TABLE[@]}"}; do
     echo "imb-compare: $t is not a valid table (problems above)" >&2; exit 2; }
 done
 PRE=$PWD/target/release/libcolltune_preload.so
+# The floor of interposition, built with the library's own mpicc.
+SHIM=$(mktemp -d)/libpmpi_shim.so
+mpicc -O2 -shared -fPIC -o "$SHIM" benches/callcost/shim.c
 [ -n "$OUT" ] || OUT=results/imb/$host/compare-$(date +%Y%m%d-%H%M%S).csv
 mkdir -p "$(dirname "$OUT")"
 echo "np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run" > "$OUT"
@@ -238,7 +265,7 @@ IFS=, read -r -a forced <<< "$FORCED"
 names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
 t0=$(date +%s)
 for np in "${ranks[@]}"; do
-  configs=(default dropin ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${forced[@]}")
+  configs=(default dropin shim ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${forced[@]}")
   for run in $(seq "$RUNS"); do
     echo "imb-compare: $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
     n=${#configs[@]}
@@ -247,6 +274,7 @@ for np in "${ranks[@]}"; do
       case "$c" in
         default) imb "$np" default "$run" ;;
         dropin) imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        shim) imb "$np" shim "$run" -x LD_PRELOAD="$SHIM" ;;
         dropin-*) imb "$np" "$c" "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
         *) imb "$np" "tuned${c}_${names[$c]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
              --mca coll_tuned_bcast_algorithm "$c" ;;

@@ -365,7 +365,38 @@ fn fortran_calls_go_through_colltune() {
                 );
             }
         }
+        // Handed to Open MPI's rules at MPI_Init (every size a library
+        // rule), untraced: from the second call on, each goes from its
+        // Fortran line straight to PMPI_Bcast (C handles, MPI_BOTTOM as
+        // C's), every element still right. (mpif.h / `use mpi` and mpi_f08
+        // reach the same entry: one program is enough here.)
+        if name != "regress_fortran" {
+            continue;
+        }
+        let r = mpi_job(
+            3,
+            &preloaded(&[("COLLTUNE_TABLE", &handoff_table(3))]),
+            &exe,
+            &[],
+            90,
+        );
+        assert_line(&r, "case fortran_bcast: ok");
+        assert!(!r.stderr.contains("warning"), "{name}:\n{}", r.out);
     }
+}
+
+/// A table whose one rule, for `ranks` ranks, gives every size to Open
+/// MPI's linear broadcast: handed to its rules file at MPI_Init.
+fn handoff_table(ranks: usize) -> String {
+    let p = scratch_dir().join(format!("handoff-{ranks}.yaml"));
+    std::fs::write(
+        &p,
+        format!(
+            "schema: 1\nprovenance: {{host: test, mpi: Open MPI, date: now, command: tests/dropin_regressions.rs, colltune: 0.1.0, source: hand-written, sweep: {{mode: hand-written}}}}\nbcast:\n- ranks: {ranks}\n  ppn: {ranks}\n  nodes: 1\n  rules:\n  - {{min_bytes: 0, algorithm: ompi_tuned, params: {{algorithm: 1}}, execution: library}}\n"
+        ),
+    )
+    .unwrap();
+    p.display().to_string()
 }
 
 /// The bodies of the `extern "C" fn`s in `text`.

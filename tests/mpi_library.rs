@@ -327,36 +327,31 @@ fn parity_table(dir: &Path, library_rules: bool) -> PathBuf {
     p
 }
 
-#[test]
-fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
-    if !is_open_mpi() {
-        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
-    }
-    let dir = scratch("handoff-recycled");
+/// Runs tests/c/`name`.c (a program of recycled handles) under the drop-in
+/// with each (ranks, table, what) of `runs` and `args`: every byte right, no
+/// warning, and the case the test is for happened (some handle came back
+/// for an object of another size: the program's "recycled handles: N").
+fn recycled_handles(name: &str, runs: &[(usize, PathBuf, String)], args: &[&str]) {
+    let dir = scratch(&format!("handoff-{name}"));
     let libs = shared_libs();
-    let exe = dir.join("recycled_comms");
-    mpicc(&format!("{ROOT}/tests/c/recycled_comms.c"), &exe, &[]);
+    let exe = dir.join(name);
+    mpicc(&format!("{ROOT}/tests/c/{name}.c"), &exe, &[]);
     let pre = libs.join("libcolltune_preload.so").display().to_string();
-    for (ranks, library_rules) in [(3, true), (5, true), (3, false), (5, false)] {
-        let tbl = parity_table(&dir, library_rules);
-        let mut c = mpirun(ranks);
+    for (ranks, tbl, what) in runs {
+        let mut c = mpirun(*ranks);
         c.args(["-x", &format!("LD_PRELOAD={pre}")])
             .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
             .arg(&exe)
-            .args(["100", "1000", "3000"]);
+            .args(args);
         let o = run(c);
         let (out, err) = (
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr),
         );
-        let all = format!(
-            "{ranks} ranks, library rules {library_rules}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
-        );
+        let all = format!("{ranks} ranks, {what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}");
         assert!(o.status.success(), "{all}");
-        assert!(out.contains("recycled_comms: all bytes correct"), "{all}");
+        assert!(out.contains(&format!("{name}: all bytes correct")), "{all}");
         assert!(!err.contains("warning"), "{all}");
-        // The case this test is for happened: some rank got back a freed
-        // communicator's handle for one of another size.
         let recycled: usize = out
             .lines()
             .find_map(|l| l.strip_prefix("recycled handles: "))
@@ -365,6 +360,39 @@ fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
             .unwrap_or_else(|| panic!("no recycled count\n{all}"));
         assert!(recycled > 0, "no handle came back for another size\n{all}");
     }
+}
+
+#[test]
+fn recycled_communicator_handles_never_reuse_a_freed_ones_rules() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
+    }
+    let dir = scratch("handoff-recycled");
+    let runs: Vec<(usize, PathBuf, String)> = [(3, true), (5, true), (3, false), (5, false)]
+        .into_iter()
+        .map(|(ranks, library_rules)| {
+            let what = format!("library rules {library_rules}");
+            (ranks, parity_table(&dir, library_rules), what)
+        })
+        .collect();
+    recycled_handles("recycled_comms", &runs, &["100", "1000", "3000"]);
+}
+
+/// Derived datatypes are remembered per handle too (the drop-in's per-call
+/// lines), and their handles are reused once freed: the root describes its
+/// data with a fresh type whose handle is often a freed one's of another
+/// size, across the boundary between a handed-off rule and colltune's
+/// (400 B / 6400 B), the others with MPI_BYTE. A line outliving its type
+/// would send the root's call down another path than its peers'.
+#[test]
+fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the handoff needs Open MPI");
+    }
+    let tbl = parity_table(&scratch("handoff-recycled-types-table"), true);
+    // (4 ranks: colltune's binomial below 1 KiB, Open MPI's above)
+    let runs = [(4, tbl, "derived types".to_string())];
+    recycled_handles("recycled_types", &runs, &["100", "64"]);
 }
 
 #[test]
@@ -608,4 +636,118 @@ fn tune_measures_the_librarys_algorithms_beside_ours() {
     colltune_core::table::load(&dir.join("with.csv.yaml")).unwrap();
     tune("without.csv", &["--no-library-candidates"]);
     assert!(library_specs(&dir.join("without.csv")).is_empty());
+}
+
+/// A table of one algorithm for 4 ranks, every size: Open MPI's `alg`
+/// (coll/tuned id), or colltune's binomial (`None`).
+fn one_rule_table(dir: &Path, name: &str, alg: Option<u32>) -> PathBuf {
+    let rule = match alg {
+        Some(a) => format!(
+            "{{min_bytes: 0, algorithm: ompi_tuned, params: {{algorithm: {a}}}, execution: library}}"
+        ),
+        None => "{min_bytes: 0, algorithm: binomial, execution: blocking}".into(),
+    };
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &p,
+        format!(
+            "schema: 1\nprovenance: {{host: test, mpi: Open MPI v4.1.4, date: now, command: tests/mpi_library.rs, colltune: 0.1.0, source: hand-written, sweep: {{mode: hand-written}}}}\nbcast:\n- ranks: 4\n  ppn: 4\n  nodes: 1\n  rules:\n  - {rule}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// `colltune deploy` of a table into `out`: its stdout and the variables of
+/// the env.sh it wrote.
+fn deployed(table: &Path, out: &Path) -> (String, Vec<(String, String)>) {
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.arg("deploy").arg(table).arg("-o").arg(out);
+        c
+    });
+    assert!(o.status.success(), "{}", text(&o));
+    let env = std::fs::read_to_string(out.join("env.sh")).unwrap();
+    let vars = env
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+        .collect();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), vars)
+}
+
+/// A table whose rules are all Open MPI's goes to Open MPI's own rules
+/// file, with no preload, and Open MPI runs the rules from it: under its
+/// pml monitoring, a 1 MiB broadcast from rank 0 of 4 sends the whole
+/// buffer to every other rank with the deployed basic linear (1), to two
+/// of them with the deployed binomial (6). A table with a rule of
+/// colltune's needs the drop-in, and says so.
+#[test]
+fn a_library_only_table_deploys_as_open_mpis_rules_file() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: the rules file is Open MPI's",
+        );
+    }
+    let dir = scratch("deploy");
+    // the drop-in route names libcolltune_preload.so beside colltune
+    shared_libs();
+    let exe = dir.join("force_tuned");
+    mpicc(&format!("{ROOT}/tests/c/force_tuned.c"), &exe, &[]);
+    for (alg, full_peers) in [(1, 3), (6, 2)] {
+        let out = dir.join(format!("deploy-{alg}"));
+        let (said, vars) = deployed(&one_rule_table(&dir, &format!("t{alg}"), Some(alg)), &out);
+        assert!(
+            said.starts_with("route: Open MPI's own rules file, no preload"),
+            "{said}"
+        );
+        assert!(out.join("bcast.rules").is_file(), "{said}");
+        assert!(!vars.iter().any(|(k, _)| k == "LD_PRELOAD"), "{vars:?}");
+        let mut c = mpirun(4);
+        for (k, v) in &vars {
+            c.args(["-x", &format!("{k}={v}")]);
+        }
+        c.args(["--mca", "pml_monitoring_enable", "1"])
+            .args(["--mca", "pml_monitoring_enable_output", "1"])
+            .arg(&exe)
+            .arg("-1");
+        let o = run(c);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("force_tuned: all bytes correct"),
+            "{}",
+            text(&o)
+        );
+        // rank 0's point-to-point sends, printed at MPI_Finalize: "E 0
+        // <peer> <bytes> bytes <n> msgs sent ..." (every rank prints its
+        // own; a line is one write)
+        let mon = text(&o);
+        let peers = mon
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 3 && f[0] == "E" && f[1] == "0").then(|| f[3].parse::<u64>().ok())?
+            })
+            .filter(|&bytes| bytes >= 10 << 20)
+            .count();
+        assert_eq!(
+            peers, full_peers,
+            "algorithm {alg}: rank 0 sent all 10 broadcasts to {peers} ranks\n{mon}"
+        );
+    }
+    let out = dir.join("deploy-ours");
+    let (said, vars) = deployed(&one_rule_table(&dir, "ours", None), &out);
+    assert!(
+        said.starts_with("route: colltune's drop-in (LD_PRELOAD)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("4 ranks (4 per node, 1 node): 0.. B: binomial"),
+        "{said}"
+    );
+    let keys: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["LD_PRELOAD", "COLLTUNE_TABLE"], "{said}");
+    assert!(out.join("table.yaml").is_file());
 }

@@ -42,4 +42,4 @@ pub use model::{levels, predict};
 #[cfg(feature = "tuner")]
 pub use tune::noise_bench;
 pub use model::{compare, placement, sim, simulate};
-pub use tables::{agreement, decide, export, table};
+pub use tables::{agreement, decide, deploy, export, table};

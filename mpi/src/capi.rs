@@ -31,7 +31,7 @@
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
 mod handoff;
-mod hot;
+pub mod hot;
 pub mod preload;
 
 use std::cell::Cell;
@@ -44,6 +44,7 @@ use crate::select::{CommSelector, Route, Routes, Selector};
 use crate::transport::mpi::ffi::{self as cffi, Combiner, Datatype};
 use crate::transport::mpi::{Comm, Control, MpiError, Op, TransportError};
 use colltune_algorithms::{swap, Collective};
+use hot::TypeInfo;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 const SUCCESS: c_int = mpi::ffi::MPI_SUCCESS as c_int;
@@ -112,16 +113,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-unsafe extern "C" fn copy_attr(
-    _old: MPI_Comm,
+/// The copy callback of colltune's attribute keys (communicators,
+/// datatypes): a duplicate gets nothing of the original's.
+unsafe extern "C" fn copy_attr<H>(
+    _old: H,
     _key: c_int,
     _extra: *mut c_void,
     _val_in: *mut c_void,
     _val_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // A duplicate gets its own state (and cache entries) at its first
-    // call.
+    // A duplicate gets its own state (and cache lines) at its first call.
     *flag = 0;
     SUCCESS
 }
@@ -527,18 +529,6 @@ fn error_code(comm: MPI_Comm, e: &TransportError) -> c_int {
     code
 }
 
-/// Puts a predefined datatype (with its size, as the library gave it) in
-/// [`typecache`]; derived types are not cached (their handles are freed
-/// and reused).
-fn remember_predefined(dt: MPI_Datatype, size: u64) {
-    if cffi::type_combiner(dt).ok() != Some(Combiner::Named) {
-        return;
-    }
-    if let Ok(dense) = contiguous(dt) {
-        typecache::put(dt, size, dense);
-    }
-}
-
 /// What colltune caches of a predefined datatype: its size and whether
 /// its elements are their signature's bytes back to back. Predefined
 /// datatypes live as long as MPI and never change, so the cache is
@@ -700,28 +690,32 @@ unsafe fn bcast_kept(
     let Some(state) = state(g, comm) else {
         return library();
     };
-    let mut known = None;
-    if let (true, Some((each, dense))) = (remember, typecache::get(datatype)) {
-        known = Some((each, dense));
+    // A predefined datatype met before: classified once, for good.
+    let known = typecache::get(datatype).map(|(size, dense)| TypeInfo {
+        size,
+        dense: Some(dense),
+    });
+    if let (true, Some(info)) = (remember, known) {
         if !hot::holds(comm, datatype, state) {
             let size = match &*state {
                 CommState::Colltune { routes, .. } => routes.size(),
                 CommState::Library => 0,
             };
-            hot::fill(comm, datatype, each, dense, handoff::ranges_of(size), state);
+            hot::fill(comm, datatype, info.size, handoff::ranges_of(size), state);
         }
     }
     bcast_on(&*state, known, buffer, count, datatype, root, comm)
 }
 
 /// [`bcast_kept`] once the communicator's `state` is known (and, from
-/// [`hot`], the predefined datatype's (size, contiguous)).
+/// [`hot`] or [`typecache`], the predefined datatype's classification:
+/// found once, carried from there on).
 ///
 /// # Safety
 /// As for `MPI_Bcast`; `count` >= 0; `state` is `comm`'s, alive.
 unsafe fn bcast_on(
     state: &CommState,
-    known: Option<(u64, bool)>,
+    known: Option<TypeInfo>,
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -740,7 +734,7 @@ unsafe fn bcast_on(
     // predefined type passed once and hold for good, so only a null
     // buffer is checked again.
     let checked = match known {
-        Some((size, dense)) => {
+        Some(TypeInfo { size, dense }) => {
             if buffer == cffi::in_place()
                 || (buffer.is_null()
                     && count > 0
@@ -748,7 +742,7 @@ unsafe fn bcast_on(
             {
                 return library();
             }
-            Some((size, Some(dense)))
+            Some((size, dense))
         }
         None => self::datatype(buffer, count, datatype, routes.raw()),
     };
@@ -942,6 +936,8 @@ pub unsafe fn fortran_bcast(
         buffer
     };
     let rc = bcast(buffer, *count, c_type, *root, c_comm);
+    // The next such call: straight from its own line, where handed off.
+    hot::fill_fortran(*comm, *datatype, c_comm, c_type);
     if !ierr.is_null() {
         *ierr = rc;
     }

@@ -38,6 +38,7 @@ mod args;
 mod bench;
 #[cfg(feature = "mpi")]
 mod calibrate;
+mod deploy;
 #[cfg(feature = "mpi")]
 mod emu;
 #[cfg(feature = "mpi")]
@@ -131,6 +132,9 @@ pub enum Command {
     Explain(inspect::ExplainArgs),
     /// Write a table in the format Open MPI or MPICH reads.
     Export(export::Args),
+    /// Which route a table needs at run time (the library's own rules
+    /// file, no preload; or the drop-in), its files and environment.
+    Deploy(deploy::Args),
     /// Per algorithm, the share of measured points where it was fastest,
     /// and the fit table.
     Report(report::Args),
@@ -190,6 +194,7 @@ pub fn main() -> i32 {
         Command::Diff(a) => inspect::diff(a),
         Command::Explain(a) => inspect::explain(a),
         Command::Export(a) => export::run(a),
+        Command::Deploy(a) => deploy::run(a),
         Command::Report(a) => report::run(a),
         Command::Plot(a) => plot::run(a),
         #[cfg(feature = "mpi")]

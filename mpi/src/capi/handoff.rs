@@ -271,7 +271,7 @@ pub fn retire() {
 /// the library, the datatype's size from colltune's cache of predefined
 /// types (else from the library), and the ranges of that size; remembers
 /// them in [`super::hot`] for the next call on this communicator with
-/// this datatype.
+/// this datatype (predefined or derived: its line goes when it is freed).
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
@@ -293,21 +293,14 @@ pub unsafe fn pass(
         .get(cffi::comm_size_raw(comm)?)
         .map_or(&[][..], |r| &r[..]);
     // A predefined type the full path has met: its size from colltune's
-    // cache (no library call); else the library's answer.
+    // cache (no library call); else the library's answer. The call's line
+    // (the datatype classified once there) answers the next such call.
     let each = match super::typecache::get(datatype) {
         Some((size, _)) => size,
-        None => {
-            let size = cffi::type_size_raw(datatype)?;
-            super::remember_predefined(datatype, size);
-            size
-        }
+        None => cffi::type_size_raw(datatype)?,
     };
-    // Only predefined types, the cache's (derived ones' handles are reused
-    // once freed).
-    if let Some((_, dense)) = super::typecache::get(datatype) {
-        if !super::hot::has(comm, datatype) {
-            super::hot::fill(comm, datatype, each, dense, ranges, std::ptr::null());
-        }
+    if !super::hot::has(comm, datatype) {
+        super::hot::fill(comm, datatype, each, ranges, std::ptr::null());
     }
     if ranges.is_empty() {
         return None;

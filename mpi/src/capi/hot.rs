@@ -1,67 +1,128 @@
 //! The drop-in's first look at a call, before anything else: one cache line
-//! per (communicator, predefined datatype) recently seen holds what the
-//! call path would otherwise look up in several places: the datatype's
-//! size (and whether its bytes are contiguous), the byte ranges the
-//! handoff gave Open MPI for the communicator's size
-//! ([`super::handoff`]), and the communicator's colltune state. A
-//! handed-off call then costs one line and a few compares before
-//! `PMPI_Bcast`, with no call into the library; any other call skips the
-//! state lookup (`ACTIVE`, the per-thread cache) and the datatype cache.
+//! per (communicator, datatype) recently seen holds what the call path
+//! would otherwise look up in several places: the handed-off counts (the
+//! byte ranges the handoff gave Open MPI for the communicator's size
+//! ([`super::handoff`]), turned into ranges of `count` for the datatype's
+//! size once, when the line is written), the datatype's classification
+//! (size, contiguity: found once, when the line is written) and the
+//! communicator's colltune state. A handed-off call then costs one line and
+//! a range check or three before `PMPI_Bcast` ([`handed`]: no multiply, no
+//! call into the library, no thread-local); any other call skips the state
+//! lookup (`ACTIVE`, the per-thread cache) and the datatype's checks
+//! ([`kept`]).
+//!
+//! The Fortran entry has lines of its own, keyed by the Fortran handles,
+//! holding the C handles and the library's Fortran `MPI_BOTTOM` addresses
+//! ([`fortran_handed`]): a handed-off Fortran call costs what a C call does,
+//! with no `MPI_Comm_f2c` / `MPI_Type_f2c` (the library's own Fortran
+//! binding, which does those, is skipped: the call goes to `PMPI_Bcast` as
+//! that binding would send it).
+//!
 //! In an application the interposition's lines are cold at every call
 //! (other ranks and the library run between two calls), so each line
-//! touched costs there what a warm benchmark does not show
-//! (docs/measurements/2026-12-01-hotpath).
+//! touched costs there what a warm benchmark does not show:
+//! `benches/callcost.sh` counts them (docs/notes-issue-28.md).
 //!
 //! Entries are written under a lock as a sequence lock (readers never wait
-//! and never use a half-written entry), only for predefined datatypes,
-//! which live as long as MPI, and only by the interposition library's own
-//! calls (`remember`). A communicator's handle can be reused once it is
-//! freed, so a communicator gets an attribute of colltune's when its first
-//! entry is made, whose delete callback (run by MPI whenever the
-//! communicator is freed, by whatever path) empties its entries first; its
-//! state is freed by its own attribute then too. Entries exist only
-//! between [`start`] (colltune's `init`) and [`clear`] (its `finalize`).
+//! and never use a half-written entry), only by the interposition library's
+//! own calls, for predefined datatypes (which live as long as MPI) and
+//! committed derived ones. Handles are reused once freed, so a communicator
+//! or a derived datatype gets an attribute of colltune's when its first
+//! entry is made, whose delete callback (run by MPI whenever it is freed,
+//! by whatever path) empties its entries first; a communicator's state is
+//! freed by its own attribute then too. Entries exist only between
+//! [`start`] (colltune's `init`) and [`clear`] (its `finalize`).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{fence, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
-use super::{copy_attr, lock, CommState};
+use super::{contiguous, copy_attr, lock, typecache, CommState};
 use crate::abi;
-use crate::transport::mpi::ffi as cffi;
+use crate::transport::mpi::ffi::{self as cffi, Combiner};
 
-/// What [`pass`] knows of a call.
-pub enum Hot {
-    /// Handed off: passed to `PMPI_Bcast`, its return code.
-    Passed(c_int),
-    /// Not handed off; the communicator's state, where known (null: look
-    /// it up), and the datatype's (size, contiguous).
-    Kept(*const CommState, u64, bool),
-    /// Not cached: the whole path.
-    Unknown,
+/// What the call path found of a call's datatype, once: the bytes of one
+/// element and whether its elements are their signature's bytes back to
+/// back (None: not known yet; ask [`contiguous`] when it matters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TypeInfo {
+    pub size: u64,
+    pub dense: Option<bool>,
 }
 
 const SLOTS: usize = 4;
 const RANGES: usize = 3;
-/// A range word `lo << 32 | hi` that matches nothing (lo > hi).
-const NO_RANGE: u64 = (u32::MAX as u64) << 32;
+const FRANGES: usize = 2;
 /// `each`'s bit for "contiguous".
 const DENSE: u64 = 1 << 63;
+/// `each`'s bit for "a derived datatype": its line serves the handed-off
+/// path only (the library checks such a call itself); a call kept by
+/// colltune has the library check the type per call (committed or not).
+const DERIVED: u64 = 1 << 62;
+/// The most elements of one call (`count` is a C int).
+const MAX_COUNT: u64 = i32::MAX as u64;
+/// A Fortran line's key that no call's handles make (both -1).
+const NO_KEY: u64 = u64::MAX;
 
 /// One cache line: a sequence (odd while written), the key, the
-/// datatype's size (bit 63: contiguous), up to [`RANGES`] handed-off byte
-/// ranges, each as `lo << 32 | hi` (`hi` = `u32::MAX`: and up), and the
-/// communicator's state (0: not known).
+/// datatype's size (bit 63: contiguous), up to [`RANGES`] handed-off count
+/// ranges (see [`counts`]), and the communicator's state (0: not known).
 #[repr(C, align(64))]
 struct Slot {
     seq: AtomicU64,
     comm: AtomicUsize,
     dtype: AtomicUsize,
     each: AtomicU64,
-    ranges: [AtomicU64; RANGES],
+    counts: [Range; RANGES],
     state: AtomicUsize,
+}
+
+/// One cache line for the Fortran entry: a sequence, the key (the Fortran
+/// communicator << 32 | the Fortran datatype), the C handles, up to
+/// [`FRANGES`] handed-off count ranges and the library's Fortran
+/// `MPI_BOTTOM` addresses (0: none).
+#[repr(C, align(64))]
+struct FSlot {
+    seq: AtomicU64,
+    key: AtomicU64,
+    comm: AtomicUsize,
+    dtype: AtomicUsize,
+    counts: [Range; FRANGES],
+    bottom: [AtomicUsize; 2],
+}
+
+/// A range of counts, lo..lo + len (len 0: none), as two words that the
+/// hot path compares in place (see [`counts`]).
+#[repr(C)]
+struct Range {
+    lo: AtomicU32,
+    len: AtomicU32,
+}
+
+impl Range {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const NONE: Range = Range {
+        lo: AtomicU32::new(0),
+        len: AtomicU32::new(0),
+    };
+
+    /// Whether the count `c` is in the range. A negative count (as u32,
+    /// at least 2^31) is in none: every range ends below 2^31.
+    #[inline(always)]
+    fn has(&self, c: u32) -> bool {
+        c.wrapping_sub(self.lo.load(Ordering::Relaxed)) < self.len.load(Ordering::Relaxed)
+    }
+
+    fn word(&self) -> u64 {
+        (self.lo.load(Ordering::Relaxed) as u64) << 32 | self.len.load(Ordering::Relaxed) as u64
+    }
+
+    fn set(&self, w: u64) {
+        self.lo.store((w >> 32) as u32, Ordering::Relaxed);
+        self.len.store(w as u32, Ordering::Relaxed);
+    }
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -70,18 +131,66 @@ const EMPTY: Slot = Slot {
     comm: AtomicUsize::new(0),
     dtype: AtomicUsize::new(0),
     each: AtomicU64::new(0),
-    ranges: [const { AtomicU64::new(NO_RANGE) }; RANGES],
+    counts: [Range::NONE; RANGES],
     state: AtomicUsize::new(0),
 };
 
-static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
+#[allow(clippy::declare_interior_mutable_const)]
+const FEMPTY: FSlot = FSlot {
+    seq: AtomicU64::new(0),
+    key: AtomicU64::new(NO_KEY),
+    comm: AtomicUsize::new(0),
+    dtype: AtomicUsize::new(0),
+    counts: [Range::NONE; FRANGES],
+    bottom: [const { AtomicUsize::new(0) }; 2],
+};
 
-/// Serialises writers of [`TABLE`] (fills and [`clear`]).
+/// The lines: a static of the interposition library itself ([`attach`]ed
+/// at its `MPI_Init`), so that its hot path reaches them at a fixed offset
+/// from its own code: a static of this crate would be reached through the
+/// global offset table from there, one more cache line per call.
+pub struct Lines {
+    c: [Slot; SLOTS],
+    f: [FSlot; SLOTS],
+}
+
+impl Lines {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Lines {
+        Lines {
+            c: [EMPTY; SLOTS],
+            f: [FEMPTY; SLOTS],
+        }
+    }
+}
+
+/// The interposition library's [`Lines`]; null: none (a program linked
+/// with `libcolltune.so`: nothing is cached).
+static ATTACHED: AtomicPtr<Lines> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Lines written and read by this crate's code (fills, [`kept`], ...):
+/// the attached ones, else an empty set that is never written (nothing is
+/// filled without attached lines).
+fn lines() -> &'static Lines {
+    static NONE: Lines = Lines::new();
+    // SAFETY: attached once, a static.
+    unsafe { ATTACHED.load(Ordering::Acquire).as_ref() }.unwrap_or(&NONE)
+}
+
+/// Uses `lines` (the interposition library's static) from now on; before
+/// colltune's `init`.
+pub fn attach(lines: &'static Lines) {
+    ATTACHED.store(lines as *const Lines as *mut Lines, Ordering::Release);
+}
+
+/// Serialises writers of the [`Lines`] (fills and [`clear`]).
 static FILL: Mutex<()> = Mutex::new(());
 
-/// The key of the attribute marking a communicator that has entries; -1
-/// outside [`start`]..[`clear`] (then nothing is cached).
+/// The keys of the attributes marking a communicator, a derived datatype,
+/// that has entries; -1 outside [`start`]..[`clear`] (then nothing is
+/// cached).
 static KEY: AtomicI32 = AtomicI32::new(-1);
+static TYPE_KEY: AtomicI32 = AtomicI32::new(-1);
 
 #[inline(always)]
 fn index(comm: usize, dtype: usize) -> usize {
@@ -90,129 +199,261 @@ fn index(comm: usize, dtype: usize) -> usize {
         % SLOTS
 }
 
-/// Encodes byte ranges as range words; None where they do not fit (more
-/// than [`RANGES`], or bounds beyond 32 bits other than "and up").
-fn encode(ranges: &[(u64, u64)]) -> Option<[u64; RANGES]> {
-    if ranges.len() > RANGES {
-        return None;
-    }
-    let mut out = [NO_RANGE; RANGES];
-    for (w, &(lo, hi)) in out.iter_mut().zip(ranges) {
-        let hi = match hi {
-            u64::MAX => u32::MAX,
-            h if h < u32::MAX as u64 => h as u32,
-            _ => return None,
-        };
-        let lo = u32::try_from(lo).ok().filter(|&l| l < u32::MAX)?;
-        *w = (lo as u64) << 32 | hi as u64;
-    }
-    Some(out)
+#[inline(always)]
+fn fkey(comm: c_int, dtype: c_int) -> u64 {
+    (comm as u32 as u64) << 32 | dtype as u32 as u64
 }
 
-/// Whether `bytes` is in one of the encoded ranges.
 #[inline(always)]
-fn matches(words: &[u64; RANGES], bytes: u64) -> bool {
-    let b = bytes.min(u32::MAX as u64) as u32;
+fn findex(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize % SLOTS
+}
+
+/// The handed-off byte ranges as ranges of `count` for elements of `each`
+/// bytes, each a word `lo << 32 | len` (the counts lo..lo + len; 0:
+/// none), at most `n` of them; None where they do not fit.
+fn counts(ranges: &[(u64, u64)], each: u64, n: usize) -> Option<Vec<u64>> {
+    let mut out = Vec::new();
+    for &(lo, hi) in ranges {
+        let (lo, hi) = match each {
+            // every count is 0 bytes
+            0 if lo == 0 => (0, MAX_COUNT),
+            0 => continue,
+            e => (lo.div_ceil(e), (hi / e).min(MAX_COUNT)),
+        };
+        if lo <= hi {
+            out.push(lo << 32 | (hi - lo + 1));
+        }
+    }
+    (out.len() <= n).then(|| {
+        out.resize(n, 0);
+        out
+    })
+}
+
+/// Whether `count` is in one of the count words' ranges (as [`Range::has`]).
+#[cfg(test)]
+fn matches<const N: usize>(words: &[u64; N], count: c_int) -> bool {
+    let c = count as u32;
     words
         .iter()
-        .any(|&w| ((w >> 32) as u32) <= b && b <= w as u32)
+        .any(|&w| c.wrapping_sub((w >> 32) as u32) < w as u32)
 }
 
-/// The cached answer for a call; see [`Hot`].
-///
-/// # Safety
-/// As for `MPI_Bcast`; `dtype` and `comm` are the handles' register
-/// values.
+/// Whether the call is handed off (the handoff gave Open MPI its bytes on
+/// its communicator's size): then the caller passes it to `PMPI_Bcast`
+/// unchanged. One cache line of `lines` (the interposition library's own),
+/// no call.
 #[inline(always)]
-pub unsafe fn pass(
-    buffer: *mut c_void,
-    count: c_int,
-    dtype: usize,
-    root: c_int,
-    comm: usize,
-) -> Hot {
-    let s = &TABLE[index(comm, dtype)];
+pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> bool {
+    let s = &lines.c[index(comm, dtype)];
     let q = s.seq.load(Ordering::Acquire);
     if s.comm.load(Ordering::Relaxed) != comm || s.dtype.load(Ordering::Relaxed) != dtype {
-        return Hot::Unknown;
+        return false;
     }
-    let each = s.each.load(Ordering::Relaxed);
-    let words = [
-        s.ranges[0].load(Ordering::Relaxed),
-        s.ranges[1].load(Ordering::Relaxed),
-        s.ranges[2].load(Ordering::Relaxed),
-    ];
-    let state = s.state.load(Ordering::Relaxed);
+    // Each word tested as it is read, the next only where needed: few
+    // registers live (the call's arguments stay in theirs for the tail
+    // call), no stack frame.
+    let c = count as u32;
+    let hit = s.counts[0].has(c) || s.counts[1].has(c) || s.counts[2].has(c);
     fence(Ordering::Acquire);
-    if q & 1 != 0 || s.seq.load(Ordering::Relaxed) != q || count < 0 {
-        return Hot::Unknown;
-    }
-    let size = each & !DENSE;
-    if !matches(&words, size * count as u64) {
-        return Hot::Kept(state as *const CommState, size, each & DENSE != 0);
-    }
-    Hot::Passed(cffi::user_bcast(
-        buffer,
-        count,
-        abi::datatype_from_reg(dtype),
-        root,
-        abi::comm_from_reg(comm),
-    ))
+    hit && q & 1 == 0 && s.seq.load(Ordering::Relaxed) == q
 }
 
-/// Writes one slot (the caller holds [`FILL`]).
-fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64; RANGES], state: usize) {
+/// What the line of (`comm`, `dtype`) knows of a call not handed off: the
+/// communicator's state (null: look it up) and the datatype's
+/// classification (None for a derived type: checked per call); None: not
+/// cached.
+#[inline]
+pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, Option<TypeInfo>)> {
+    let s = &lines().c[index(comm, dtype)];
+    let q = s.seq.load(Ordering::Acquire);
+    // (an empty line's key is 0: no handle)
+    if comm == 0
+        || s.comm.load(Ordering::Relaxed) != comm
+        || s.dtype.load(Ordering::Relaxed) != dtype
+    {
+        return None;
+    }
+    let each = s.each.load(Ordering::Relaxed);
+    let state = s.state.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    if q & 1 != 0 || s.seq.load(Ordering::Relaxed) != q {
+        return None;
+    }
+    let info = (each & DERIVED == 0).then_some(TypeInfo {
+        size: each & !(DENSE | DERIVED),
+        dense: Some(each & DENSE != 0),
+    });
+    Some((state as *const CommState, info))
+}
+
+/// Fortran's `MPI_BCAST` where its line says it is handed off: passed to
+/// `PMPI_Bcast` with the C handles and Fortran's `MPI_BOTTOM` turned into
+/// C's, as the library's own binding does, the return code into `ierror`
+/// (when given); false: not cached or not handed off (nothing done).
+///
+/// # Safety
+/// As for the Fortran binding: every argument but `buffer` points to an
+/// integer (`ierror` may be null).
+#[inline(always)]
+pub unsafe fn fortran_handed(
+    lines: &Lines,
+    buffer: *mut c_void,
+    count: *const c_int,
+    dtype: *const c_int,
+    root: *const c_int,
+    comm: *const c_int,
+    ierror: *mut c_int,
+) -> bool {
+    let key = fkey(*comm, *dtype);
+    let s = &lines.f[findex(key)];
+    let q = s.seq.load(Ordering::Acquire);
+    if s.key.load(Ordering::Relaxed) != key {
+        return false;
+    }
+    let n = *count;
+    if !(s.counts[0].has(n as u32) || s.counts[1].has(n as u32)) {
+        return false;
+    }
+    // Fortran's MPI_BOTTOM is C's (null); decided here, so that few values
+    // stay live up to the call.
+    let at = buffer as usize;
+    let bottom =
+        at == s.bottom[0].load(Ordering::Relaxed) || at == s.bottom[1].load(Ordering::Relaxed);
+    let (c, d) = (
+        s.comm.load(Ordering::Relaxed),
+        s.dtype.load(Ordering::Relaxed),
+    );
+    fence(Ordering::Acquire);
+    if q & 1 != 0 || s.seq.load(Ordering::Relaxed) != q {
+        return false;
+    }
+    let buffer = if bottom { std::ptr::null_mut() } else { buffer };
+    let rc = abi::raw::PMPI_Bcast(buffer, n, d, *root, c);
+    if !ierror.is_null() {
+        *ierror = rc;
+    }
+    true
+}
+
+/// Writes one line (the caller holds [`FILL`]).
+fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64], state: usize) {
     let q = s.seq.load(Ordering::Relaxed);
     s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
     s.comm.store(key.0, Ordering::Relaxed);
     s.dtype.store(key.1, Ordering::Relaxed);
     s.each.store(each, Ordering::Relaxed);
-    for (r, &w) in s.ranges.iter().zip(words) {
-        r.store(w, Ordering::Relaxed);
+    for (r, &w) in s
+        .counts
+        .iter()
+        .zip(words.iter().chain(std::iter::repeat(&0)))
+    {
+        r.set(w);
     }
     s.state.store(state, Ordering::Relaxed);
     s.seq.store(q.wrapping_add(2), Ordering::Release);
 }
 
-/// Whether there is an entry for (`comm`, `dtype`).
-pub fn has(comm: MPI_Comm, dtype: MPI_Datatype) -> bool {
+/// Writes one Fortran line (the caller holds [`FILL`]).
+fn fwrite(s: &FSlot, key: u64, handles: (usize, usize), words: &[u64], bottom: &[usize]) {
+    let q = s.seq.load(Ordering::Relaxed);
+    s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
+    fence(Ordering::Release);
+    s.key.store(key, Ordering::Relaxed);
+    s.comm.store(handles.0, Ordering::Relaxed);
+    s.dtype.store(handles.1, Ordering::Relaxed);
+    for (r, &w) in s
+        .counts
+        .iter()
+        .zip(words.iter().chain(std::iter::repeat(&0)))
+    {
+        r.set(w);
+    }
+    for (b, &a) in s
+        .bottom
+        .iter()
+        .zip(bottom.iter().chain(std::iter::repeat(&0)))
+    {
+        b.store(a, Ordering::Relaxed);
+    }
+    s.seq.store(q.wrapping_add(2), Ordering::Release);
+}
+
+/// Whether there is a line for (`comm`, `dtype`).
+pub(crate) fn has(comm: MPI_Comm, dtype: MPI_Datatype) -> bool {
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let s = &TABLE[index(c, d)];
+    let s = &lines().c[index(c, d)];
     s.comm.load(Ordering::Acquire) == c && s.dtype.load(Ordering::Acquire) == d
 }
 
-/// Whether the entry for (`comm`, `dtype`) holds `state` already.
-pub fn holds(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState) -> bool {
+/// Whether the line for (`comm`, `dtype`) holds `state` already.
+pub(crate) fn holds(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState) -> bool {
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let s = &TABLE[index(c, d)];
+    let s = &lines().c[index(c, d)];
     s.comm.load(Ordering::Acquire) == c
         && s.dtype.load(Ordering::Acquire) == d
         && s.state.load(Ordering::Acquire) == state as usize
 }
 
-/// Remembers, for calls on `comm` with `dtype` (a predefined datatype of
-/// `each` bytes, `dense` if contiguous), the handed-off `ranges` of the
+/// Classifies `dtype` (elements of `size` bytes, which the library
+/// accepted) for a line, once: predefined types from colltune's cache
+/// (put there if new), derived ones marked with colltune's attribute (its
+/// delete callback empties their lines when they are freed). None: not
+/// cached (a derived type that could not be marked, a library error).
+fn classify(dtype: MPI_Datatype, size: u64) -> Option<(TypeInfo, bool)> {
+    if let Some((size, dense)) = typecache::get(dtype) {
+        let dense = Some(dense);
+        return Some((TypeInfo { size, dense }, false));
+    }
+    let dense = Some(contiguous(dtype).ok()?);
+    if cffi::type_combiner(dtype).ok()? == Combiner::Named {
+        typecache::put(dtype, size, dense == Some(true));
+        return Some((TypeInfo { size, dense }, false));
+    }
+    let key = TYPE_KEY.load(Ordering::Acquire);
+    let d = abi::to_reg(dtype);
+    let marked = lines().c.iter().any(|s| s.dtype.load(Ordering::Relaxed) == d)
+        // SAFETY: dtype is the caller's valid datatype.
+        || matches!(unsafe { cffi::type_get_attr(dtype, key) }, Ok(Some(_)));
+    if !marked {
+        let marker = std::ptr::addr_of!(TYPE_KEY) as *mut c_void;
+        // SAFETY: as above; the value is never dereferenced.
+        unsafe { cffi::type_set_attr(dtype, key, marker) }.ok()?;
+    }
+    Some((TypeInfo { size, dense }, true))
+}
+
+/// Remembers, for calls on `comm` with `dtype` (elements of `size` bytes,
+/// which the library accepted), the handed-off byte `ranges` of the
 /// communicator's size and its `state` (null: not known), once the
-/// communicator carries colltune's attribute.
-pub fn fill(
+/// communicator carries colltune's attribute (and a derived datatype its
+/// own).
+pub(crate) fn fill(
     comm: MPI_Comm,
     dtype: MPI_Datatype,
-    each: u64,
-    dense: bool,
+    size: u64,
     ranges: &[(u64, u64)],
     state: *const CommState,
 ) {
     let key = KEY.load(Ordering::Acquire);
-    let Some(words) = encode(ranges).filter(|_| key >= 0 && each < DENSE) else {
+    let attached = !ATTACHED.load(Ordering::Acquire).is_null();
+    if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
+        return;
+    }
+    let Some(words) = counts(ranges, size, RANGES) else {
         return;
     };
     let _g = lock(&FILL);
-    // Marked already (an entry with another datatype): no library call.
+    let Some((info, derived)) = classify(dtype, size) else {
+        return;
+    };
+    // Marked already (a line with another datatype): no library call.
     // Else set the attribute, once: setting it again would run the
     // delete callback.
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let marked = TABLE.iter().any(|s| s.comm.load(Ordering::Relaxed) == c)
+    let marked = lines().c.iter().any(|s| s.comm.load(Ordering::Relaxed) == c)
         // SAFETY: comm is the caller's valid communicator.
         || matches!(unsafe { cffi::comm_get_attr(comm, key) }, Ok(Some(_)));
     if !marked {
@@ -222,48 +463,131 @@ pub fn fill(
             return;
         }
     }
-    let each = each | if dense { DENSE } else { 0 };
-    write(&TABLE[index(c, d)], (c, d), each, &words, state as usize);
+    let each = info.size
+        | if info.dense == Some(true) { DENSE } else { 0 }
+        | if derived { DERIVED } else { 0 };
+    write(
+        &lines().c[index(c, d)],
+        (c, d),
+        each,
+        &words,
+        state as usize,
+    );
 }
 
-/// The attribute's delete callback: `comm` is being freed (its handle may
-/// be reused), so its entries go. Takes no lock (MPI may call it with
-/// locks of its own held); a fill running at the same time is for another
-/// communicator (using one while freeing it is erroneous).
+/// Gives the Fortran handles (`fcomm`, `fdtype`) the handed-off counts of
+/// the line of their C handles (`comm`, `dtype`), where it has any (a
+/// Fortran call made after the C path's [`fill`]).
+pub(crate) fn fill_fortran(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: MPI_Datatype) {
+    let key = fkey(fcomm, fdtype);
+    let attached = !ATTACHED.load(Ordering::Acquire).is_null();
+    if !attached || key == NO_KEY || KEY.load(Ordering::Acquire) < 0 {
+        return;
+    }
+    let slot = &lines().f[findex(key)];
+    if slot.key.load(Ordering::Acquire) == key {
+        return;
+    }
+    let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
+    let s = &lines().c[index(c, d)];
+    // The C line's handed-off counts (read again under the lock): none,
+    // or more than a Fortran line holds, and there is nothing to do.
+    let words = || -> Option<[u64; RANGES]> {
+        if s.comm.load(Ordering::Acquire) != c || s.dtype.load(Ordering::Acquire) != d {
+            return None;
+        }
+        let w = [s.counts[0].word(), s.counts[1].word(), s.counts[2].word()];
+        let fits = w.iter().any(|&w| w != 0) && w[FRANGES..].iter().all(|&w| w == 0);
+        fits.then_some(w)
+    };
+    let bottom = cffi::fortran_bottoms();
+    if words().is_none() || bottom.len() > 2 {
+        return;
+    }
+    let _g = lock(&FILL);
+    if let Some(w) = words() {
+        fwrite(slot, key, (c, d), &w[..FRANGES], bottom);
+    }
+}
+
+/// The attributes' delete callback for a communicator: `comm` is being
+/// freed (its handle may be reused), so its lines go. Takes no lock (MPI
+/// may call it with locks of its own held); a fill running at the same
+/// time is for another communicator (using one while freeing it is
+/// erroneous): at worst a line of another is emptied too.
 unsafe extern "C" fn forget(
     comm: MPI_Comm,
     _key: c_int,
     _val: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
-    let c = abi::to_reg(comm);
-    for s in &TABLE {
-        let _ = s
-            .comm
-            .compare_exchange(c, 0, Ordering::AcqRel, Ordering::Relaxed);
-    }
+    forget_handle(abi::to_reg(comm), |s| &s.comm, |s| &s.comm);
     mpi::ffi::MPI_SUCCESS as c_int
 }
 
-/// Makes the marking attribute's key (colltune's `init`); without it
+/// As [`forget`], for a derived datatype being freed.
+unsafe extern "C" fn forget_type(
+    dtype: MPI_Datatype,
+    _key: c_int,
+    _val: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    forget_handle(abi::to_reg(dtype), |s| &s.dtype, |s| &s.dtype);
+    mpi::ffi::MPI_SUCCESS as c_int
+}
+
+/// Empties the lines whose `field` (C lines) or `ffield` (Fortran lines)
+/// is `h`.
+fn forget_handle(
+    h: usize,
+    field: impl Fn(&Slot) -> &AtomicUsize,
+    ffield: impl Fn(&FSlot) -> &AtomicUsize,
+) {
+    for s in &lines().c {
+        if field(s).load(Ordering::Acquire) == h {
+            // Both keys go: a line still naming a freed datatype would
+            // make [`classify`] take a recycled handle for a marked one.
+            s.comm.store(0, Ordering::Release);
+            s.dtype.store(0, Ordering::Release);
+        }
+    }
+    for s in &lines().f {
+        if ffield(s).load(Ordering::Acquire) == h {
+            s.key.store(NO_KEY, Ordering::Release);
+        }
+    }
+}
+
+/// Makes the marking attributes' keys (colltune's `init`); without them
 /// nothing is cached.
-pub fn start() {
+pub(crate) fn start() {
     if KEY.load(Ordering::Acquire) >= 0 {
         return;
     }
+    let Ok(t) = cffi::type_create_keyval(Some(copy_attr), Some(forget_type)) else {
+        return;
+    };
+    TYPE_KEY.store(t, Ordering::Release);
     if let Ok(k) = cffi::comm_create_keyval(Some(copy_attr), Some(forget)) {
         KEY.store(k, Ordering::Release);
     }
 }
 
-/// Empties every entry and caches nothing more (colltune's `finalize`:
-/// the states go, calls take the whole path). The key stays with MPI
-/// (communicators still alive keep their marks until freed).
-pub fn clear() {
+/// Empties every line and caches nothing more (colltune's `finalize`:
+/// the states go, calls take the whole path). The keys stay with MPI
+/// (communicators and datatypes still alive keep their marks until freed).
+pub(crate) fn clear() {
     let _g = lock(&FILL);
     KEY.store(-1, Ordering::Release);
-    for s in &TABLE {
-        write(s, (0, 0), 0, &[NO_RANGE; RANGES], 0);
+    TYPE_KEY.store(-1, Ordering::Release);
+    if ATTACHED.load(Ordering::Acquire).is_null() {
+        return;
+    }
+    for s in &lines().c {
+        write(s, (0, 0), 0, &[], 0);
+    }
+    for s in &lines().f {
+        fwrite(s, NO_KEY, (0, 0), &[], &[]);
     }
 }
 
@@ -271,35 +595,37 @@ pub fn clear() {
 mod tests {
     use super::*;
 
+    fn words(ranges: &[(u64, u64)], each: u64) -> [u64; RANGES] {
+        counts(ranges, each, RANGES).unwrap().try_into().unwrap()
+    }
+
     #[test]
-    fn ranges_encode_exactly_or_not_at_all() {
-        let w = encode(&[(0, 1448), (10624, 12633), (4_000_000, u64::MAX)]).unwrap();
-        for (bytes, want) in [
-            (0, true),
-            (1448, true),
-            (1449, false),
-            (10623, false),
-            (10624, true),
-            (12633, true),
-            (12634, false),
-            (3_999_999, false),
-            (4_000_000, true),
-            (u32::MAX as u64, true),
-            (u64::MAX / 2, true),
-        ] {
-            assert_eq!(matches(&w, bytes), want, "{bytes} B");
+    fn byte_ranges_become_exact_count_ranges() {
+        let ranges = [(0, 1448), (10624, 12633), (4_000_000, u64::MAX)];
+        for each in [1u64, 3, 4, 8, 1000] {
+            let w = words(&ranges, each);
+            for count in (0..20_000).chain([999_999, 1_000_000, 1_333_334, i32::MAX - 1, i32::MAX])
+            {
+                let bytes = each * count as u64;
+                let want = ranges.iter().any(|&(lo, hi)| lo <= bytes && bytes <= hi);
+                assert_eq!(matches(&w, count), want, "{count} x {each} B");
+            }
+            // a negative count (an error the library reports) is in none
+            for count in [-1, -2, i32::MIN] {
+                assert!(!matches(&w, count), "{count}");
+            }
         }
-        // a bounded range above 32 bits, or too many ranges: not cached
-        assert_eq!(encode(&[(0, 1 << 33)]), None);
-        assert_eq!(encode(&[(u32::MAX as u64, u64::MAX)]), None);
-        assert_eq!(encode(&[(0, 1), (3, 4), (6, 7), (9, 10)]), None);
-        // no ranges: nothing matches, not even 0 bytes
-        let none = encode(&[]).unwrap();
-        assert!(!matches(&none, 0) && !matches(&none, u64::MAX));
-        // a bounded range just below the limit stays exact
-        let top = encode(&[(5, u32::MAX as u64 - 1)]).unwrap();
-        assert!(matches(&top, u32::MAX as u64 - 1));
-        assert!(!matches(&top, u32::MAX as u64));
+        // a type of 0 bytes: every count is 0 bytes
+        assert!(matches(&words(&[(0, 10)], 0), i32::MAX));
+        assert!(!matches(&words(&[(1, 10)], 0), 0));
+        // no ranges: nothing matches, not even 0
+        let none = words(&[], 4);
+        assert!(!matches(&none, 0) && !matches(&none, 1) && !matches(&none, -1));
+        // a range no count reaches (between two multiples) is left out
+        assert_eq!(words(&[(5, 7)], 8), [0; RANGES]);
+        // too many ranges: not cached
+        assert_eq!(counts(&[(0, 1), (3, 4), (6, 7), (9, 10)], 1, RANGES), None);
+        assert_eq!(counts(&[(0, 1), (3, 4), (6, 7)], 1, FRANGES), None);
     }
 
     #[test]
@@ -309,11 +635,29 @@ mod tests {
             seen[index(0x7f00_0000_0000 + c * 0x1a0, 0x7f00_1234_5600)] += 1;
         }
         assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        let mut seen = [0usize; SLOTS];
+        for c in 0..64 {
+            seen[findex(fkey(c, 1))] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        assert_ne!(fkey(-1, -1), fkey(0, 0));
+        assert_eq!(fkey(-1, -1), NO_KEY);
     }
 
     #[test]
-    fn a_slot_is_one_cache_line() {
+    fn a_line_is_one_cache_line() {
         assert_eq!(size_of::<Slot>(), 64);
         assert_eq!(align_of::<Slot>(), 64);
+        assert_eq!(size_of::<FSlot>(), 64);
+        assert_eq!(align_of::<FSlot>(), 64);
+    }
+
+    #[test]
+    fn an_empty_table_hands_nothing_off() {
+        let l = Lines::new();
+        for (count, d, c) in [(0, 0, 0), (1, 8, 16), (-1, 0, 0)] {
+            assert!(!handed(&l, count, d, c));
+            assert!(kept(d, c).is_none());
+        }
     }
 }

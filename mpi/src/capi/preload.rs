@@ -7,12 +7,17 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::hot::Hot;
+use super::hot::{self, Lines};
 use crate::abi;
 
 /// # Safety
-/// As for `MPI_Init`.
-pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+/// As for `MPI_Init`; `lines` are the interposition library's own static.
+pub unsafe fn mpi_init(
+    lines: &'static Lines,
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+) -> c_int {
+    hot::attach(lines);
     if abi::foreign_family() {
         return abi::raw::PMPI_Init(argc, argv);
     }
@@ -20,13 +25,15 @@ pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
 }
 
 /// # Safety
-/// As for `MPI_Init_thread`.
+/// As for `MPI_Init_thread`; `lines` as for [`mpi_init`].
 pub unsafe fn mpi_init_thread(
+    lines: &'static Lines,
     argc: *mut c_int,
     argv: *mut *mut *mut c_char,
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    hot::attach(lines);
     if abi::foreign_family() {
         return abi::raw::PMPI_Init_thread(argc, argv, required, provided);
     }
@@ -35,34 +42,55 @@ pub unsafe fn mpi_init_thread(
 
 /// # Safety
 /// As for `MPI_Bcast`; `datatype` and `comm` are the handles' register
-/// values.
-#[inline]
+/// values; `lines` are the interposition library's own static.
+#[inline(always)]
 pub unsafe fn bcast(
+    lines: &Lines,
     buffer: *mut c_void,
     count: c_int,
     datatype: usize,
     root: c_int,
     comm: usize,
 ) -> c_int {
-    // First, before anything else is touched: the call's entry in
-    // colltune's one-line cache (entries exist only for this build's own
-    // handles, never in a foreign program): a call the handoff gave to
-    // Open MPI goes there; another finds its communicator's state.
-    let (state, known) = match super::hot::pass(buffer, count, datatype, root, comm) {
-        Hot::Passed(rc) => return rc,
-        Hot::Kept(state, each, dense) => (state, Some((each, dense))),
-        Hot::Unknown => (std::ptr::null(), None),
-    };
-    if let (Some(state), Some(_)) = (state.as_ref(), known) {
-        return super::bcast_on(
-            state,
-            known,
-            buffer,
-            count,
-            abi::datatype_from_reg(datatype),
-            root,
-            abi::comm_from_reg(comm),
-        );
+    // First, before anything else is touched: the call's line in
+    // colltune's cache (lines exist only for this build's own handles,
+    // never in a foreign program). A call the handoff gave to Open MPI
+    // goes there, unchanged: one line, a range check, a tail call.
+    if hot::handed(lines, count, datatype, comm) {
+        return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
+    }
+    bcast_cold(buffer, count, datatype, root, comm)
+}
+
+/// [`bcast`] for a call not handed off by its line: the communicator's
+/// state and the datatype's classification from the line where it has
+/// them, else the whole path. Out of line: the handed-off path stays a
+/// few instructions with no stack frame.
+///
+/// # Safety
+/// As for [`bcast`].
+#[cold]
+#[inline(never)]
+unsafe fn bcast_cold(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    let known = hot::kept(datatype, comm);
+    if let Some((state, info)) = known {
+        if let Some(state) = state.as_ref() {
+            return super::bcast_on(
+                state,
+                info,
+                buffer,
+                count,
+                abi::datatype_from_reg(datatype),
+                root,
+                abi::comm_from_reg(comm),
+            );
+        }
     }
     if abi::foreign_family() {
         return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
@@ -90,7 +118,32 @@ pub fn mpi_finalize() -> c_int {
 /// # Safety
 /// As for the Fortran binding: every argument points to an integer
 /// (`ierror` may be null).
+#[inline(always)]
 pub unsafe fn fortran_bcast(
+    lines: &Lines,
+    buffer: *mut c_void,
+    count: *const c_int,
+    datatype: *const c_int,
+    root: *const c_int,
+    comm: *const c_int,
+    ierror: *mut c_int,
+) {
+    // As the C entry: a handed-off call straight to `PMPI_Bcast`, with the
+    // C handles its line holds (lines exist only in a program of this
+    // build's family).
+    if hot::fortran_handed(lines, buffer, count, datatype, root, comm, ierror) {
+        return;
+    }
+    fortran_bcast_cold(buffer, count, datatype, root, comm, ierror)
+}
+
+/// [`fortran_bcast`] for a call not handed off by its line.
+///
+/// # Safety
+/// As for [`fortran_bcast`].
+#[cold]
+#[inline(never)]
+unsafe fn fortran_bcast_cold(
     buffer: *mut c_void,
     count: *const c_int,
     datatype: *const c_int,
@@ -117,12 +170,15 @@ pub unsafe fn fortran_bcast(
 /// Fortran `MPI_INIT` (`required` None) and `MPI_INIT_THREAD`.
 ///
 /// # Safety
-/// As for the Fortran bindings (`provided`, `ierror` may be null).
+/// As for the Fortran bindings (`provided`, `ierror` may be null); `lines`
+/// as for [`mpi_init`].
 pub unsafe fn fortran_init(
+    lines: &'static Lines,
     required: Option<*const c_int>,
     provided: *mut c_int,
     ierror: *mut c_int,
 ) {
+    hot::attach(lines);
     if !abi::foreign_family() {
         return match required {
             Some(r) => super::fortran_init_thread(r, provided, ierror),

@@ -1580,6 +1580,47 @@ pub unsafe fn comm_set_attr(comm: MPI_Comm, key: c_int, val: *mut c_void) -> Res
     check(ffi::PMPI_Comm_set_attr(comm, key, val), "MPI_Comm_set_attr")
 }
 
+/// A datatype attribute key (`MPI_Type_create_keyval`).
+pub fn type_create_keyval(
+    copy: ffi::MPI_Type_copy_attr_function,
+    delete: ffi::MPI_Type_delete_attr_function,
+) -> Result<c_int, MpiError> {
+    let mut key: c_int = 0;
+    // SAFETY: valid callbacks and out pointer.
+    check(
+        unsafe { ffi::PMPI_Type_create_keyval(copy, delete, &mut key, ptr::null_mut()) },
+        "MPI_Type_create_keyval",
+    )?;
+    Ok(key)
+}
+
+/// The attribute `key` of `dt`, if set.
+///
+/// # Safety
+/// `dt` is a valid datatype.
+pub unsafe fn type_get_attr(dt: MPI_Datatype, key: c_int) -> Result<Option<*mut c_void>, MpiError> {
+    let mut val: *mut c_void = ptr::null_mut();
+    let mut flag: c_int = 0;
+    check(
+        ffi::PMPI_Type_get_attr(dt, key, (&mut val as *mut *mut c_void).cast(), &mut flag),
+        "MPI_Type_get_attr",
+    )?;
+    Ok((flag != 0 && !val.is_null()).then_some(val))
+}
+
+/// Sets the attribute `key` of `dt` to `val`.
+///
+/// # Safety
+/// `dt` is a valid datatype; `val` is what the key's delete callback
+/// expects.
+pub unsafe fn type_set_attr(
+    dt: MPI_Datatype,
+    key: c_int,
+    val: *mut c_void,
+) -> Result<(), MpiError> {
+    check(ffi::PMPI_Type_set_attr(dt, key, val), "MPI_Type_set_attr")
+}
+
 /// `MPI_Comm_f2c`: the C handle of a Fortran communicator (in MPICH a
 /// macro: the same integer). The MPI standard ABI has no f2c (its Fortran
 /// bindings are a library above the C interface, and the preload library
@@ -1628,14 +1669,19 @@ pub fn type_f2c(f: c_int) -> MPI_Datatype {
 /// block's first member) and `MPIR_F08_MPI_BOTTOM` (`mpi_f08`). Looked up
 /// once; names a library lacks are left out.
 pub fn is_fortran_bottom(p: *mut c_void) -> bool {
+    !p.is_null() && fortran_bottoms().contains(&(p as usize))
+}
+
+/// The addresses Fortran's `MPI_BOTTOM` stands for in this process (see
+/// [`is_fortran_bottom`]).
+pub fn fortran_bottoms() -> &'static [usize] {
     static ADDRS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
-    let addrs = ADDRS.get_or_init(|| {
+    ADDRS.get_or_init(|| {
         [c"mpi_fortran_bottom_", c"mpipriv1_", c"MPIR_F08_MPI_BOTTOM"]
             .iter()
             // SAFETY: dlsym with a NUL-terminated name in the global scope.
             .map(|n| unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr()) as usize })
             .filter(|&a| a != 0)
             .collect()
-    });
-    !p.is_null() && addrs.contains(&(p as usize))
+    })
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The handed-off call's deterministic cost (issue 28): instructions, cache
+# lines touched and branch misses per MPI_Bcast, per layer (colltune's
+# interposer apart from the library's Fortran binding and from PMPI_Bcast's
+# own work), counted by callgrind's simulator, so the figures do not move
+# with the machine's load (wall-clock timing on the shared 2-core VM does).
+#
+# benches/callcost/driver.c runs, on every rank, MPI_Bcast of BYTES at root 0
+# on MPI_COMM_WORLD: from C (MPI_Bcast) and from Fortran (mpi_bcast_, called
+# as gfortran's code calls it), with MPI_BYTE and a derived type (a committed
+# MPI_Type_contiguous of one byte), warm (back to back) and cold (the
+# simulated I1/D1/LL caches flushed before every call: 8 MiB written, 64 KiB
+# of code run, so the misses counted are the distinct lines the call
+# touches). Rank 0 runs under callgrind (--cache-sim=yes --branch-sim=yes),
+# the others natively. Configurations, one mpirun each:
+#   plain        no interposition (the library's MPI_Bcast, its Fortran binding)
+#   shim         the one-line PMPI_Bcast shim (benches/callcost/shim.c): the
+#                floor of any interposition
+#   handoff      colltune's preload with a table whose one rule gives every size
+#                to Open MPI's linear (a library rule: handed off at MPI_Init)
+#   no-table     colltune's preload without a table (every call the library's
+#                default, through colltune's full path)
+# and, to compare the routes by which a rule naming Open MPI's linear reaches
+# it (the library's share is what differs):
+#   forced-init  no interposition, linear forced at start-up
+#                (coll_tuned_bcast_algorithm=1)
+#   rules-file   no interposition, the same rule from a coll/tuned rules file
+#                (what `colltune deploy` writes for a table of library rules)
+#   duplicate    the preload with the table and COLLTUNE_HANDOFF=0: the rule
+#                runs on colltune's forced duplicate communicator
+# benches/callcost/report.py prints the table: the interposer's share is
+# what the call costs beyond the library's binding and PMPI_Bcast. The
+# library's own share counts its progress loop too (it waits for the other
+# rank), so only the interposer's figures are exact; the library's are
+# printed for scale.
+#
+# Usage: benches/callcost.sh [ranks=2] [bytes=1] [warm=1000] [cold=50] [configs=plain,shim,handoff,no-table]
+#   (configs: a comma list of the above; all: every one)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. jobs/mpirun-flags.sh
+N=${1:-2}; BYTES=${2:-1}; WARM=${3:-1000}; COLD=${4:-50}; CONFIGS=${5:-plain,shim,handoff,no-table}
+[ "$CONFIGS" = all ] && CONFIGS=plain,shim,handoff,no-table,forced-init,rules-file,duplicate
+command -v valgrind >/dev/null || { echo "callcost: needs valgrind (callgrind)" >&2; exit 2; }
+cargo build --release -q -p colltune-preload
+PRE=$PWD/target/release/libcolltune_preload.so
+OUT=$(mktemp -d)
+mkdir "$OUT/dumps"
+mpicc -O2 -o "$OUT/driver" benches/callcost/driver.c -lmpi_mpifh
+mpicc -O2 -shared -fPIC -o "$OUT/shim.so" benches/callcost/shim.c
+benches/linear-table.sh "$N" callcost > "$OUT/handoff.yaml"
+# The same rule as Open MPI's rules file: linear at every size for N ranks,
+# Open MPI's fixed decision from N + 1 on.
+printf '1\n7\n2\n%s\n1\n0 1 0 0\n%s\n1\n0 0 0 0\n' "$N" "$((N + 1))" > "$OUT/linear.rules"
+# Rank 0 under callgrind, the others native (same program, same calls).
+cat > "$OUT/rank.sh" <<SH
+#!/bin/sh
+if [ "\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}" = 0 ]; then
+  exec valgrind -q --tool=callgrind --collect-atstart=no --cache-sim=yes --branch-sim=yes \\
+    --I1=32768,8,64 --D1=49152,12,64 --LL=4194304,16,64 \\
+    --log-file="\$CALLCOST_OUT.log" --callgrind-out-file="\$CALLCOST_OUT" "$OUT/driver" $BYTES $WARM $COLD
+fi
+exec "$OUT/driver" $BYTES $WARM $COLD
+SH
+chmod +x "$OUT/rank.sh"
+args=()
+for c in ${CONFIGS//,/ }; do
+  case "$c" in
+    plain) env=() ;;
+    shim) env=(-x LD_PRELOAD="$OUT/shim.so") ;;
+    handoff) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/handoff.yaml") ;;
+    no-table) env=(-x LD_PRELOAD="$PRE") ;;
+    forced-init) env=(-x OMPI_MCA_coll_tuned_use_dynamic_rules=1 -x OMPI_MCA_coll_tuned_bcast_algorithm=1) ;;
+    rules-file) env=(-x OMPI_MCA_coll_tuned_use_dynamic_rules=1
+                     -x OMPI_MCA_coll_tuned_dynamic_rules_filename="$OUT/linear.rules") ;;
+    duplicate) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/handoff.yaml" -x COLLTUNE_HANDOFF=0) ;;
+    *) echo "callcost: unknown configuration $c (plain, shim, handoff, no-table, forced-init, rules-file, duplicate)" >&2; exit 2 ;;
+  esac
+  mpirun -n "$N" "${MPIRUN_FLAGS[@]}" "${env[@]}" -x CALLCOST_OUT="$OUT/dumps/$c" "$OUT/rank.sh" >&2
+  args+=("$c=$OUT/dumps/$c")
+done
+echo "MPI_Bcast, $BYTES B, root 0, MPI_COMM_WORLD of $N ranks, rank 0 under callgrind; $WARM warm calls, $COLD cold calls"
+python3 benches/callcost/report.py "$WARM" "$COLD" "${args[@]}"
+echo "callgrind dumps in $OUT/dumps"
