@@ -19,6 +19,7 @@ pub mod calibrate;
 pub mod capi;
 pub mod driver;
 pub mod emu;
+pub mod forcing;
 pub mod select;
 pub mod transport;
 pub mod verify;
