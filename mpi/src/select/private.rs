@@ -11,14 +11,17 @@
 //!   rank gets there at the same call. A communicator whose calls all go
 //!   to the library (no table, a table with no rule for it, the handoff)
 //!   never gets one.
-//! - Unseen: made with `MPI_Comm_create_group`, not `MPI_Comm_dup`, so no
+//! - Unseen: made with `MPI_Comm_create_group` on colltune's own private
+//!   `MPI_COMM_WORLD` (where every rank is in the world and threads are
+//!   not `MPI_THREAD_MULTIPLE`, see below), not `MPI_Comm_dup`, so no
 //!   attribute of the application's is copied (its copy callbacks never
 //!   run, nor its delete callbacks later), with `MPI_ERRORS_RETURN` on the
-//!   result, and made on colltune's own private `MPI_COMM_WORLD` (where
-//!   every rank is in the world and threads are not `MPI_THREAD_MULTIPLE`,
-//!   see below), so that a failure to make one reaches no error handler of
-//!   the application's: it is agreed (one allreduce), and every rank then
-//!   runs the library's collective for those calls.
+//!   result, and a failure to make one reaches no error handler of the
+//!   application's: it is agreed (one allreduce), and every rank then runs
+//!   the library's collective for those calls. Elsewhere, with
+//!   `MPI_Comm_split` on the application's communicator (which copies no
+//!   attribute either; Open MPI 4.1's `MPI_Comm_create_group` would copy
+//!   the parent's).
 //! - Shared: communicators of the same ranks in the same order (say, every
 //!   `MPI_Comm_dup` of `MPI_COMM_WORLD`) share one private communicator
 //!   (per forced library choice, one each), `MPI_COMM_WORLD`'s own
@@ -34,8 +37,8 @@
 //!   intercepted: they are the library's, on the application's
 //!   communicator.) Under `MPI_THREAD_MULTIPLE` two threads may broadcast
 //!   on two communicators of the same ranks at once, and their messages
-//!   would cross: nothing is shared, and each private communicator is made
-//!   on the application's communicator itself (two threads' creations on
+//!   would cross: nothing is shared, and each private communicator is split
+//!   from the application's communicator itself (two threads' creations on
 //!   colltune's world could match each other's; on the application's
 //!   communicators they cannot), whose error handler would hear only of
 //!   MPI itself running out of communicators.
@@ -166,6 +169,7 @@ impl Private {
         } else {
             ffi::world_ranks(user).ok().flatten()
         };
+
         Private {
             user,
             parent: if ranks.is_some() { world } else { user },

@@ -70,8 +70,8 @@ impl CommHandle {
     }
 
     /// A private communicator of `comm`'s ranks whose errors return codes
-    /// instead of aborting (collective over `comm`; `MPI_Comm_create_group`,
-    /// not a duplicate: no attribute of `comm` is copied).
+    /// instead of aborting (collective over `comm`; `MPI_Comm_split`, not a
+    /// duplicate: no attribute of `comm` is copied).
     pub(crate) fn private_of(comm: MPI_Comm) -> Result<CommHandle, MpiError> {
         Self::private_from(comm, comm)
     }

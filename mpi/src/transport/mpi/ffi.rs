@@ -173,25 +173,33 @@ pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
 const CREATE_TAG: c_int = 0x7c17;
 
 /// A new communicator of `of`'s ranks, in `of`'s order, whose errors
-/// return codes instead of aborting: `MPI_Comm_create_group` on `parent`
-/// (which holds every rank of `of`; collective over `of`'s ranks only). Not
-/// a duplicate: no attribute of `of` is copied (the application's copy
-/// callbacks never run), and no error handler of the application's is set
-/// on it. A failure is reported to `parent`'s error handler, so colltune
-/// passes its own private communicator where it can.
+/// return codes instead of aborting. Not a duplicate: no attribute of
+/// `of` is copied (the application's copy callbacks never run), and no
+/// error handler of the application's is set on it. Made on `parent`:
+/// where that is `of` itself, with `MPI_Comm_split` (collective over `of`);
+/// else (a communicator holding every rank of `of`: colltune's private
+/// `MPI_COMM_WORLD`) with `MPI_Comm_create_group`, collective over `of`'s
+/// ranks only. (`MPI_Comm_create_group` on `of` itself would not do: Open
+/// MPI 4.1 copies the parent's attributes there.) A failure is reported to
+/// `parent`'s error handler, so colltune passes its own private
+/// communicator where it can.
 pub fn comm_private(parent: MPI_Comm, of: MPI_Comm) -> Result<MPI_Comm, MpiError> {
-    let mut group = group_null();
-    // SAFETY: valid out pointer; `of` is a valid communicator by contract.
-    check(
-        unsafe { ffi::PMPI_Comm_group(of, &mut group) },
-        "MPI_Comm_group",
-    )?;
     let mut made = comm_null();
-    // SAFETY: the group just obtained; valid out pointer.
-    let rc = unsafe { ffi::PMPI_Comm_create_group(parent, group, CREATE_TAG, &mut made) };
-    // SAFETY: the group obtained above.
-    unsafe { ffi::PMPI_Group_free(&mut group) };
-    check(rc, "MPI_Comm_create_group")?;
+    if parent == of {
+        made = comm_split(of, Some(0), comm_rank(of)?)?;
+    } else {
+        let mut group = group_null();
+        // SAFETY: valid out pointer; `of` is a valid communicator by contract.
+        check(
+            unsafe { ffi::PMPI_Comm_group(of, &mut group) },
+            "MPI_Comm_group",
+        )?;
+        // SAFETY: the group just obtained; valid out pointer.
+        let rc = unsafe { ffi::PMPI_Comm_create_group(parent, group, CREATE_TAG, &mut made) };
+        // SAFETY: the group obtained above.
+        unsafe { ffi::PMPI_Group_free(&mut group) };
+        check(rc, "MPI_Comm_create_group")?;
+    }
     // SAFETY: the communicator just created.
     if let Err(e) = check(
         unsafe { ffi::PMPI_Comm_set_errhandler(made, ffi::RSMPI_ERRORS_RETURN) },
@@ -809,10 +817,22 @@ pub unsafe fn interposed_bcast(
 pub struct MpiT(());
 
 impl MpiT {
+    /// Opens a session at MPI's own thread level: Open MPI takes the level
+    /// `MPI_T_init_thread` asks for as MPI's (`MPI_Query_thread` would then
+    /// answer it), so colltune asks for the level the program has.
     pub fn open() -> Result<MpiT, MpiError> {
+        let mut level: c_int = 0;
+        // SAFETY: valid out pointer; only between MPI_Init and MPI_Finalize.
+        let known = initialized()
+            && !finalized()
+            && unsafe { ffi::PMPI_Query_thread(&mut level) } == ffi::MPI_SUCCESS as c_int;
+        if !known {
+            // SAFETY: reading a constant of the library's.
+            level = unsafe { ffi::RSMPI_THREAD_SINGLE };
+        }
         let mut provided: c_int = 0;
         // SAFETY: valid out pointer; MPI_T may be initialised at any time.
-        let rc = unsafe { ffi::PMPI_T_init_thread(ffi::RSMPI_THREAD_MULTIPLE, &mut provided) };
+        let rc = unsafe { ffi::PMPI_T_init_thread(level, &mut provided) };
         check(rc, "MPI_T_init_thread")?;
         Ok(MpiT(()))
     }
