@@ -1027,6 +1027,13 @@ fn unseen_lines(j: &Job) -> BTreeMap<String, String> {
     m
 }
 
+/// What [`unseen_differences`] ran: the plain run's lines, and per
+/// preloaded setting its name, lines and stderr.
+struct Unseen {
+    plain: BTreeMap<String, String>,
+    runs: Vec<(String, BTreeMap<String, String>, String)>,
+}
+
 /// Runs `args` plain and under each preloaded setting on `ranks` ranks and
 /// lists every line that differs from the plain run's (`except`: lines a
 /// setting may change, checked by the caller), with the job's stderr.
@@ -1037,7 +1044,7 @@ fn unseen_differences(
     preloaded: &[Setting],
     except: &[&str],
     problems: &mut Vec<String>,
-) -> Vec<(String, BTreeMap<String, String>)> {
+) -> Unseen {
     let exe = unseen();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let p = job(ranks, plain, &exe, &args, 30);
@@ -1071,9 +1078,12 @@ fn unseen_differences(
                 ));
             }
         }
-        out.push((s.name.clone(), got));
+        out.push((s.name.clone(), got, j.stderr));
     }
-    out
+    Unseen {
+        plain: want,
+        runs: out,
+    }
 }
 
 /// colltune's private communicators are not duplicates of the program's:
@@ -1146,7 +1156,9 @@ fn private_communicators_are_unseen() {
         &mut problems,
     );
     let p = job(3, &plain, &unseen(), &["comms".into(), "30".into()], 30);
-    let base: i64 = unseen_lines(&p)["handle index"].parse().expect("a handle index");
+    let base: i64 = unseen_lines(&p)["handle index"]
+        .parse()
+        .expect("a handle index");
     for (name, got) in runs {
         let n: Option<i64> = got.get("handle index").and_then(|v| v.parse().ok());
         // colltune's own: the world's private communicator, the halves',
@@ -1193,12 +1205,12 @@ fn mpi_t_and_other_collectives_are_unseen() {
             &[],
         ),
     ];
-    unseen_differences(3, &["mpit"], &plain, &clean, &[], &mut problems);
+    let a = unseen_differences(3, &["mpit"], &plain, &clean, &[], &mut problems).plain;
     // A rule naming one of coll/tuned's algorithms: dynamic rules on, and
     // with the handoff colltune's rules file: the documented differences.
     let dynamic = "coll_tuned_use_dynamic_rules";
     let file = "coll_tuned_dynamic_rules_filename";
-    for (name, got) in unseen_differences(
+    for (name, got, _) in unseen_differences(
         3,
         &["mpit"],
         &plain,
@@ -1215,17 +1227,25 @@ fn mpi_t_and_other_collectives_are_unseen() {
         ],
         &[dynamic, file],
         &mut problems,
-    ) {
+    )
+    .runs
+    {
         let handoff = !name.contains("HANDOFF=0");
         let file_ok = match got.get(file) {
-            Some(f) if handoff => f.matches("colltune-handoff-").count() == 3 && f.starts_with("r0="),
+            Some(f) if handoff => {
+                f.matches("colltune-handoff-").count() == 3 && f.starts_with("r0=")
+            }
             Some(f) => f == "''",
             None => false,
         };
         if got.get(dynamic).map(String::as_str) != Some("1") || !file_ok {
             problems.push(format!(
                 "{name}: MPI_T should read {dynamic}=1 and {}, got {:?} and {:?}",
-                if handoff { "colltune's rules file" } else { "no rules file" },
+                if handoff {
+                    "colltune's rules file"
+                } else {
+                    "no rules file"
+                },
                 got.get(dynamic),
                 got.get(file)
             ));
@@ -1234,7 +1254,11 @@ fn mpi_t_and_other_collectives_are_unseen() {
     // Dormant: a forced allreduce algorithm in the environment, and in a
     // parameter file; the table needs dynamic rules.
     let conf = scratch_dir().join("site-mca-params.conf");
-    std::fs::write(&conf, "# a site's settings\ncoll_tuned_allreduce_algorithm = 1\n").unwrap();
+    std::fs::write(
+        &conf,
+        "# a site's settings\ncoll_tuned_allreduce_algorithm = 1\n",
+    )
+    .unwrap();
     let conf = conf.display().to_string();
     for mca in [
         [("coll_tuned_allreduce_algorithm", "1")],
@@ -1260,7 +1284,6 @@ fn mpi_t_and_other_collectives_are_unseen() {
             ("coll_tuned_use_dynamic_rules", "1"),
         ],
     );
-    let a = unseen_lines(&job(3, &plain, &unseen(), &["mpit".into()], 30));
     let b = unseen_lines(&job(3, &woke, &unseen(), &["mpit".into()], 30));
     assert_ne!(
         a.get("allreduce"),
@@ -1290,21 +1313,23 @@ fn mpi_t_before_mpi_init_does_not_hang() {
     );
     let mut problems = Vec::new();
     for (ranks, who) in [(3, "one"), (3, "all"), (2, "one")] {
-        unseen_differences(
+        let runs = unseen_differences(
             ranks,
             &["early", who],
             &plain,
             std::slice::from_ref(&traced),
             &[],
             &mut problems,
-        );
-        let j = job(ranks, &traced, &unseen(), &["early".into(), who.into()], 30);
-        let said: Vec<&str> = j
-            .stderr
+        )
+        .runs;
+        let stderr = &runs[0].2;
+        let said: Vec<&str> = stderr
             .lines()
             .filter(|l| l.starts_with("colltune") && !l.starts_with("colltune trace:"))
             .collect();
-        let honest = said.iter().all(|l| !l.contains("warning") && !l.contains("handoff:"))
+        let honest = said
+            .iter()
+            .all(|l| !l.contains("warning") && !l.contains("handoff:"))
             && said.iter().any(|l| l.contains("colltune's own algorithms"));
         if !honest {
             problems.push(format!(

@@ -61,7 +61,7 @@ pub const MAX_BYTES: u64 = i32::MAX as u64;
 /// attribute value).
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum CommState {
-    /// colltune's selector on the private duplicate: `routes` decides and
+    /// colltune's selector (its private communicator made when needed): `routes` decides and
     /// runs the direct path without a lock; `sel` (prepared schedules, the
     /// general executor, swaps, traces) is locked per call that needs it.
     Colltune {
@@ -604,7 +604,7 @@ mod typecache {
 /// (then it handles the call). Predefined datatypes are answered from
 /// [`typecache`] (the library's check is only redone for a null buffer);
 /// others through the library per call: its own checks with a message to
-/// `MPI_PROC_NULL` on `comm` (a private duplicate: nothing reaches the
+/// `MPI_PROC_NULL` on `comm` (colltune's private world: nothing reaches the
 /// user's error handler), `MPI_Type_size_x`, `MPI_Type_get_envelope`.
 ///
 /// # Safety
@@ -780,7 +780,7 @@ unsafe fn bcast_on(
             return library();
         }
         if let Some(f) = choice.library.filter(|f| !f.is_default()) {
-            // The forced duplicate, once made: one atomic load.
+            // The forced communicator, once made: one atomic load.
             if let (Some(forced), false) = (slot.get(), routes.tracing()) {
                 return forced_bcast(forced, buffer, count, datatype, root, comm);
             }
@@ -815,10 +815,10 @@ unsafe fn bcast_on(
 /// A table's choice of the library's own algorithm (`ompi_tuned`,
 /// `ompi_adapt`, `mpich`): the user's own arguments to `PMPI_Bcast`, as the
 /// rule's [`Forcing`](crate::select::Forcing) runs it (set up at the rule's
-/// first call, collectively): on the communicator's duplicate with the
+/// first call, collectively): on a private communicator of its ranks with the
 /// algorithm forced, and/or with the library's variables written around
 /// the call; the library's default on the user's communicator where
-/// forcing is unavailable (None, warned once). Errors on a duplicate go to
+/// forcing is unavailable (None, warned once). Errors on a forced one go to
 /// the user's communicator's handler, as the library's own would.
 ///
 /// # Safety

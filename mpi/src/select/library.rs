@@ -75,11 +75,11 @@ use crate::transport::mpi::ffi::{self, Cvar, MPI_Comm};
 use crate::transport::mpi::Op;
 
 /// What one library choice runs with on one communicator, once set up:
-/// the communicator (a forced duplicate, or the user's) and the variables
+/// the communicator (a forced private one, or the user's) and the variables
 /// written around each call. Plain data: read by any thread without a lock.
 #[derive(Clone, Copy, Debug)]
 pub struct Forcing {
-    /// The duplicate to run on; None: the user's communicator.
+    /// The forced communicator to run on; None: the user's communicator.
     comm: Option<MPI_Comm>,
     per_call: PerCall,
 }
@@ -92,12 +92,12 @@ enum PerCall {
 }
 
 impl Forcing {
-    /// The duplicate it runs on, if any (None: the user's communicator).
+    /// The forced communicator it runs on, if any (None: the user's communicator).
     pub fn comm(&self) -> Option<MPI_Comm> {
         self.comm
     }
 
-    /// Runs `call` on the communicator to use (the duplicate, else `user`)
+    /// Runs `call` on the communicator to use (the forced one, else `user`)
     /// with the choice's variables written before and put back after.
     /// A variable that cannot be written here (it could at setup, on every
     /// rank) is left as it is: the call still runs, never skipped, so no

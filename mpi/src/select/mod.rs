@@ -260,7 +260,7 @@ impl CommSelector {
         }
     }
 
-    /// How a library choice runs: on a duplicate with `f` forced, or with
+    /// How a library choice runs: on a private communicator with `f` forced, or with
     /// its variables written around each call (`select::library`), set up
     /// at its first call (collective: every rank makes the same choice at
     /// the same call); None where forcing is unavailable (warned once), and
@@ -272,7 +272,7 @@ impl CommSelector {
         self.library.get(&self.private, f)
     }
 
-    /// How many forced duplicates this communicator holds.
+    /// How many forced communicators this communicator holds.
     pub fn library_comms(&self) -> usize {
         self.library.len()
     }

@@ -63,6 +63,13 @@ pub struct Shared {
     serial: u64,
 }
 
+// SAFETY: a `Shared` is used by several threads only under
+// MPI_THREAD_MULTIPLE, and then it is never shared between application
+// communicators: its one owner uses its window (the only interior state)
+// under that communicator's selector lock; MPI handles are process-wide.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
 impl Shared {
     pub fn comm(&self) -> &Comm {
         &self.comm
@@ -76,11 +83,6 @@ struct Entry {
     forced: Option<LibraryChoice>,
     shared: Weak<Shared>,
 }
-
-// SAFETY: shared communicators are handed out only below
-// MPI_THREAD_MULTIPLE (see the module documentation): no two threads use
-// one at once; the registry itself is under a lock.
-unsafe impl Send for Entry {}
 
 static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 

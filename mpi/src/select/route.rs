@@ -6,7 +6,7 @@
 //!
 //! - [`Route::Library`]: the library's own `MPI_Bcast` with the user's
 //!   arguments; for a choice of one of its algorithms (`ompi_tuned`), on
-//!   the duplicate with that algorithm forced, found per call in the
+//!   a private communicator with that algorithm forced, found per call in the
 //!   rule's [`ForcedSlot`] (one atomic load once it is made);
 //! - [`Route::Direct`]: a tree pass over the whole message
 //!   ([`direct`](super::direct)): linear, binomial, k-nomial, binary, and
@@ -36,7 +36,7 @@ enum Kind {
 }
 
 /// How a rule that chooses one of the library's own algorithms runs: the
-/// forced duplicate and the variables written around the call
+/// forced communicator and the variables written around the call
 /// ([`Forcing`]; None: forcing is unavailable, the library's default on
 /// the user's communicator), set at the first call of the rule (made under
 /// the selector's lock, collectively), read without a lock after.
@@ -61,7 +61,7 @@ impl ForcedSlot {
 #[derive(Clone, Copy, Debug)]
 pub enum Route<'a> {
     /// The MPI library's own collective; for a choice of one of its
-    /// algorithms, where that rule's forced duplicate is kept.
+    /// algorithms, where that rule's forced communicator is kept.
     Library(&'a Choice, &'a ForcedSlot),
     /// One tree pass over the whole message, as plain point-to-point calls.
     Direct(&'a Choice, Tree),
