@@ -1147,7 +1147,7 @@ fn private_communicators_are_unseen() {
     unseen_differences(4, &["attrs"], &plain, &[vm], &[], &mut problems);
     // Communicators kept alive: 30 duplicates of the world and 30 of half
     // of it, each broadcast on.
-    let runs = unseen_differences(
+    let comms = unseen_differences(
         3,
         &["comms", "30"],
         &plain,
@@ -1155,11 +1155,8 @@ fn private_communicators_are_unseen() {
         &["handle index"],
         &mut problems,
     );
-    let p = job(3, &plain, &unseen(), &["comms".into(), "30".into()], 30);
-    let base: i64 = unseen_lines(&p)["handle index"]
-        .parse()
-        .expect("a handle index");
-    for (name, got) in runs {
+    let base: i64 = comms.plain["handle index"].parse().expect("a handle index");
+    for (name, got, _) in comms.runs {
         let n: Option<i64> = got.get("handle index").and_then(|v| v.parse().ok());
         // colltune's own: the world's private communicator, the halves',
         // and per forced algorithm one each.

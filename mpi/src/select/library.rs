@@ -72,7 +72,6 @@ use colltune_core::ompi::{adapt, Forced};
 use super::private::{Private, Shared};
 use crate::forcing;
 use crate::transport::mpi::ffi::{self, Cvar, MPI_Comm};
-use crate::transport::mpi::Op;
 
 /// What one library choice runs with on one communicator, once set up:
 /// the communicator (a forced private one, or the user's) and the variables
@@ -216,20 +215,7 @@ fn make(p: &Private, f: LibraryChoice) -> Result<(Forcing, Option<Arc<Shared>>),
         }
         LibraryChoice::Mpich(m) => {
             let mine = mpich_vars(m);
-            let vote = u64::from(mine.is_ok());
-            let mut all = 0u64;
-            // SAFETY: one u64 in, one out, on the user's communicator.
-            unsafe {
-                ffi::allreduce(
-                    (&vote as *const u64).cast(),
-                    (&mut all as *mut u64).cast(),
-                    1,
-                    ffi::Datatype::U64,
-                    Op::Min,
-                    p.user(),
-                )
-            }
-            .map_err(|e| e.to_string())?;
+            let all = super::private::min1(p.user(), u64::from(mine.is_ok()))?;
             match mine {
                 Err(why) => Err(why),
                 Ok(_) if all == 0 => Err("it could not be forced on another rank".into()),

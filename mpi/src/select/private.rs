@@ -305,7 +305,8 @@ fn max3(comm: MPI_Comm, v: [u64; 3]) -> Result<[u64; 3], String> {
     Ok(out)
 }
 
-fn min1(comm: MPI_Comm, v: u64) -> Result<u64, String> {
+/// The minimum of `v` over `comm`'s ranks (one allreduce).
+pub(crate) fn min1(comm: MPI_Comm, v: u64) -> Result<u64, String> {
     let mut out = 0u64;
     // SAFETY: one u64 in, one out.
     unsafe {
