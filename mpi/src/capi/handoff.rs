@@ -84,6 +84,10 @@ struct Dynamic {
     needed: bool,
     /// Why they cannot be given it here (the site's settings).
     refused: Option<String>,
+    /// MPI_T was initialised before `MPI_Init` (by the application): Open
+    /// MPI may have read its variables before colltune set them, so what
+    /// it loaded is read back after `MPI_Init` (else it read them there).
+    early: bool,
 }
 
 static DYNAMIC: Mutex<Option<Dynamic>> = Mutex::new(None);
@@ -189,6 +193,7 @@ pub fn before_init() {
     let mut dynamic = Dynamic {
         needed: needs_dynamic_rules(&t),
         refused: None,
+        early: cffi::mpi_t_initialized(),
     };
     if dynamic.needed {
         match site.dynamic_rules() {
@@ -285,10 +290,15 @@ pub fn agree() {
     let dynamic = lock(&DYNAMIC).take().unwrap_or_default();
     let mine = pending.as_ref().map_or(0, |p| p.handoff.digest());
     // Why this rank cannot run the table's coll/tuned rules as Open MPI's.
+    // Read back only where MPI_T was initialised before MPI_Init (an MPI_T
+    // session of colltune's own would cost Open MPI's registration of
+    // every variable, a fifth of a second, at every start).
     let own: Option<String> = if !dynamic.needed {
         None
     } else if let Some(why) = dynamic.refused {
         Some(why)
+    } else if !dynamic.early {
+        None
     } else {
         match loaded() {
             Err(e) => Some(format!("cannot read back Open MPI's dynamic rules: {e}")),

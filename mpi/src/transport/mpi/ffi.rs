@@ -838,6 +838,15 @@ impl MpiT {
     }
 }
 
+/// Whether MPI_T is initialised now (by the application: colltune holds
+/// no session between its uses): `MPI_T_cvar_get_num` answers
+/// `MPI_T_ERR_NOT_INITIALIZED` otherwise. No side effect; any time.
+pub fn mpi_t_initialized() -> bool {
+    let mut n: c_int = 0;
+    // SAFETY: valid out pointer.
+    unsafe { ffi::PMPI_T_cvar_get_num(&mut n) == ffi::MPI_SUCCESS as c_int }
+}
+
 impl Drop for MpiT {
     fn drop(&mut self) {
         // SAFETY: pairs the MPI_T_init_thread of `open`.
