@@ -26,7 +26,7 @@ fn run() -> i32 {
         std::process::exit(3)
     }));
     let cs = select::for_comm(&selector, Comm::world().expect("world"));
-    let (rank, size) = (cs.comm().rank(), cs.comm().size());
+    let (rank, size) = (cs.shape().rank(), cs.shape().size());
     let mut bad = 0u64;
     let mut ran = BTreeSet::new();
     for arg in std::env::args().skip(1) {
@@ -60,7 +60,7 @@ fn run() -> i32 {
             }
         }
     }
-    let total = cs.comm().allreduce(bad, Op::Sum).expect("allreduce");
+    let total = world.allreduce(bad, Op::Sum).expect("allreduce");
     if rank == 0 {
         for r in &ran {
             println!("ran: {r}");

@@ -31,7 +31,17 @@
 //! - `DROPIN_ALONE_RANKS=3`: rank counts that run the one-per-job cases
 //!   (fatal handlers, after MPI_Finalize, crashes);
 //! - `DROPIN_FULL=1`: every case at every rank count and setting;
-//! - `DROPIN_REPORT=path`: also write the full comparison there.
+//! - `DROPIN_REPORT=path`: also write the full comparison there;
+//! - `DROPIN_PRELOAD=path`: preload that library instead of this build's
+//!   (to show that a test fails on an older build).
+//!
+//! Part two (`tests/c/dropin/unseen.c`, the last three tests): what a
+//! program can see of colltune besides its broadcasts: attribute callbacks
+//! and error handlers run for colltune's private communicators, how many
+//! communicators a program can keep, MPI_T variables read back, the
+//! program's own MPI_T pairing, other collectives' results with settings
+//! left dormant (environment, a parameter file), and MPI_T initialised
+//! before `MPI_Init` on one rank or all.
 
 mod common;
 use common::*;
@@ -166,13 +176,11 @@ fn job(ranks: usize, setting: &Setting, exe: &Path, args: &[String], limit: u64)
         c.args(["--mca", k, v]);
     }
     if let Some(env) = &setting.env {
-        c.args([
-            "-x",
-            &format!(
-                "LD_PRELOAD={}",
-                libs.join("libcolltune_preload.so").display()
-            ),
-        ]);
+        // DROPIN_PRELOAD: another build's library (to show that a test
+        // fails on it).
+        let lib = std::env::var("DROPIN_PRELOAD")
+            .unwrap_or_else(|_| libs.join("libcolltune_preload.so").display().to_string());
+        c.args(["-x", &format!("LD_PRELOAD={lib}")]);
         for (k, v) in env {
             c.args(["-x", &format!("{k}={v}")]);
         }
@@ -963,6 +971,370 @@ fn fortran_broadcasts_are_intercepted() {
                     s.name
                 ));
             }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---------- part two: what else a program can see ----------
+
+/// `tests/c/dropin/unseen.c`, compiled once.
+fn unseen() -> PathBuf {
+    static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = scratch_dir().join("unseen");
+        mpicc(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/dropin/unseen.c"),
+            &exe,
+            &[],
+        );
+        exe
+    })
+    .clone()
+}
+
+/// A table whose rules name Open MPI's own algorithms (k-nomial, pipeline)
+/// around a rule of colltune's (binomial), for 2-4 ranks.
+fn library_table() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/dropin/library.yaml").to_string()
+}
+
+/// A run: plain (`env` None) or preloaded, with MCA parameters (which
+/// mpirun hands the ranks as `OMPI_MCA_*` in their environment).
+fn unseen_setting(name: &str, env: Option<&[(&str, String)]>, mca: &[(&str, &str)]) -> Setting {
+    Setting {
+        name: name.into(),
+        env: env.map(|e| e.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
+        mca: mca
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        twin: None,
+    }
+}
+
+/// The `name: value` lines rank 0 printed, and how the job ended.
+fn unseen_lines(j: &Job) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = j
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if j.stdout.lines().any(|l| l == "hang") || j.killed {
+        m.insert("end".into(), "hung".into());
+    } else {
+        m.insert("end".into(), format!("exit {}", j.code));
+    }
+    m
+}
+
+/// What [`unseen_differences`] ran: the plain run's lines, and per
+/// preloaded setting its name, lines and stderr.
+struct Unseen {
+    plain: BTreeMap<String, String>,
+    runs: Vec<(String, BTreeMap<String, String>, String)>,
+}
+
+/// Runs `args` plain and under each preloaded setting on `ranks` ranks and
+/// lists every line that differs from the plain run's (`except`: lines a
+/// setting may change, checked by the caller), with the job's stderr.
+fn unseen_differences(
+    ranks: usize,
+    args: &[&str],
+    plain: &Setting,
+    preloaded: &[Setting],
+    except: &[&str],
+    problems: &mut Vec<String>,
+) -> Unseen {
+    let exe = unseen();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let p = job(ranks, plain, &exe, &args, 30);
+    let want = unseen_lines(&p);
+    assert_eq!(
+        want.get("end").map(String::as_str),
+        Some("exit 0"),
+        "plain run of unseen {args:?} on {ranks} ranks:\n{}\n{}",
+        p.stdout,
+        p.stderr
+    );
+    let mut out = Vec::new();
+    for s in preloaded {
+        let j = job(ranks, s, &exe, &args, 30);
+        let got = unseen_lines(&j);
+        for (k, v) in &want {
+            if except.contains(&k.as_str()) {
+                continue;
+            }
+            if got.get(k) != Some(v) {
+                problems.push(format!(
+                    "unseen {} on {ranks} ranks, {}: `{k}` is {:?}, plain {v:?}{}",
+                    args.join(" "),
+                    s.name,
+                    got.get(k),
+                    if j.stderr.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n    stderr: {}", j.stderr.trim().replace('\n', "\n    "))
+                    }
+                ));
+            }
+        }
+        out.push((s.name.clone(), got, j.stderr));
+    }
+    Unseen {
+        plain: want,
+        runs: out,
+    }
+}
+
+/// colltune's private communicators are not duplicates of the program's:
+/// no attribute copy or delete callback of the program's runs for them, a
+/// copy callback that refuses never stops a broadcast (under
+/// `MPI_ERRORS_ARE_FATAL` the old `MPI_Comm_dup` aborted the job; under an
+/// error handler of the program's, that handler was called), and a
+/// program keeps about as many communicators alive as without colltune
+/// (the old code made one duplicate per communicator broadcast on, and one
+/// more per forced library algorithm: the Fortran handle of a new
+/// communicator, which counts every communicator alive, was twice and
+/// four times the plain run's).
+#[test]
+fn private_communicators_are_unseen() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    shared_libs();
+    let plain = unseen_setting("plain", None, &[]);
+    let lib = library_table();
+    let binomial = unseen_setting(
+        "preload, COLLTUNE_BCAST=binomial",
+        Some(&[("COLLTUNE_BCAST", "binomial".into())]),
+        &[],
+    );
+    let forced = unseen_setting(
+        "preload, library table, COLLTUNE_HANDOFF=0",
+        Some(&[
+            ("COLLTUNE_TABLE", lib.clone()),
+            ("COLLTUNE_HANDOFF", "0".into()),
+        ]),
+        &[],
+    );
+    let handoff = unseen_setting(
+        "preload, library table",
+        Some(&[("COLLTUNE_TABLE", lib.clone())]),
+        &[],
+    );
+    let vm = unseen_setting(
+        "preload, table vm-2core",
+        Some(&[("COLLTUNE_TABLE", table())]),
+        &[],
+    );
+    let mut problems = Vec::new();
+    // Callbacks: 3 ranks (the halves are 2 and 1 ranks), and 4 (the
+    // shipped table's rules).
+    let p = job(3, &plain, &unseen(), &["attrs".into()], 30);
+    assert_eq!(
+        unseen_lines(&p).get("attrs").map(String::as_str),
+        Some("copies 1, deletes 3, refusals 0, handler calls 0, every byte right"),
+        "plain attrs:\n{}\n{}",
+        p.stdout,
+        p.stderr
+    );
+    unseen_differences(
+        3,
+        &["attrs"],
+        &plain,
+        &[binomial.clone(), forced.clone(), handoff],
+        &[],
+        &mut problems,
+    );
+    unseen_differences(4, &["attrs"], &plain, &[vm], &[], &mut problems);
+    // Communicators kept alive: 30 duplicates of the world and 30 of half
+    // of it, each broadcast on.
+    let comms = unseen_differences(
+        3,
+        &["comms", "30"],
+        &plain,
+        &[binomial, forced],
+        &["handle index"],
+        &mut problems,
+    );
+    let base: i64 = comms.plain["handle index"].parse().expect("a handle index");
+    for (name, got, _) in comms.runs {
+        let n: Option<i64> = got.get("handle index").and_then(|v| v.parse().ok());
+        // colltune's own: the world's private communicator, the halves',
+        // and per forced algorithm one each.
+        if n.is_none_or(|n| n > base + 6) {
+            problems.push(format!(
+                "unseen comms 30 on 3 ranks, {name}: a new communicator's Fortran handle is {n:?}, plain {base}: colltune holds more than 6 communicators of its own"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// MPI_T reads what it reads without colltune (`coll_tuned_use_dynamic_rules`
+/// stays off unless a table's rule names one of coll/tuned's algorithms;
+/// then, with the handoff, it is on and the rules file is colltune's: the
+/// documented difference, docs/notes-issue-26.md); the program's own
+/// `MPI_T_init_thread` / `MPI_T_finalize` leave MPI_T finalised (colltune's
+/// sessions are paired); and settings left dormant, in the environment or
+/// in a parameter file, stay dormant: `MPI_Allreduce` of doubles gives the
+/// same bits as without colltune (where waking `coll_tuned_allreduce_algorithm=1`
+/// changes them, which the plain control shows).
+#[test]
+fn mpi_t_and_other_collectives_are_unseen() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    shared_libs();
+    let lib = library_table();
+    let mut problems = Vec::new();
+    let plain = unseen_setting("plain", None, &[]);
+    let pre = |name: &str, env: &[(&str, String)], mca: &[(&str, &str)]| {
+        unseen_setting(name, Some(env), mca)
+    };
+    let lib_env = [("COLLTUNE_TABLE", lib.clone())];
+    let clean = [
+        pre("preload, no table", &[], &[]),
+        pre(
+            "preload, COLLTUNE_BCAST=binomial",
+            &[("COLLTUNE_BCAST", "binomial".into())],
+            &[],
+        ),
+        pre(
+            "preload, table vm-2core",
+            &[("COLLTUNE_TABLE", table())],
+            &[],
+        ),
+    ];
+    let a = unseen_differences(3, &["mpit"], &plain, &clean, &[], &mut problems).plain;
+    // A rule naming one of coll/tuned's algorithms: dynamic rules on, and
+    // with the handoff colltune's rules file: the documented differences.
+    let dynamic = "coll_tuned_use_dynamic_rules";
+    let file = "coll_tuned_dynamic_rules_filename";
+    for (name, got, _) in unseen_differences(
+        3,
+        &["mpit"],
+        &plain,
+        &[
+            pre("preload, library table", &lib_env, &[]),
+            pre(
+                "preload, library table, COLLTUNE_HANDOFF=0",
+                &[
+                    ("COLLTUNE_TABLE", lib.clone()),
+                    ("COLLTUNE_HANDOFF", "0".into()),
+                ],
+                &[],
+            ),
+        ],
+        &[dynamic, file],
+        &mut problems,
+    )
+    .runs
+    {
+        let handoff = !name.contains("HANDOFF=0");
+        let file_ok = match got.get(file) {
+            Some(f) if handoff => {
+                f.matches("colltune-handoff-").count() == 3 && f.starts_with("r0=")
+            }
+            Some(f) => f == "''",
+            None => false,
+        };
+        if got.get(dynamic).map(String::as_str) != Some("1") || !file_ok {
+            problems.push(format!(
+                "{name}: MPI_T should read {dynamic}=1 and {}, got {:?} and {:?}",
+                if handoff {
+                    "colltune's rules file"
+                } else {
+                    "no rules file"
+                },
+                got.get(dynamic),
+                got.get(file)
+            ));
+        }
+    }
+    // Dormant: a forced allreduce algorithm in the environment, and in a
+    // parameter file; the table needs dynamic rules.
+    let conf = scratch_dir().join("site-mca-params.conf");
+    std::fs::write(
+        &conf,
+        "# a site's settings\ncoll_tuned_allreduce_algorithm = 1\n",
+    )
+    .unwrap();
+    let conf = conf.display().to_string();
+    for mca in [
+        [("coll_tuned_allreduce_algorithm", "1")],
+        [("mca_base_param_files", conf.as_str())],
+    ] {
+        let name = format!("preload, library table, --mca {}", mca[0].0);
+        let plain = unseen_setting(&format!("plain, --mca {}", mca[0].0), None, &mca);
+        unseen_differences(
+            3,
+            &["mpit"],
+            &plain,
+            &[pre(&name, &lib_env, &mca)],
+            &[],
+            &mut problems,
+        );
+    }
+    // The control: waking the setting does change the sum.
+    let woke = unseen_setting(
+        "plain, allreduce forced",
+        None,
+        &[
+            ("coll_tuned_allreduce_algorithm", "1"),
+            ("coll_tuned_use_dynamic_rules", "1"),
+        ],
+    );
+    let b = unseen_lines(&job(3, &woke, &unseen(), &["mpit".into()], 30));
+    assert_ne!(
+        a.get("allreduce"),
+        b.get("allreduce"),
+        "the control: coll_tuned_allreduce_algorithm=1 woken should change the sum's bits"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// MPI_T initialised before `MPI_Init` (on world rank 0 only, and on every
+/// rank): Open MPI then reads its variables before the drop-in sets them,
+/// so the rules handed to it take effect on some ranks only. The old code
+/// hung at the first broadcast of a handed-off size; now every rank agrees
+/// on what Open MPI really loaded and runs the table's coll/tuned rules as
+/// colltune's own algorithms, saying so in the trace and nowhere else (no
+/// warning on stderr, no claim that the handoff took place).
+#[test]
+fn mpi_t_before_mpi_init_does_not_hang() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    shared_libs();
+    let lib = library_table();
+    let plain = unseen_setting("plain", None, &[]);
+    let traced = unseen_setting(
+        "preload, library table, COLLTUNE_TRACE=1",
+        Some(&[("COLLTUNE_TABLE", lib), ("COLLTUNE_TRACE", "1".into())]),
+        &[],
+    );
+    let mut problems = Vec::new();
+    for (ranks, who) in [(3, "one"), (3, "all"), (2, "one")] {
+        let runs = unseen_differences(
+            ranks,
+            &["early", who],
+            &plain,
+            std::slice::from_ref(&traced),
+            &[],
+            &mut problems,
+        )
+        .runs;
+        let stderr = &runs[0].2;
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("colltune") && !l.starts_with("colltune trace:"))
+            .collect();
+        let honest = said
+            .iter()
+            .all(|l| !l.contains("warning") && !l.contains("handoff:"))
+            && said.iter().any(|l| l.contains("colltune's own algorithms"));
+        if !honest {
+            problems.push(format!(
+                "early {who} on {ranks} ranks: colltune should say once, in its trace, that the library rules run as its own algorithms (and warn of nothing); it said:\n    {}",
+                said.join("\n    ")
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

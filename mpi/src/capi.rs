@@ -33,6 +33,7 @@
 mod handoff;
 pub mod hot;
 pub mod preload;
+mod site;
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -40,9 +41,9 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::select::{CommSelector, Route, Routes, Selector};
+use crate::select::{private, CommSelector, Private, Route, Routes, Selector};
 use crate::transport::mpi::ffi::{self as cffi, Combiner, Datatype};
-use crate::transport::mpi::{Comm, Control, MpiError, Op, TransportError};
+use crate::transport::mpi::{Comm, Control, MpiError, Op, Shape, TransportError};
 use colltune_algorithms::{swap, Collective};
 use hot::TypeInfo;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
@@ -61,7 +62,7 @@ pub const MAX_BYTES: u64 = i32::MAX as u64;
 /// attribute value).
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum CommState {
-    /// colltune's selector on the private duplicate: `routes` decides and
+    /// colltune's selector (its private communicator made when needed): `routes` decides and
     /// runs the direct path without a lock; `sel` (prepared schedules, the
     /// general executor, swaps, traces) is locked per call that needs it.
     Colltune {
@@ -94,6 +95,12 @@ struct Global {
     /// `MPI_COMM_WORLD`'s state (set up by `init`), owned as attribute
     /// values are (a box turned into a raw pointer), freed by `finalize`.
     world: *mut CommState,
+    /// colltune's private `MPI_COMM_WORLD` (owned by `world`'s state):
+    /// where the other communicators' private ones are made, and the
+    /// communicator of local argument checks.
+    world_private: MPI_Comm,
+    /// `MPI_COMM_WORLD`'s shape: the node map others' shapes come from.
+    world_shape: Shape,
 }
 
 /// The live [`Global`] (a box turned into a raw pointer), or null before
@@ -260,8 +267,11 @@ pub fn init() -> c_int {
             return ERR_OTHER;
         }
     };
-    let world = Box::into_raw(Box::new(CommState::colltune(crate::select::for_comm(
-        &selector, world,
+    let world_private = world.raw();
+    let world_shape = world.shape().clone();
+    let world = Box::into_raw(Box::new(CommState::colltune(crate::select::for_private(
+        &selector,
+        Private::world(private::world(world)),
     ))));
     // A local call; where it fails, colltune_finalize / MPI_Finalize of the
     // preload still finalise.
@@ -272,6 +282,8 @@ pub fn init() -> c_int {
         keyval,
         self_keyval,
         world,
+        world_private,
+        world_shape,
     }));
     hot::start();
     ACTIVE.store(g, Ordering::Release);
@@ -304,29 +316,11 @@ pub fn finalize() -> c_int {
     SUCCESS
 }
 
-/// Before the library's `MPI_Init`: when colltune is given a table (or a
-/// forced choice), turn on Open MPI's `coll_tuned_use_dynamic_rules`, which
-/// Open MPI reads only at `MPI_Init` and which a table's `ompi_tuned` rules
-/// need (the library's algorithm forced on a duplicate, see
-/// `select::library`). Rank 0 reads the table only after `MPI_Init`, so the
-/// variable is set whenever a table is given. It changes nothing else:
-/// with no algorithm forced and no rules file, Open MPI's dynamic decision
-/// falls through to its fixed one, and the variables colltune forces are
-/// restored after each duplicate. A value the user set is kept.
-fn prepare_library_forcing() {
-    const VAR: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
-    let given = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if (given("COLLTUNE_TABLE") || given("COLLTUNE_BCAST")) && std::env::var_os(VAR).is_none() {
-        std::env::set_var(VAR, "1");
-    }
-}
-
 /// `MPI_Init` of the interposition library: the library's, then colltune's.
 ///
 /// # Safety
 /// As for `MPI_Init`.
 pub unsafe fn mpi_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    prepare_library_forcing();
     handoff::before_init();
     let rc = cffi::user_init(argc, argv);
     handoff::after_init();
@@ -346,7 +340,6 @@ pub unsafe fn mpi_init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    prepare_library_forcing();
     handoff::before_init();
     let rc = cffi::user_init_thread(argc, argv, required, provided);
     handoff::after_init();
@@ -423,7 +416,7 @@ unsafe fn state_slow(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
     let st = match cffi::comm_is_inter(comm) {
         // colltune tunes intra-communicator collectives
         Ok(true) => CommState::Library,
-        Ok(false) => set_up(&g.selector, comm),
+        Ok(false) => set_up(g, comm),
         Err(_) => return None,
     };
     let raw = Box::into_raw(Box::new(st));
@@ -442,24 +435,28 @@ fn active<'a>() -> Option<&'a Global> {
     unsafe { ACTIVE.load(Ordering::Acquire).as_ref() }
 }
 
-/// Sets colltune up on an intra-communicator (collective): the private
-/// duplicate and node map, agreed by every rank; where it failed on any
-/// rank, the library's collectives on all (the duplicate freed).
+/// Sets colltune up on an intra-communicator (collective): its shape
+/// (ranks, nodes; no communicator made: its private communicator is made
+/// at its first call that runs one of colltune's algorithms,
+/// `select::private`), agreed by every rank; where it failed on any rank,
+/// the library's collectives on all.
 ///
 /// # Safety
 /// `comm` is a valid intra-communicator.
-unsafe fn set_up(selector: &Arc<Selector>, comm: MPI_Comm) -> CommState {
-    let built = Comm::from_raw(comm);
+unsafe fn set_up(g: &Global, comm: MPI_Comm) -> CommState {
+    let shape = Shape::of(comm, &g.world_shape);
     let size = cffi::comm_size(comm).unwrap_or(0);
-    let mine = built.as_ref().map(|_| ()).map_err(|e| e.to_string());
+    let mine = shape.as_ref().map(|_| ()).map_err(|e| e.to_string());
     let what = format!(
         "a communicator of {size} rank{}",
         if size == 1 { "" } else { "s" }
     );
     let agreed = agree(comm, mine, &what);
-    match built {
-        Ok(c) if agreed => CommState::colltune(crate::select::for_comm(selector, c)),
-        // Dropping a set-up that succeeded here frees its duplicate.
+    match shape {
+        Ok(s) if agreed => CommState::colltune(crate::select::for_private(
+            &g.selector,
+            Private::lazy(comm, s, g.world_private),
+        )),
         _ => CommState::Library,
     }
 }
@@ -597,7 +594,7 @@ mod typecache {
 /// (then it handles the call). Predefined datatypes are answered from
 /// [`typecache`] (the library's check is only redone for a null buffer);
 /// others through the library per call: its own checks with a message to
-/// `MPI_PROC_NULL` on `comm` (a private duplicate: nothing reaches the
+/// `MPI_PROC_NULL` on `comm` (colltune's private world: nothing reaches the
 /// user's error handler), `MPI_Type_size_x`, `MPI_Type_get_envelope`.
 ///
 /// # Safety
@@ -777,7 +774,7 @@ unsafe fn bcast_on(
             return library();
         }
         if let Some(f) = choice.library.filter(|f| !f.is_default()) {
-            // The forced duplicate, once made: one atomic load.
+            // The forced communicator, once made: one atomic load.
             if let (Some(forced), false) = (slot.get(), routes.tracing()) {
                 return forced_bcast(forced, buffer, count, datatype, root, comm);
             }
@@ -812,10 +809,10 @@ unsafe fn bcast_on(
 /// A table's choice of the library's own algorithm (`ompi_tuned`,
 /// `ompi_adapt`, `mpich`): the user's own arguments to `PMPI_Bcast`, as the
 /// rule's [`Forcing`](crate::select::Forcing) runs it (set up at the rule's
-/// first call, collectively): on the communicator's duplicate with the
+/// first call, collectively): on a private communicator of its ranks with the
 /// algorithm forced, and/or with the library's variables written around
 /// the call; the library's default on the user's communicator where
-/// forcing is unavailable (None, warned once). Errors on a duplicate go to
+/// forcing is unavailable (None, warned once). Errors on a forced one go to
 /// the user's communicator's handler, as the library's own would.
 ///
 /// # Safety
@@ -1020,7 +1017,7 @@ pub unsafe fn swap_call(
         return library();
     };
     let sel = lock(sel);
-    if cffi::check_message(sendbuf, count, datatype, sel.comm().raw()).is_err() {
+    if cffi::check_message(sendbuf, count, datatype, sel.private().probe()).is_err() {
         return library();
     }
     let Some(bytes) = cffi::type_size(datatype)
@@ -1059,12 +1056,12 @@ unsafe fn swap_bytes(
         sel.swap(out, inn, pairing)?;
         return Ok(());
     }
-    let dup = sel.comm().raw();
+    let dup = sel.private().probe();
     let (mut out, mut inn) = (vec![0u8; n], vec![0u8; n]);
     packed_all(cffi::pack(sendbuf, count, dt, &mut out, dup)?, n)?;
     sel.swap(&mut out, &mut inn, pairing)?;
     // The odd rank out receives nothing.
-    if swap::partner(sel.comm().rank(), sel.comm().size(), pairing).is_some() {
+    if swap::partner(sel.shape().rank(), sel.shape().size(), pairing).is_some() {
         cffi::unpack(&inn, recvbuf, count, dt, dup)?;
     }
     Ok(())
@@ -1266,17 +1263,14 @@ pub mod layers {
                 let _ = cffi::barrier(comm);
             }
             let g = lock(sel);
-            if let Ok(Some((plan, exec))) = &g.bench_plan(bytes as u64, 0) {
+            if let (Ok(Some((plan, exec))), Some(c)) =
+                (&g.bench_plan(bytes as u64, 0), g.private().get())
+            {
                 let b = &mut buf[..bytes];
                 add(
                     "executor, general plan (back to back)",
                     time(iters, || {
-                        let _ = crate::transport::mpi::execute(
-                            g.comm(),
-                            plan,
-                            *exec,
-                            Buffers::bcast(b),
-                        );
+                        let _ = crate::transport::mpi::execute(c, plan, *exec, Buffers::bcast(b));
                     }),
                 );
             }

@@ -21,6 +21,7 @@ pub mod capi;
 #[cfg(feature = "tuner")]
 pub mod driver;
 pub mod emu;
+pub mod forcing;
 pub mod select;
 pub mod transport;
 pub mod verify;

@@ -41,8 +41,8 @@
 
 use crate::builder::{Builder, OpId};
 use crate::error::SpecError;
-use crate::shape::Shape;
 use crate::schedule::{Buf, Region};
+use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
 use super::tree::segments;

@@ -7,9 +7,9 @@
 //! a machine's noise fitted from its launches (`noise`).
 
 pub mod figure;
-pub mod import;
 #[cfg(feature = "tuner")]
 pub mod fit;
+pub mod import;
 pub mod method;
 pub mod noise;
 pub mod pattern;

@@ -484,7 +484,8 @@ pub fn read_per_call(path: &Path, ranks: u32) -> Result<Vec<Sample>, String> {
                 i + 1
             )
         })?;
-        let mut s = crate::measure::record::sample(&subject, "library", count * width, 1, ns / 1000.0);
+        let mut s =
+            crate::measure::record::sample(&subject, "library", count * width, 1, ns / 1000.0);
         s.rep = i as u32;
         s.ranks = ranks;
         s.host = "per-call".into();
@@ -564,7 +565,8 @@ mod tests {
                                 if g.chance(truth.outlier_rate) {
                                     t *= truth.outlier_factor;
                                 }
-                                let mut s = crate::measure::record::sample(spec, "blocking", b, run, t);
+                                let mut s =
+                                    crate::measure::record::sample(spec, "blocking", b, run, t);
                                 s.rep = rep;
                                 v.push(s);
                             }

@@ -21,10 +21,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::measure::import::{P2pRow, P2pTest};
 #[cfg(test)]
 use crate::model::calibrate::one_way;
 use crate::model::calibrate::LinkFit;
-use crate::measure::import::{P2pRow, P2pTest};
 use crate::model::placement::{Layout, Level};
 use crate::model::sim::{LevelLink, Link, Model};
 

@@ -390,6 +390,20 @@ impl Decisions {
         out
     }
 
+    /// Runs the library's algorithms that `f` maps to one of colltune's as
+    /// that one instead (a rule that cannot run as the library's on every
+    /// rank alike: the MPI runtime's `select::library::own_routes`).
+    pub fn replace_library(&mut self, f: impl Fn(&LibraryChoice) -> Option<(AlgoSpec, Execution)>) {
+        for r in &mut self.rules {
+            if let (None, Some(lib)) = (&r.choice.algorithm, &r.choice.library) {
+                if let Some(a) = f(lib) {
+                    r.choice.algorithm = Some(a);
+                    r.choice.library = None;
+                }
+            }
+        }
+    }
+
     /// The forced choice (`COLLTUNE_BCAST` / `COLLTUNE_SWAP`), if any.
     pub fn forced(&self) -> Option<&Choice> {
         self.forced.as_ref()

@@ -413,7 +413,10 @@ pub fn bench(truth: &Truth, p: &NoiseProfile, c: &BenchConfig) -> BenchResult {
         launches_mean: tunes.iter().map(|t| t.launches as f64).sum::<f64>() / k,
         seconds_mean: tunes.iter().map(|t| t.seconds).sum::<f64>() / k,
         noise_free_same: nf_same as f64 / n,
-        noise_free_regret: (crate::measure::stats::geomean(&r_ev), crate::measure::stats::geomean(&r_leg)),
+        noise_free_regret: (
+            crate::measure::stats::geomean(&r_ev),
+            crate::measure::stats::geomean(&r_leg),
+        ),
         per_size,
         tables: tunes.into_iter().map(|t| t.table).collect(),
     }

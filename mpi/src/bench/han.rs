@@ -2,7 +2,7 @@
 //! library offers (the `MPI_T` enumeration of
 //! `coll_han_use_bcast_algorithm`, which [`colltune_core::ompi::han`]
 //! reads), a communicator on which han serves the broadcast, and forcing
-//! one choice for a point: as coll/adapt (`super::forcing`), the priority
+//! one choice for a point: as coll/adapt (`crate::forcing::component`), the priority
 //! raised while the communicator is made; per point, the algorithm and
 //! (for `intra`) the segment, read by han at every call.
 //!
@@ -24,10 +24,10 @@ use colltune_core::ompi::han::{
 };
 use colltune_core::ompi::HAN_ONE_NODE;
 
-use super::forcing::Component;
+use crate::forcing::component::Component;
 use crate::transport::mpi::{ffi, Comm};
 
-/// coll/han, forced (`super::forcing`): its algorithm and segment per
+/// coll/han, forced (`crate::forcing::component`): its algorithm and segment per
 /// point, in that order.
 pub(super) static COMPONENT: Component = Component {
     priority: PRIORITY,

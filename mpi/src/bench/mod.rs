@@ -43,11 +43,9 @@
 //!   the ranks** (IMB's `t_avg`) where the other patterns take the slowest
 //!   rank; it needs barrier synchronisation.
 
-pub mod adapt;
+pub use crate::forcing::{adapt, library_short, mpich};
 pub mod clock;
-mod forcing;
 pub mod han;
-pub mod mpich;
 mod outcome;
 
 pub use outcome::{Outcome, Skips};
@@ -179,8 +177,8 @@ pub struct Measurer<'c> {
     mpich_saved: Option<mpich::Saved>,
     /// The communicators Open MPI's coll/adapt and coll/han serve (each
     /// made at its first point), and their variables as found before it.
-    adapt: Option<forcing::Forced>,
-    han: Option<forcing::Forced>,
+    adapt: Option<crate::forcing::component::Forced>,
+    han: Option<crate::forcing::component::Forced>,
 }
 
 impl<'c> Measurer<'c> {
@@ -205,17 +203,9 @@ impl<'c> Measurer<'c> {
         self.comm
     }
 
-    /// Sets Open MPI's forced-algorithm variables (0 = its own decision).
-    fn force_tuned(&self, algorithm: u32, segment: u64) -> Result<(), MpiError> {
-        ffi::cvar_write_int("coll_tuned_bcast_algorithm", algorithm as i32)?;
-        ffi::cvar_write_int(
-            "coll_tuned_bcast_algorithm_segmentsize",
-            i32::try_from(segment).unwrap_or(i32::MAX),
-        )
-    }
-
     /// Makes the communicator a forced Open MPI algorithm runs on, once:
-    /// duplicated right after the variables are written.
+    /// created with the variables written (`forcing::tuned`, as the
+    /// runtime does), which are written back after.
     fn make_tuned_comm(&mut self, s: &Subject) -> Result<(), BenchError> {
         let Subject::OmpiTuned { tuned, segment } = s else {
             return Ok(());
@@ -224,8 +214,15 @@ impl<'c> Measurer<'c> {
         if self.tuned_comms.iter().any(|(k, _)| *k == key) {
             return Ok(());
         }
-        self.force_tuned(tuned.id, *segment)?;
-        let c = CommHandle::dup_private(self.comm.raw())?;
+        let f = colltune_core::ompi::Forced {
+            id: tuned.id,
+            segment: u32::try_from(*segment).unwrap_or(u32::MAX),
+        };
+        let (c, forced) = crate::forcing::tuned::made_forced(f, false, || {
+            CommHandle::private_of(self.comm.raw())
+        });
+        let c = c?;
+        forced.map_err(BenchError::Unavailable)?;
         self.tuned_comms.push((key, c));
         Ok(())
     }
@@ -437,11 +434,13 @@ impl<'c> Measurer<'c> {
         self.make_tuned_comm(pt.subject)?;
         let ctl = self.comm_for(pt.subject);
         match pt.subject {
-            Subject::OmpiTuned { tuned, segment } => self.force_tuned(tuned.id, *segment)?,
+            Subject::OmpiTuned { tuned, segment } => {
+                crate::forcing::tuned::write(tuned.id, *segment)?
+            }
             Subject::Library | Subject::LibraryLabelled { .. } | Subject::Interposed
                 if !self.tuned_comms.is_empty() =>
             {
-                self.force_tuned(0, 0)?
+                crate::forcing::tuned::write(0, 0)?
             }
             _ => {}
         }
@@ -686,12 +685,6 @@ impl<'c> Measurer<'c> {
             })
             .collect())
     }
-}
-
-/// The MPI library's name and version, short: `Open MPI v4.1.4`,
-/// `MPICH 4.0.2`, `Intel(R) MPI Library 2021.13` (see [`crate::abi`]).
-pub fn library_short() -> String {
-    crate::abi::runtime().name.clone()
 }
 
 /// The origin of samples measured on this communicator now.

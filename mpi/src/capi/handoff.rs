@@ -32,9 +32,25 @@
 //! table has rules for, but of another node layout, gets that size's
 //! library rules too (where colltune alone would give it the library's
 //! default); sizes with several layouts in the table are not handed off.
+//!
+//! Nothing else changes (docs/notes-issue-26.md lists what an application
+//! reading MPI_T sees): `coll_tuned_use_dynamic_rules` is turned on, and a
+//! rules file given, only where the table has a rule naming one of
+//! coll/tuned's algorithms (not Open MPI's own decision, which needs
+//! neither: those calls go to `PMPI_Bcast` as they are, through the same
+//! fast path); never where the site or the user turned dynamic rules off,
+//! or where turning them on would wake settings they left dormant
+//! ([`site::Site::dormant`]: a forced algorithm of another collective, a
+//! rules file). There, and wherever Open MPI did not load what colltune
+//! gave it on every rank (MPI_T initialised before `MPI_Init` makes Open MPI
+//! read its variables before colltune sets them), every rank runs the
+//! table's coll/tuned rules as colltune's own algorithms of the same family
+//! (`select::own_routes`), and the trace says why. [`agree`] reads back
+//! through MPI_T what Open MPI loaded, and agrees on it over
+//! `MPI_COMM_WORLD`: every rank takes the same route.
 
 use std::ffi::{c_int, c_void};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
@@ -43,6 +59,7 @@ use colltune_core::export::{openmpi_handoff, Handoff};
 use colltune_core::table;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
+use super::site::{self, Site};
 use super::{lock, report};
 use crate::abi::{self, Family};
 use crate::transport::mpi::ffi::{self as cffi, Datatype};
@@ -54,8 +71,29 @@ const FILE_PREFIX: &str = "colltune-handoff-";
 /// What was handed to Open MPI before `MPI_Init`, until [`agree`].
 struct Pending {
     handoff: Handoff,
-    file: PathBuf,
+    /// The rules file, where a rule names one of coll/tuned's algorithms
+    /// (None: every handed-off rule is Open MPI's own decision).
+    file: Option<PathBuf>,
 }
+
+/// What the table asks of Open MPI's dynamic rules, decided before
+/// `MPI_Init`, until [`agree`].
+#[derive(Default)]
+struct Dynamic {
+    /// The table has a rule naming one of coll/tuned's algorithms.
+    needed: bool,
+    /// Why they cannot be given it here (the site's settings).
+    refused: Option<String>,
+    /// MPI_T was initialised before `MPI_Init` (by the application): Open
+    /// MPI may have read its variables before colltune set them, so what
+    /// it loaded is read back after `MPI_Init` (else it read them there).
+    early: bool,
+}
+
+static DYNAMIC: Mutex<Option<Dynamic>> = Mutex::new(None);
+
+/// The rules file to remove at [`retire`] (kept while Open MPI names it).
+static FILE: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
 
@@ -72,63 +110,142 @@ struct Fast {
 static FAST: AtomicPtr<Fast> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Why the handoff does not apply in this process; None: it may.
-fn unwanted() -> Option<&'static str> {
+fn unwanted(site: &Site) -> Option<String> {
     let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     if get("COLLTUNE_HANDOFF").is_some_and(|v| v == "0") {
-        return Some("COLLTUNE_HANDOFF=0");
+        return Some("COLLTUNE_HANDOFF=0".into());
     }
     if get("COLLTUNE_TABLE").is_none() {
-        return Some("no table");
+        return Some("no table".into());
     }
     if get("COLLTUNE_BCAST").is_some() {
-        return Some("COLLTUNE_BCAST forces one choice everywhere");
+        return Some("COLLTUNE_BCAST forces one choice everywhere".into());
     }
     if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
-        return Some("not Open MPI");
+        return Some("not Open MPI".into());
     }
-    // A rules file of the user's (one of ours left from an exec'd parent
-    // is not).
-    if let Some(f) = get(RULES_VAR) {
-        let ours = std::path::Path::new(&f)
+    // A rules file of the user's or the site's (one of ours left from an
+    // exec'd parent is not).
+    if let Some(f) = &site.rules_file {
+        let ours = std::path::Path::new(&f.value)
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(FILE_PREFIX));
         if !ours {
-            return Some("the user's own rules file");
+            return Some(format!("the site's or the user's own rules file, {f}"));
         }
     }
-    if get("OMPI_MCA_coll_tuned_bcast_algorithm").is_some_and(|v| v != "0") {
-        return Some("the user's forced broadcast algorithm");
-    }
-    if get("OMPI_MCA_coll_tuned_use_dynamic_rules")
-        .is_some_and(|v| v == "0" || v.eq_ignore_ascii_case("false"))
+    if let Some(a) = site
+        .algorithms
+        .iter()
+        .find(|a| a.name == site::BCAST_ALGORITHM)
     {
-        return Some("coll_tuned_use_dynamic_rules=0");
+        return Some(format!(
+            "the site's or the user's forced broadcast algorithm, {a}"
+        ));
+    }
+    if site.dynamic_rules() == Some(false) {
+        return Some(format!(
+            "{}",
+            site.dynamic.as_ref().expect("set where Some")
+        ));
     }
     None
 }
 
-/// Before the library's `MPI_Init`: reads the table, and where it has rules
-/// Open MPI can run, writes them for Open MPI and points it at them. Any
-/// problem (unreadable or invalid table, no such rules, a file that cannot
-/// be written) means no handoff; the table's own errors are reported after
-/// `MPI_Init`, as without it.
+/// Whether a table has a rule naming one of coll/tuned's algorithms (not
+/// Open MPI's own decision): what needs Open MPI's dynamic rules.
+fn needs_dynamic_rules(t: &table::Table) -> bool {
+    t.bcast.iter().flat_map(|cr| &cr.rules).any(|r| {
+        matches!(
+            r.library(),
+            Some(Ok(colltune_core::library::LibraryChoice::Tuned(f))) if !f.is_default()
+        )
+    })
+}
+
+/// Before the library's `MPI_Init`, on Open MPI with a table: reads the
+/// table and the site's settings, turns Open MPI's dynamic rules on where a
+/// rule needs them and nothing the site left dormant would wake, and where
+/// the table has rules Open MPI can run, writes them for Open MPI and
+/// points it at them. Any problem (unreadable or invalid table, a file
+/// that cannot be written) means no handoff; the table's own errors are
+/// reported after `MPI_Init`, as without it.
 pub fn before_init() {
     let why_not = |why: String| *lock(&WHY_NOT) = Some(why);
-    if let Some(why) = unwanted() {
-        why_not(why.into());
-        return;
-    }
-    let Some(path) = std::env::var_os("COLLTUNE_TABLE").map(PathBuf::from) else {
-        return;
+    let get = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let (Some(path), None) = (
+        get("COLLTUNE_TABLE").map(PathBuf::from),
+        get("COLLTUNE_BCAST"),
+    ) else {
+        return why_not(if get("COLLTUNE_TABLE").is_none() {
+            "no table".into()
+        } else {
+            "COLLTUNE_BCAST forces one choice everywhere".into()
+        });
     };
+    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
+        return why_not("not Open MPI".into());
+    }
     let Ok(Ok(t)) = table::read_text(&path).map(|text| table::load_str(&text)) else {
         return why_not("the table could not be used before MPI_Init".into());
     };
+    let site = Site::of_process();
+    let mut dynamic = Dynamic {
+        needed: needs_dynamic_rules(&t),
+        refused: None,
+        early: cffi::mpi_t_initialized(),
+    };
+    if dynamic.needed {
+        match site.dynamic_rules() {
+            Some(true) => {}
+            Some(false) => {
+                dynamic.refused = Some(format!(
+                    "Open MPI's dynamic rules are off by the site's or the user's choice ({})",
+                    site.dynamic.as_ref().expect("set where Some")
+                ))
+            }
+            None => {
+                let dormant = site.dormant();
+                if dormant.is_empty() {
+                    // Before MPI_Init: no other thread of the library's
+                    // reads the environment yet.
+                    std::env::set_var(format!("OMPI_MCA_{}", site::DYNAMIC), "1");
+                } else {
+                    dynamic.refused = Some(format!(
+                        "turning Open MPI's dynamic rules on would wake settings left dormant: {}",
+                        dormant
+                            .iter()
+                            .map(|d| d.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    let refused = dynamic.refused.clone();
+    let needed = dynamic.needed;
+    *lock(&DYNAMIC) = Some(dynamic);
+    if let Some(why) = unwanted(&site) {
+        return why_not(why);
+    }
     let handoff = match openmpi_handoff(&t) {
         Ok(Some(h)) => h,
         Ok(None) => return why_not("no rule names one of Open MPI's algorithms".into()),
         Err(e) => return why_not(e.to_string()),
     };
+    // Rules of Open MPI's own decision only: no rules file, no dynamic
+    // rules (its fixed decision is what the rules would run).
+    if !needed {
+        *lock(&PENDING) = Some(Pending {
+            handoff,
+            file: None,
+        });
+        return;
+    }
+    if let Some(why) = refused {
+        return why_not(why);
+    }
     let dir = std::env::var_os("TMPDIR")
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
@@ -137,38 +254,77 @@ pub fn before_init() {
     if let Err(e) = std::fs::write(&file, &handoff.rules) {
         return why_not(format!("{}: {e}", file.display()));
     }
-    // Before MPI_Init: no other thread of the library's reads the
-    // environment yet.
     std::env::set_var(RULES_VAR, &file);
-    std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
-    *lock(&PENDING) = Some(Pending { handoff, file });
+    *lock(&FILE) = Some(file.clone());
+    *lock(&PENDING) = Some(Pending {
+        handoff,
+        file: Some(file),
+    });
 }
 
-/// Right after the library's `MPI_Init` (successful or not): Open MPI has
-/// read the rules file; remove it.
-pub fn after_init() {
-    if let Some(p) = lock(&PENDING).as_ref() {
-        let _ = std::fs::remove_file(&p.file);
-    }
+/// Right after the library's `MPI_Init` (successful or not). The rules
+/// file stays until [`retire`]: Open MPI's `coll_tuned_dynamic_rules_filename`
+/// names it, and an application may read that.
+pub fn after_init() {}
+
+/// What Open MPI loaded, read back through MPI_T (one session, paired):
+/// whether its dynamic rules are on, and the rules file it read.
+fn loaded() -> Result<(bool, String), String> {
+    let _t = cffi::MpiT::open().map_err(|e| e.to_string())?;
+    let dynamic = cffi::cvar_read_int(site::DYNAMIC).map_err(|e| e.to_string())? != 0;
+    let file = cffi::cvar_read_string(site::RULES_FILE).map_err(|e| e.to_string())?;
+    Ok((dynamic, file))
 }
 
 /// First thing after `MPI_Init` (collective over `MPI_COMM_WORLD`): every
 /// rank handed Open MPI the same rules, or none did; the job stops where
-/// they differ. Publishes [`pass`]'s ranges, unless calls are traced (a
-/// traced call takes the full path, which says where it went).
+/// they differ. Reads back what Open MPI loaded (where a table's rule needs
+/// its dynamic rules) and agrees on it: where any rank could not give Open
+/// MPI what the table needs, or Open MPI did not take it, every rank runs
+/// the table's coll/tuned rules as colltune's own algorithms
+/// (`select::own_routes`), and nothing is handed off. Publishes [`pass`]'s
+/// ranges, unless calls are traced (a traced call takes the full path,
+/// which says where it went).
 pub fn agree() {
     let pending = lock(&PENDING).take();
+    let dynamic = lock(&DYNAMIC).take().unwrap_or_default();
     let mine = pending.as_ref().map_or(0, |p| p.handoff.digest());
+    // Why this rank cannot run the table's coll/tuned rules as Open MPI's.
+    // Read back only where MPI_T was initialised before MPI_Init (an MPI_T
+    // session of colltune's own would cost Open MPI's registration of
+    // every variable, a fifth of a second, at every start).
+    let own: Option<String> = if !dynamic.needed {
+        None
+    } else if let Some(why) = dynamic.refused {
+        Some(why)
+    } else if !dynamic.early {
+        None
+    } else {
+        match loaded() {
+            Err(e) => Some(format!("cannot read back Open MPI's dynamic rules: {e}")),
+            Ok((false, _)) => Some(format!(
+                "Open MPI did not turn its dynamic rules on as asked ({} read it before MPI_Init: MPI_T initialised early?)",
+                site::DYNAMIC
+            )),
+            Ok((true, file)) => match pending.as_ref().and_then(|p| p.file.as_ref()) {
+                Some(f) if Path::new(&file) != f.as_path() => Some(format!(
+                    "Open MPI did not load the rules file it was given ({} is {file:?}: MPI_T initialised before MPI_Init?)",
+                    site::RULES_FILE
+                )),
+                _ => None,
+            },
+        }
+    };
     // max(d) and max(!d): every rank has the same d exactly when
-    // max(d) == !max(!d).
-    let send = [mine, !mine];
-    let mut got = [0u64; 2];
-    // SAFETY: two u64 in, two out; MPI_COMM_WORLD after MPI_Init.
+    // max(d) == !max(!d); max(own): some rank must take its own routes.
+    let send = [mine, !mine, u64::from(own.is_some())];
+    let mut got = [0u64; 3];
+    // SAFETY: three u64 in, three out; MPI_COMM_WORLD after MPI_Init.
     let agreed = unsafe {
         cffi::allreduce(
             send.as_ptr().cast(),
             got.as_mut_ptr().cast(),
-            2,
+            3,
             Datatype::U64,
             Op::Max,
             cffi::comm_world(),
@@ -191,6 +347,24 @@ pub fn agree() {
     }
     let traced = RuntimeSettings::trace_from_env() != Trace::Off;
     let lead = cffi::comm_rank(cffi::comm_world()).unwrap_or(0) == 0;
+    if got[2] != 0 {
+        // Where some rank loaded the rules file and another did not, the
+        // library's MPI_Bcast could run different algorithms on different
+        // ranks: colltune's control plane no longer uses it.
+        if pending.as_ref().is_some_and(|p| p.file.is_some()) {
+            cffi::set_p2p_bcasts();
+        }
+        let why = own.unwrap_or_else(|| {
+            "another rank could not give Open MPI what the table's rules need, or Open MPI did not take it there".into()
+        });
+        if traced && lead {
+            report(&format!(
+                "the table's rules naming coll/tuned's algorithms run as colltune's own algorithms of the same family, on every rank: {why}"
+            ));
+        }
+        crate::select::own_routes(why);
+        return;
+    }
     let Some(p) = pending else {
         if let (true, true, Some(why)) = (traced, lead, lock(&WHY_NOT).take()) {
             report(&format!("no handoff to Open MPI's rules: {why}"));
@@ -260,10 +434,13 @@ fn within(f: &Fast, size: usize, bytes: u64) -> bool {
 }
 
 /// Before [`super::finalize`]: calls go the full way (to the library,
-/// colltune being gone).
+/// colltune being gone); the rules file goes.
 pub fn retire() {
     FAST.store(std::ptr::null_mut(), Ordering::Release);
     HANDED.store(std::ptr::null_mut(), Ordering::Release);
+    if let Some(f) = lock(&FILE).take() {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// A call the handoff covers, passed to `PMPI_Bcast` unchanged: its return

@@ -177,7 +177,7 @@ fn chain_layout(size: usize, fanout: usize) -> (usize, impl Fn(usize) -> usize) 
 }
 
 /// Broadcasts `len` bytes at `buf` from `root` down `tree` on `comm` (the
-/// private duplicate; `rank` of `size`): the schedule's messages, as plain
+/// private communicator; `rank` of `size`): the schedule's messages, as plain
 /// point-to-point calls. A failed send still completes the sends it
 /// posted before returning (nothing is left in flight).
 ///

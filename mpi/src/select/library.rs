@@ -6,16 +6,17 @@
 //!   `coll_tuned_bcast_algorithm` and `_segmentsize` when a communicator is
 //!   created (and only with `coll_tuned_use_dynamic_rules` on, which it
 //!   reads once at `MPI_Init`; the interposition library turns it on there,
-//!   see `capi::mpi_init`). So forcing is: remember the two variables,
-//!   write them through `MPI_T`, duplicate, write back what they were, so
-//!   the application's later communicators keep Open MPI's own decision.
-//!   Then `PMPI_Bcast` on the duplicate runs the forced algorithm.
+//!   where a table's rule needs it, see `capi::mpi_init`). So forcing is:
+//!   remember the two variables, write them through `MPI_T`, make a
+//!   private communicator of the user's ranks, write back what they were,
+//!   so the application's later communicators keep Open MPI's own decision
+//!   (`forcing::tuned`). Then `PMPI_Bcast` on it runs the forced algorithm.
 //!   Algorithm 0 (Open MPI's own decision) needs none: the interposer runs
 //!   the library's `MPI_Bcast` on the user's communicator for it.
 //! - Open MPI 5.0 coll/adapt (`ompi_adapt`): Open MPI picks a
 //!   communicator's components when it is made, by priority, so the
-//!   duplicate is made with `coll_adapt_priority` raised and put back at
-//!   once (`bench::adapt::dup_with_adapt`, shared with the benchmark).
+//!   communicator is made with `coll_adapt_priority` raised and put back at
+//!   once (`forcing::component`, shared with the benchmark).
 //!   adapt reads `coll_adapt_bcast_algorithm` and `_segment_size` at every
 //!   call, process-wide, so each call writes them (where they differ from
 //!   what is set) before `PMPI_Bcast` on the duplicate and puts back what
@@ -30,7 +31,7 @@
 //! The variables are held open ([`ffi::Cvar`]: one `MPI_T_cvar_read` and
 //! up to two `MPI_T_cvar_write` per variable and call, no lookup). Their
 //! values come from the running library, read as the benchmark reads them
-//! (`bench::adapt::bcast_algorithms`, `bench::mpich::bcast_algorithms`),
+//! (`forcing::adapt::bcast_algorithms`, `forcing::mpich::bcast_algorithms`),
 //! which also checks that `MPI_T` may write them.
 //!
 //! Threads: a per-call variable is process-wide, so under
@@ -51,32 +52,33 @@
 //! library, a variable `MPI_T` will not write, an algorithm this library
 //! does not have, dynamic rules off, threads), every rank runs the
 //! library's default `MPI_Bcast` for that choice instead, with one
-//! warning. The duplicates are freed with the communicator's state (when
-//! the application frees the communicator, or at `MPI_Finalize`).
+//! warning. The forced communicators are private ones (`super::private`:
+//! made with `MPI_Comm_create_group`, no attribute copied, shared by
+//! communicators of the same ranks and choice where that is safe), let go
+//! with the communicator's state (when the application frees the
+//! communicator, or at `MPI_Finalize`).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::c_int;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 
 use colltune_core::library::LibraryChoice;
 use colltune_core::mpich;
 use colltune_core::ompi::{adapt, Forced};
 
-use crate::transport::mpi::control::CommHandle;
-use crate::transport::mpi::ffi::{Cvar, MPI_Comm};
-use crate::transport::mpi::{ffi, Comm, Control, MpiError, Op};
-
-const ALGORITHM: &str = "coll_tuned_bcast_algorithm";
-const SEGMENT: &str = "coll_tuned_bcast_algorithm_segmentsize";
-const DYNAMIC: &str = "coll_tuned_use_dynamic_rules";
+use super::private::{Private, Shared};
+use crate::forcing;
+use crate::transport::mpi::ffi::{self, Cvar, MPI_Comm};
 
 /// What one library choice runs with on one communicator, once set up:
-/// the communicator (a forced duplicate, or the user's) and the variables
+/// the communicator (a forced private one, or the user's) and the variables
 /// written around each call. Plain data: read by any thread without a lock.
 #[derive(Clone, Copy, Debug)]
 pub struct Forcing {
-    /// The duplicate to run on; None: the user's communicator.
+    /// The forced communicator to run on; None: the user's communicator.
     comm: Option<MPI_Comm>,
     per_call: PerCall,
 }
@@ -89,12 +91,12 @@ enum PerCall {
 }
 
 impl Forcing {
-    /// The duplicate it runs on, if any (None: the user's communicator).
+    /// The forced communicator it runs on, if any (None: the user's communicator).
     pub fn comm(&self) -> Option<MPI_Comm> {
         self.comm
     }
 
-    /// Runs `call` on the communicator to use (the duplicate, else `user`)
+    /// Runs `call` on the communicator to use (the forced one, else `user`)
     /// with the choice's variables written before and put back after.
     /// A variable that cannot be written here (it could at setup, on every
     /// rank) is left as it is: the call still runs, never skipped, so no
@@ -132,30 +134,31 @@ impl Forcing {
 }
 
 /// Per communicator: the forcings set up so far, by choice (None: forcing
-/// is unavailable here, the library's default runs), and the duplicates
-/// they own.
+/// is unavailable here, the library's default runs), and the forced
+/// communicators they hold.
 #[derive(Default)]
 pub(crate) struct LibraryComms {
     made: RefCell<Vec<(LibraryChoice, Made)>>,
 }
 
-/// What one choice's set-up made: the forcing and its duplicate, or
+/// What one choice's set-up made: the forcing and its communicator, or
 /// nothing where the choice could not be forced.
-type Made = Option<(Forcing, Option<CommHandle>)>;
+type Made = Option<(Forcing, Option<Arc<Shared>>)>;
 
 impl LibraryComms {
-    /// How `f` runs on `comm`: set up at the first call (collective over
-    /// `comm`, as that call is); None where it cannot be forced (then the
-    /// library's default broadcast on the user's communicator).
-    pub(crate) fn get(&self, comm: &Comm, f: LibraryChoice) -> Option<Forcing> {
+    /// How `f` runs on `p`'s communicator: set up at the first call
+    /// (collective over it, as that call is); None where it cannot be
+    /// forced (then the library's default broadcast on the user's
+    /// communicator).
+    pub(crate) fn get(&self, p: &Private, f: LibraryChoice) -> Option<Forcing> {
         if let Some((_, c)) = self.made.borrow().iter().find(|(k, _)| *k == f) {
             return c.as_ref().map(|(x, _)| *x);
         }
-        let made = match make(comm, f) {
+        let made = match make(p, f) {
             Ok(c) => Some(c),
             Err(why) => {
                 warn_once(
-                    comm,
+                    p.shape().rank(),
                     &format!(
                         "cannot force {f} here: {why}; the table's rule runs the MPI library's default MPI_Bcast instead"
                     ),
@@ -168,7 +171,7 @@ impl LibraryComms {
         forcing
     }
 
-    /// How many duplicates were made (for tests and traces).
+    /// How many forced communicators are held (for tests and traces).
     pub(crate) fn len(&self) -> usize {
         self.made
             .borrow()
@@ -181,61 +184,97 @@ impl LibraryComms {
 /// Serialises forcing in this process: the variables are process-wide.
 static FORCING: Mutex<()> = Mutex::new(());
 
-/// Sets up a forcing (collective over `comm`): this rank's part, then one
-/// allreduce so that every rank agrees.
-fn make(comm: &Comm, f: LibraryChoice) -> Result<(Forcing, Option<CommHandle>), String> {
-    let guard = FORCING.lock().unwrap_or_else(|p| p.into_inner());
-    let (mine, dup): (
-        Result<PerCall, String>,
-        Option<Result<CommHandle, MpiError>>,
-    ) = match f {
+fn forcing_lock() -> std::sync::MutexGuard<'static, ()> {
+    FORCING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sets up a forcing (collective over `p`'s communicator, agreed by every
+/// rank: forced everywhere, or nowhere).
+fn make(p: &Private, f: LibraryChoice) -> Result<(Forcing, Option<Arc<Shared>>), String> {
+    let on = |s: Arc<Shared>, per_call| {
+        let comm = Some(s.comm().raw());
+        Ok((Forcing { comm, per_call }, Some(s)))
+    };
+    match f {
         LibraryChoice::Tuned(t) => {
-            let forced = force(t);
-            // Every rank duplicates, forced or not, so the collective calls match.
-            let dup = CommHandle::dup_private(comm.raw());
-            let restored = forced.as_ref().ok().map(|old| restore(*old));
-            let mine = match (forced, restored) {
-                (Err(e), _) => Err(e),
-                (_, Some(Err(e))) => Err(format!(
-                    "restoring {ALGORITHM} after forcing it: {e} (the application's next communicators may run the forced algorithm)"
-                )),
-                _ => Ok(PerCall::None),
-            };
-            (mine, Some(dup))
+            let s = p.forced(f, |create| {
+                let _g = forcing_lock();
+                forcing::tuned::made_forced(t, true, create)
+            })?;
+            on(s, PerCall::None)
         }
         LibraryChoice::Adapt(a) => {
-            let mine = adapt_vars(a);
-            // Every rank duplicates (with adapt's priority raised where it
-            // can be), so the collective calls match.
-            let dup = crate::bench::adapt::dup_with_adapt(comm);
-            (mine, Some(dup))
+            let vars = adapt_vars(a);
+            let ok = vars.as_ref().map(|_| ()).map_err(Clone::clone);
+            let s = p.forced(f, |create| {
+                let _g = forcing_lock();
+                let (made, raised) = forcing::adapt::COMPONENT.raised(create);
+                (made, ok.and(raised.map_err(|e| e.to_string())))
+            })?;
+            on(s, vars.unwrap_or(PerCall::None))
         }
-        LibraryChoice::Mpich(m) => (mpich_vars(m), None),
-    };
-    drop(guard);
-    let mine: Result<PerCall, String> = match (mine, &dup) {
-        (Err(e), _) => Err(e),
-        (_, Some(Err(e))) => Err(e.to_string()),
-        (Ok(p), _) => Ok(p),
-    };
-    // Every rank agrees: forced everywhere, or nowhere.
-    let ok = comm
-        .allreduce(u64::from(mine.is_ok()), Op::Min)
-        .map_err(|e| e.to_string())?;
-    match (mine, dup) {
-        (Ok(per_call), dup) if ok == 1 => {
-            let dup = dup.and_then(Result::ok);
-            Ok((
-                Forcing {
-                    comm: dup.as_ref().map(CommHandle::raw),
-                    per_call,
-                },
-                dup,
-            ))
+        LibraryChoice::Mpich(m) => {
+            let mine = mpich_vars(m);
+            let all = super::private::min1(p.user(), u64::from(mine.is_ok()))?;
+            match mine {
+                Err(why) => Err(why),
+                Ok(_) if all == 0 => Err("it could not be forced on another rank".into()),
+                Ok(per_call) => Ok((
+                    Forcing {
+                        comm: None,
+                        per_call,
+                    },
+                    None,
+                )),
+            }
         }
-        (Err(why), _) => Err(why),
-        // Dropping a duplicate made here frees it.
-        _ => Err("it could not be forced on another rank".into()),
+    }
+}
+
+/// Why the table's coll/tuned rules run as colltune's own algorithms in
+/// this process, where they do (see [`own_routes`]).
+static OWN: OnceLock<String> = OnceLock::new();
+
+/// From now on (set once, right after `MPI_Init`, and agreed by every rank
+/// of `MPI_COMM_WORLD`), the table's rules that name one of coll/tuned's
+/// algorithms run as colltune's algorithm of the same family
+/// ([`twin`]) instead: where Open MPI cannot be told to run them on every
+/// rank alike (dynamic rules off, or on some ranks only; turning them on
+/// would wake settings the site left dormant), colltune's own route is the
+/// one that moves the same bytes on every rank. `why` goes to the trace.
+pub fn own_routes(why: String) {
+    let _ = OWN.set(why);
+}
+
+/// Why the table's coll/tuned rules take colltune's own routes, if they do.
+pub fn own_routes_reason() -> Option<&'static str> {
+    OWN.get().map(String::as_str)
+}
+
+/// colltune's algorithm of the same family as coll/tuned's `f` (its
+/// segment, and Open MPI's default k-nomial radix 4), blocking; binomial
+/// where the family takes no such parameters.
+pub fn twin(f: Forced) -> (AlgoSpec, Execution) {
+    let t = f.tuned();
+    let mut spec = AlgoSpec::new(t.ours);
+    if f.segment > 0 {
+        spec = spec.with_int("segment", u64::from(f.segment));
+    }
+    if t.ours == "knomial" {
+        spec = spec.with_int("radix", 4);
+    }
+    let spec = resolve(Collective::Bcast, &spec)
+        .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new(t.ours)))
+        .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new("binomial")))
+        .expect("binomial resolves");
+    (spec, Execution::Blocking)
+}
+
+/// The twin of a coll/tuned choice other than Open MPI's own decision.
+pub(crate) fn twin_of(lib: &LibraryChoice) -> Option<(AlgoSpec, Execution)> {
+    match lib {
+        LibraryChoice::Tuned(f) if !f.is_default() => Some(twin(*f)),
+        _ => None,
     }
 }
 
@@ -253,7 +292,7 @@ fn threads(var: &str) -> Result<(), String> {
 /// library offers and that `MPI_T` may write them.
 fn adapt_vars(a: adapt::Forced) -> Result<PerCall, String> {
     threads(adapt::ALGORITHM)?;
-    let offered = crate::bench::adapt::bcast_algorithms().map_err(|e| e.to_string())?;
+    let offered = forcing::adapt::bcast_algorithms().map_err(|e| e.to_string())?;
     let Some(c) = offered.iter().find(|c| c.id == a.id) else {
         return Err(format!(
             "this library's {} has no value {}",
@@ -282,7 +321,7 @@ fn adapt_vars(a: adapt::Forced) -> Result<PerCall, String> {
 /// this library, checked writable.
 fn mpich_vars(m: mpich::Forced) -> Result<PerCall, String> {
     threads(mpich::BCAST_CVAR)?;
-    let offered = crate::bench::mpich::bcast_algorithms().map_err(|e| e.to_string())?;
+    let offered = forcing::mpich::bcast_algorithms().map_err(|e| e.to_string())?;
     let Some(c) = offered.all.iter().find(|c| c.name == m.name) else {
         return Err(format!(
             "this library's {} has no `{}` (it offers {})",
@@ -300,36 +339,11 @@ fn mpich_vars(m: mpich::Forced) -> Result<PerCall, String> {
     Ok(PerCall::Set([Some((var, c.value)), None]))
 }
 
-/// Writes the coll/tuned forcing variables; returns what they were.
-fn force(f: Forced) -> Result<(i32, i32), String> {
-    let why = |e: MpiError| e.to_string();
-    if ffi::cvar_read_int(DYNAMIC).map_err(why)? == 0 {
-        return Err(format!(
-            "Open MPI's {DYNAMIC} is off, and it is read only at MPI_Init: set OMPI_MCA_{DYNAMIC}=1 (the colltune preload does when COLLTUNE_TABLE is set)"
-        ));
-    }
-    let old = (
-        ffi::cvar_read_int(ALGORITHM).map_err(why)?,
-        ffi::cvar_read_int(SEGMENT).map_err(why)?,
-    );
-    ffi::cvar_write_int(ALGORITHM, f.id as i32).map_err(why)?;
-    if let Err(e) = ffi::cvar_write_int(SEGMENT, f.segment as i32) {
-        let _ = restore(old);
-        return Err(why(e));
-    }
-    Ok(old)
-}
-
-fn restore((algorithm, segment): (i32, i32)) -> Result<(), MpiError> {
-    let a = ffi::cvar_write_int(ALGORITHM, algorithm);
-    let s = ffi::cvar_write_int(SEGMENT, segment);
-    a.and(s)
-}
-
-/// Prints a warning once per process and message, on rank 0 of `comm`.
-fn warn_once(comm: &Comm, msg: &str) {
+/// Prints a warning once per process and message, on rank 0 of the
+/// communicator (`rank`).
+fn warn_once(rank: usize, msg: &str) {
     static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-    if comm.rank() == 0
+    if rank == 0
         && SEEN
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -17,22 +17,26 @@
 //! problem) and the MPI library's collectives; `COLLTUNE_STRICT=1` makes it
 //! an error instead.
 //!
-//! Per communicator, [`CommSelector`] holds a private duplicate with its
-//! node map (built once), the table's rules for its shape, and prepared
-//! schedules per (choice, root, size), reused across calls.
+//! Per communicator, [`CommSelector`] holds its shape (node map, found
+//! once), its private communicator ([`private`]: made at the first call
+//! that runs one of colltune's algorithms, shared between communicators of
+//! the same ranks where that is safe), the table's rules for its shape,
+//! and prepared schedules per (choice, root, size), reused across calls.
 
 pub mod direct;
 mod library;
+pub mod private;
 mod route;
 
-pub use library::Forcing;
+pub use library::{own_routes, own_routes_reason, twin, Forcing};
+pub use private::Private;
 pub use route::{ForcedSlot, Route, Routes};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Plan, Shape};
+use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Plan};
 use thiserror::Error;
 
 pub use colltune_core::decide::{
@@ -40,7 +44,9 @@ pub use colltune_core::decide::{
     Selector, SettingsError, Source, Trace,
 };
 
-use crate::transport::mpi::{execute, ffi, Buffers, Comm, Control, MpiError, Op, TransportError};
+use crate::transport::mpi::{
+    execute, ffi, Buffers, Comm, Control, MpiError, Op, Shape, TransportError,
+};
 use colltune_core::table::{self, CommKey, Table, TableError};
 
 #[derive(Debug, Error)]
@@ -191,10 +197,15 @@ pub fn load_with(
     })
 }
 
-/// The selector for one communicator (collective over it: duplicates it
-/// and finds its node map once).
+/// The selector for one communicator, given as colltune's private one.
 pub fn for_comm(sel: &Arc<Selector>, comm: Comm) -> CommSelector {
-    CommSelector::new(Arc::clone(sel), comm)
+    CommSelector::new(Arc::clone(sel), Arc::new(Private::ready(comm)))
+}
+
+/// The selector for one communicator whose private communicators are
+/// made when needed ([`private`]).
+pub fn for_private(sel: &Arc<Selector>, p: Private) -> CommSelector {
+    CommSelector::new(Arc::clone(sel), Arc::new(p))
 }
 
 /// Prints a warning once per process, on rank 0 of `world`.
@@ -208,10 +219,10 @@ fn warn_once(world: &Comm, msg: &str) {
 
 /// Warns once per process (on rank 0 of `comm`) that a shared-memory
 /// algorithm cannot run here and the library's broadcast runs instead.
-fn warn_unfit_once(comm: &Comm, why: &str) {
+fn warn_unfit_once(rank: usize, why: &str) {
     use std::sync::Once;
     static ONCE: Once = Once::new();
-    if comm.rank() == 0 {
+    if rank == 0 {
         ONCE.call_once(|| {
             crate::say(&format!(
                 "warning: {why}; the MPI library's broadcast runs instead"
@@ -223,7 +234,7 @@ fn warn_unfit_once(comm: &Comm, why: &str) {
 /// Dispatching on one communicator.
 pub struct CommSelector {
     sel: Arc<Selector>,
-    comm: Comm,
+    private: Arc<Private>,
     key: CommKey,
     bcast: Decisions,
     swap: Decisions,
@@ -240,25 +251,30 @@ type PlanKey = (Collective, usize, u8, usize, u64);
 const PLAN_CACHE: usize = 256;
 
 impl CommSelector {
-    fn new(sel: Arc<Selector>, comm: Comm) -> Self {
-        let n = comm.nodes();
+    fn new(sel: Arc<Selector>, private: Arc<Private>) -> Self {
+        let shape = private.shape();
+        let n = shape.nodes();
         let key = CommKey {
-            ranks: comm.size() as u32,
+            ranks: shape.size() as u32,
             ppn: n.max_ppn() as u32,
             nodes: n.num_nodes() as u32,
         };
+        let mut bcast = sel.decisions(Collective::Bcast, key);
+        if own_routes_reason().is_some() {
+            bcast.replace_library(library::twin_of);
+        }
         CommSelector {
-            bcast: sel.decisions(Collective::Bcast, key),
+            bcast,
             swap: sel.decisions(Collective::Swap, key),
             sel,
-            comm,
+            private,
             key,
             plans: RefCell::new(HashMap::new()),
             library: Default::default(),
         }
     }
 
-    /// How a library choice runs: on a duplicate with `f` forced, or with
+    /// How a library choice runs: on a private communicator with `f` forced, or with
     /// its variables written around each call (`select::library`), set up
     /// at its first call (collective: every rank makes the same choice at
     /// the same call); None where forcing is unavailable (warned once), and
@@ -267,16 +283,22 @@ impl CommSelector {
         &self,
         f: colltune_core::library::LibraryChoice,
     ) -> Option<library::Forcing> {
-        self.library.get(&self.comm, f)
+        self.library.get(&self.private, f)
     }
 
-    /// How many forced duplicates this communicator holds.
+    /// How many forced communicators this communicator holds.
     pub fn library_comms(&self) -> usize {
         self.library.len()
     }
 
-    pub fn comm(&self) -> &Comm {
-        &self.comm
+    /// Its ranks and nodes.
+    pub fn shape(&self) -> &Shape {
+        self.private.shape()
+    }
+
+    /// How its private communicators are made.
+    pub fn private(&self) -> &Arc<Private> {
+        &self.private
     }
 
     pub fn key(&self) -> CommKey {
@@ -317,18 +339,18 @@ impl CommSelector {
             return Ok(Arc::clone(p));
         }
         let spec = spec();
-        self.comm
+        self.shape()
             .shared_memory_fits(c, &spec)
             .map_err(TransportError::SharedMemoryUnfit)?;
         let s = build_resolved(
             c,
             &spec,
-            &Shape {
-                rank: self.comm.rank(),
-                size: self.comm.size(),
+            &colltune_algorithms::Shape {
+                rank: self.shape().rank(),
+                size: self.shape().size(),
                 root,
                 bytes,
-                nodes: self.comm.nodes(),
+                nodes: self.shape().nodes(),
             },
         )?;
         let p = Arc::new(Plan::new(s));
@@ -370,7 +392,7 @@ impl CommSelector {
     ) {
         let on = match self.sel.settings.trace {
             Trace::Off => false,
-            Trace::Lead => self.comm.rank() == 0,
+            Trace::Lead => self.shape().rank() == 0,
             Trace::All => true,
         };
         if on {
@@ -379,7 +401,7 @@ impl CommSelector {
             // One write per line, so lines of several processes never interleave.
             let line = format!(
                 "colltune trace: rank {world} (rank {} of {}) {what} {bytes} B{}: {choice}\n",
-                self.comm.rank(),
+                self.shape().rank(),
                 self.key,
                 root.map(|r| format!(" root {r}")).unwrap_or_default(),
             );
@@ -398,24 +420,47 @@ impl CommSelector {
                     // A shared-memory algorithm where ranks share no node:
                     // the library's broadcast (every rank decides alike).
                     Err(TransportError::SharedMemoryUnfit(why)) => {
-                        warn_unfit_once(&self.comm, &why);
-                        self.comm.library_bcast(buf, root)?;
+                        warn_unfit_once(self.shape().rank(), &why);
+                        // SAFETY: buf holds buf.len() bytes.
+                        unsafe {
+                            ffi::library_bcast(buf.as_mut_ptr(), bytes, root, self.private.user())?
+                        }
                     }
-                    plan => execute(&self.comm, &*plan?, *exec, Buffers::bcast(buf))?,
+                    plan => {
+                        let plan = plan?;
+                        match self.private.get() {
+                            Some(c) => execute(c, &plan, *exec, Buffers::bcast(buf))?,
+                            // No private communicator on some rank (agreed): the
+                            // library's, on every rank.
+                            // SAFETY: buf holds buf.len() bytes.
+                            None => unsafe {
+                                ffi::library_bcast(
+                                    buf.as_mut_ptr(),
+                                    bytes,
+                                    root,
+                                    self.private.user(),
+                                )?
+                            },
+                        }
+                    }
                 }
             }
-            None => match choice
-                .library
-                .filter(|f| !f.is_default())
-                .and_then(|f| self.library_comm(f))
-            {
-                // SAFETY: buf holds buf.len() bytes; the duplicate lives
-                // as long as self.
-                Some(forced) => forced.run(self.comm.raw(), |c| unsafe {
-                    ffi::library_bcast(buf.as_mut_ptr(), bytes, root, c)
-                })?,
-                None => self.comm.library_bcast(buf, root)?,
-            },
+            None => {
+                let user = self.private.user();
+                match choice
+                    .library
+                    .filter(|f| !f.is_default())
+                    .and_then(|f| self.library_comm(f))
+                {
+                    // SAFETY: buf holds buf.len() bytes; the forced
+                    // communicator lives as long as self.
+                    Some(forced) => forced.run(user, |c| unsafe {
+                        ffi::library_bcast(buf.as_mut_ptr(), bytes, root, c)
+                    })?,
+                    // SAFETY: as above.
+                    None => unsafe { ffi::library_bcast(buf.as_mut_ptr(), bytes, root, user)? },
+                }
+            }
         }
         Ok(choice)
     }
@@ -461,7 +506,30 @@ impl CommSelector {
             );
             spec
         })?;
-        execute(&self.comm, &plan, exec, Buffers::swap(out, inn))?;
+        match self.private.get() {
+            Some(c) => execute(c, &plan, exec, Buffers::swap(out, inn))?,
+            // No private communicator (agreed): one MPI_Sendrecv with the
+            // partner, on the application's communicator, on every rank.
+            None => {
+                let (rank, size) = (self.shape().rank(), self.shape().size());
+                if let Some(q) = colltune_algorithms::swap::partner(rank, size, pairing) {
+                    // SAFETY: out and inn hold `bytes` bytes.
+                    unsafe {
+                        ffi::sendrecv(
+                            out.as_ptr(),
+                            bytes,
+                            q,
+                            0x5A,
+                            inn.as_mut_ptr(),
+                            bytes,
+                            q,
+                            0x5A,
+                            self.private.user(),
+                        )?
+                    };
+                }
+            }
+        }
         Ok(choice)
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! - [`Route::Library`]: the library's own `MPI_Bcast` with the user's
 //!   arguments; for a choice of one of its algorithms (`ompi_tuned`), on
-//!   the duplicate with that algorithm forced, found per call in the
+//!   a private communicator with that algorithm forced, found per call in the
 //!   rule's [`ForcedSlot`] (one atomic load once it is made);
 //! - [`Route::Direct`]: a tree pass over the whole message
 //!   ([`direct`](super::direct)): linear, binomial, k-nomial, binary, and
@@ -16,14 +16,14 @@
 //!   under the communicator's lock).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use colltune_algorithms::Collective;
 
 use super::direct::{self, Tree};
 use super::library::Forcing;
-use super::{Choice, CommSelector, Decisions, Trace};
-use crate::transport::mpi::ffi::MPI_Comm;
+use super::{Choice, CommSelector, Decisions, Private, Trace};
+use crate::transport::mpi::ffi::{self, MPI_Comm};
 use crate::transport::mpi::MpiError;
 
 /// What a decision runs, worked out once per rule.
@@ -36,7 +36,7 @@ enum Kind {
 }
 
 /// How a rule that chooses one of the library's own algorithms runs: the
-/// forced duplicate and the variables written around the call
+/// forced communicator and the variables written around the call
 /// ([`Forcing`]; None: forcing is unavailable, the library's default on
 /// the user's communicator), set at the first call of the rule (made under
 /// the selector's lock, collectively), read without a lock after.
@@ -61,7 +61,7 @@ impl ForcedSlot {
 #[derive(Clone, Copy, Debug)]
 pub enum Route<'a> {
     /// The MPI library's own collective; for a choice of one of its
-    /// algorithms, where that rule's forced duplicate is kept.
+    /// algorithms, where that rule's forced communicator is kept.
     Library(&'a Choice, &'a ForcedSlot),
     /// One tree pass over the whole message, as plain point-to-point calls.
     Direct(&'a Choice, Tree),
@@ -73,9 +73,9 @@ pub enum Route<'a> {
 /// built (but for the last-rule hint, an atomic any value of which is
 /// correct), so any thread reads it without a lock.
 pub struct Routes {
-    /// The private duplicate (owned by the `CommSelector` these were made
-    /// from, which outlives them in the caller's state).
-    comm: MPI_Comm,
+    /// How the communicator's private communicator is made (shared with
+    /// the `CommSelector` these were made from).
+    private: Arc<Private>,
     rank: usize,
     size: usize,
     trace: bool,
@@ -91,9 +91,9 @@ pub struct Routes {
     last: AtomicUsize,
 }
 
-// SAFETY: `comm` is an MPI handle (process-wide, used only in calls MPI
-// allows from any thread under MPI_THREAD_MULTIPLE); the rest is plain data
-// never written after construction.
+// SAFETY: `private` holds MPI handles (process-wide, used only in calls
+// MPI allows from any thread under MPI_THREAD_MULTIPLE) and a OnceLock; the
+// rest is plain data never written after construction.
 unsafe impl Send for Routes {}
 unsafe impl Sync for Routes {}
 
@@ -122,9 +122,9 @@ impl Routes {
         Routes {
             slots,
             last: AtomicUsize::new(0),
-            comm: sel.comm().raw(),
-            rank: sel.comm().rank(),
-            size: sel.comm().size(),
+            private: Arc::clone(sel.private()),
+            rank: sel.shape().rank(),
+            size: sel.shape().size(),
             trace: sel.settings().trace != Trace::Off,
             bcast,
             kinds,
@@ -145,10 +145,12 @@ impl Routes {
         self.rank
     }
 
-    /// The private duplicate.
+    /// A private communicator for local checks of the call's arguments
+    /// ([`Private::probe`]): never one an error handler of the
+    /// application's hears.
     #[inline]
     pub(crate) fn raw(&self) -> MPI_Comm {
-        self.comm
+        self.private.probe()
     }
 
     /// Whether calls are traced (`COLLTUNE_TRACE`): then the caller takes
@@ -179,13 +181,24 @@ impl Routes {
         }
     }
 
-    /// Runs [`Route::Direct`]'s `tree` on `buf` from `root`.
+    /// Runs [`Route::Direct`]'s `tree` on `buf` from `root`, on the
+    /// private communicator (made at the first such call); where that could
+    /// not be made (agreed by every rank), the library's broadcast of the
+    /// bytes on the application's communicator.
     ///
     /// # Safety
     /// The communicator these routes were made from is alive.
     pub unsafe fn direct(&self, tree: Tree, buf: &mut [u8], root: usize) -> Result<(), MpiError> {
+        let Some(comm) = self.private.get() else {
+            return ffi::library_bcast(
+                buf.as_mut_ptr(),
+                buf.len() as u64,
+                root,
+                self.private.user(),
+            );
+        };
         direct::run(
-            self.comm,
+            comm.raw(),
             self.rank,
             self.size,
             root,

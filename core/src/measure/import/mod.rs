@@ -36,8 +36,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::libraries::ompi;
-use crate::model::placement::{Layout, Level, Mapping};
 use crate::measure::record::Sample;
+use crate::model::placement::{Layout, Level, Mapping};
 
 pub use text::parse;
 

@@ -17,10 +17,10 @@ pub mod trees;
 use std::collections::BTreeMap;
 
 use crate::libraries::ompi::Forced;
-use crate::model::placement::{Layout, Mapping};
 use crate::measure::record::Sample;
-use crate::model::sim::Model;
 use crate::measure::stats::{geomean, median};
+use crate::model::placement::{Layout, Mapping};
+use crate::model::sim::Model;
 
 /// A prediction agrees within this much of the measured best.
 pub const AGREE_WITHIN: f64 = 1.05;

@@ -636,7 +636,10 @@ pub fn library_default(launches: &[&[Sample]]) -> Option<Label> {
     } else {
         return None;
     };
-    Some((spec.to_string(), crate::libraries::ompi::LIBRARY_EXECUTION.into()))
+    Some((
+        spec.to_string(),
+        crate::libraries::ompi::LIBRARY_EXECUTION.into(),
+    ))
 }
 
 /// Whether a table may choose a subject (see [`Sample::is_choice`]).
@@ -659,7 +662,10 @@ pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
     let lib = library_default(launches);
     let mut out = BTreeMap::new();
     for (k, mut subj) in point_times(launches) {
-        let mpi: Label = ("mpi".into(), crate::libraries::ompi::LIBRARY_EXECUTION.into());
+        let mpi: Label = (
+            "mpi".into(),
+            crate::libraries::ompi::LIBRARY_EXECUTION.into(),
+        );
         if let Some(t) = subj.remove(&mpi) {
             if let Some(l) = &lib {
                 subj.entry(l.clone()).or_insert(t);

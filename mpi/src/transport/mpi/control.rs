@@ -61,11 +61,18 @@ impl CommHandle {
         CommHandle { raw }
     }
 
-    /// A private duplicate of `comm` whose errors return codes instead of
-    /// aborting (collective over `comm`).
-    pub(crate) fn dup_private(comm: MPI_Comm) -> Result<CommHandle, MpiError> {
+    /// A private communicator of `comm`'s ranks whose errors return codes
+    /// instead of aborting (collective over `comm`; `MPI_Comm_split`, not a
+    /// duplicate: no attribute of `comm` is copied).
+    pub(crate) fn private_of(comm: MPI_Comm) -> Result<CommHandle, MpiError> {
+        Self::private_from(comm, comm)
+    }
+
+    /// As [`CommHandle::private_of`], made on `parent` (a communicator
+    /// holding every rank of `of`; its error handler hears of a failure).
+    pub(crate) fn private_from(parent: MPI_Comm, of: MPI_Comm) -> Result<CommHandle, MpiError> {
         Ok(CommHandle {
-            raw: ffi::comm_dup_private(comm)?,
+            raw: ffi::comm_private(parent, of)?,
         })
     }
 
@@ -196,6 +203,18 @@ pub trait Control: sealed::Raw {
     /// `root`'s `v`, on every rank.
     fn bcast<T: Element>(&self, v: T, root: usize) -> Result<T, MpiError> {
         let mut x = v;
+        if ffi::p2p_bcasts() {
+            // SAFETY: one element, in place, as bytes.
+            unsafe {
+                ffi::tree_bcast(
+                    (&mut x as *mut T).cast(),
+                    std::mem::size_of::<T>() as u64,
+                    root,
+                    self.raw_handle(),
+                )?
+            };
+            return Ok(x);
+        }
         // SAFETY: one element, in place.
         unsafe {
             ffi::bcast(
@@ -218,7 +237,10 @@ pub trait Control: sealed::Raw {
         } else {
             vec![0u8; len as usize]
         };
-        if len > 0 {
+        if len > 0 && ffi::p2p_bcasts() {
+            // SAFETY: buf holds len bytes.
+            unsafe { ffi::tree_bcast(buf.as_mut_ptr(), len, root, comm)? };
+        } else if len > 0 {
             self.library_bcast(&mut buf, root)?;
         }
         Ok(buf)

@@ -167,20 +167,88 @@ pub fn comm_is_inter(comm: MPI_Comm) -> Result<bool, MpiError> {
     Ok(flag != 0)
 }
 
-/// A private duplicate of `comm` whose errors return codes instead of aborting.
-pub fn comm_dup_private(comm: MPI_Comm) -> Result<MPI_Comm, MpiError> {
-    let mut dup = comm_null();
-    // SAFETY: valid out pointer; comm is a valid communicator by contract.
-    check(
-        unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) },
-        "MPI_Comm_dup",
-    )?;
-    // SAFETY: dup is the communicator just created.
-    check(
-        unsafe { ffi::PMPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN) },
+/// The tag of colltune's `MPI_Comm_create_group` calls (on the parent
+/// communicator; colltune's algorithms use tags below 16).
+const CREATE_TAG: c_int = 0x7c17;
+
+/// A new communicator of `of`'s ranks, in `of`'s order, whose errors
+/// return codes instead of aborting. Not a duplicate: no attribute of
+/// `of` is copied (the application's copy callbacks never run), and no
+/// error handler of the application's is set on it. Made on `parent`:
+/// where that is `of` itself, with `MPI_Comm_split` (collective over `of`);
+/// else (a communicator holding every rank of `of`: colltune's private
+/// `MPI_COMM_WORLD`) with `MPI_Comm_create_group`, collective over `of`'s
+/// ranks only. (`MPI_Comm_create_group` on `of` itself would not do: Open
+/// MPI 4.1 copies the parent's attributes there.) A failure is reported to
+/// `parent`'s error handler, so colltune passes its own private
+/// communicator where it can.
+pub fn comm_private(parent: MPI_Comm, of: MPI_Comm) -> Result<MPI_Comm, MpiError> {
+    let mut made = comm_null();
+    if parent == of {
+        made = comm_split(of, Some(0), comm_rank(of)?)?;
+    } else {
+        let mut group = group_null();
+        // SAFETY: valid out pointer; `of` is a valid communicator by contract.
+        check(
+            unsafe { ffi::PMPI_Comm_group(of, &mut group) },
+            "MPI_Comm_group",
+        )?;
+        // SAFETY: the group just obtained; valid out pointer.
+        let rc = unsafe { ffi::PMPI_Comm_create_group(parent, group, CREATE_TAG, &mut made) };
+        // SAFETY: the group obtained above.
+        unsafe { ffi::PMPI_Group_free(&mut group) };
+        check(rc, "MPI_Comm_create_group")?;
+    }
+    // SAFETY: the communicator just created.
+    if let Err(e) = check(
+        unsafe { ffi::PMPI_Comm_set_errhandler(made, ffi::RSMPI_ERRORS_RETURN) },
         "MPI_Comm_set_errhandler",
+    ) {
+        let _ = comm_free(&mut made);
+        return Err(e);
+    }
+    Ok(made)
+}
+
+fn group_null() -> MPI_Group {
+    // SAFETY: reading an immutable handle.
+    unsafe { ffi::RSMPI_GROUP_NULL }
+}
+
+/// The `MPI_COMM_WORLD` rank of each rank of `comm`, in `comm`'s order;
+/// None where some rank is not in this process's `MPI_COMM_WORLD` (a
+/// communicator with processes of another job). Local: no communication.
+pub fn world_ranks(comm: MPI_Comm) -> Result<Option<Vec<i32>>, MpiError> {
+    let n = comm_size(comm)?;
+    let mut group = group_null();
+    let mut world = group_null();
+    // SAFETY: valid out pointers, valid communicators.
+    check(
+        unsafe { ffi::PMPI_Comm_group(comm, &mut group) },
+        "MPI_Comm_group",
     )?;
-    Ok(dup)
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Comm_group(comm_world(), &mut world) };
+    if let Err(e) = check(rc, "MPI_Comm_group") {
+        // SAFETY: the group obtained above.
+        unsafe { ffi::PMPI_Group_free(&mut group) };
+        return Err(e);
+    }
+    let ranks: Vec<c_int> = (0..n as c_int).collect();
+    let mut out = vec![0 as c_int; n];
+    // SAFETY: n ranks in, n out.
+    let rc = unsafe {
+        ffi::PMPI_Group_translate_ranks(group, n as c_int, ranks.as_ptr(), world, out.as_mut_ptr())
+    };
+    // SAFETY: the groups obtained above.
+    unsafe {
+        ffi::PMPI_Group_free(&mut group);
+        ffi::PMPI_Group_free(&mut world);
+    }
+    check(rc, "MPI_Group_translate_ranks")?;
+    // SAFETY: reading an immutable handle.
+    let undefined = unsafe { ffi::RSMPI_UNDEFINED };
+    Ok((!out.contains(&undefined)).then_some(out))
 }
 
 pub fn comm_free(comm: &mut MPI_Comm) -> Result<(), MpiError> {
@@ -761,6 +829,65 @@ pub unsafe fn library_bcast(
     bytes_bcast(ffi::PMPI_Bcast, buf, len, root, comm)
 }
 
+/// Whether colltune's own control-plane broadcasts (on its private
+/// communicators) avoid the library's `MPI_Bcast`: set where Open MPI's
+/// broadcast rules differ between ranks (a rules file some ranks loaded and
+/// others did not), where the library's broadcast could run different
+/// algorithms on different ranks.
+static P2P_BCASTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// See [`P2P_BCASTS`].
+pub fn set_p2p_bcasts() {
+    P2P_BCASTS.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// See [`P2P_BCASTS`].
+pub fn p2p_bcasts() -> bool {
+    P2P_BCASTS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// The tag of [`tree_bcast`]'s messages.
+const TREE_TAG: c_int = 0x7c18;
+
+/// A binomial-tree broadcast of `len` bytes from `root` with plain sends
+/// and receives (for colltune's control plane on its private
+/// communicators, [`P2P_BCASTS`]).
+///
+/// # Safety
+/// `buf` holds `len` bytes on every rank.
+pub unsafe fn tree_bcast(
+    buf: *mut u8,
+    len: u64,
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<(), MpiError> {
+    let (rank, size) = (comm_rank(comm)?, comm_size(comm)?);
+    let rel = (rank + size - root) % size;
+    let mut mask = 1usize;
+    while mask < size {
+        if rel & mask != 0 {
+            recv(buf, len, (rel - mask + root) % size, TREE_TAG, comm)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if rel + mask < size {
+            send(
+                buf,
+                len,
+                (rel + mask + root) % size,
+                TREE_TAG,
+                SendMode::Standard,
+                comm,
+            )?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
 /// `MPI_Bcast`'s signature, for [`bytes_bcast`].
 type BcastFn =
     unsafe extern "C" fn(*mut c_void, c_int, ffi::MPI_Datatype, c_int, MPI_Comm) -> c_int;
@@ -796,21 +923,55 @@ pub unsafe fn interposed_bcast(
     bytes_bcast(ffi::MPI_Bcast, buf, len, root, comm)
 }
 
-/// Initialises the MPI tool interface once.
-fn t_init() -> Result<(), MpiError> {
-    static RC: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
-    let rc = *RC.get_or_init(|| {
+/// One session of the MPI tool interface: `MPI_T_init_thread` when
+/// opened, `MPI_T_finalize` when dropped. colltune opens one around each
+/// use, so its initialisations and finalisations come in pairs nested in
+/// the application's (MPI_T counts them): an application that finalises
+/// its last session finds MPI_T finalised, as without colltune.
+#[must_use]
+pub struct MpiT(());
+
+impl MpiT {
+    /// Opens a session at MPI's own thread level: Open MPI takes the level
+    /// `MPI_T_init_thread` asks for as MPI's (`MPI_Query_thread` would then
+    /// answer it), so colltune asks for the level the program has.
+    pub fn open() -> Result<MpiT, MpiError> {
+        let mut level: c_int = 0;
+        // SAFETY: valid out pointer; only between MPI_Init and MPI_Finalize.
+        let known = initialized()
+            && !finalized()
+            && unsafe { ffi::PMPI_Query_thread(&mut level) } == ffi::MPI_SUCCESS as c_int;
+        if !known {
+            // SAFETY: reading a constant of the library's.
+            level = unsafe { ffi::RSMPI_THREAD_SINGLE };
+        }
         let mut provided: c_int = 0;
         // SAFETY: valid out pointer; MPI_T may be initialised at any time.
-        unsafe { ffi::PMPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) }
-    });
-    check(rc, "MPI_T_init_thread")
+        let rc = unsafe { ffi::PMPI_T_init_thread(level, &mut provided) };
+        check(rc, "MPI_T_init_thread")?;
+        Ok(MpiT(()))
+    }
+}
+
+/// Whether MPI_T is initialised now (by the application: colltune holds
+/// no session between its uses): `MPI_T_cvar_get_num` answers
+/// `MPI_T_ERR_NOT_INITIALIZED` otherwise. No side effect; any time.
+pub fn mpi_t_initialized() -> bool {
+    let mut n: c_int = 0;
+    // SAFETY: valid out pointer.
+    unsafe { ffi::PMPI_T_cvar_get_num(&mut n) == ffi::MPI_SUCCESS as c_int }
+}
+
+impl Drop for MpiT {
+    fn drop(&mut self) {
+        // SAFETY: pairs the MPI_T_init_thread of `open`.
+        unsafe { ffi::PMPI_T_finalize() };
+    }
 }
 
 /// The index of the control variable `name`; an error naming it when the
 /// library has none of that name.
 fn cvar_index(name: &str) -> Result<c_int, MpiError> {
-    t_init()?;
     let cname = std::ffi::CString::new(name).map_err(|_| MpiError {
         call: "MPI_T_cvar_get_index",
         code: -1,
@@ -860,6 +1021,7 @@ pub struct CvarInfo {
 /// Reads a control variable's description and enumeration; an error when
 /// the library has no such variable.
 pub fn cvar_info(name: &str) -> Result<CvarInfo, MpiError> {
+    let _t = MpiT::open()?;
     let idx = cvar_index(name)?;
     // Lengths first (null buffers), then the strings.
     let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
@@ -952,6 +1114,7 @@ pub fn cvar_info(name: &str) -> Result<CvarInfo, MpiError> {
 /// `coll_tuned_bcast_algorithm` (communicators created afterwards see it)
 /// or MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (read at every call).
 pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
+    let _t = MpiT::open()?;
     let (mut handle, _) = cvar_handle(name)?;
     let r = handle_write(handle, name, value);
     // SAFETY: handle was allocated above.
@@ -963,6 +1126,7 @@ pub fn cvar_write_int(name: &str, value: c_int) -> Result<(), MpiError> {
 /// through the MPI tool interface (`MPI_T_cvar_read`); an error when the
 /// library has no such variable.
 pub fn cvar_read_int(name: &str) -> Result<c_int, MpiError> {
+    let _t = MpiT::open()?;
     let (mut handle, n) = cvar_handle(name)?;
     let r = one_value(name, n).and_then(|()| handle_read(handle));
     // SAFETY: handle was allocated above.
@@ -998,6 +1162,7 @@ fn handle_read(handle: ffi::MPI_T_cvar_handle) -> Result<c_int, MpiError> {
 /// Reads a string control variable (`MPI_CHAR`, as Open MPI's coll/han
 /// module names) through the MPI tool interface: up to its first NUL.
 pub fn cvar_read_string(name: &str) -> Result<String, MpiError> {
+    let _t = MpiT::open()?;
     let (mut handle, n) = cvar_handle(name)?;
     // Open MPI gives a string variable's count as 2048 and copies the
     // whole string (strcpy): room for the count and more.
@@ -1024,7 +1189,9 @@ fn handle_write(handle: ffi::MPI_T_cvar_handle, name: &str, value: c_int) -> Res
 /// An integer control variable held open: a handle allocated once (never
 /// freed: a process holds a few, for its life), so a read or write is one
 /// `MPI_T_cvar_read` / `_write` with no lookup, cheap enough around every
-/// call of a forced broadcast (`select::library`).
+/// call of a forced broadcast (`select::library`: coll/adapt's and MPICH's
+/// per-call variables, never Open MPI 4.1's). The first one opened holds
+/// an MPI_T session for the rest of the process (its handles need it).
 #[derive(Clone, Copy, Debug)]
 pub struct Cvar {
     handle: ffi::MPI_T_cvar_handle,
@@ -1045,6 +1212,10 @@ impl Cvar {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = open.iter().find(|c| c.name == name) {
             return Ok(*c);
+        }
+        static HELD: std::sync::OnceLock<MpiT> = std::sync::OnceLock::new();
+        if HELD.get().is_none() {
+            let _ = HELD.set(MpiT::open()?);
         }
         let (mut handle, n) = cvar_handle(name)?;
         if let Err(e) = one_value(name, n) {

@@ -3,7 +3,7 @@
 //! Everything unsafe in colltune lives in this crate, and the raw MPI calls
 //! in this module: `ffi` wraps them (every return code checked, nothing
 //! more), [`exec`] runs schedules with raw pointers into the caller's
-//! buffers, [`Comm`] owns the private duplicate communicator, its node map
+//! buffers, [`Comm`] owns the private communicator, its node map
 //! (computed once) and its one-sided window. Safe layers above `ffi`:
 //! [`control`] (the control plane: barrier, one generic reduction,
 //! broadcasts, gathers, sub-communicators) and [`p2p`] (point-to-point
@@ -142,56 +142,23 @@ impl SharedWindow {
     }
 }
 
-/// A communicator as colltune uses it: a private duplicate (so colltune's
-/// messages never meet the application's), errors returned rather than
-/// fatal, the rank-to-node map computed once, and a one-sided window grown
-/// on demand. Create one per communicator and keep it: nothing here is
-/// rebuilt per call.
-pub struct Comm {
-    handle: CommHandle,
+/// Where a communicator's ranks are: its size, this process's rank, and
+/// which ranks share a node, found once (no private communicator needed).
+#[derive(Clone, Debug)]
+pub struct Shape {
     rank: usize,
     size: usize,
+    /// Per rank, the lowest rank on the same shared-memory node.
+    labels: Vec<u32>,
     nodes: NodeMap,
-    /// The nodes as the library sees them (shared memory), whatever
-    /// `COLLTUNE_NODES` says.
     shared: NodeMap,
-    window: RefCell<Option<Window>>,
-    /// The node's shared-memory window, made at the first call that needs
-    /// it and grown collectively (over the node) when a call needs more.
-    shared_window: RefCell<Option<Rc<SharedWindow>>>,
-    /// Calls that used the shared window so far: flags hold this count in
-    /// their upper half, so a flag left by an earlier call never satisfies
-    /// a wait of this one. The same on every rank of a node: they make the
-    /// same calls.
-    shared_calls: Cell<u64>,
 }
 
-impl fmt::Debug for Comm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Comm")
-            .field("rank", &self.rank)
-            .field("size", &self.size)
-            .field("nodes", &self.nodes.to_string())
-            .finish()
-    }
-}
-
-impl Comm {
-    /// Duplicates `comm` (collective over it) and finds which ranks share a
-    /// node (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`). `COLLTUNE_NODES`
-    /// (`2x3`, `3+2`) overrides the layout, for testing node-aware
-    /// algorithms on one machine.
-    ///
-    /// # Safety
-    /// `comm` must be a valid intra-communicator of an initialised MPI.
-    pub unsafe fn from_raw(comm: ffi::MPI_Comm) -> Result<Comm, TransportError> {
-        if ffi::comm_is_inter(comm)? {
-            return Err(TransportError::InterCommunicator);
-        }
-        let handle = CommHandle::dup_private(comm)?;
-        let rank = ffi::comm_rank(handle.raw())?;
-        let size = ffi::comm_size(handle.raw())?;
-        let labels = node_labels(&handle, rank)?;
+impl Shape {
+    /// From the shared-memory labels; `COLLTUNE_NODES` (`2x3`, `3+2`)
+    /// overrides the layout, for testing node-aware algorithms on one
+    /// machine.
+    fn new(rank: usize, size: usize, labels: Vec<u32>) -> Result<Shape, TransportError> {
         let nodes = match std::env::var("COLLTUNE_NODES") {
             Ok(text) if !text.trim().is_empty() => {
                 let m = NodeMap::parse(&text).map_err(|e| TransportError::NodeOverride {
@@ -211,16 +178,140 @@ impl Comm {
             }
             _ => NodeMap::from_labels(&labels),
         };
-        Ok(Comm {
-            handle,
+        Ok(Shape {
             rank,
             size,
-            nodes,
             shared: NodeMap::from_labels(&labels),
+            labels,
+            nodes,
+        })
+    }
+
+    /// The shape of `comm`, from `world`'s (`MPI_COMM_WORLD`'s) node labels where every rank of
+    /// `comm` is in `MPI_COMM_WORLD` (`world_ranks`, local: no
+    /// communication, no communicator); else found on `comm` itself with
+    /// one shared-memory split (collective over `comm`; every rank takes
+    /// the same way, since they share the same world or none).
+    ///
+    /// # Safety
+    /// `comm` is a valid intra-communicator.
+    pub unsafe fn of(comm: ffi::MPI_Comm, world: &Shape) -> Result<Shape, TransportError> {
+        if ffi::comm_is_inter(comm)? {
+            return Err(TransportError::InterCommunicator);
+        }
+        let rank = ffi::comm_rank(comm)?;
+        let size = ffi::comm_size(comm)?;
+        let labels = match ffi::world_ranks(comm)? {
+            Some(w) => {
+                let node = |r: i32| world.labels.get(r as usize).copied();
+                let nodes: Vec<Option<u32>> = w.iter().map(|&r| node(r)).collect();
+                nodes
+                    .iter()
+                    .map(|n| nodes.iter().position(|m| m == n).unwrap_or(0) as u32)
+                    .collect()
+            }
+            None => {
+                // SAFETY: the caller's communicator; only read here.
+                let h = CommHandle::own(comm);
+                let l = node_labels(&h, rank);
+                std::mem::forget(h);
+                l?
+            }
+        };
+        Shape::new(rank, size, labels)
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn nodes(&self) -> &NodeMap {
+        &self.nodes
+    }
+    /// Whether a resolved algorithm runs here: one that goes through
+    /// shared memory needs the communicator on one node (the library's
+    /// nodes), or as a phase inside nodes, each node of [`Shape::nodes`]
+    /// inside one of the library's. Err: why not. The same answer on every
+    /// rank.
+    pub fn shared_memory_fits(&self, c: Collective, spec: &AlgoSpec) -> Result<(), String> {
+        shared_memory_fits(c, spec, &self.nodes, &self.shared)
+    }
+}
+
+/// A communicator as colltune uses it: a private communicator of the
+/// user's ranks (so colltune's messages never meet the application's; made
+/// with `MPI_Comm_create_group`, so no attribute of the application's is
+/// copied), errors returned rather than fatal, the rank-to-node map
+/// computed once, and a one-sided window grown on demand. Create one per
+/// communicator and keep it: nothing here is rebuilt per call.
+pub struct Comm {
+    handle: CommHandle,
+    shape: Shape,
+    window: RefCell<Option<Window>>,
+    /// The node's shared-memory window, made at the first call that needs
+    /// it and grown collectively (over the node) when a call needs more.
+    shared_window: RefCell<Option<Rc<SharedWindow>>>,
+    /// Calls that used the shared window so far: flags hold this count in
+    /// their upper half, so a flag left by an earlier call never satisfies
+    /// a wait of this one. The same on every rank of a node: they make the
+    /// same calls.
+    shared_calls: Cell<u64>,
+}
+
+impl fmt::Debug for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Comm")
+            .field("rank", &self.shape.rank)
+            .field("size", &self.shape.size)
+            .field("nodes", &self.shape.nodes.to_string())
+            .finish()
+    }
+}
+
+impl Comm {
+    /// A private communicator of `comm`'s ranks (collective over it), and
+    /// which ranks share a node (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`).
+    /// `COLLTUNE_NODES` (`2x3`, `3+2`) overrides the layout, for testing
+    /// node-aware algorithms on one machine.
+    ///
+    /// # Safety
+    /// `comm` must be a valid intra-communicator of an initialised MPI.
+    pub unsafe fn from_raw(comm: ffi::MPI_Comm) -> Result<Comm, TransportError> {
+        if ffi::comm_is_inter(comm)? {
+            return Err(TransportError::InterCommunicator);
+        }
+        let handle = CommHandle::private_of(comm)?;
+        let rank = ffi::comm_rank(handle.raw())?;
+        let size = ffi::comm_size(handle.raw())?;
+        let labels = node_labels(&handle, rank)?;
+        Ok(Comm::assemble(handle, Shape::new(rank, size, labels)?))
+    }
+
+    /// A private communicator of `of`'s ranks made on `parent` (see
+    /// [`CommHandle::private_from`]), of a shape found before.
+    pub(crate) fn create(
+        parent: ffi::MPI_Comm,
+        of: ffi::MPI_Comm,
+        shape: Shape,
+    ) -> Result<Comm, MpiError> {
+        Ok(Comm::assemble(CommHandle::private_from(parent, of)?, shape))
+    }
+
+    fn assemble(handle: CommHandle, shape: Shape) -> Comm {
+        Comm {
+            handle,
+            shape,
             window: RefCell::new(None),
             shared_window: RefCell::new(None),
             shared_calls: Cell::new(0),
-        })
+        }
+    }
+
+    /// Its shape (rank, size, nodes).
+    pub fn shape(&self) -> &Shape {
+        &self.shape
     }
 
     /// `MPI_COMM_WORLD`.
@@ -237,36 +328,36 @@ impl Comm {
     }
 
     pub fn rank(&self) -> usize {
-        self.rank
+        self.shape.rank
     }
     pub fn size(&self) -> usize {
-        self.size
+        self.shape.size
     }
     pub fn nodes(&self) -> &NodeMap {
-        &self.nodes
+        &self.shape.nodes
     }
     /// Which ranks share memory (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`),
     /// as the MPI library's own node-aware components see them:
     /// [`Comm::nodes`] without the `COLLTUNE_NODES` override.
     pub fn shared_memory_nodes(&self) -> &NodeMap {
-        &self.shared
+        &self.shape.shared
     }
-    /// The private duplicate.
+    /// The private communicator.
     pub(crate) fn raw(&self) -> ffi::MPI_Comm {
         self.handle.raw()
     }
 
-    /// The private duplicate, as a bare handle.
+    /// The private communicator, as a bare handle.
     pub(crate) fn handle(&self) -> &CommHandle {
         &self.handle
     }
 
     /// Ranks `0..size` of this communicator as a communicator of their own
-    /// (set up as [`Comm::from_raw`] does: duplicated, its node map found);
+    /// (set up as [`Comm::from_raw`] does: a private communicator, its node map found);
     /// `None` on the other ranks. Collective over this communicator.
     pub fn prefix(&self, size: usize) -> Result<Option<Comm>, TransportError> {
-        let member = self.rank < size;
-        let split = ffi::comm_split(self.raw(), member.then_some(0), self.rank)?;
+        let member = self.rank() < size;
+        let split = ffi::comm_split(self.raw(), member.then_some(0), self.rank())?;
         if !member {
             return Ok(None);
         }
@@ -336,7 +427,12 @@ impl Comm {
                 }
             }
         }
-        let fresh = Rc::new(SharedWindow::new(&self.handle, self.rank, self.size, len)?);
+        let fresh = Rc::new(SharedWindow::new(
+            &self.handle,
+            self.shape.rank,
+            self.shape.size,
+            len,
+        )?);
         *w = Some(Rc::clone(&fresh));
         Ok(fresh)
     }
@@ -354,7 +450,7 @@ impl Comm {
     /// each node of [`Comm::nodes`] inside one of the library's. Err: why
     /// not. The same answer on every rank.
     pub fn shared_memory_fits(&self, c: Collective, spec: &AlgoSpec) -> Result<(), String> {
-        shared_memory_fits(c, spec, &self.nodes, &self.shared)
+        self.shape.shared_memory_fits(c, spec)
     }
 }
 

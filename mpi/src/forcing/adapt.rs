@@ -6,7 +6,7 @@
 //! Open MPI picks a communicator's collective components when the
 //! communicator is made, by priority; coll/adapt's is 0, below coll/tuned
 //! and coll/han. So the measurer raises `coll_adapt_priority` through
-//! `MPI_T` while it duplicates its communicator (`super::forcing`, shared
+//! `MPI_T` while it duplicates its communicator (`super::component`, shared
 //! with coll/han). adapt reads `coll_adapt_bcast_algorithm` and
 //! `_segment_size` at every call, process-wide, so a point writes them
 //! before its first call (read back) and the measurer writes back the
@@ -24,13 +24,12 @@ use colltune_core::ompi::adapt::{
     from_description, Choice, ALGORITHM, FORCE_PRIORITY, PRIORITY, SEGMENT,
 };
 
-use super::forcing::Component;
-use crate::transport::mpi::control::CommHandle;
-use crate::transport::mpi::{ffi, Comm, MpiError};
+use super::component::Component;
+use crate::transport::mpi::ffi;
 
-/// coll/adapt, forced (`super::forcing`): its algorithm and segment per
+/// coll/adapt, forced (`super::component`): its algorithm and segment per
 /// point, in that order.
-pub(super) static COMPONENT: Component = Component {
+pub(crate) static COMPONENT: Component = Component {
     priority: PRIORITY,
     force_priority: FORCE_PRIORITY,
     per_call: &[ALGORITHM, SEGMENT],
@@ -68,11 +67,4 @@ pub fn bcast_algorithms() -> Result<Vec<Choice>, AdaptUnavailable> {
             why: e.to_string(),
         })?;
     Ok(all)
-}
-
-/// A duplicate of `comm` whose broadcast is coll/adapt's (collective over
-/// `comm`; [`super::forcing::Component::dup_raised`]). The runtime's forcing
-/// (`select::library`) shares it with the measurer.
-pub(crate) fn dup_with_adapt(comm: &Comm) -> Result<CommHandle, MpiError> {
-    COMPONENT.dup_raised(comm)
 }

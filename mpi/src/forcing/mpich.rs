@@ -9,7 +9,7 @@
 //! `error`: where MPICH cannot apply the algorithm to these arguments (smp
 //! on a communicator of one node, recursive doubling on a size not a power
 //! of two, ...) it then returns an error instead of silently running its
-//! own choice, and the point is skipped ([`super::BenchError::NotApplicable`])
+//! own choice, and the point is skipped (`bench::BenchError::NotApplicable`)
 //! rather than recorded under a name that did not run.
 
 use colltune_core::mpich::{
@@ -102,7 +102,7 @@ pub fn fallback_error_value() -> Result<i32, String> {
 
 /// What the measurer puts back after a forced point, read at the first.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Saved {
+pub(crate) struct Saved {
     /// [`BCAST_CVAR`] as found (auto, unless the environment set it).
     pub algorithm: i32,
     /// [`FALLBACK_CVAR`] as found and its `error` value, where the library
@@ -111,7 +111,7 @@ pub(super) struct Saved {
 }
 
 impl Saved {
-    pub(super) fn read() -> Result<Saved, MpiError> {
+    pub(crate) fn read() -> Result<Saved, MpiError> {
         let algorithm = ffi::cvar_read_int(BCAST_CVAR)?;
         let fallback = fallback_error_value()
             .ok()
@@ -124,7 +124,7 @@ impl Saved {
 }
 
 /// Writes [`BCAST_CVAR`] and reads it back.
-pub(super) fn write_algorithm(value: i32) -> Result<(), MpiError> {
+pub(crate) fn write_algorithm(value: i32) -> Result<(), MpiError> {
     ffi::cvar_write_int(BCAST_CVAR, value)?;
     let back = ffi::cvar_read_int(BCAST_CVAR)?;
     if back != value {
@@ -138,6 +138,6 @@ pub(super) fn write_algorithm(value: i32) -> Result<(), MpiError> {
 }
 
 /// Writes [`FALLBACK_CVAR`].
-pub(super) fn write_fallback(value: i32) -> Result<(), MpiError> {
+pub(crate) fn write_fallback(value: i32) -> Result<(), MpiError> {
     ffi::cvar_write_int(FALLBACK_CVAR, value)
 }

@@ -3,8 +3,8 @@
 //!
 //! Open MPI picks a communicator's collective components when the
 //! communicator is made, by priority. So the measurer raises the
-//! component's priority variable through `MPI_T`, duplicates its
-//! communicator, and puts the priority back at once (the application's,
+//! component's priority variable through `MPI_T`, creates a communicator
+//! of its communicator's ranks, and puts the priority back at once (the application's,
 //! and colltune's, later communicators keep Open MPI's own choice). The
 //! component's per-call variables (read at every call, process-wide) are
 //! written before a point's first call, each read back, and the values
@@ -15,7 +15,7 @@ use crate::transport::mpi::{ffi, Comm, MpiError};
 
 /// One component forced this way.
 #[derive(Debug)]
-pub(super) struct Component {
+pub(crate) struct Component {
     /// Its priority variable (`coll_adapt_priority`).
     pub priority: &'static str,
     /// The value that puts it above every other component.
@@ -49,29 +49,35 @@ impl Component {
         })
     }
 
-    /// A duplicate of `comm` (collective over it) made with the priority
-    /// raised, which is put back at once. Every rank duplicates, whether or
-    /// not its priority could be raised, so the collective calls match; the
-    /// error says why the component may not serve the duplicate (which is
-    /// then freed).
+    /// A private communicator of `comm`'s ranks (collective over it) made
+    /// with the priority raised ([`Component::raised`]).
     pub fn dup_raised(&self, comm: &Comm) -> Result<CommHandle, MpiError> {
+        let (made, raised) = self.raised(|| CommHandle::private_of(comm.raw()));
+        let made = made?;
+        raised?;
+        Ok(made)
+    }
+
+    /// Runs `make` (the creation of a communicator) with the priority
+    /// raised, which is put back at once. `make` runs whether or not the
+    /// priority could be raised, so the collective calls match; the error
+    /// says why the component may not serve what `make` made.
+    pub fn raised<T>(&self, make: impl FnOnce() -> T) -> (T, Result<(), MpiError>) {
         let raised = ffi::cvar_read_int(self.priority)
             .and_then(|old| ffi::cvar_write_int(self.priority, self.force_priority).map(|()| old));
-        let dup = CommHandle::dup_private(comm.raw());
+        let made = make();
         let back = match raised {
             Ok(old) => ffi::cvar_write_int(self.priority, old),
             Err(e) => Err(e),
         };
-        let dup = dup?;
-        back?;
-        Ok(dup)
+        (made, back)
     }
 }
 
 /// A communicator a forced component serves, and its per-call variables as
 /// found before the first forced point.
 #[derive(Debug)]
-pub(super) struct Forced {
+pub(crate) struct Forced {
     component: &'static Component,
     pub comm: CommHandle,
     saved: Vec<i32>,
