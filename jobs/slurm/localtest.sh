@@ -82,7 +82,7 @@ sinfo -h -o %t | grep -qE "idle|mix" || skip "the Slurm node never became idle: 
 sinfo
 
 rm -rf "$OUT"; mkdir -p "$OUT"
-export COLLTUNE=$ROOT/target/release/colltune OUT CLUSTER=colltune-local TABLE=$OUT/colltune-local.yaml BUDGET=3
+export COLLTUNE=$ROOT/target/release/colltune OUT CLUSTER=colltune-local TABLE=$OUT/colltune-local.yaml BUDGET=6
 export LAUNCHER="mpirun --map-by core --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none"
 export TUNE_ARGS="--collective bcast --sizes 1,4K,64K --budget-ms 5 --min-reps 3 --max-reps 30"
 
