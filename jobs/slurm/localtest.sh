@@ -90,7 +90,7 @@ submit() {
   local id
   id=$(sbatch --parsable --nodes=1 --ntasks-per-node=4 --time=10 --output="$OUT/job-%j.out" jobs/slurm/tune.sbatch) || return 1
   echo "submitted job $id" >&2
-  for _ in $(seq 300); do
+  for _ in $(seq 900); do
     squeue -h -j "$id" 2>/dev/null | grep -q . || break
     sleep 1
   done
