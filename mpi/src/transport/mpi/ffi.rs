@@ -187,13 +187,18 @@ pub fn comm_private(parent: MPI_Comm, of: MPI_Comm) -> Result<MPI_Comm, MpiError
     if parent == of {
         made = comm_split(of, Some(0), comm_rank(of)?)?;
     } else {
-        let mut group = group_null();
-        // SAFETY: valid out pointer; `of` is a valid communicator by contract.
-        check(
-            unsafe { ffi::PMPI_Comm_group(of, &mut group) },
-            "MPI_Comm_group",
-        )?;
-        // SAFETY: the group just obtained; valid out pointer.
+        // The group is built from the parent's own (its ranks translated),
+        // not taken from `of`: MPICH 4.0's MPI_Comm_create_group crashes
+        // on a group taken from a communicator split from the parent's
+        // world (tests/c/plain_bcast.c's halves, jobs/test-mpi.sh mpich4).
+        let ranks = ranks_in(of, parent)?.ok_or(MpiError {
+            code: 0,
+            call: "MPI_Comm_create_group",
+            message: "a rank of the communicator is not in colltune's world".into(),
+        })?;
+        let ranks: Vec<usize> = ranks.iter().map(|&r| r as usize).collect();
+        let mut group = group_of(&ranks, parent)?;
+        // SAFETY: the group just made; valid out pointer.
         let rc = unsafe { ffi::PMPI_Comm_create_group(parent, group, CREATE_TAG, &mut made) };
         // SAFETY: the group obtained above.
         unsafe { ffi::PMPI_Group_free(&mut group) };
@@ -219,16 +224,22 @@ fn group_null() -> MPI_Group {
 /// None where some rank is not in this process's `MPI_COMM_WORLD` (a
 /// communicator with processes of another job). Local: no communication.
 pub fn world_ranks(comm: MPI_Comm) -> Result<Option<Vec<i32>>, MpiError> {
+    ranks_in(comm, comm_world())
+}
+
+/// The rank in `other` of each rank of `comm`, in `comm`'s order; None
+/// where some rank of `comm` is not in `other`. Local: no communication.
+pub fn ranks_in(comm: MPI_Comm, other: MPI_Comm) -> Result<Option<Vec<i32>>, MpiError> {
     let n = comm_size(comm)?;
     let mut group = group_null();
-    let mut world = group_null();
+    let mut theirs = group_null();
     // SAFETY: valid out pointers, valid communicators.
     check(
         unsafe { ffi::PMPI_Comm_group(comm, &mut group) },
         "MPI_Comm_group",
     )?;
     // SAFETY: as above.
-    let rc = unsafe { ffi::PMPI_Comm_group(comm_world(), &mut world) };
+    let rc = unsafe { ffi::PMPI_Comm_group(other, &mut theirs) };
     if let Err(e) = check(rc, "MPI_Comm_group") {
         // SAFETY: the group obtained above.
         unsafe { ffi::PMPI_Group_free(&mut group) };
@@ -238,12 +249,12 @@ pub fn world_ranks(comm: MPI_Comm) -> Result<Option<Vec<i32>>, MpiError> {
     let mut out = vec![0 as c_int; n];
     // SAFETY: n ranks in, n out.
     let rc = unsafe {
-        ffi::PMPI_Group_translate_ranks(group, n as c_int, ranks.as_ptr(), world, out.as_mut_ptr())
+        ffi::PMPI_Group_translate_ranks(group, n as c_int, ranks.as_ptr(), theirs, out.as_mut_ptr())
     };
     // SAFETY: the groups obtained above.
     unsafe {
         ffi::PMPI_Group_free(&mut group);
-        ffi::PMPI_Group_free(&mut world);
+        ffi::PMPI_Group_free(&mut theirs);
     }
     check(rc, "MPI_Group_translate_ranks")?;
     // SAFETY: reading an immutable handle.
