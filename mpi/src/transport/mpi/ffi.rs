@@ -935,18 +935,44 @@ pub unsafe fn interposed_bcast(
 }
 
 /// One session of the MPI tool interface: `MPI_T_init_thread` when
-/// opened, `MPI_T_finalize` when dropped. colltune opens one around each
-/// use, so its initialisations and finalisations come in pairs nested in
-/// the application's (MPI_T counts them): an application that finalises
-/// its last session finds MPI_T finalised, as without colltune.
+/// opened, `MPI_T_finalize` when dropped. On Open MPI colltune opens one
+/// around each use, so its initialisations and finalisations come in
+/// pairs nested in the application's (MPI_T counts them): an application
+/// that finalises its last session finds MPI_T finalised, as without
+/// colltune. Elsewhere (MPICH and its derivatives) the first session is
+/// held until the process ends, because there finalising MPI_T is not
+/// safe to pair: MPICH 4.0 cannot initialise it again (every
+/// `MPI_T_cvar_get_index` fails afterwards, and an `MPI_Init` after it
+/// crashes), and MPICH up to 5.0.1 frees its control variables at an
+/// `MPI_T_finalize` after `MPI_Init` that its later collectives still read
+/// (pmodels/mpich#7954). Holding one session keeps the application's own
+/// pairs from reaching zero too; all it can see is that MPI_T still
+/// answers after its last `MPI_T_finalize`.
 #[must_use]
-pub struct MpiT(());
+pub struct MpiT {
+    /// Finalised when dropped (Open MPI); else the process's held session.
+    paired: bool,
+}
 
 impl MpiT {
     /// Opens a session at MPI's own thread level: Open MPI takes the level
     /// `MPI_T_init_thread` asks for as MPI's (`MPI_Query_thread` would then
     /// answer it), so colltune asks for the level the program has.
     pub fn open() -> Result<MpiT, MpiError> {
+        if crate::abi::runtime().name.starts_with("Open MPI") {
+            Self::init()?;
+            return Ok(MpiT { paired: true });
+        }
+        static HELD: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if !*held {
+            Self::init()?;
+            *held = true;
+        }
+        Ok(MpiT { paired: false })
+    }
+
+    fn init() -> Result<(), MpiError> {
         let mut level: c_int = 0;
         // SAFETY: valid out pointer; only between MPI_Init and MPI_Finalize.
         let known = initialized()
@@ -959,13 +985,12 @@ impl MpiT {
         let mut provided: c_int = 0;
         // SAFETY: valid out pointer; MPI_T may be initialised at any time.
         let rc = unsafe { ffi::PMPI_T_init_thread(level, &mut provided) };
-        check(rc, "MPI_T_init_thread")?;
-        Ok(MpiT(()))
+        check(rc, "MPI_T_init_thread")
     }
 }
 
 /// Whether MPI_T is initialised now (by the application: colltune holds
-/// no session between its uses): `MPI_T_cvar_get_num` answers
+/// no session between its uses on Open MPI): `MPI_T_cvar_get_num` answers
 /// `MPI_T_ERR_NOT_INITIALIZED` otherwise. No side effect; any time.
 pub fn mpi_t_initialized() -> bool {
     let mut n: c_int = 0;
@@ -975,8 +1000,10 @@ pub fn mpi_t_initialized() -> bool {
 
 impl Drop for MpiT {
     fn drop(&mut self) {
-        // SAFETY: pairs the MPI_T_init_thread of `open`.
-        unsafe { ffi::PMPI_T_finalize() };
+        if self.paired {
+            // SAFETY: pairs the MPI_T_init_thread of `open`.
+            unsafe { ffi::PMPI_T_finalize() };
+        }
     }
 }
 
