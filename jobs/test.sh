@@ -4,7 +4,7 @@
 # (MPI-free checker and unit tests, the layering checks, and the mpirun
 # integration tests) against Debian's Open MPI 4.1, then the MPI-dependent
 # subset against Debian's MPICH 4.0, an MPICH-ABI library (jobs/test-mpi.sh
-# mpich4: its own build in target/mpich4, verify at 3, 5 and 8 ranks
+# mpich4: its own build in target/mpich4, verify at 3 and 5 ranks
 # and an uneven node layout, the drop-in checking every byte, the preload
 # library refusing a program of the other family). `COLLTUNE_TEST_MPI="mpich4
 # openmpi5"` chooses the other libraries (`none`: only Open MPI 4.1);
@@ -34,11 +34,12 @@ start=$(date +%s)
 nompi=$(mktemp -d)
 trap 'rm -rf "$nompi"' EXIT
 for t in cargo rustc rustdoc cc; do ln -s "$(command -v "$t")" "$nompi/$t"; done
+# (Unoptimised: the build is the point, and it takes half the time.)
 env PATH="$nompi" PKG_CONFIG_LIBDIR=/nonexistent MPICC=/nonexistent CARGO_TARGET_DIR=target/no-mpi \
-  cargo build --release --locked -p colltune-algorithms -p colltune-core
+  cargo build --locked -p colltune-algorithms -p colltune-core
 env PATH="$nompi" PKG_CONFIG_LIBDIR=/nonexistent MPICC=/nonexistent CARGO_TARGET_DIR=target/no-mpi \
-  cargo build --release --locked -p colltune --no-default-features
-target/no-mpi/release/colltune simulate --model tuning-tables/models/test-ib.yaml --ranks 8 --ppn 4 \
+  cargo build --locked -p colltune --no-default-features
+target/no-mpi/debug/colltune simulate --model tuning-tables/models/test-ib.yaml --ranks 8 --ppn 4 \
   --sizes 1,64K --summary-only > /dev/null
 echo "test suite: the MPI-free crates and the colltune binary without MPI build and simulate"
 
@@ -72,9 +73,10 @@ echo "test suite: Open MPI 4.1: $(( $(date +%s) - start )) s wall"
 if [ $# -eq 0 ]; then
   for m in ${COLLTUNE_TEST_MPI:-mpich4}; do
     [ "$m" = none ] && continue
-    # CI's budget (30 minutes on 2 cores, all of it): verify at 3, 5 and 8
-    # ranks (two non-powers of two) and the 3+2 layout; by hand 1..8.
-    RANKS=${RANKS:-3 5 8} jobs/test-mpi.sh "$m"
+    # CI's budget (30 minutes on 2 cores, all of it): verify at 3 and 5
+    # ranks (non-powers of two; Open MPI's verify above covers 1..8) and
+    # the 3+2 layout; by hand 1..8.
+    RANKS=${RANKS:-3 5} jobs/test-mpi.sh "$m"
   done
 fi
 echo "test suite: $(( $(date +%s) - start )) s wall"

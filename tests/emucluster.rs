@@ -162,6 +162,13 @@ fn a_tune_on_emulated_nodes_keys_its_table_by_node_count() {
             "3",
             "--max-reps",
             "20",
+            // one screening and one full run: the keys and the candidates
+            // are the point here, not the decision (the default runs took
+            // 10 minutes across the emulated nodes on 2 cores)
+            "--screen-runs",
+            "1",
+            "--full-runs",
+            "1",
             "--csv",
             csv.to_str().unwrap(),
             "--table",

@@ -18,6 +18,9 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
 
 /// (The library's own algorithms as candidates are covered by
 /// tests/mpi_library.rs; here they would triple the time.)
+/// One screening run and two full runs: what these tests check (keys,
+/// resume, refusals, the table the CSV rebuilds) needs no more, and the
+/// default runs over every candidate took minutes on 2 cores.
 const SMALL: &[&str] = &[
     "--budget-ms",
     "2",
@@ -26,6 +29,10 @@ const SMALL: &[&str] = &[
     "--max-reps",
     "20",
     "--no-library-candidates",
+    "--screen-runs",
+    "1",
+    "--full-runs",
+    "2",
 ];
 
 /// A small tune; `extra` may replace the default sizes.
@@ -105,6 +112,10 @@ fn a_killed_tune_resumes_without_remeasuring() {
             "10",
             "--max-reps",
             "100",
+            "--screen-runs",
+            "1",
+            "--full-runs",
+            "1",
         ])
         .args(args)
         .arg("--csv")
@@ -144,6 +155,10 @@ fn a_killed_tune_resumes_without_remeasuring() {
             "10",
             "--max-reps",
             "100",
+            "--screen-runs",
+            "1",
+            "--full-runs",
+            "1",
         ])
         .args(args)
         .arg("--csv")

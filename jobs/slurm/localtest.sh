@@ -84,7 +84,7 @@ sinfo
 rm -rf "$OUT"; mkdir -p "$OUT"
 export COLLTUNE=$ROOT/target/release/colltune OUT CLUSTER=colltune-local TABLE=$OUT/colltune-local.yaml BUDGET=6
 export LAUNCHER="mpirun --map-by core --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none"
-export TUNE_ARGS="--collective bcast --sizes 1,4K,64K --budget-ms 5 --min-reps 3 --max-reps 30"
+export TUNE_ARGS="--collective bcast --sizes 1,4K,64K --budget-ms 5 --min-reps 3 --max-reps 30 --screen-runs 1 --full-runs 1"
 
 submit() {
   local id
