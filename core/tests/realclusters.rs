@@ -73,18 +73,19 @@ fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Su
     s
 }
 
-/// The floors: (agreement, regret geomean ceiling) measured when written
-/// (in the note docs/notes-issue-29.md), less 5 points of agreement and
-/// plus 0.05 of regret.
+/// The floors: (agreement, regret geomean ceiling) as last measured (the
+/// figures table of docs/real-clusters.md), less 3 points of agreement and
+/// plus 0.03 of regret (the predictions are deterministic: the margin only
+/// leaves room for floating point across platforms).
 fn hold(s: &Summary, what: &str, agreement: f64, regret: f64) {
     assert!(
-        s.agreement >= agreement - 0.05,
+        s.agreement >= agreement - 0.03,
         "{what}: agreement {:.1}% below the {:.0}% measured when this check was written",
         100.0 * s.agreement,
         100.0 * agreement
     );
     assert!(
-        s.regret_geomean <= regret + 0.05,
+        s.regret_geomean <= regret + 0.03,
         "{what}: regret geomean {:.3} above the {regret:.2} measured when written",
         s.regret_geomean
     );
@@ -109,9 +110,9 @@ fn orfeo_epyc_from_its_ping_pong() {
     );
     let layout = "node:2,socket:2,cache:16,core:4";
     for (m, agreement, regret) in [
-        (Mapping::Core, 0.77, 1.08),
-        (Mapping::Socket, 0.66, 1.34),
-        (Mapping::Node, 0.77, 1.05),
+        (Mapping::Core, 0.73, 1.10),
+        (Mapping::Socket, 0.74, 1.31),
+        (Mapping::Node, 0.86, 1.03),
     ] {
         let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
         let s = run(&p2p, &samples, layout, m);
@@ -142,6 +143,6 @@ fn orfeo_thin_from_its_ping_pong() {
     );
     let samples = bcast(&d.join("bcast_thin_merged.tsv"), &b, Mapping::Core);
     let s = run(&p2p, &samples, "node:2,socket:2,core:12", Mapping::Core);
-    hold(&s, "orfeo-thin mapped by core", 0.65, 1.07);
+    hold(&s, "orfeo-thin mapped by core", 0.67, 1.06);
     assert!(s.default_regret.is_none(), "no default rows in this set");
 }

@@ -7,10 +7,15 @@
 //! What a ping-pong alone can tell: the one-way time `T(n)` at each size.
 //! The simulator prices it `2o + L + nG_e` up to the eager limit and
 //! `2o + 2L + nG_r` above ([`crate::model::calibrate::one_way`]). Published files
-//! do not measure the overhead `o` apart, so it is taken as a quarter of
-//! the smallest message's time (`2o + L` is then half `o`, half `L`: what
-//! colltune's own calibration measures on InfiniBand and shared memory,
-//! within a factor of two). For each candidate limit (between two measured
+//! do not measure the overhead `o` apart, so it is set a priori from what
+//! the transport is ([`overhead_share`]): between nodes a quarter of the
+//! smallest message's time (`2o + L` is then half `o`, half `L`: what
+//! colltune's own calibration measures on InfiniBand, within a factor of
+//! two); inside a node half of it, `L` near 0 (shared memory has nothing in
+//! flight between the two ends: the sender's process writes the message
+//! into shared memory and the receiver's reads it, so a one-way time is
+//! CPU time at both ends, and a root sending to many ranks pays it per
+//! send). For each candidate limit (between two measured
 //! sizes, or none), each latency on a grid, the two slopes are the
 //! closed-form least squares of the relative error; the best fit wins, a
 //! protocol step only where it cuts the error by a tenth (and all eager
@@ -28,9 +33,21 @@ use crate::model::calibrate::LinkFit;
 use crate::model::placement::{Layout, Level};
 use crate::model::sim::{LevelLink, Link, Model};
 
-/// The overhead `o` as a share of the smallest one-way time (see the
-/// module's text).
+/// The overhead `o` as a share of the smallest one-way time between nodes
+/// (see the module's text).
 pub const OVERHEAD_SHARE: f64 = 0.25;
+
+/// The same inside a node: half (`L` near 0; see the module's text).
+pub const OVERHEAD_SHARE_SHARED_MEMORY: f64 = 0.5;
+
+/// The share of the smallest one-way time taken as `o` at `level`.
+pub fn overhead_share(level: Level) -> f64 {
+    if level.is_intra() {
+        OVERHEAD_SHARE_SHARED_MEMORY
+    } else {
+        OVERHEAD_SHARE
+    }
+}
 
 /// One level's points: the median of the (non-outlier) latency rows at each
 /// size.
@@ -79,8 +96,9 @@ fn gbs(per_byte: f64) -> f64 {
     }
 }
 
-/// Fits one level's link to its ping-pong points (bytes, one-way us).
-pub fn fit_level(points: &[(u64, f64)]) -> Result<LinkFit, String> {
+/// Fits one level's link to its ping-pong points (bytes, one-way us), its
+/// overhead `o` the share `share` of the smallest time ([`overhead_share`]).
+pub fn fit_level(points: &[(u64, f64)], share: f64) -> Result<LinkFit, String> {
     let mut pts: Vec<(u64, f64)> = points
         .iter()
         .copied()
@@ -95,7 +113,7 @@ pub fn fit_level(points: &[(u64, f64)]) -> Result<LinkFit, String> {
         ));
     }
     let tmin = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let o = OVERHEAD_SHARE * tmin;
+    let o = share * tmin;
     // (cost, split index: last eager point, L, eager slope, rendezvous slope)
     let mut best: Option<(f64, usize, f64, f64, f64)> = None;
     let mut all_eager: Option<f64> = None;
@@ -192,7 +210,8 @@ pub fn fit_model(
         if pts.is_empty() {
             continue;
         }
-        let f = fit_level(&pts).map_err(|e| format!("level {level}: {e}"))?;
+        let f =
+            fit_level(&pts, overhead_share(level)).map_err(|e| format!("level {level}: {e}"))?;
         fits.push((level, f));
     }
     if fits.is_empty() {
@@ -320,6 +339,17 @@ mod tests {
         }
     }
 
+    #[test]
+    fn overhead_is_half_the_smallest_time_inside_a_node_a_quarter_between() {
+        assert_eq!(overhead_share(Level::Socket), OVERHEAD_SHARE_SHARED_MEMORY);
+        assert_eq!(overhead_share(Level::Cache), 0.5);
+        assert_eq!(overhead_share(Level::Network), 0.25);
+        let pts: Vec<(u64, f64)> = [(1, 0.4), (1024, 0.6), (65536, 8.0)].to_vec();
+        let f = fit_level(&pts, overhead_share(Level::Node)).unwrap();
+        assert!((f.link.overhead_us - 0.2).abs() < 1e-9);
+        assert!(f.link.latency_us < 0.1, "{}", f.link.latency_us);
+    }
+
     /// A link with a protocol step, sampled: the fit finds the step and the
     /// two slopes.
     #[test]
@@ -337,7 +367,7 @@ mod tests {
         let pts: Vec<(u64, f64)> = (0..23)
             .map(|k| (1u64 << k, one_way(&truth, 1 << k)))
             .collect();
-        let f = fit_level(&pts).unwrap();
+        let f = fit_level(&pts, OVERHEAD_SHARE).unwrap();
         assert_eq!(f.link.eager_limit, 131072);
         assert!(f.median_rel_error < 0.05, "{f:?}");
         let e = f.link.eager_bandwidth_gbs.unwrap();
@@ -351,10 +381,10 @@ mod tests {
         let line: Vec<(u64, f64)> = (0..20)
             .map(|k| (1u64 << k, 1.0 + (1u64 << k) as f64 * 1e-3))
             .collect();
-        let f = fit_level(&line).unwrap();
+        let f = fit_level(&line, OVERHEAD_SHARE).unwrap();
         assert_eq!(f.link.eager_bandwidth_gbs, None);
         assert!(f.max_rel_error < 0.02, "{f:?}");
-        assert!(fit_level(&[(1, 1.0)]).is_err());
+        assert!(fit_level(&[(1, 1.0)], OVERHEAD_SHARE).is_err());
     }
 
     fn rows_for(levels: &[(Level, f64)]) -> Vec<P2pRow> {

@@ -6,7 +6,9 @@
 //! bytes then occupy the sender node's outgoing link for `n G` (and at least
 //! `g`), fly for `L`, and occupy the receiver node's incoming link for `n G`
 //! (a node's messages queue on its link: contention); inside a node they take
-//! `L + n G` of the shared-memory link. Messages up to the eager limit leave
+//! `L + n G` of the shared-memory link, the sender's process busy `n G` of
+//! it for a rendezvous message and a local copy (`n / copy bandwidth`) for
+//! an eager one. Messages up to the eager limit leave
 //! at once; larger ones wait for their receive plus one `L` (rendezvous). A
 //! receive completes `o` after both it is posted and its data has arrived.
 //! Copies take `n / copy bandwidth`; window synchronisation completes the

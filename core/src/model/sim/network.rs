@@ -6,8 +6,10 @@
 //! `n G`, so a node's messages queue on its ports (contention). A port may be
 //! a token bucket (`burst_bytes`): credit that refills at the link's rate
 //! while the port is free, spent before any per-byte cost. Inside a node the
-//! sender's process copies a message out and the receiver's copies it in,
-//! each one message at a time. Messages up to the eager limit leave when
+//! sender's process copies a message out (an eager one into its own shared
+//! segment at the copy bandwidth, a rendezvous one read from it at the
+//! link's rate) and the receiver's copies it in at the link's rate, each
+//! one message at a time. Messages up to the eager limit leave when
 //! posted; larger ones (rendezvous) leave `L` after their receive is posted,
 //! the request optionally carrying a first fragment. The engine asks here
 //! for times and never looks at a [`Link`]'s figures itself.
@@ -168,12 +170,26 @@ impl Network {
         if na == nb {
             // Shared memory: the sender's process copies the message out
             // and the receiver's copies it in, each one message at a time
-            // (a root sending to 31 ranks of its node copies 31 times).
+            // (a root sending to 31 ranks of its node copies 31 times). An
+            // eager message is copied into a buffer of the sender's own
+            // shared segment (Open MPI's vader takes its fragments from the
+            // sender's segment), a local copy at the copy bandwidth; the
+            // receiver's copy out of it crosses the distance at the link's
+            // rate (what a ping-pong's slope measures). A rendezvous
+            // message is read by the receiver straight from the sender's
+            // buffer (single copy), and reads from one process queue on it
+            // (the kernel pins the source's pages under its memory map's
+            // lock): the sender's side is held as long.
             let l = self.link(a, b);
             let (wire, lat) = (bytes as f64 * rate(l, bytes, rdv), l.latency_us);
+            let copy_out = if rdv || bytes > l.eager_limit {
+                wire
+            } else {
+                bytes as f64 * 1e-3 / self.copy_gbs
+            };
             let (ra, rb) = (a as usize, b as usize);
             let start = t.max(self.shm_out[ra]);
-            let out_end = start + wire;
+            let out_end = start + copy_out;
             self.shm_out[ra] = out_end;
             let land_start = (start + lat).max(self.shm_in[rb]);
             let mut arrival = land_start + wire;

@@ -479,3 +479,38 @@ fn a_shared_memory_broadcast_costs_copies_and_the_nodes_memory() {
         m.memory_copy_gbs = None;
     }
 }
+
+#[test]
+fn an_eager_sender_copies_locally_and_single_copy_reads_queue_on_it() {
+    let one = NodeMap::single(8);
+    let mut m = model();
+    m.intra.bandwidth_gbs = 1.0;
+    m.copy_gbs = 100.0;
+    let t = |m: &Model, bytes: u64| {
+        simulate(
+            m,
+            Collective::Bcast,
+            &AlgoSpec::parse("linear").unwrap(),
+            Execution::Blocking,
+            &one,
+            bytes,
+        )
+        .unwrap()
+    };
+    let l = &m.intra;
+    // Eager (4 KiB): the root copies each message into its own segment
+    // (0.04 us at 100 GB/s), each receiver copies its own out at the link's
+    // rate (4.1 us), all at once: far below 7 transfers one after another.
+    let n = 4096u64;
+    let transfer = n as f64 * l.per_byte();
+    let eager = t(&m, n);
+    let local = n as f64 * 1e-3 / m.copy_gbs;
+    let bound = 7.0 * (l.overhead_us + local) + l.latency_us + transfer + l.overhead_us;
+    assert!(eager <= bound + 1e-9, "{eager} vs {bound}");
+    assert!(eager < 2.0 * transfer, "{eager} vs {transfer}");
+    // Rendezvous (16 KiB, above the eager limit): the 7 receivers read from
+    // the root's buffer one after another.
+    let n = 16384u64;
+    let rdv = t(&m, n);
+    assert!(rdv >= 7.0 * n as f64 * l.per_byte(), "{rdv}");
+}
