@@ -504,6 +504,70 @@ mod tests {
         assert!(r.noise_free_same > 0.0);
     }
 
+    /// With no noise nothing is open: the further-launch loop measures
+    /// nothing and decides as the tune without it.
+    #[test]
+    fn without_noise_the_loop_changes_nothing() {
+        let t = test_truth();
+        let c = BenchConfig {
+            sizes: vec![1, 1024, 65536, 1 << 20],
+            tunes: 2,
+            launches: 2,
+            runs: 2,
+            reps: 3,
+            extra_launches: 0,
+            seed: 7,
+            min_gain: 0.03,
+        };
+        let without = tune(&t, &NoiseProfile::none(), &c, 1);
+        let with = tune(
+            &t,
+            &NoiseProfile::none(),
+            &BenchConfig {
+                extra_launches: 5,
+                ..c.clone()
+            },
+            1,
+        );
+        assert_eq!((with.launches, with.runs), (without.launches, without.runs));
+        assert_eq!(with.table.bcast, without.table.bcast);
+        assert_eq!(with.unresolved, 0);
+    }
+
+    /// Under noise the loop spends launches only at open sizes, only on
+    /// their contenders, and never more than the cap.
+    #[test]
+    fn further_launches_measure_only_the_open_sizes_contenders() {
+        let t = test_truth();
+        let p = NoiseProfile {
+            sample_sigma: 0.05,
+            run_sigma: 0.05,
+            subject_launch_sigma: 0.08,
+            ..NoiseProfile::none()
+        };
+        let c = BenchConfig {
+            sizes: vec![1, 1024, 65536, 1 << 20],
+            tunes: 1,
+            launches: 2,
+            runs: 2,
+            reps: 3,
+            extra_launches: 3,
+            seed: 3,
+            min_gain: 0.03,
+        };
+        let subjects = t.times.keys().filter(|(b, _)| *b == 1).count();
+        let r = tune(&t, &p, &c, 11);
+        assert!(r.launches > 2 && r.launches <= 5, "{}", r.launches);
+        // each further launch: at most every size, fewer subjects than all
+        let sweep = 2 * 4 * subjects * 2;
+        let further = r.runs - sweep;
+        assert!(further > 0, "nothing was open");
+        assert!(
+            further < (r.launches - 2) * 4 * subjects * 2,
+            "{further} runs: every subject measured again"
+        );
+    }
+
     #[test]
     fn noise_is_laid_over_the_truth() {
         let t = test_truth();
