@@ -86,6 +86,12 @@ pub trait Oracle {
     fn should_stop(&self) -> bool {
         false
     }
+    /// Whether the measurements are deterministic (a model): their
+    /// evidence is exact, as the table builder reads simulated samples, so
+    /// no decision is ever open.
+    fn exact(&self) -> bool {
+        false
+    }
 }
 
 /// Search settings.

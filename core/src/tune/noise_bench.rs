@@ -484,19 +484,24 @@ mod tests {
         truth(&m, &nodes, &[1, 1024, 65536, 1 << 20]).unwrap()
     }
 
+    /// The test truth's sizes, 2 launches of 2 runs, minimum gain 3%.
+    fn config(tunes: usize, reps: u32, extra_launches: usize, seed: u64) -> BenchConfig {
+        BenchConfig {
+            sizes: vec![1, 1024, 65536, 1 << 20],
+            tunes,
+            launches: 2,
+            runs: 2,
+            reps,
+            extra_launches,
+            seed,
+            min_gain: 0.03,
+        }
+    }
+
     #[test]
     fn without_noise_tunes_agree_and_regret_is_what_the_minimum_gain_allows() {
         let t = test_truth();
-        let c = BenchConfig {
-            sizes: vec![1, 1024, 65536, 1 << 20],
-            tunes: 3,
-            launches: 2,
-            runs: 2,
-            reps: 5,
-            extra_launches: 0,
-            seed: 1,
-            min_gain: 0.03,
-        };
+        let c = config(3, 5, 0, 1);
         let r = bench(&t, &NoiseProfile::none(), &c);
         assert_eq!(r.agree_same, 1.0, "{r:?}");
         // the library is kept only where nothing beats it by 3%
@@ -509,16 +514,7 @@ mod tests {
     #[test]
     fn without_noise_the_loop_changes_nothing() {
         let t = test_truth();
-        let c = BenchConfig {
-            sizes: vec![1, 1024, 65536, 1 << 20],
-            tunes: 2,
-            launches: 2,
-            runs: 2,
-            reps: 3,
-            extra_launches: 0,
-            seed: 7,
-            min_gain: 0.03,
-        };
+        let c = config(2, 3, 0, 7);
         let without = tune(&t, &NoiseProfile::none(), &c, 1);
         let with = tune(
             &t,
@@ -545,16 +541,7 @@ mod tests {
             subject_launch_sigma: 0.08,
             ..NoiseProfile::none()
         };
-        let c = BenchConfig {
-            sizes: vec![1, 1024, 65536, 1 << 20],
-            tunes: 1,
-            launches: 2,
-            runs: 2,
-            reps: 3,
-            extra_launches: 3,
-            seed: 3,
-            min_gain: 0.03,
-        };
+        let c = config(1, 3, 3, 3);
         let subjects = t.times.keys().filter(|(b, _)| *b == 1).count();
         let r = tune(&t, &p, &c, 11);
         assert!(r.launches > 2 && r.launches <= 5, "{}", r.launches);

@@ -109,8 +109,12 @@ impl<O: Oracle> Search<'_, O> {
     /// launch's samples.
     fn subjects(&self, bytes: u64) -> BTreeMap<Label, (Candidate, Times)> {
         let mut out = BTreeMap::new();
+        let exact = self.oracle.exact();
         for (c, runs) in self.data.get(&bytes).into_iter().flatten() {
-            let mut t = Times::default();
+            let mut t = Times {
+                simulated: exact,
+                ..Times::default()
+            };
             for (&run, v) in runs {
                 t.runs.insert((0, run), v.clone());
             }

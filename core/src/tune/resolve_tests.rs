@@ -68,6 +68,20 @@ impl Oracle for Machine {
     }
 }
 
+/// The library at 10 us; linear 10% faster at 64 B with run noise
+/// `noise64`, and `gain4096` faster at 4 KiB exactly; scatter_allgather at
+/// 20 us.
+fn machine(noise64: f64, gain4096: f64) -> Machine {
+    Machine::new(&[
+        ("library", 64, 10.0, 0.0),
+        ("linear", 64, 10.0 / 1.10, noise64),
+        ("scatter_allgather", 64, 20.0, 0.0),
+        ("library", 4096, 10.0, 0.0),
+        ("linear", 4096, 10.0 / (1.0 + gain4096), 0.0),
+        ("scatter_allgather", 4096, 20.0, 0.0),
+    ])
+}
+
 fn cands() -> Vec<Candidate> {
     vec![
         Candidate::library(Forced { id: 0, segment: 0 }),
@@ -102,14 +116,7 @@ fn further(m: &Machine) -> Vec<Request> {
 /// scatter_allgather is far slower everywhere: never a contender.
 #[test]
 fn further_runs_go_only_to_the_open_size_and_its_contenders() {
-    let mut m = Machine::new(&[
-        ("library", 64, 10.0, 0.0),
-        ("linear", 64, 10.0 / 1.10, 0.02),
-        ("scatter_allgather", 64, 20.0, 0.0),
-        ("library", 4096, 10.0, 0.0),
-        ("linear", 4096, 10.0 / 1.30, 0.0),
-        ("scatter_allgather", 4096, 20.0, 0.0),
-    ]);
+    let mut m = machine(0.02, 0.30);
     let st = settings(3);
     let mut s = Search::new(&mut m, &st, 0, cands());
     s.run().unwrap();
@@ -152,14 +159,7 @@ use crate::tables::table::build::Compact;
 /// by the search and in the table's provenance.
 #[test]
 fn the_rounds_stop_at_the_cap_and_the_open_size_is_reported() {
-    let mut m = Machine::new(&[
-        ("library", 64, 10.0, 0.0),
-        ("linear", 64, 10.0 / 1.10, 0.08),
-        ("scatter_allgather", 64, 20.0, 0.0),
-        ("library", 4096, 10.0, 0.0),
-        ("linear", 4096, 10.0 / 1.30, 0.0),
-        ("scatter_allgather", 4096, 20.0, 0.0),
-    ]);
+    let mut m = machine(0.08, 0.30);
     let st = settings(2);
     let mut s = Search::new(&mut m, &st, 0, cands());
     s.run().unwrap();
@@ -185,14 +185,6 @@ fn the_rounds_stop_at_the_cap_and_the_open_size_is_reported() {
 /// further run, the same decisions.
 #[test]
 fn resolved_sizes_get_no_further_runs() {
-    let exact = [
-        ("library", 64, 10.0, 0.0),
-        ("linear", 64, 10.0 / 1.10, 0.0),
-        ("scatter_allgather", 64, 20.0, 0.0),
-        ("library", 4096, 10.0, 0.0),
-        ("linear", 4096, 10.0 / 1.01, 0.0),
-        ("scatter_allgather", 4096, 20.0, 0.0),
-    ];
     for st in [
         settings(3),
         settings(0),
@@ -201,7 +193,7 @@ fn resolved_sizes_get_no_further_runs() {
             ..settings(3)
         },
     ] {
-        let mut m = Machine::new(&exact);
+        let mut m = machine(0.0, 0.01);
         let mut s = Search::new(&mut m, &st, 0, cands());
         s.run().unwrap();
         let (o, runs) = s.resolve().unwrap();
@@ -209,14 +201,7 @@ fn resolved_sizes_get_no_further_runs() {
         assert!(further(&m).is_empty());
     }
     // and where a size is open, 0 rounds measures nothing more but says so
-    let mut m = Machine::new(&[
-        ("library", 64, 10.0, 0.0),
-        ("linear", 64, 10.0 / 1.10, 0.08),
-        ("scatter_allgather", 64, 20.0, 0.0),
-        ("library", 4096, 10.0, 0.0),
-        ("linear", 4096, 10.0, 0.0),
-        ("scatter_allgather", 4096, 20.0, 0.0),
-    ]);
+    let mut m = machine(0.08, 0.0);
     let st = settings(0);
     let mut s = Search::new(&mut m, &st, 0, cands());
     s.run().unwrap();
