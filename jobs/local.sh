@@ -64,8 +64,8 @@ mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 . jobs/common.sh
 csvs=()
 open=""
-declare -A mine started
-for n in $RANKS; do mine[$n]=""; started[$n]=0; done
+declare -A mine spent   # per rank count: its CSVs, its seconds so far
+for n in $RANKS; do mine[$n]=""; spent[$n]=0; done
 for l in $(seq 1 "$LAUNCHES"); do
   for n in $RANKS; do
     suffix=""
@@ -81,7 +81,7 @@ for l in $(seq 1 "$LAUNCHES"); do
         echo "== tune: $n ranks, launch $l of $LAUNCHES: no size unresolved, none needed"
         continue
       fi
-      budget=$(colltune_budget_left "$BUDGET" "${started[$n]}")
+      budget=$(colltune_budget_left "$BUDGET" "${spent[$n]}")
       if [ -z "$budget" ]; then
         echo "== tune: $n ranks, launch $l of $LAUNCHES: the budget is spent; sizes left unresolved: $open"
         continue
@@ -96,7 +96,7 @@ for l in $(seq 1 "$LAUNCHES"); do
     t0=$SECONDS
     mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$budget" --csv "$csv" \
       --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" "$@"
-    started[$n]=$(( ${started[$n]} + SECONDS - t0 ))
+    spent[$n]=$(( ${spent[$n]} + SECONDS - t0 ))
     mine[$n]="${mine[$n]} $csv"
     csvs+=("$csv")
     open=""
