@@ -16,6 +16,8 @@ use crate::tables::table::{Provenance, Sweep};
 /// Per (spec name, bytes): the time, and the run-to-run noise (a run's
 /// times are scaled by exp(+noise) on odd runs, exp(-noise) on even ones).
 struct Machine {
+    /// Says its measurements are deterministic (as a model's are).
+    exact: bool,
     times: BTreeMap<(&'static str, u64), (f64, f64)>,
     asked: Vec<Request>,
     samples: Vec<Sample>,
@@ -24,6 +26,7 @@ struct Machine {
 impl Machine {
     fn new(times: &[(&'static str, u64, f64, f64)]) -> Machine {
         Machine {
+            exact: false,
             times: times.iter().map(|&(n, b, t, s)| ((n, b), (t, s))).collect(),
             asked: Vec::new(),
             samples: Vec::new(),
@@ -32,6 +35,10 @@ impl Machine {
 }
 
 impl Oracle for Machine {
+    fn exact(&self) -> bool {
+        self.exact
+    }
+
     fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
         self.asked.extend(reqs.iter().cloned());
         Ok(reqs
@@ -200,6 +207,14 @@ fn resolved_sizes_get_no_further_runs() {
         assert_eq!((o.rounds, runs), (0, 0), "{o:?}");
         assert!(further(&m).is_empty());
     }
+    // a model's runs are exact: nothing is open, whatever their spread
+    let mut m = machine(0.08, 0.30);
+    m.exact = true;
+    let st = settings(3);
+    let mut s = Search::new(&mut m, &st, 0, cands());
+    s.run().unwrap();
+    let (o, runs) = s.resolve().unwrap();
+    assert_eq!((o.rounds, runs, o.left.len()), (0, 0, 0), "{o:?}");
     // and where a size is open, 0 rounds measures nothing more but says so
     let mut m = machine(0.08, 0.0);
     let st = settings(0);
