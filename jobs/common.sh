@@ -1,29 +1,108 @@
-# Sourced by the batch jobs: one tuning run under a batch system, resumable.
-# Expects: BIN (colltune), OUT (shared results directory), TAG (names the
-# CSV: e.g. N2-np8), LAUNCH (array: the MPI launcher with its options),
-# BUDGET (minutes), TUNE_ARGS (extra tune arguments), TABLE (combined
-# table to rebuild from every CSV in OUT).
-colltune_batch_tune() {
-  mkdir -p "$OUT"
-  local csv="$OUT/tune-$TAG.csv" resume=()
+# Sourced by the batch jobs and jobs/local.sh. Expects: BIN (colltune).
+# colltune_batch_tune also expects OUT (shared results directory), TAG
+# (names the CSV: e.g. N2-np8), LAUNCH (array: the MPI launcher with its
+# options), BUDGET (minutes), TUNE_ARGS (extra tune arguments), TABLE
+# (combined table to rebuild from every CSV in OUT), LAUNCHES (default 3).
+
+# The sizes a further launch measures: those the table built from the
+# earlier launches' CSVs (each CSV one launch) lists as unresolved,
+# comma-separated; nothing when every size is resolved.
+# Usage: colltune_open_sizes SCRATCH_TABLE CSV...
+colltune_open_sizes() {
+  local table=$1
+  shift
+  "$BIN" table build "$@" -o "$table" > /dev/null 2>"$table.log" ||
+    { echo "colltune: no table from $* (see $table.log): no further launch" >&2; return 0; }
+  "$BIN" table unresolved "$table" --sizes
+}
+
+# STRIPPED: the arguments without --sizes and --stride, which a further
+# launch sets itself (only the unresolved sizes, each one measured).
+colltune_strip_args() {
+  STRIPPED=()
+  local skip=0 a
+  for a in "$@"; do
+    if [ "$skip" = 1 ]; then skip=0; continue; fi
+    case "$a" in
+      --sizes|--stride) skip=1 ;;
+      --sizes=*|--stride=*) ;;
+      *) STRIPPED+=("$a") ;;
+    esac
+  done
+}
+
+# Minutes left of BUDGET (minutes) after SPENT seconds, to one decimal;
+# prints nothing when less than one minute is left.
+colltune_budget_left() {
+  awk -v b="$1" -v s="$2" 'BEGIN { l = b * 60 - s; if (l >= 60) printf "%.1f\n", l / 60 }'
+}
+
+# One launch of the batch job: CSV, its table, budget (minutes), then the
+# tune arguments. The launcher runs in the background so that a TERM from
+# the batch system (time limit, preemption) reaches the trap at once.
+colltune_batch_launch() {
+  local csv=$1 table=$2 budget=$3 resume=()
+  shift 3
   [ -s "$csv" ] && resume=(--resume)
   echo "colltune: tuning $TAG into $csv ${resume[*]}"
-  # The launcher runs in the background so that a TERM from the batch
-  # system (time limit, preemption) reaches the trap below at once.
-  # shellcheck disable=SC2086
-  "${LAUNCH[@]}" "$BIN" tune --budget "$BUDGET" --csv "$csv" \
-      --table "$OUT/table-$TAG.yaml" "${resume[@]}" ${TUNE_ARGS:-} &
-  local pid=$!
-  trap 'echo "colltune: batch system asked to stop: stopping after the current point"; kill -TERM $pid 2>/dev/null' TERM
+  "${LAUNCH[@]}" "$BIN" tune --budget "$budget" --csv "$csv" \
+      --table "$table" "${resume[@]}" "$@" &
+  TUNE_PID=$!
   local rc=0
-  wait $pid || rc=$?
+  wait $TUNE_PID || rc=$?
   # wait returns early when the trap fires: wait for the tune to finish writing
-  while kill -0 $pid 2>/dev/null; do wait $pid || rc=$?; done
+  while kill -0 $TUNE_PID 2>/dev/null; do wait $TUNE_PID || rc=$?; done
+  TUNE_PID=
+  return $rc
+}
+
+# One tuning job under a batch system, resumable: the sweep (tune-TAG.csv),
+# then, once it is complete, up to LAUNCHES - 1 further launches
+# (tune-TAG-lN.csv), each measuring only the sizes still unresolved after
+# the ones before, within what is left of BUDGET. A rerun continues each
+# CSV (a further launch its recorded sizes, CSV.sizes).
+colltune_batch_tune() {
+  mkdir -p "$OUT"
+  local first="$OUT/tune-$TAG.csv" csvs=() l csv table budget open rc=0 started=$SECONDS
+  local launches=${LAUNCHES:-3}
+  STOPPED=0 TUNE_PID=
+  trap 'echo "colltune: batch system asked to stop: stopping after the current point"; STOPPED=1; [ -n "$TUNE_PID" ] && kill -TERM "$TUNE_PID" 2>/dev/null' TERM
+  for l in $(seq 1 "$launches"); do
+    csv=$first table="$OUT/table-$TAG.yaml" budget=$BUDGET
+    # shellcheck disable=SC2086
+    set -- ${TUNE_ARGS:-}
+    if [ "$l" -gt 1 ]; then
+      [ -e "$first.incomplete" ] && break   # the sweep first (requeued)
+      csv="$OUT/tune-$TAG-l$l.csv" table="$OUT/table-$TAG-l$l.yaml"
+      if [ -s "$csv.sizes" ]; then
+        open=$(cat "$csv.sizes")
+      else
+        open=$(colltune_open_sizes "$OUT/table-$TAG-so-far.yaml" "${csvs[@]}")
+      fi
+      if [ -z "$open" ]; then
+        echo "colltune: $TAG: no size unresolved after $((l - 1)) launch(es)"
+        break
+      fi
+      budget=$(colltune_budget_left "$BUDGET" $((SECONDS - started)))
+      if [ -z "$budget" ]; then
+        echo "colltune: $TAG: the budget is spent; sizes left unresolved: $open"
+        break
+      fi
+      echo "$open" > "$csv.sizes"
+      echo "colltune: $TAG: launch $l of $launches at the unresolved sizes $open ($budget min left)"
+      colltune_strip_args "$@"
+      set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
+    fi
+    colltune_batch_launch "$csv" "$table" "$budget" "$@" || rc=$?
+    csvs+=("$csv")
+    [ "$STOPPED" = 1 ] && break
+  done
   trap - TERM
   # Rebuild the combined table from every CSV (one job at a time).
   (
     flock 9
     "$BIN" table build "$OUT"/tune-*.csv -o "$TABLE" ${CLUSTER:+--cluster "$CLUSTER"}
   ) 9>"$OUT/.table.lock"
+  "$BIN" table unresolved "$TABLE" | sed 's/^/colltune: left unresolved in the combined table: /'
   return $rc
 }

@@ -8,14 +8,18 @@
 # Parameters (environment):
 #   RANKS        rank counts to tune, space-separated (default "4"; the shipped
 #                table used "4 8"); each is one mpirun job, pinned
-#   BUDGET       wall-time budget per tuning job, minutes (default 30)
-#   LAUNCHES     separate mpirun launches per rank count (default 1): on a
+#   BUDGET       wall-time budget per rank count, minutes, its launches
+#                together (default 30)
+#   LAUNCHES     separate mpirun launches per rank count (default 3): on a
 #                shared or oversubscribed machine one launch can run 1.5x
 #                slower than the next, and the fastest algorithm can change
-#                with it; with 2, the rank counts are tuned in turn twice
-#                (tune-npN.csv, then tune-npN-l2.csv) and the table is built
-#                from all of them, each launch's runs kept apart, so a choice
-#                must hold in both
+#                with it. The first launch sweeps every size (tune-npN.csv);
+#                each later one (tune-npN-lL.csv) measures only the sizes
+#                still unresolved in the table of the launches before it
+#                (`colltune table unresolved --sizes`), within what is left
+#                of BUDGET, and is skipped once none is. The rank counts
+#                are launched in turn, and the table is built from every
+#                launch, each launch's runs kept apart
 #   OUT          directory for raw samples (default results/<host>)
 #   TABLE        table to write (default tuning-tables/<host>.yaml)
 #   TUNE_ARGS    extra arguments for `colltune tune` (e.g. "--sizes 1..1M")
@@ -27,7 +31,7 @@
 # measured again, and the table is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LAUNCHES=${LAUNCHES:-1}
+LAUNCHES=${LAUNCHES:-3}
 case "$LAUNCHES" in
   ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
 esac
@@ -56,19 +60,46 @@ first=${RANKS%% *}
 echo "== verify: every algorithm, both executions, every byte ($first ranks)"
 mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
+# shellcheck source=jobs/common.sh
+. jobs/common.sh
 csvs=()
+open=""
+declare -A mine spent   # per rank count: its CSVs, its seconds so far
+for n in $RANKS; do mine[$n]=""; spent[$n]=0; done
 for l in $(seq 1 "$LAUNCHES"); do
   for n in $RANKS; do
     suffix=""
     [ "$l" -gt 1 ] && suffix="-l$l"
     csv="$OUT/tune-np$n$suffix.csv"
+    budget=$BUDGET
+    # shellcheck disable=SC2086
+    set -- ${TUNE_ARGS:-}
+    if [ "$l" -gt 1 ]; then
+      # shellcheck disable=SC2086
+      open=$([ -s "$csv.sizes" ] && cat "$csv.sizes" || colltune_open_sizes "$OUT/table-np$n-so-far.yaml" ${mine[$n]})
+      if [ -z "$open" ]; then
+        echo "== tune: $n ranks, launch $l of $LAUNCHES: no size unresolved, none needed"
+        continue
+      fi
+      budget=$(colltune_budget_left "$BUDGET" "${spent[$n]}")
+      if [ -z "$budget" ]; then
+        echo "== tune: $n ranks, launch $l of $LAUNCHES: the budget is spent; sizes left unresolved: $open"
+        continue
+      fi
+      echo "$open" > "$csv.sizes"
+      colltune_strip_args "$@"
+      set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
+    fi
     resume=()
     [ -s "$csv" ] && resume=(--resume)
-    echo "== tune: $n ranks, launch $l of $LAUNCHES, budget $BUDGET min ($csv)"
-    # shellcheck disable=SC2086
-    mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$BUDGET" --csv "$csv" \
-      --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" ${TUNE_ARGS:-}
+    echo "== tune: $n ranks, launch $l of $LAUNCHES, budget $budget min ($csv)${open:+ at the unresolved sizes $open}"
+    t0=$SECONDS
+    mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$budget" --csv "$csv" \
+      --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" "$@"
+    spent[$n]=$(( ${spent[$n]} + SECONDS - t0 ))
+    mine[$n]="${mine[$n]} $csv"
     csvs+=("$csv")
+    open=""
   done
 done
 

@@ -95,7 +95,7 @@ for t in a b; do
     "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
   done
   left=$("$BIN" table unresolved "$OUT/$t.yaml" | wc -l)
-  echo "== table $t: $left size(s) left unresolved (the library's decision kept there)"
+  echo "== table $t: $left size(s) left unresolved (the library's decision kept there, or a choice not yet told apart from a faster-seeming candidate)"
   for c in "${csvs[@]}"; do measured+=(--measured "$c"); done
 done
 # Where neither tune measured both choices (the adaptive search pruned one),

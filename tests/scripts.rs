@@ -136,3 +136,126 @@ fn a_foreign_csv_is_refused() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A launcher standing in for mpirun: it logs its arguments and writes the
+/// next prepared CSV (`launchN.csv` in `FIX`) where `--csv` says.
+const FAKE_LAUNCHER: &str = r#"#!/bin/bash
+echo "$*" >> "$FIX/args.log"
+n=$(($(wc -l < "$FIX/args.log")))
+prev=
+for a in "$@"; do [ "$prev" = --csv ] && csv=$a; prev=$a; done
+cp "$FIX/launch$n.csv" "$csv"
+"#;
+
+/// One launch's CSV: per size, the library's `mpi` call at 10 us and
+/// linear at `linear[run]`, three runs of three samples.
+fn launch_csv(path: &Path, points: &[(u64, [f64; 3])]) {
+    let mut w = colltune_core::record::Writer::open(path, false).unwrap();
+    for &(b, linear) in points {
+        for (run, t) in linear.iter().enumerate() {
+            for rep in 1..=3 {
+                for (spec, exec, x) in [("mpi", "library", 10.0), ("linear", "blocking", *t)] {
+                    let mut s = colltune_core::record::sample(spec, exec, b, run as u32 + 1, x);
+                    s.rep = rep;
+                    w.write(&[s]).unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// The sweep: at 4 KiB linear is 30% faster in every run (resolved); at
+/// 64 B its runs say 5-16% (one launch: unresolved).
+fn first_launch(d: &Path) {
+    launch_csv(
+        &d.join("launch1.csv"),
+        &[
+            (64, [10.0 / 1.1618, 10.0 / 1.0513, 10.0 / 1.1052]),
+            (4096, [10.0 / 1.3; 3]),
+        ],
+    );
+}
+
+/// `colltune_batch_tune` (jobs/common.sh, the Slurm and PBS jobs) with
+/// BUDGET minutes, LAUNCHES 3: its standard output and the launcher's
+/// argument lines.
+fn batch_job(d: &Path, budget: &str) -> (String, Vec<String>) {
+    let launcher = d.join("fake-mpirun");
+    std::fs::write(&launcher, FAKE_LAUNCHER).unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            ". {ROOT}/jobs/common.sh; LAUNCH=(bash {}); colltune_batch_tune",
+            launcher.display()
+        ))
+        .env("FIX", d)
+        .env("BIN", colltune())
+        .env("OUT", d.join("out"))
+        .env("TAG", "N1-np4")
+        .env("TABLE", d.join("out/combined.yaml"))
+        .env("BUDGET", budget)
+        .env("LAUNCHES", "3")
+        .env("TUNE_ARGS", "--collective bcast --sizes 1..4K --stride 2")
+        .env_remove("CLUSTER")
+        .env_remove("LAUNCHER")
+        .output()
+        .expect("bash runs");
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let args = std::fs::read_to_string(d.join("args.log")).unwrap();
+    (out, args.lines().map(String::from).collect())
+}
+
+/// The batch job's later launches measure only the sizes the earlier ones
+/// left unresolved, and stop once none is. Launch 1: at 4 KiB linear is
+/// 30% faster in every run (resolved); at 64 B its runs say 5-16% (one
+/// launch: unresolved). Launch 2, at 64 B only, agrees: resolved, so no
+/// third launch.
+#[test]
+fn later_launches_measure_only_the_unresolved_sizes() {
+    let d = scratch("batch-further-launches");
+    first_launch(&d);
+    launch_csv(&d.join("launch2.csv"), &[(64, [10.0 / 1.1; 3])]);
+    let (out, args) = batch_job(&d, "30");
+    assert_eq!(args.len(), 2, "{out}\n{args:?}");
+    assert!(
+        args[0].contains("--sizes 1..4K --stride 2") && args[0].contains("--budget 30 "),
+        "{args:?}"
+    );
+    // the sweep's --sizes and --stride replaced, the rest kept
+    assert!(
+        args[1].contains("--collective bcast --sizes 64 --stride 1")
+            && !args[1].contains("1..4K")
+            && args[1].contains("tune-N1-np4-l2.csv"),
+        "{args:?}"
+    );
+    assert!(
+        out.contains("launch 2 of 3 at the unresolved sizes 64")
+            && out.contains("no size unresolved after 2 launch(es)"),
+        "{out}"
+    );
+    let sizes = std::fs::read_to_string(d.join("out/tune-N1-np4-l2.csv.sizes")).unwrap();
+    assert_eq!(sizes.trim(), "64");
+    let t = std::fs::read_to_string(d.join("out/combined.yaml")).unwrap();
+    assert!(
+        t.contains("launches: 2") && !t.contains("unresolved:"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// With less than a minute of the budget left, no further launch: the
+/// sizes left unresolved are said, and listed from the combined table.
+#[test]
+fn no_further_launch_past_the_budget() {
+    let d = scratch("batch-further-budget");
+    first_launch(&d);
+    let (out, args) = batch_job(&d, "0.5");
+    assert_eq!(args.len(), 1, "{out}\n{args:?}");
+    assert!(
+        out.contains("the budget is spent; sizes left unresolved: 64")
+            && out.contains("left unresolved in the combined table: bcast 4 4 1 64"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

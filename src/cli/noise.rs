@@ -54,7 +54,8 @@ enum NoiseCommand {
         /// Launches per tune.
         #[arg(long, default_value_t = 3)]
         launches: usize,
-        /// Further launches a tune may spend at its unresolved sizes.
+        /// Further launches a tune may spend at the sizes whose decision is
+        /// still open, each measuring only the subjects that decide it.
         #[arg(long, default_value_t = 2)]
         extra_launches: usize,
         #[arg(long, default_value_t = 3)]
@@ -177,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 100.0 * min_gain
             );
             outln!(
-                "{:<10} {:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10} {:>9} {:>10} {:>14}",
+                "{:<10} {:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10} {:>9} {:>7} {:>10} {:>14}",
                 "layout",
                 "sizes",
                 "agree",
@@ -187,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 "library",
                 "unresolved",
                 "launches",
+                "runs",
                 "tune s",
                 "noise-free same"
             );
@@ -205,7 +207,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 let t = truth(&m, &nodes, &c.sizes).map_err(UsageError)?;
                 let r = bench(&t, &p, &c);
                 outln!(
-                    "{:<10} {:>6} {:>8.1}% {:>8.1}% {:>8.4} {:>8.3} {:>7.0}% {:>10.1} {:>9.1} {:>10.2} {:>7.0}% ({:.4}/{:.4})",
+                    "{:<10} {:>6} {:>8.1}% {:>8.1}% {:>8.4} {:>8.3} {:>7.0}% {:>10.1} {:>9.1} {:>7.0} {:>10.2} {:>7.0}% ({:.4}/{:.4})",
                     l,
                     r.sizes,
                     100.0 * r.agree_same,
@@ -215,6 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     100.0 * r.library_share,
                     r.unresolved_mean,
                     r.launches_mean,
+                    r.runs_mean,
                     r.seconds_mean,
                     100.0 * r.noise_free_same,
                     r.noise_free_regret.0,

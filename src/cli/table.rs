@@ -50,7 +50,13 @@ enum TableCommand {
     /// List a table's unresolved sizes (its provenance's), one
     /// `collective ranks ppn nodes bytes` per line: where job scripts
     /// spend further launches.
-    Unresolved { table: PathBuf },
+    Unresolved {
+        table: PathBuf,
+        /// Print only the distinct sizes, comma-separated on one line (for
+        /// `tune --sizes`); nothing when every size is resolved.
+        #[arg(long)]
+        sizes: bool,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<Code> {
@@ -210,9 +216,18 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             }
             Ok(Code::Ok)
         }
-        TableCommand::Unresolved { table } => {
+        TableCommand::Unresolved { table, sizes } => {
             let t = table::load(&table).map_err(|e| UsageError(e.to_string()))?;
-            for u in t.provenance.evidence.iter().flat_map(|e| &e.unresolved) {
+            let open = t.provenance.evidence.iter().flat_map(|e| &e.unresolved);
+            if sizes {
+                let b: std::collections::BTreeSet<u64> = open.map(|u| u.bytes).collect();
+                if !b.is_empty() {
+                    let v: Vec<String> = b.iter().map(u64::to_string).collect();
+                    outln!("{}", v.join(","));
+                }
+                return Ok(Code::Ok);
+            }
+            for u in open {
                 outln!(
                     "{} {} {} {} {}",
                     u.collective,

@@ -22,11 +22,19 @@
 //!    ends agree, or the choice between them hardly matters, nothing between
 //!    is measured.
 //!
+//! 4. **Open decisions** ([`resolve`]): at the measured sizes whose
+//!    decision the evidence leaves open, further rounds of runs of the
+//!    subjects that decide it, until resolved or `extra_rounds` or the
+//!    budget is spent.
+//!
 //! `exhaustive` instead measures every candidate (and every segment size of
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
 //! reference the adaptive search is judged against.
 
 pub mod noise_bench;
+pub mod resolve;
+#[cfg(test)]
+mod resolve_tests;
 pub mod resume;
 pub mod sim;
 pub mod space;
@@ -78,6 +86,12 @@ pub trait Oracle {
     fn should_stop(&self) -> bool {
         false
     }
+    /// Whether the measurements are deterministic (a model): their
+    /// evidence is exact, as the table builder reads simulated samples, so
+    /// no decision is ever open.
+    fn exact(&self) -> bool {
+        false
+    }
 }
 
 /// Search settings.
@@ -98,7 +112,15 @@ pub struct Settings {
     /// ([`mpich_candidates`]) on MPICH; what the running library lets
     /// colltune force.
     pub library_candidates: Vec<Candidate>,
+    /// The minimum gain decisions are judged by (`--min-gain`); None
+    /// (`--no-evidence`): no further rounds.
+    pub min_gain: Option<f64>,
+    /// Further rounds at most where decisions are open ([`resolve`]).
+    pub extra_rounds: u32,
 }
+
+/// The default cap on further rounds (`tune --extra-rounds`).
+pub const DEFAULT_EXTRA_ROUNDS: u32 = 3;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -113,6 +135,8 @@ impl Default for Settings {
             exhaustive: false,
             deadline: None,
             library_candidates: Vec::new(),
+            min_gain: Some(crate::tables::table::evidence::DEFAULT_MIN_GAIN),
+            extra_rounds: DEFAULT_EXTRA_ROUNDS,
         }
     }
 }
@@ -491,10 +515,32 @@ pub fn collectives_of(list: &[Collective]) -> Vec<Collective> {
     }
 }
 
+/// What a campaign did.
+#[derive(Debug, Default)]
+pub struct Campaign {
+    /// A search stopped early (budget, SIGTERM).
+    pub cut_short: bool,
+    /// Per (communicator, collective), the further rounds at open sizes
+    /// and the runs they measured.
+    pub rounds: Vec<((usize, Collective), resolve::Outcome<u64>, u32)>,
+}
+
+impl Campaign {
+    /// The further rounds for the table's provenance.
+    pub fn further(&self) -> Option<crate::tables::table::evidence::Further> {
+        let v: Vec<(resolve::Outcome<u64>, u32)> = self
+            .rounds
+            .iter()
+            .map(|(_, o, r)| (o.clone(), *r))
+            .collect();
+        resolve::further(&v)
+    }
+}
+
 /// Runs the search for every communicator (its index for the oracle and
 /// whether it spans several nodes) and every collective, in that order: the
-/// one campaign loop of `tune`, measured or simulated. Returns whether any
-/// search stopped early (budget, SIGTERM).
+/// one campaign loop of `tune`, measured or simulated, each search followed
+/// by its further rounds where decisions are open.
 pub fn search_all<O: Oracle>(
     oracle: &mut O,
     settings: &Settings,
@@ -502,8 +548,8 @@ pub fn search_all<O: Oracle>(
     collectives: &[Collective],
     executions: &[colltune_algorithms::Execution],
     pairing: &str,
-) -> Result<bool, TuneError> {
-    let mut cut_short = false;
+) -> Result<Campaign, TuneError> {
+    let mut out = Campaign::default();
     for &(ci, multi_node) in comms {
         let opts = SpaceOptions {
             executions: executions.to_vec(),
@@ -517,10 +563,12 @@ pub fn search_all<O: Oracle>(
             }
             let mut search = Search::new(oracle, settings, ci, cands);
             search.run()?;
-            cut_short |= search.cut_short;
+            let (o, runs) = search.resolve()?;
+            out.cut_short |= search.cut_short;
+            out.rounds.push(((ci, coll), o, runs));
         }
     }
-    Ok(cut_short)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -17,11 +17,12 @@ use std::collections::BTreeMap;
 
 use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
 
+use super::resolve::{until_resolved, Rounds};
 use crate::measure::noise::{NoiseProfile, Rng};
 use crate::measure::record::{sample, Sample};
 use crate::model::sim::{rotation_roots, simulate_at, Model};
-use crate::tables::table::build::{build_launches, Compact};
-use crate::tables::table::evidence::Label;
+use crate::tables::table::build::{build_launches, label_is_choice, point_decisions, Compact};
+use crate::tables::table::evidence::{is_reference, Label, Open};
 use crate::tables::table::{CommKey, Provenance, Table};
 
 /// What to run.
@@ -124,11 +125,12 @@ pub fn truth(model: &Model, nodes: &NodeMap, sizes: &[u64]) -> Result<Truth, Str
     })
 }
 
-/// One simulated launch measuring `sizes`: every subject, `runs` runs of
-/// `reps` samples, the profile's noise laid over the truth.
+/// One simulated launch measuring, at each size, the subjects listed (all
+/// where the list is empty): `runs` runs of `reps` samples, the profile's
+/// noise laid over the truth.
 fn launch(
     truth: &Truth,
-    sizes: &[u64],
+    points: &[(u64, Vec<Label>)],
     p: &NoiseProfile,
     g: &mut Rng,
     c: &BenchConfig,
@@ -136,11 +138,12 @@ fn launch(
     let common = g.lognormal(p.launch_sigma);
     let mut state: BTreeMap<&Label, f64> = BTreeMap::new();
     let mut out = Vec::new();
-    for &b in sizes {
+    for (b, only) in points {
+        let b = *b;
         let here: Vec<(&Label, f64)> = truth
             .times
             .iter()
-            .filter(|((bb, _), _)| *bb == b)
+            .filter(|((bb, l), _)| *bb == b && (only.is_empty() || only.contains(l)))
             .map(|((_, l), &t)| (l, t))
             .collect();
         for run in 1..=c.runs {
@@ -210,39 +213,79 @@ pub struct Tune {
     pub table: Table,
     pub seconds: f64,
     pub launches: usize,
+    /// Runs measured (one subject at one size in one run).
+    pub runs: usize,
     pub unresolved: usize,
 }
 
-/// A simulated tune: `launches` launches, then up to `extra_launches`
-/// more at the sizes still unresolved.
+/// The tune's launches as [`Rounds`]: a round is one further launch
+/// measuring, at each open size, only the subjects that decide it.
+struct Launches<'t> {
+    truth: &'t Truth,
+    p: &'t NoiseProfile,
+    c: &'t BenchConfig,
+    g: Rng,
+    all: Vec<Vec<Sample>>,
+}
+
+impl Rounds for Launches<'_> {
+    type Point = u64;
+    type Error = std::convert::Infallible;
+
+    fn open(&mut self) -> Vec<(u64, Open)> {
+        let l: Vec<&[Sample]> = self.all.iter().map(Vec::as_slice).collect();
+        point_decisions(&l, self.c.min_gain)
+            .into_iter()
+            .filter_map(|((_, _, b), (d, subj))| {
+                d.open(&subj, label_is_choice, self.c.min_gain)
+                    .map(|o| (b, o))
+            })
+            .collect()
+    }
+
+    fn spend(&mut self, open: &[(u64, Open)]) -> Result<bool, Self::Error> {
+        // The library's decision is measured as its `mpi` call.
+        let points: Vec<(u64, Vec<Label>)> = open
+            .iter()
+            .map(|(b, o)| {
+                let who = o
+                    .contenders
+                    .iter()
+                    .map(|l| if is_reference(l) { mpi() } else { l.clone() })
+                    .collect();
+                (*b, who)
+            })
+            .collect();
+        let one = launch(self.truth, &points, self.p, &mut self.g, self.c);
+        self.all.push(one);
+        Ok(true)
+    }
+}
+
+/// A simulated tune: `launches` launches of every subject at every size,
+/// then up to `extra_launches` more, each only at the sizes still open and
+/// of their contenders ([`until_resolved`], the tuner's loop).
 pub fn tune(truth: &Truth, p: &NoiseProfile, c: &BenchConfig, seed: u64) -> Tune {
     let mut g = Rng::new(seed);
-    let mut all: Vec<Vec<Sample>> = (0..c.launches)
-        .map(|_| launch(truth, &c.sizes, p, &mut g, c))
+    let every: Vec<(u64, Vec<Label>)> = c.sizes.iter().map(|&b| (b, Vec::new())).collect();
+    let all: Vec<Vec<Sample>> = (0..c.launches)
+        .map(|_| launch(truth, &every, p, &mut g, c))
         .collect();
+    let mut rounds = Launches {
+        truth,
+        p,
+        c,
+        g,
+        all,
+    };
+    let Ok(_) = until_resolved(&mut rounds, c.extra_launches as u32);
+    let all = rounds.all;
     let opts = Compact {
         min_gain: Some(c.min_gain),
         ..Compact::default()
     };
-    let build = |all: &[Vec<Sample>]| {
-        let l: Vec<&[Sample]> = all.iter().map(Vec::as_slice).collect();
-        build_launches(&l, prov(), &opts)
-    };
-    let mut table = build(&all);
-    for _ in 0..c.extra_launches {
-        let open: Vec<u64> = table
-            .provenance
-            .evidence
-            .iter()
-            .flat_map(|e| &e.unresolved)
-            .map(|u| u.bytes)
-            .collect();
-        if open.is_empty() {
-            break;
-        }
-        all.push(launch(truth, &open, p, &mut g, c));
-        table = build(&all);
-    }
+    let l: Vec<&[Sample]> = all.iter().map(Vec::as_slice).collect();
+    let table = build_launches(&l, prov(), &opts);
     let seconds = all.iter().flatten().map(|s| s.time_us).sum::<f64>() / 1e6;
     let unresolved = table
         .provenance
@@ -254,6 +297,7 @@ pub fn tune(truth: &Truth, p: &NoiseProfile, c: &BenchConfig, seed: u64) -> Tune
         table,
         seconds,
         launches: all.len(),
+        runs: all.iter().flatten().filter(|s| s.rep == 1).count(),
         unresolved,
     }
 }
@@ -279,6 +323,8 @@ pub struct BenchResult {
     pub library_share: f64,
     pub unresolved_mean: f64,
     pub launches_mean: f64,
+    /// Runs per tune (one subject at one size in one run).
+    pub runs_mean: f64,
     pub seconds_mean: f64,
     /// Noise-free: the evidence builder's choice the same as the builder
     /// before it (schema 1), at this share of sizes; and both regrets.
@@ -348,7 +394,8 @@ pub fn bench(truth: &Truth, p: &NoiseProfile, c: &BenchConfig) -> BenchResult {
             reps: 1,
             ..c.clone()
         };
-        launch(truth, &c.sizes, &NoiseProfile::none(), &mut g, &one)
+        let every: Vec<(u64, Vec<Label>)> = c.sizes.iter().map(|&b| (b, Vec::new())).collect();
+        launch(truth, &every, &NoiseProfile::none(), &mut g, &one)
     };
     let ev = build_launches(
         &[&exact],
@@ -411,6 +458,7 @@ pub fn bench(truth: &Truth, p: &NoiseProfile, c: &BenchConfig) -> BenchResult {
         library_share: lib as f64 / (n * k),
         unresolved_mean: tunes.iter().map(|t| t.unresolved as f64).sum::<f64>() / k,
         launches_mean: tunes.iter().map(|t| t.launches as f64).sum::<f64>() / k,
+        runs_mean: tunes.iter().map(|t| t.runs as f64).sum::<f64>() / k,
         seconds_mean: tunes.iter().map(|t| t.seconds).sum::<f64>() / k,
         noise_free_same: nf_same as f64 / n,
         noise_free_regret: (
@@ -436,24 +484,75 @@ mod tests {
         truth(&m, &nodes, &[1, 1024, 65536, 1 << 20]).unwrap()
     }
 
+    /// The test truth's sizes, 2 launches of 2 runs, minimum gain 3%.
+    fn config(tunes: usize, reps: u32, extra_launches: usize, seed: u64) -> BenchConfig {
+        BenchConfig {
+            sizes: vec![1, 1024, 65536, 1 << 20],
+            tunes,
+            launches: 2,
+            runs: 2,
+            reps,
+            extra_launches,
+            seed,
+            min_gain: 0.03,
+        }
+    }
+
     #[test]
     fn without_noise_tunes_agree_and_regret_is_what_the_minimum_gain_allows() {
         let t = test_truth();
-        let c = BenchConfig {
-            sizes: vec![1, 1024, 65536, 1 << 20],
-            tunes: 3,
-            launches: 2,
-            runs: 2,
-            reps: 5,
-            extra_launches: 0,
-            seed: 1,
-            min_gain: 0.03,
-        };
+        let c = config(3, 5, 0, 1);
         let r = bench(&t, &NoiseProfile::none(), &c);
         assert_eq!(r.agree_same, 1.0, "{r:?}");
         // the library is kept only where nothing beats it by 3%
         assert!(r.regret_worst <= 1.03 + 1e-9, "{r:?}");
         assert!(r.noise_free_same > 0.0);
+    }
+
+    /// With no noise nothing is open: the further-launch loop measures
+    /// nothing and decides as the tune without it.
+    #[test]
+    fn without_noise_the_loop_changes_nothing() {
+        let t = test_truth();
+        let c = config(2, 3, 0, 7);
+        let without = tune(&t, &NoiseProfile::none(), &c, 1);
+        let with = tune(
+            &t,
+            &NoiseProfile::none(),
+            &BenchConfig {
+                extra_launches: 5,
+                ..c.clone()
+            },
+            1,
+        );
+        assert_eq!((with.launches, with.runs), (without.launches, without.runs));
+        assert_eq!(with.table.bcast, without.table.bcast);
+        assert_eq!(with.unresolved, 0);
+    }
+
+    /// Under noise the loop spends launches only at open sizes, only on
+    /// their contenders, and never more than the cap.
+    #[test]
+    fn further_launches_measure_only_the_open_sizes_contenders() {
+        let t = test_truth();
+        let p = NoiseProfile {
+            sample_sigma: 0.05,
+            run_sigma: 0.05,
+            subject_launch_sigma: 0.08,
+            ..NoiseProfile::none()
+        };
+        let c = config(1, 3, 3, 3);
+        let subjects = t.times.keys().filter(|(b, _)| *b == 1).count();
+        let r = tune(&t, &p, &c, 11);
+        assert!(r.launches > 2 && r.launches <= 5, "{}", r.launches);
+        // each further launch: at most every size, fewer subjects than all
+        let sweep = 2 * 4 * subjects * 2;
+        let further = r.runs - sweep;
+        assert!(further > 0, "nothing was open");
+        assert!(
+            further < (r.launches - 2) * 4 * subjects * 2,
+            "{further} runs: every subject measured again"
+        );
     }
 
     #[test]
@@ -475,7 +574,7 @@ mod tests {
             min_gain: 0.03,
         };
         let mut g = Rng::new(5);
-        let s = launch(&t, &[1024], &p, &mut g, &c);
+        let s = launch(&t, &[(1024, Vec::new())], &p, &mut g, &c);
         let mpi: Vec<f64> = s
             .iter()
             .filter(|x| x.spec == "mpi")

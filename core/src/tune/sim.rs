@@ -77,6 +77,10 @@ impl<'m> SimOracle<'m> {
 }
 
 impl Oracle for SimOracle<'_> {
+    fn exact(&self) -> bool {
+        true
+    }
+
     fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
         let mut out = Vec::with_capacity(reqs.len());
         for r in reqs {

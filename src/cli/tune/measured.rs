@@ -148,6 +148,8 @@ pub fn run(
         // Open MPI's own algorithms are measured beside colltune's (forced
         // through MPI_T on a duplicate); a model cannot simulate them.
         library_candidates,
+        min_gain: args.min_gain_setting(),
+        extra_rounds: args.extra_rounds,
     };
     let method = args.timing.method(root, 2, llc_bytes());
     let writer = if lead {
@@ -181,7 +183,7 @@ pub fn run(
         .enumerate()
         .filter_map(|(ci, c)| c.as_ref().map(|c| (ci, c.nodes().num_nodes() > 1)))
         .collect();
-    let cut_short = search_all(
+    let campaign = search_all(
         &mut oracle,
         &settings,
         &on,
@@ -200,7 +202,7 @@ pub fn run(
         Sweep::default(),
     );
     made.pattern = args.timing.pattern.to_string();
-    let table = build_with(
+    let mut table = build_with(
         &oracle.samples,
         Provenance {
             sweep: Sweep {
@@ -219,11 +221,12 @@ pub fn run(
         },
         &args.compact(),
     );
+    super::record_further(&mut table, &campaign);
     table.save(&table_path)?;
     // A marker batch jobs check to decide whether to run again.
     let mut marker = csv.as_os_str().to_owned();
     marker.push(".incomplete");
-    if cut_short {
+    if campaign.cut_short {
         std::fs::write(
             &marker,
             "the sweep stopped early (budget or SIGTERM): run again with --resume to finish it\n",
@@ -237,7 +240,7 @@ pub fn run(
         hms(seconds),
         oracle.measured,
         oracle.reused,
-        if cut_short {
+        if campaign.cut_short {
             "; STOPPED EARLY (budget or SIGTERM): sizes not reached have no measurements, resume with --resume"
         } else {
             ""

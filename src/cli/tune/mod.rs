@@ -16,7 +16,7 @@ use super::args::{Cluster, Timing};
 use super::{parse_sizes, Code, UsageError};
 use colltune_core::method::MAX_BYTES;
 use colltune_core::table::build::Compact;
-use colltune_core::tune::collectives_of;
+use colltune_core::tune::{collectives_of, Campaign};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -87,6 +87,12 @@ pub struct Args {
     /// Decide by the fastest median merged within noise (before schema 2).
     #[arg(long)]
     pub no_evidence: bool,
+    /// After the sweep, at most this many further rounds at the sizes whose
+    /// decision is still open (a gain's interval straddles --min-gain): each
+    /// gives the candidates that decide it --full-runs more runs; 0: none.
+    /// The --budget stops them too.
+    #[arg(long, default_value_t = colltune_core::tune::DEFAULT_EXTRA_ROUNDS)]
+    pub extra_rounds: u32,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]
@@ -116,6 +122,12 @@ impl Pairing {
 }
 
 impl Args {
+    /// The minimum gain the further rounds judge by (none without
+    /// evidence).
+    pub fn min_gain_setting(&self) -> Option<f64> {
+        (!self.no_evidence).then_some(self.min_gain)
+    }
+
     /// How the table's rules are merged.
     pub fn compact(&self) -> Compact {
         Compact {
@@ -195,4 +207,17 @@ fn run_measured(
         "this colltune was built without MPI (--no-default-features): only `tune --model` works; build with the default features to measure".into(),
     )
     .into())
+}
+
+/// Records the campaign's further rounds in the table's provenance and
+/// says on screen what they did (the sizes left open are listed by the
+/// table's summary, under `unresolved`).
+pub fn record_further(table: &mut colltune_core::table::Table, campaign: &Campaign) {
+    let Some(f) = campaign.further() else {
+        return;
+    };
+    outln!("where decisions were open after the sweep: {}", f.line());
+    if let Some(e) = table.provenance.evidence.as_mut() {
+        e.further = Some(f);
+    }
 }

@@ -78,6 +78,8 @@ pub fn run(
         // Open MPI's own algorithms are measured beside colltune's (forced
         // through MPI_T on a duplicate); a model cannot simulate them.
         library_candidates: Vec::new(),
+        min_gain: args.min_gain_setting(),
+        extra_rounds: args.extra_rounds,
     };
     let progress = Reporter::new(
         comms.len() as u64 * collectives.len() as u64 * 200,
@@ -97,7 +99,7 @@ pub fn run(
         .enumerate()
         .map(|(ci, nodes)| (ci, nodes.num_nodes() > 1))
         .collect();
-    let cut_short = search_all(
+    let campaign = search_all(
         &mut oracle,
         &settings,
         &on,
@@ -107,7 +109,7 @@ pub fn run(
     )?;
     oracle.progress.finish();
     let seconds = started.elapsed().as_secs_f64();
-    let table = build_with(
+    let mut table = build_with(
         &oracle.samples,
         Provenance::made_now(
             "simulator".into(),
@@ -134,6 +136,7 @@ pub fn run(
         ),
         &args.compact(),
     );
+    super::record_further(&mut table, &campaign);
     table.save(&table_path)?;
     out!("{}", table::summary(&table));
     outln!(
@@ -152,7 +155,7 @@ pub fn run(
         } else {
             String::new()
         },
-        if cut_short {
+        if campaign.cut_short {
             "; STOPPED EARLY (budget)"
         } else {
             ""

@@ -726,29 +726,14 @@ fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain:
         let mut rules: Vec<Rule> = Vec::new();
         // (rule index, how weak its evidence is, how contested its figures)
         let mut weakest: Vec<(f64, f64)> = Vec::new();
-        for (i, ((bytes, (d, _)), m)) in points.iter().zip(&medians).enumerate() {
+        for (i, ((bytes, (d, subj)), m)) in points.iter().zip(&medians).enumerate() {
             let mine = m.get(&d.choice).copied().unwrap_or(f64::NAN);
             let best = m.values().copied().fold(f64::INFINITY, f64::min);
             if mine.is_finite() && best > 0.0 {
                 losses.push(mine / best - 1.0);
             }
-            if d.keeps_reference() && !d.unresolved.is_empty() {
-                let (l, g) = d
-                    .unresolved
-                    .iter()
-                    .max_by(|a, b| a.1.gain.total_cmp(&b.1.gain))
-                    .expect("non-empty");
-                unresolved.push(Unresolved {
-                    collective: c.to_string(),
-                    ranks: key.ranks,
-                    ppn: key.ppn,
-                    nodes: key.nodes,
-                    bytes: *bytes,
-                    candidate: colltune_algorithms::label(&l.0, &l.1),
-                    gain: round4(g.gain),
-                    low: round4(g.low),
-                    high: g.high.is_finite().then(|| round4(g.high)),
-                });
+            if let Some(o) = d.open(subj, label_is_choice, min_gain) {
+                unresolved.push(Unresolved::of(c, key, *bytes, &o));
             }
             let other = m
                 .iter()
@@ -842,6 +827,7 @@ fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain:
         }),
         unresolved,
         partial_launches: Vec::new(),
+        further: None,
     });
     table
 }

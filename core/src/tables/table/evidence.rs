@@ -339,6 +339,67 @@ impl PointDecision {
     pub fn keeps_reference(&self) -> bool {
         self.choice == self.reference
     }
+
+    /// Whether more measurement could change this decision, and between
+    /// which subjects ([`Open`]); None where it is resolved.
+    /// - The reference is kept and a candidate's gain over it straddles the
+    ///   minimum gain ([`Gain::straddles`]).
+    /// - A choice was made and another candidate's estimate over it is
+    ///   above the minimum gain while its interval's lower end is not: the
+    ///   fixed order may have picked among candidates the measurement cannot
+    ///   yet tell apart although one seems faster by more than the minimum
+    ///   gain. Candidates merely within each other's noise (the estimate
+    ///   below the minimum gain) are a tie, resolved by the order.
+    pub fn open(
+        &self,
+        subjects: &BTreeMap<Label, Times>,
+        choosable: impl Fn(&Label) -> bool,
+        min_gain: f64,
+    ) -> Option<Open> {
+        let best = |v: &[(Label, Gain)]| {
+            v.iter()
+                .max_by(|a, b| a.1.gain.total_cmp(&b.1.gain).then(b.0.cmp(&a.0)))
+                .cloned()
+        };
+        let (against, straddling) = if self.keeps_reference() {
+            (&self.reference, self.unresolved.clone())
+        } else {
+            let mine = subjects.get(&self.choice)?;
+            let v: Vec<(Label, Gain)> = subjects
+                .iter()
+                .filter(|(l, _)| **l != self.choice && choosable(l) && !is_reference(l))
+                .filter_map(|(l, t)| gain(mine, t).map(|g| (l.clone(), g)))
+                .filter(|(_, g)| g.gain > min_gain && g.low <= min_gain)
+                .collect();
+            (&self.choice, v)
+        };
+        let (candidate, g) = best(&straddling)?;
+        let mut contenders = vec![against.clone()];
+        contenders.extend(straddling.into_iter().map(|(l, _)| l));
+        Some(Open {
+            candidate,
+            gain: g,
+            against: against.clone(),
+            tie: !self.keeps_reference(),
+            contenders,
+        })
+    }
+}
+
+/// A decision more measurement could change ([`PointDecision::open`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Open {
+    /// The candidate most likely to change it, and its gain over `against`.
+    pub candidate: Label,
+    pub gain: Gain,
+    /// The reference (kept), or the choice (made).
+    pub against: Label,
+    /// A choice was made (the candidate may beat it by more than the
+    /// minimum gain); false: the reference was kept.
+    pub tie: bool,
+    /// The subjects whose further runs can settle it: `against` first,
+    /// then every candidate whose interval against it is open.
+    pub contenders: Vec<Label>,
 }
 
 /// The decision at one point from every subject measured there (the
@@ -539,6 +600,45 @@ pub struct EvidenceSummary {
     /// out of budget half-way): they count for what they measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partial_launches: Vec<String>,
+    /// Further runs the tuner spent where decisions were open (`tune
+    /// --extra-rounds`); absent where none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub further: Option<Further>,
+}
+
+/// What the tuner spent on open decisions ([`crate::tune::resolve`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Further {
+    /// Rounds run (at most `--extra-rounds` per collective and
+    /// communicator).
+    pub rounds: u32,
+    /// Runs measured in them (one run: one subject at one size).
+    pub runs: u32,
+    /// Sizes that got further runs, and of them, those resolved by the end.
+    pub sizes: u32,
+    pub resolved: u32,
+    /// The tune's budget (time or signal) ran out before the rounds did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_spent: bool,
+}
+
+impl Further {
+    pub fn line(&self) -> String {
+        format!(
+            "{} further round(s), {} runs at {} open size(s): {} resolved, {} left{}",
+            self.rounds,
+            self.runs,
+            self.sizes,
+            self.resolved,
+            self.sizes - self.resolved.min(self.sizes),
+            if self.budget_spent {
+                " (the budget ran out)"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// One measured size left unresolved.
@@ -556,13 +656,37 @@ pub struct Unresolved {
     pub low: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<f64>,
+    /// Where a choice was made: the choice the gain is over (the
+    /// candidate may be faster than it by more than the minimum gain).
+    /// Absent: the gain is over the reference, which was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_choice: Option<String>,
 }
 
 impl Unresolved {
+    /// The entry of an open decision at one point.
+    pub fn of(c: Collective, key: CommKey, bytes: u64, o: &Open) -> Unresolved {
+        let g = &o.gain;
+        Unresolved {
+            collective: c.to_string(),
+            ranks: key.ranks,
+            ppn: key.ppn,
+            nodes: key.nodes,
+            bytes,
+            candidate: colltune_algorithms::label(&o.candidate.0, &o.candidate.1),
+            gain: round4(g.gain),
+            low: round4(g.low),
+            high: g.high.is_finite().then(|| round4(g.high)),
+            over_choice: o
+                .tie
+                .then(|| colltune_algorithms::label(&o.against.0, &o.against.1)),
+        }
+    }
+
     pub fn line(&self) -> String {
         let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
         format!(
-            "{} on {} ranks ({}x{}) at {}: {} {} [{}, {}]",
+            "{} on {} ranks ({}x{}) at {}: {} {} [{}, {}]{}",
             self.collective,
             self.ranks,
             self.nodes,
@@ -571,7 +695,11 @@ impl Unresolved {
             self.candidate,
             pct(self.gain),
             pct(self.low),
-            self.high.map(pct).unwrap_or_else(|| "unbounded".into())
+            self.high.map(pct).unwrap_or_else(|| "unbounded".into()),
+            self.over_choice
+                .as_ref()
+                .map(|c| format!(" over the choice {c}"))
+                .unwrap_or_default()
         )
     }
 }

@@ -568,12 +568,15 @@ pub fn summary(t: &Table) -> String {
             if !e.unresolved.is_empty() {
                 let _ = writeln!(
                     out,
-                    "unresolved ({} sizes: a candidate's interval straddles the minimum gain; the reference, the library's decision where measured, kept):",
+                    "unresolved ({} sizes: a candidate's interval straddles the minimum gain, so the reference, the library's decision where measured, was kept; or, `over the choice`, a candidate seems faster than the choice by more than it, unshown):",
                     e.unresolved.len()
                 );
                 for u in &e.unresolved {
                     let _ = writeln!(out, "  {}", u.line());
                 }
+            }
+            if let Some(f) = &e.further {
+                let _ = writeln!(out, "further runs where decisions were open: {}", f.line());
             }
             for l in &e.partial_launches {
                 let _ = writeln!(out, "partial launch: {l}");

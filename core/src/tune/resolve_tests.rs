@@ -1,0 +1,315 @@
+//! Further rounds where decisions are open ([`super::resolve`]), on a
+//! synthetic machine whose answers are known by construction. MPI-free.
+
+use std::collections::BTreeMap;
+
+use colltune_algorithms::{Collective, Execution};
+
+use super::resolve::{until_resolved, Outcome, Rounds};
+use super::*;
+use crate::libraries::ompi::Forced;
+use crate::measure::record::{sample, Sample};
+use crate::tables::table::build::build_with;
+use crate::tables::table::evidence::{decide, Gain, Open, Times};
+use crate::tables::table::{Provenance, Sweep};
+
+/// Per (spec name, bytes): the time, and the run-to-run noise (a run's
+/// times are scaled by exp(+noise) on odd runs, exp(-noise) on even ones).
+struct Machine {
+    /// Says its measurements are deterministic (as a model's are).
+    exact: bool,
+    times: BTreeMap<(&'static str, u64), (f64, f64)>,
+    asked: Vec<Request>,
+    samples: Vec<Sample>,
+}
+
+impl Machine {
+    fn new(times: &[(&'static str, u64, f64, f64)]) -> Machine {
+        Machine {
+            exact: false,
+            times: times.iter().map(|&(n, b, t, s)| ((n, b), (t, s))).collect(),
+            asked: Vec::new(),
+            samples: Vec::new(),
+        }
+    }
+}
+
+impl Oracle for Machine {
+    fn exact(&self) -> bool {
+        self.exact
+    }
+
+    fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
+        self.asked.extend(reqs.iter().cloned());
+        Ok(reqs
+            .iter()
+            .map(|r| {
+                let name = if r.cand.forced().is_some() {
+                    "library"
+                } else {
+                    r.cand.spec.name.as_str()
+                };
+                let (t, s) = self
+                    .times
+                    .iter()
+                    .find(|((n, b), _)| *n == name && *b == r.bytes)
+                    .map(|(_, &v)| v)
+                    .expect("a time for every candidate and size");
+                let sign = if r.run % 2 == 1 { 1.0 } else { -1.0 };
+                let t = t * (sign * s).exp();
+                let v = vec![t; 3];
+                for (k, &x) in v.iter().enumerate() {
+                    let mut smp = sample(
+                        &r.cand.spec.to_string(),
+                        r.cand.exec_name(),
+                        r.bytes,
+                        r.run,
+                        x,
+                    );
+                    smp.rep = k as u32 + 1;
+                    self.samples.push(smp);
+                }
+                v
+            })
+            .collect())
+    }
+}
+
+/// The library at 10 us; linear 10% faster at 64 B with run noise
+/// `noise64`, and `gain4096` faster at 4 KiB exactly; scatter_allgather at
+/// 20 us.
+fn machine(noise64: f64, gain4096: f64) -> Machine {
+    Machine::new(&[
+        ("library", 64, 10.0, 0.0),
+        ("linear", 64, 10.0 / 1.10, noise64),
+        ("scatter_allgather", 64, 20.0, 0.0),
+        ("library", 4096, 10.0, 0.0),
+        ("linear", 4096, 10.0 / (1.0 + gain4096), 0.0),
+        ("scatter_allgather", 4096, 20.0, 0.0),
+    ])
+}
+
+fn cands() -> Vec<Candidate> {
+    vec![
+        Candidate::library(Forced { id: 0, segment: 0 }),
+        Candidate::new(Collective::Bcast, "linear", Execution::Blocking),
+        Candidate::new(Collective::Bcast, "scatter_allgather", Execution::Blocking),
+    ]
+}
+
+/// Every size coarse, nothing pruned: every candidate gets the sweep's 4
+/// runs, so the rounds' effect is the only difference.
+fn settings(rounds: u32) -> Settings {
+    Settings {
+        sizes: vec![64, 4096],
+        stride: 1,
+        margin: 10.0,
+        extra_rounds: rounds,
+        ..Settings::default()
+    }
+}
+
+/// The sweep's requests (runs 1-4: 2 sizes x 3 candidates x 4 runs) are
+/// all there; the further ones (runs 5 on).
+fn further(m: &Machine) -> Vec<Request> {
+    let sweep = m.asked.iter().filter(|r| r.run <= 4).count();
+    assert_eq!(sweep, 24, "{:?}", m.asked);
+    m.asked.iter().filter(|r| r.run > 4).cloned().collect()
+}
+
+/// At 64 B linear is 10% faster than the library with runs 2% apart: the
+/// sweep's 4 runs leave its interval straddling 3%, one round of 2 more
+/// clears it. At 4 KiB it is 30% faster exactly: resolved by the sweep.
+/// scatter_allgather is far slower everywhere: never a contender.
+#[test]
+fn further_runs_go_only_to_the_open_size_and_its_contenders() {
+    let mut m = machine(0.02, 0.30);
+    let st = settings(3);
+    let mut s = Search::new(&mut m, &st, 0, cands());
+    s.run().unwrap();
+    let (o, runs) = s.resolve().unwrap();
+    let extra = further(&m);
+    assert_eq!((o.rounds, runs, extra.len()), (1, 4, 4), "{o:?}");
+    assert!(extra.iter().all(|r| r.bytes == 64), "{extra:?}");
+    let mut who: Vec<(String, u32)> = extra.iter().map(|r| (r.cand.label(), r.run)).collect();
+    who.sort();
+    assert_eq!(
+        who.iter().map(|w| w.1).collect::<Vec<_>>(),
+        vec![5, 6, 5, 6],
+        "{who:?}"
+    );
+    assert!(who.iter().all(|w| !w.0.starts_with("scatter")), "{who:?}");
+    assert!(o.left.is_empty() && o.resolved() == 1, "{o:?}");
+    assert_eq!(o.spent.keys().copied().collect::<Vec<_>>(), vec![64]);
+    // The table built from all the samples chooses linear at 64 B too,
+    // and lists nothing unresolved.
+    let t = build_with(&m.samples, prov(), &Compact::default());
+    let e = t.provenance.evidence.as_ref().unwrap();
+    assert!(e.unresolved.is_empty(), "{:?}", e.unresolved);
+    assert_eq!(t.bcast[0].rules[0].algorithm, "linear");
+}
+
+fn prov() -> Provenance {
+    Provenance::made_now(
+        "test".into(),
+        None,
+        "Open MPI 4.1.4".into(),
+        "measured".into(),
+        Sweep::default(),
+    )
+}
+
+use crate::tables::table::build::Compact;
+
+/// Runs 16% apart: no number of runs inside the launch resolves a 10%
+/// gain against 3%; the loop stops at the cap, and the size is reported,
+/// by the search and in the table's provenance.
+#[test]
+fn the_rounds_stop_at_the_cap_and_the_open_size_is_reported() {
+    let mut m = machine(0.08, 0.30);
+    let st = settings(2);
+    let mut s = Search::new(&mut m, &st, 0, cands());
+    s.run().unwrap();
+    let (o, runs) = s.resolve().unwrap();
+    assert_eq!((o.rounds, runs, o.resolved()), (2, 8, 0), "{o:?}");
+    assert!(!o.budget_spent);
+    assert_eq!(o.left.len(), 1);
+    let (b, open) = &o.left[0];
+    assert_eq!(*b, 64);
+    assert!(!open.tie && open.candidate.0 == "linear", "{open:?}");
+    assert_eq!(further(&m).len(), 8);
+    let t = build_with(&m.samples, prov(), &Compact::default());
+    let e = t.provenance.evidence.as_ref().unwrap();
+    assert_eq!(
+        e.unresolved.iter().map(|u| u.bytes).collect::<Vec<_>>(),
+        vec![64]
+    );
+    let f = resolve::further(&[(o, runs)]).unwrap();
+    assert_eq!((f.rounds, f.runs, f.sizes, f.resolved), (2, 8, 1, 0));
+}
+
+/// Nothing open (no noise), rounds disabled, or no evidence: not one
+/// further run, the same decisions.
+#[test]
+fn resolved_sizes_get_no_further_runs() {
+    for st in [
+        settings(3),
+        settings(0),
+        Settings {
+            min_gain: None,
+            ..settings(3)
+        },
+    ] {
+        let mut m = machine(0.0, 0.01);
+        let mut s = Search::new(&mut m, &st, 0, cands());
+        s.run().unwrap();
+        let (o, runs) = s.resolve().unwrap();
+        assert_eq!((o.rounds, runs), (0, 0), "{o:?}");
+        assert!(further(&m).is_empty());
+    }
+    // a model's runs are exact: nothing is open, whatever their spread
+    let mut m = machine(0.08, 0.30);
+    m.exact = true;
+    let st = settings(3);
+    let mut s = Search::new(&mut m, &st, 0, cands());
+    s.run().unwrap();
+    let (o, runs) = s.resolve().unwrap();
+    assert_eq!((o.rounds, runs, o.left.len()), (0, 0, 0), "{o:?}");
+    // and where a size is open, 0 rounds measures nothing more but says so
+    let mut m = machine(0.08, 0.0);
+    let st = settings(0);
+    let mut s = Search::new(&mut m, &st, 0, cands());
+    s.run().unwrap();
+    let (o, _) = s.resolve().unwrap();
+    assert_eq!(o.left.len(), 1);
+    assert!(further(&m).is_empty());
+}
+
+fn times(per_launch: &[f64]) -> Times {
+    let mut t = Times::default();
+    for (l, &x) in per_launch.iter().enumerate() {
+        t.runs.insert((l, 1), vec![x]);
+    }
+    t
+}
+
+/// A choice made, and another candidate seemingly faster than it by more
+/// than the minimum gain without the interval showing it: open, between
+/// the two. The same two within each other's noise: a tie, resolved.
+#[test]
+fn a_choice_the_measurement_cannot_separate_from_a_faster_one_is_open() {
+    let lab = |s: &str| (s.to_string(), "blocking".to_string());
+    let lib = ("ompi_tuned:algorithm=0".to_string(), "library".to_string());
+    let mut m = BTreeMap::new();
+    m.insert(lib.clone(), times(&[10.0, 10.0, 10.0]));
+    // both clear against the library; ring seems 15% faster than
+    // scatter_allgather, but one launch in three says otherwise
+    m.insert(lab("scatter_allgather"), times(&[8.0, 8.0, 8.0]));
+    m.insert(lab("scatter_allgather_ring"), times(&[6.5, 6.5, 8.4]));
+    let d = decide(Collective::Bcast, 512, &m, |_| true, 0.03).unwrap();
+    assert_eq!(d.choice, lab("scatter_allgather"), "{d:?}");
+    let o = d.open(&m, |_| true, 0.03).expect("open");
+    assert!(o.tie);
+    assert_eq!(o.against, lab("scatter_allgather"));
+    assert_eq!(o.candidate, lab("scatter_allgather_ring"));
+    assert_eq!(o.contenders.len(), 2);
+    // within each other's noise, the estimate under 3%: a tie, resolved
+    m.insert(lab("scatter_allgather_ring"), times(&[7.9, 7.8, 8.4]));
+    let d = decide(Collective::Bcast, 512, &m, |_| true, 0.03).unwrap();
+    assert_eq!(d.open(&m, |_| true, 0.03), None, "{d:?}");
+}
+
+/// The loop itself: a budget that runs out stops it and says so.
+#[test]
+fn the_budget_stops_the_rounds() {
+    struct Fake {
+        open: Vec<u64>,
+        budget: u32,
+    }
+    impl Rounds for Fake {
+        type Point = u64;
+        type Error = ();
+        fn open(&mut self) -> Vec<(u64, Open)> {
+            let g = Gain {
+                gain: 0.1,
+                low: 0.0,
+                high: 0.2,
+                launches: 1,
+                runs: 2,
+                basis: crate::tables::table::evidence::Basis::RunsOfOneLaunch,
+            };
+            let l = ("linear".to_string(), "blocking".to_string());
+            self.open
+                .iter()
+                .map(|&b| {
+                    (
+                        b,
+                        Open {
+                            candidate: l.clone(),
+                            gain: g.clone(),
+                            against: l.clone(),
+                            tie: false,
+                            contenders: vec![l.clone()],
+                        },
+                    )
+                })
+                .collect()
+        }
+        fn spend(&mut self, _: &[(u64, Open)]) -> Result<bool, ()> {
+            if self.budget == 0 {
+                return Ok(false);
+            }
+            self.budget -= 1;
+            // one size resolves per round
+            self.open.pop();
+            Ok(true)
+        }
+    }
+    let mut f = Fake {
+        open: vec![1, 2, 3],
+        budget: 1,
+    };
+    let o: Outcome<u64> = until_resolved(&mut f, 10).unwrap();
+    assert_eq!((o.rounds, o.budget_spent, o.left.len()), (1, true, 2));
+    assert_eq!(o.resolved(), 1);
+}
