@@ -20,12 +20,7 @@ pub struct Summary {
 impl Summary {
     /// Largest run median over smallest (1.0 = runs agree exactly).
     pub fn run_spread(&self) -> f64 {
-        let lo = self
-            .run_medians
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        let hi = self.run_medians.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = self.run_range();
         if lo > 0.0 && lo.is_finite() {
             hi / lo
         } else {
