@@ -169,6 +169,8 @@ fn a_tune_on_emulated_nodes_keys_its_table_by_node_count() {
             "1",
             "--full-runs",
             "1",
+            "--extra-rounds",
+            "0",
             "--csv",
             csv.to_str().unwrap(),
             "--table",

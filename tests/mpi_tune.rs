@@ -116,6 +116,8 @@ fn a_killed_tune_resumes_without_remeasuring() {
             "1",
             "--full-runs",
             "1",
+            "--extra-rounds",
+            "0",
         ])
         .args(args)
         .arg("--csv")
@@ -159,6 +161,8 @@ fn a_killed_tune_resumes_without_remeasuring() {
             "1",
             "--full-runs",
             "1",
+            "--extra-rounds",
+            "0",
         ])
         .args(args)
         .arg("--csv")

@@ -82,9 +82,11 @@ sinfo -h -o %t | grep -qE "idle|mix" || skip "the Slurm node never became idle: 
 sinfo
 
 rm -rf "$OUT"; mkdir -p "$OUT"
-export COLLTUNE=$ROOT/target/release/colltune OUT CLUSTER=colltune-local TABLE=$OUT/colltune-local.yaml BUDGET=6
+# One launch per job: the further launches at open sizes are tested in
+# tests/scripts.rs; here the job, its table and its resume are the point.
+export COLLTUNE=$ROOT/target/release/colltune OUT CLUSTER=colltune-local TABLE=$OUT/colltune-local.yaml BUDGET=6 LAUNCHES=1
 export LAUNCHER="mpirun --map-by core --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none"
-export TUNE_ARGS="--collective bcast --sizes 1,4K,64K --budget-ms 5 --min-reps 3 --max-reps 30 --screen-runs 1 --full-runs 1"
+export TUNE_ARGS="--collective bcast --sizes 1,4K,64K --budget-ms 5 --min-reps 3 --max-reps 30 --screen-runs 1 --full-runs 1 --extra-rounds 0"
 
 submit() {
   local id
