@@ -694,11 +694,17 @@ unsafe fn bcast_kept(
     });
     if let (true, Some(info)) = (remember, known) {
         if !hot::holds(comm, datatype, state) {
-            let size = match &*state {
-                CommState::Colltune { routes, .. } => routes.size(),
-                CommState::Library => 0,
+            // The sizes the library runs unchanged: those handed off, and
+            // those whose rule is the library's own decision (all of them
+            // without a table, or on a communicator colltune leaves alone).
+            let (handed, plain) = match &*state {
+                CommState::Colltune { routes, .. } => {
+                    (handoff::ranges_of(routes.size()), routes.plain())
+                }
+                CommState::Library => (&[][..], vec![(0, u64::MAX)]),
             };
-            hot::fill(comm, datatype, info.size, handoff::ranges_of(size), state);
+            let ranges = hot::union(handed, &plain);
+            hot::fill(comm, datatype, info.size, &ranges, handed, state);
         }
     }
     bcast_on(&*state, known, buffer, count, datatype, root, comm)

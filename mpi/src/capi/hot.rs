@@ -425,16 +425,33 @@ fn classify(dtype: MPI_Datatype, size: u64) -> Option<(TypeInfo, bool)> {
     Some((TypeInfo { size, dense }, true))
 }
 
+/// The union of two lists of inclusive byte ranges, ascending, adjacent
+/// and overlapping ones merged.
+pub(crate) fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut all: Vec<(u64, u64)> = a.iter().chain(b).copied().filter(|r| r.0 <= r.1).collect();
+    all.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+    for (lo, hi) in all {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
 /// Remembers, for calls on `comm` with `dtype` (elements of `size` bytes,
-/// which the library accepted), the handed-off byte `ranges` of the
-/// communicator's size and its `state` (null: not known), once the
-/// communicator carries colltune's attribute (and a derived datatype its
-/// own).
+/// which the library accepted), the byte `ranges` its calls go to
+/// `PMPI_Bcast` unchanged (where they are more than a line holds, the
+/// handed-off ones alone, `handed`) and the communicator's `state` (null:
+/// not known), once the communicator carries colltune's attribute (and a
+/// derived datatype its own).
 pub(crate) fn fill(
     comm: MPI_Comm,
     dtype: MPI_Datatype,
     size: u64,
     ranges: &[(u64, u64)],
+    handed: &[(u64, u64)],
     state: *const CommState,
 ) {
     let key = KEY.load(Ordering::Acquire);
@@ -442,7 +459,7 @@ pub(crate) fn fill(
     if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
         return;
     }
-    let Some(words) = counts(ranges, size, RANGES) else {
+    let Some(words) = counts(ranges, size, RANGES).or_else(|| counts(handed, size, RANGES)) else {
         return;
     };
     let _g = lock(&FILL);
@@ -626,6 +643,23 @@ mod tests {
         // too many ranges: not cached
         assert_eq!(counts(&[(0, 1), (3, 4), (6, 7), (9, 10)], 1, RANGES), None);
         assert_eq!(counts(&[(0, 1), (3, 4), (6, 7)], 1, FRANGES), None);
+    }
+
+    #[test]
+    fn unions_merge_overlapping_and_adjacent_ranges() {
+        assert_eq!(union(&[], &[]), vec![]);
+        assert_eq!(union(&[(0, 1448)], &[]), vec![(0, 1448)]);
+        // adjacent and overlapping merge, order does not matter
+        assert_eq!(
+            union(
+                &[(100, 200), (0, 9)],
+                &[(10, 50), (150, 300), (400, u64::MAX)]
+            ),
+            vec![(0, 50), (100, 300), (400, u64::MAX)]
+        );
+        assert_eq!(union(&[(0, u64::MAX)], &[(5, 7)]), vec![(0, u64::MAX)]);
+        // an empty range (lo > hi) is none
+        assert_eq!(union(&[(9, 3)], &[(1, 1)]), vec![(1, 1)]);
     }
 
     #[test]
