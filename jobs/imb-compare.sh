@@ -43,7 +43,7 @@
 #                     on Open MPI 5 also adapt:N (coll/adapt, 1..6); MPICH
 #                     names (binomial,nb,smp,scatter_recursive_doubling_allgather,
 #                     scatter_ring_allgather,pipelined_tree,tree; MPICH 4.0 has
-#                     no pipelined_tree); Intel MPI I_MPI_ADJUST_BCAST ids (1..11)
+#                     neither tree); Intel MPI I_MPI_ADJUST_BCAST ids (1..11)
 #   --out FILE.csv    raw lines (default results/imb/<host>/compare-<date>.csv)
 #   --env K=V         extra environment for the drop-in runs (repeatable)
 #   --also NAME=FILE  one more drop-in configuration with table FILE, in the
@@ -243,7 +243,9 @@ if [ -z "$FORCED" ]; then
   case "$MPI" in
     openmpi4) FORCED=1,2,3,4,5,6,7,8,9 ;;
     openmpi5) FORCED=1,2,3,4,5,6,7,8,9,adapt:1,adapt:2,adapt:3,adapt:4,adapt:5,adapt:6 ;;
-    mpich4) FORCED=binomial,nb,smp,scatter_recursive_doubling_allgather,scatter_ring_allgather,tree ;;
+    # MPICH 4.0 refuses tree and pipelined_tree at MPI_Init ("Invalid
+    # MPIR_CVAR_BCAST_INTRA_ALGORITHM value")
+    mpich4) FORCED=binomial,nb,smp,scatter_recursive_doubling_allgather,scatter_ring_allgather ;;
     mpich5 | mpich5-abi) FORCED=binomial,nb,smp,scatter_recursive_doubling_allgather,scatter_ring_allgather,pipelined_tree,tree ;;
     impi) FORCED=1,2,3,4,5,6,7,8,9,10,11 ;;
   esac
