@@ -980,11 +980,11 @@ pub unsafe fn fortran_bcast(
     } else {
         buffer
     };
-    // As the C entry of the interposition library: the call's C line is
-    // written (or written again) here, which the Fortran line is made
-    // from (nothing is written where no lines are attached).
-    // A call whose C line knows the communicator's state and the
-    // datatype goes straight to the decision, as the C entry's.
+    // As the interposition library's C entry: a call whose C line knows
+    // the communicator's state and the datatype goes straight to the
+    // decision; else the full path writes that line (`remember`; nothing
+    // is written where no lines are attached), which the Fortran line is
+    // made from.
     let line = hot::kept(crate::abi::to_reg(c_type), crate::abi::to_reg(c_comm));
     let rc = match line.and_then(|(state, info)| Some((state.as_ref()?, info))) {
         Some((state, info)) => bcast_on(state, Some(info), buffer, *count, c_type, *root, c_comm),
