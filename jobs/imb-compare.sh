@@ -73,7 +73,9 @@ while [ $# -gt 0 ]; do
     --iter) ITER=$2; shift 2 ;;
     --forced) FORCED=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    --env) EXTRA+=("$2"); shift 2 ;;
+    --env)
+      [[ "$2" == [A-Za-z_]*=* ]] || { echo "imb-compare: --env $2: give K=V" >&2; exit 2; }
+      EXTRA+=("$2"); shift 2 ;;
     --analyse) ANALYSE=$2; shift 2 ;;
     --also) ALSO+=("$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
