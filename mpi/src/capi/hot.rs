@@ -2,8 +2,9 @@
 //! per (communicator, datatype) recently seen holds what the call path
 //! would otherwise look up in several places: the handed-off counts (the
 //! byte ranges the handoff gave Open MPI for the communicator's size
-//! ([`super::handoff`]), turned into ranges of `count` for the datatype's
-//! size once, when the line is written), the datatype's classification
+//! ([`super::handoff`]) and those whose rule is the library's own decision
+//! (`Routes::plain`; see [`union`]), turned into ranges of `count` for the
+//! datatype's size once, when the line is written), the datatype's classification
 //! (size, contiguity: found once, when the line is written) and the
 //! communicator's colltune state. A handed-off call then costs one line and
 //! a range check or three before `PMPI_Bcast` ([`handed`]: no multiply, no
