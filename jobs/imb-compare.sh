@@ -4,7 +4,12 @@
 # every call, the root at 0, each rank timing its own calls; t_avg is the
 # mean over ranks: colltune's `--pattern imb`), unmodified, run
 #   - plain (the library's default decision),
-#   - plain with each Open MPI coll/tuned algorithm forced (1..9),
+#   - plain with each of the library's own algorithms forced at start-up, by
+#     the environment (IMB cannot be told): Open MPI coll/tuned's (1..9, as
+#     tunedN_NAME), on Open MPI 5 also coll/adapt's (adaptN_NAME: adapt's
+#     priority raised to 100, coll_adapt_bcast_algorithm=N), MPICH's
+#     (mpich_NAME: MPIR_CVAR_BCAST_INTRA_ALGORITHM=NAME), Intel MPI's
+#     (impiN_NAME: I_MPI_ADJUST_BCAST=N),
 #   - under LD_PRELOAD=libcolltune_preload.so with a table,
 #   - under the one-line PMPI_Bcast shim (benches/callcost/shim.c: an
 #     LD_PRELOAD library whose MPI_Bcast only calls PMPI_Bcast): the floor
@@ -20,6 +25,11 @@
 # every IMB line to a CSV.
 #
 # Usage: jobs/imb-compare.sh [options]
+#   --mpi NAME        the MPI library (jobs/mpi-env.sh: openmpi4 (default),
+#                     openmpi5, mpich4, mpich5, mpich5-abi, impi): IMB built with
+#                     its compilers into ~/.cache/colltune/imb-build/NAME, its
+#                     launcher and pinning flags, colltune built for it
+#                     (jobs/build.sh --mpi NAME), the shim built with its mpicc
 #   --imb PATH        an IMB-MPI1 binary (else built from --imb-src)
 #   --imb-src DIR     IMB source (a clone of github.com/intel/mpi-benchmarks);
 #                     default: cloned into ~/.cache/colltune/imb (needs network)
@@ -28,7 +38,12 @@
 #                     else tuning-tables/vm-2core.yaml)
 #   --msglog A:B      sizes 2^A..2^B bytes (default 0:22, 1 B..4 MiB)
 #   --iter N          repetitions per size (default 1000, -iter_policy off)
-#   --forced 1,...,9  coll/tuned algorithms to force (default 1..9)
+#   --forced LIST     the library's algorithms to force (default: all below;
+#                     Open MPI coll/tuned ids (1..9),
+#                     on Open MPI 5 also adapt:N (coll/adapt, 1..6); MPICH
+#                     names (binomial,nb,smp,scatter_recursive_doubling_allgather,
+#                     scatter_ring_allgather,pipelined_tree,tree; MPICH 4.0 has
+#                     neither tree); Intel MPI I_MPI_ADJUST_BCAST ids (1..11)
 #   --out FILE.csv    raw lines (default results/imb/<host>/compare-<date>.csv)
 #   --env K=V         extra environment for the drop-in runs (repeatable)
 #   --also NAME=FILE  one more drop-in configuration with table FILE, in the
@@ -39,12 +54,16 @@
 # not redistributed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. jobs/mpirun-flags.sh
 
 IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
-FORCED=1,2,3,4,5,6,7,8,9; OUT=""; EXTRA=(); ANALYSE=""; ALSO=()
+FORCED=""; OUT=""; EXTRA=(); ANALYSE=""; ALSO=(); MPI=openmpi4
 while [ $# -gt 0 ]; do
   case "$1" in
+    --imb|--imb-src|--ranks|--runs|--table|--msglog|--iter|--forced|--out|--env|--analyse|--also|--mpi)
+      [ $# -ge 2 ] || { echo "imb-compare: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --mpi) MPI=$2; shift 2 ;;
     --imb) IMB=$2; shift 2 ;;
     --imb-src) SRC=$2; shift 2 ;;
     --ranks) RANKS=$2; shift 2 ;;
@@ -54,7 +73,9 @@ while [ $# -gt 0 ]; do
     --iter) ITER=$2; shift 2 ;;
     --forced) FORCED=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    --env) EXTRA+=(-x "$2"); shift 2 ;;
+    --env)
+      [[ "$2" == [A-Za-z_]*=* ]] || { echo "imb-compare: --env $2: give K=V" >&2; exit 2; }
+      EXTRA+=("$2"); shift 2 ;;
     --analyse) ANALYSE=$2; shift 2 ;;
     --also) ALSO+=("$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -78,7 +99,10 @@ def spread(v):                 # (max - min) / median over runs
 gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
 for np in sorted({k[0] for k in t}):
     sizes = sorted({k[2] for k in t if k[0] == np})
-    forced = sorted({k[1] for k in t if k[0] == np and k[1].startswith("tuned")})
+    # every configuration but the library's default, the shim and the
+    # drop-ins: one of the library's algorithms forced at start-up
+    forced = sorted({k[1] for k in t if k[0] == np
+                     and k[1] not in ("default", "shim") and not k[1].startswith("dropin")})
     runs = len(t[(np, "default", sizes[0])])
     print(f"\n{np} ranks, median of {runs} runs, t_avg in us")
     print(f"{'bytes':>9} {'default':>9} {'best forced':>22} {'drop-in':>9} {'in/default':>10} {'in/best':>8}")
@@ -207,6 +231,50 @@ for a in ${ALSO[@]+"${ALSO[@]}"}; do
   ALSO_TABLE[dropin-$name]=$(readlink -f "$file")
 done
 
+# The library: its compilers, launcher and flags, colltune's build for it.
+# shellcheck source=jobs/mpi-env.sh
+. jobs/mpi-env.sh "$MPI" || exit 2
+MPICXX=${MPICC/mpicc/mpicxx}
+# The library's algorithms forced by the environment, as configurations:
+# NAME=K=V[;K=V...] (the names the analysis reads as forced ones).
+tuned_names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
+adapt_names=(tuned binomial in_order_binomial binary pipeline chain linear)
+impi_names=(?none binomial recursive_doubling ring topology_aware_binomial topology_aware_recursive_doubling
+  topology_aware_ring shumilin knomial topology_aware_shm_flat topology_aware_shm_knomial topology_aware_shm_knary)
+if [ -z "$FORCED" ]; then
+  case "$MPI" in
+    openmpi4) FORCED=1,2,3,4,5,6,7,8,9 ;;
+    openmpi5) FORCED=1,2,3,4,5,6,7,8,9,adapt:1,adapt:2,adapt:3,adapt:4,adapt:5,adapt:6 ;;
+    # MPICH 4.0 refuses tree and pipelined_tree at MPI_Init ("Invalid
+    # MPIR_CVAR_BCAST_INTRA_ALGORITHM value")
+    mpich4) FORCED=binomial,nb,smp,scatter_recursive_doubling_allgather,scatter_ring_allgather ;;
+    mpich5 | mpich5-abi) FORCED=binomial,nb,smp,scatter_recursive_doubling_allgather,scatter_ring_allgather,pipelined_tree,tree ;;
+    impi) FORCED=1,2,3,4,5,6,7,8,9,10,11 ;;
+  esac
+fi
+declare -A FORCE_ENV=()
+IFS=, read -r -a forced <<< "$FORCED"
+fnames=()
+for f in "${forced[@]}"; do
+  bad="imb-compare: --forced $f: not an algorithm of $MPI"
+  case "$MPI_NAME:$f" in
+    openmpi4:[1-9] | openmpi5:[1-9])
+      n="tuned${f}_${tuned_names[$f]}"
+      FORCE_ENV[$n]="OMPI_MCA_coll_tuned_use_dynamic_rules=1;OMPI_MCA_coll_tuned_bcast_algorithm=$f" ;;
+    openmpi5:adapt:[1-6])
+      a=${f#adapt:}; n="adapt${a}_${adapt_names[$a]}"
+      FORCE_ENV[$n]="OMPI_MCA_coll_adapt_priority=100;OMPI_MCA_coll_adapt_bcast_algorithm=$a" ;;
+    mpich*:*)
+      [[ "$f" =~ ^[a-z_]+$ && "$f" != auto ]] || { echo "$bad (one of MPICH's names for MPIR_CVAR_BCAST_INTRA_ALGORITHM, auto excepted)" >&2; exit 2; }
+      n="mpich_$f"; FORCE_ENV[$n]="MPIR_CVAR_BCAST_INTRA_ALGORITHM=$f" ;;
+    impi:*)
+      [[ "$f" =~ ^[0-9]+$ && "$f" -ge 1 && "$f" -le 11 ]] || { echo "$bad (I_MPI_ADJUST_BCAST ids 1..11)" >&2; exit 2; }
+      n="impi${f}_${impi_names[$f]}"; FORCE_ENV[$n]="I_MPI_ADJUST_BCAST=$f" ;;
+    *) echo "$bad (see --help: Open MPI 4.1 1..9; Open MPI 5 also adapt:1..6)" >&2; exit 2 ;;
+  esac
+  fnames+=("$n")
+done
+
 if [ -z "$IMB" ]; then
   if [ -z "$SRC" ]; then
     SRC=${XDG_CACHE_HOME:-$HOME/.cache}/colltune/imb
@@ -217,38 +285,60 @@ if [ -z "$IMB" ]; then
     fi
   fi
   [ -f "$SRC/Makefile" ] || { echo "imb-compare: $SRC is not an IMB source tree (no Makefile)" >&2; exit 2; }
-  IMB=$SRC/IMB-MPI1
-  if [ ! -x "$IMB" ]; then
-    echo "imb-compare: building IMB-MPI1 in $SRC with $(command -v mpicc)" >&2
+  SRC=$(readlink -f "$SRC")
+  # One build per library, each in its own copy of the source (built
+  # objects and binaries left out), so that no library's IMB replaces
+  # another's; rebuilt when the source or the compiler changes.
+  BUILD=${XDG_CACHE_HOME:-$HOME/.cache}/colltune/imb-build/$MPI_NAME
+  IMB=$BUILD/IMB-MPI1
+  stamp="$SRC $MPICC $MPICXX"
+  if [ ! -x "$IMB" ] || [ "$(cat "$BUILD/.colltune-source" 2>/dev/null)" != "$stamp" ]; then
+    echo "imb-compare: building IMB-MPI1 in $BUILD with $MPICC" >&2
+    rm -rf "$BUILD"; mkdir -p "$BUILD"
+    tar -C "$SRC" --exclude=.git --exclude='*.o' --exclude='IMB-*' --exclude=build.log -cf - . | tar -C "$BUILD" -xf -
     # OMPI_SKIP_MPICXX: the MPI C++ bindings' headers do not build under
     # IMB's -Werror with current compilers; IMB does not use them.
-    make -C "$SRC" IMB-MPI1 CC=mpicc CXX=mpicxx \
-      CPPFLAGS="-DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX" > "$SRC/build.log" 2>&1 || {
-        echo "imb-compare: IMB build failed; see $SRC/build.log" >&2; exit 1; }
+    make -C "$BUILD" IMB-MPI1 CC="$MPICC" CXX="$MPICXX" \
+      CPPFLAGS="-DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX" > "$BUILD/build.log" 2>&1 || {
+        echo "imb-compare: IMB build failed; see $BUILD/build.log" >&2; exit 1; }
+    echo "$stamp" > "$BUILD/.colltune-source"
   fi
 fi
 [ -x "$IMB" ] || { echo "imb-compare: $IMB is not executable" >&2; exit 2; }
 
-cargo build --release -q -p colltune-preload -p colltune
+jobs/build.sh --mpi "$MPI_NAME" -q -p colltune-preload -p colltune >&2
+BIN=$(readlink -f "$CARGO_TARGET_DIR/release")
 # A broken table would make every drop-in run the library's default (the
 # drop-in falls back): refuse it here, with its problems.
 for t in "$TABLE" ${ALSO_TABLE[@]+"${ALSO_TABLE[@]}"}; do
-  target/release/colltune validate "$t" >&2 || {
+  "$BIN/colltune" validate "$t" >&2 || {
     echo "imb-compare: $t is not a valid table (problems above)" >&2; exit 2; }
 done
-PRE=$PWD/target/release/libcolltune_preload.so
+PRE=$BIN/libcolltune_preload.so
 # The floor of interposition, built with the library's own mpicc.
 SHIM=$(mktemp -d)/libpmpi_shim.so
-mpicc -O2 -shared -fPIC -o "$SHIM" benches/callcost/shim.c
-[ -n "$OUT" ] || OUT=results/imb/$host/compare-$(date +%Y%m%d-%H%M%S).csv
+"$MPICC" -O2 -shared -fPIC -o "$SHIM" benches/callcost/shim.c
+[ -n "$OUT" ] || OUT=results/imb/$host/compare-$MPI_NAME-$(date +%Y%m%d-%H%M%S).csv
 mkdir -p "$(dirname "$OUT")"
 echo "np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run" > "$OUT"
 log=$(mktemp)
 
-# One IMB run: np, configuration name, run number, mpirun options...
+# The launcher's option for one variable of every rank's environment:
+# Open MPI's -x K=V, Hydra's (MPICH, Intel MPI) -genv K V.
+envs() {
+  local kv
+  for kv in "$@"; do
+    if [ "$MPI_FAMILY" = openmpi ]; then printf '%s\0' -x "$kv"
+    else printf '%s\0' -genv "${kv%%=*}" "${kv#*=}"; fi
+  done
+}
+
+# One IMB run: np, configuration name, run number, K=V of its ranks...
 imb() {
   local np=$1 name=$2 run=$3; shift 3
-  if ! mpirun -n "$np" "${MPIRUN_FLAGS[@]}" "$@" "$IMB" Bcast -npmin "$np" \
+  local opts=()
+  if [ $# -gt 0 ]; then mapfile -d '' -t opts < <(envs "$@"); fi
+  if ! "$MPI_LAUNCHER" -n "$np" "${MPI_FLAGS[@]}" ${opts[@]+"${opts[@]}"} "$IMB" Bcast -npmin "$np" \
       -iter "$ITER" -iter_policy off -zero_size off -msglog "$MSGLOG" -time 1000 \
       > "$log" 2>&1; then
     echo "imb-compare: IMB failed ($name, $np ranks, run $run):" >&2; tail -20 "$log" >&2; exit 1
@@ -258,32 +348,31 @@ imb() {
     on && /^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *$/ {
       printf "%s,%s,%s,%s,%s,%s,%s\n", np, name, $1, $3, $4, $5, run }
     /All processes entering MPI_Finalize/ {on=0}' "$log" >> "$OUT"
+  grep -q "^$np,$name," "$OUT" || {
+    echo "imb-compare: IMB printed no Bcast lines ($name, $np ranks, run $run):" >&2; tail -20 "$log" >&2; exit 1; }
 }
 
 IFS=, read -r -a ranks <<< "$RANKS"
-IFS=, read -r -a forced <<< "$FORCED"
-names=(?none basic_linear chain pipeline split_binary_tree binary_tree binomial knomial scatter_allgather scatter_allgather_ring)
 t0=$(date +%s)
 for np in "${ranks[@]}"; do
-  configs=(default dropin shim ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${forced[@]}")
+  configs=(default dropin shim ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${fnames[@]}")
   for run in $(seq "$RUNS"); do
-    echo "imb-compare: $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
+    echo "imb-compare: $MPI_NAME, $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
     n=${#configs[@]}
     for k in $(seq 0 $((n - 1))); do
       c=${configs[$(( (k + run - 1) % n ))]}
       case "$c" in
         default) imb "$np" default "$run" ;;
-        dropin) imb "$np" dropin "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
-        shim) imb "$np" shim "$run" -x LD_PRELOAD="$SHIM" ;;
-        dropin-*) imb "$np" "$c" "$run" -x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
-        *) imb "$np" "tuned${c}_${names[$c]}" "$run" --mca coll_tuned_use_dynamic_rules 1 \
-             --mca coll_tuned_bcast_algorithm "$c" ;;
+        dropin) imb "$np" dropin "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        shim) imb "$np" shim "$run" LD_PRELOAD="$SHIM" ;;
+        dropin-*) imb "$np" "$c" "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        *) IFS=';' read -r -a kv <<< "${FORCE_ENV[$c]}"; imb "$np" "$c" "$run" "${kv[@]}" ;;
       esac
     done
   done
 done
 rm -f "$log"
 echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
-echo "IMB-MPI1 Bcast, -iter $ITER -iter_policy off, $(mpirun --version | head -1), table $TABLE"
+echo "IMB-MPI1 Bcast ($IMB), -iter $ITER -iter_policy off, $MPI_NAME ($("$BIN/colltune" --version 2>/dev/null | tail -1)), table $TABLE"
 for c in ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"}; do echo "$c: table ${ALSO_TABLE[$c]}"; done
 analyse "$OUT"

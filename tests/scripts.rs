@@ -259,3 +259,84 @@ fn no_further_launch_past_the_budget() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Every library's forced configurations (`--mpi`: MPICH's `mpich_NAME`,
+/// Intel MPI's `impiN_NAME`, Open MPI 5's `adaptN_NAME` beside
+/// `tunedN_NAME`) are read as forced algorithms; the shim is not one.
+#[test]
+fn every_librarys_forced_algorithms_are_read_as_forced() {
+    let d = scratch("imb-analyse-libraries");
+    for (slow, fast) in [
+        ("mpich_binomial", "mpich_scatter_ring_allgather"),
+        ("impi1_binomial", "impi8_knomial"),
+        ("tuned1_basic_linear", "adapt6_linear"),
+    ] {
+        let mut csv = String::new();
+        for b in [4, 8] {
+            lines(&mut csv, 4, "default", b, &[20.0, 20.0, 20.0]);
+            lines(&mut csv, 4, "dropin", b, &[10.0, 10.0, 10.0]);
+            // the shim is the fastest, but no forced algorithm
+            lines(&mut csv, 4, "shim", b, &[1.0, 1.0, 1.0]);
+            lines(&mut csv, 4, slow, b, &[8.0, 8.0, 8.0]);
+            lines(&mut csv, 4, fast, b, &[5.0, 5.0, 5.0]);
+        }
+        let out = analyse(&d, &csv);
+        // the table's rows: bytes, default, best forced's time and name
+        // (12 characters), ...
+        let row = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("4 ") && !l.contains("ranks"))
+            .unwrap_or_else(|| panic!("no 4 B row in:\n{out}"));
+        let name = &fast[..fast.len().min(12)];
+        assert!(row.contains(&format!("5.00 {name:>12}")), "{fast}: {out}");
+        assert!(
+            line_with(&out, "dropin / best forced: geomean").contains("geomean 2.000"),
+            "{out}"
+        );
+        assert!(
+            line_with(&out, "dropin / shim (paired)").contains("geomean 10.000"),
+            "{out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `jobs/imb-compare.sh`'s arguments are checked before anything is built
+/// or run: an option without its value, an unknown library, an algorithm
+/// the library does not have.
+#[test]
+fn bad_arguments_are_refused_before_any_run() {
+    let run = |args: &[&str]| {
+        Command::new("bash")
+            .arg(format!("{ROOT}/jobs/imb-compare.sh"))
+            .args(args)
+            .output()
+            .expect("bash runs")
+    };
+    let o = run(&["--ranks"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--ranks needs a value"), "{}", text(&o));
+    let o = run(&["--mpi", "nosuch", "--imb", "/nonexistent"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("unknown MPI `nosuch`"), "{}", text(&o));
+    // coll/adapt's algorithms are forced by the environment on Open MPI 5
+    // only (4.1 has no MPICH names either); refused before IMB is looked at
+    if Path::new("/usr/bin/mpicc.openmpi").exists() {
+        for bad in ["adapt:1", "binomial", "10"] {
+            let o = run(&[
+                "--mpi",
+                "openmpi4",
+                "--forced",
+                bad,
+                "--imb",
+                "/nonexistent",
+            ]);
+            assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+            assert!(
+                text(&o).contains(&format!("--forced {bad}: not an algorithm of openmpi4")),
+                "{}",
+                text(&o)
+            );
+        }
+    }
+}

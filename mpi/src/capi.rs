@@ -687,20 +687,64 @@ unsafe fn bcast_kept(
     let Some(state) = state(g, comm) else {
         return library();
     };
-    // A predefined datatype met before: classified once, for good.
-    let known = typecache::get(datatype).map(|(size, dense)| TypeInfo {
-        size,
-        dense: Some(dense),
-    });
+    // A predefined datatype met before: classified once, for good; else
+    // what its line says (written by the handoff's check of this call),
+    // else, for the interposition's call, classified here once (after the
+    // library's own checks of the call) for this call and the line.
+    let mut probed = false;
+    let mut known = typecache::get(datatype)
+        .map(|(size, dense)| TypeInfo {
+            size,
+            dense: Some(dense),
+            derived: false,
+        })
+        .or_else(|| {
+            hot::kept(crate::abi::to_reg(datatype), crate::abi::to_reg(comm)).map(|(_, info)| info)
+        });
+    if let (true, None, CommState::Colltune { routes, .. }) = (remember, known, &*state) {
+        let Some((size, dense)) = self::datatype(buffer, count, datatype, routes.raw()) else {
+            return library();
+        };
+        let derived = dense.is_none();
+        let dense = match dense {
+            Some(d) => Some(d),
+            None => contiguous(datatype).ok(),
+        };
+        known = Some(TypeInfo {
+            size,
+            dense,
+            derived,
+        });
+        probed = true;
+    }
     if let (true, Some(info)) = (remember, known) {
         if !hot::holds(comm, datatype, state) {
-            let size = match &*state {
-                CommState::Colltune { routes, .. } => routes.size(),
-                CommState::Library => 0,
+            // The sizes the library runs unchanged: those handed off, and
+            // those whose rule is the library's own decision (all of them
+            // without a table, or on a communicator colltune leaves alone).
+            let (handed, plain) = match &*state {
+                CommState::Colltune { routes, .. } => {
+                    (handoff::ranges_of(routes.size()), routes.plain())
+                }
+                CommState::Library => (&[][..], vec![(0, u64::MAX)]),
             };
-            hot::fill(comm, datatype, info.size, handoff::ranges_of(size), state);
+            let ranges = hot::union(handed, &plain);
+            hot::fill(
+                comm,
+                datatype,
+                info.size,
+                Some(info),
+                &ranges,
+                handed,
+                state,
+            );
         }
     }
+    // A derived type's checks just ran (in `datatype`): not again.
+    let known = known.map(|k| TypeInfo {
+        derived: k.derived && !probed,
+        ..k
+    });
     bcast_on(&*state, known, buffer, count, datatype, root, comm)
 }
 
@@ -729,12 +773,16 @@ unsafe fn bcast_on(
     // The library's own checks of the datatype and buffer (committed,
     // valid, data where the buffer says), without a message: those of a
     // predefined type passed once and hold for good, so only a null
-    // buffer is checked again.
+    // buffer is checked again; a derived type's run at every call (its
+    // size and layout, classified once, are the handle's).
     let checked = match known {
-        Some(TypeInfo { size, dense }) => {
+        Some(TypeInfo {
+            size,
+            dense,
+            derived,
+        }) => {
             if buffer == cffi::in_place()
-                || (buffer.is_null()
-                    && count > 0
+                || ((derived || (buffer.is_null() && count > 0))
                     && cffi::check_message(buffer, count, datatype, routes.raw()).is_err())
             {
                 return library();
@@ -932,7 +980,19 @@ pub unsafe fn fortran_bcast(
     } else {
         buffer
     };
-    let rc = bcast(buffer, *count, c_type, *root, c_comm);
+    // As the interposition library's C entry: a call whose C line knows
+    // the communicator's state and the datatype goes straight to the
+    // decision; else the full path writes that line (`remember`; nothing
+    // is written where no lines are attached), which the Fortran line is
+    // made from.
+    let line = hot::kept(crate::abi::to_reg(c_type), crate::abi::to_reg(c_comm));
+    let rc = match line.and_then(|(state, info)| Some((state.as_ref()?, info))) {
+        Some((state, info)) => bcast_on(state, Some(info), buffer, *count, c_type, *root, c_comm),
+        None => match handoff::pass(buffer, *count, c_type, *root, c_comm) {
+            Some(rc) => rc,
+            None => bcast_kept(buffer, *count, c_type, *root, c_comm, true),
+        },
+    };
     // The next such call: straight from its own line, where handed off.
     hot::fill_fortran(*comm, *datatype, c_comm, c_type);
     if !ierr.is_null() {

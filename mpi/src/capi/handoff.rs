@@ -477,7 +477,7 @@ pub unsafe fn pass(
         None => cffi::type_size_raw(datatype)?,
     };
     if !super::hot::has(comm, datatype) {
-        super::hot::fill(comm, datatype, each, ranges, std::ptr::null());
+        super::hot::fill(comm, datatype, each, None, ranges, ranges, std::ptr::null());
     }
     if ranges.is_empty() {
         return None;

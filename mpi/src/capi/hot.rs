@@ -2,8 +2,9 @@
 //! per (communicator, datatype) recently seen holds what the call path
 //! would otherwise look up in several places: the handed-off counts (the
 //! byte ranges the handoff gave Open MPI for the communicator's size
-//! ([`super::handoff`]), turned into ranges of `count` for the datatype's
-//! size once, when the line is written), the datatype's classification
+//! ([`super::handoff`]) and those whose rule is the library's own decision
+//! (`Routes::plain`; see [`union`]), turned into ranges of `count` for the
+//! datatype's size once, when the line is written), the datatype's classification
 //! (size, contiguity: found once, when the line is written) and the
 //! communicator's colltune state. A handed-off call then costs one line and
 //! a range check or three before `PMPI_Bcast` ([`handed`]: no multiply, no
@@ -44,12 +45,16 @@ use crate::abi;
 use crate::transport::mpi::ffi::{self as cffi, Combiner};
 
 /// What the call path found of a call's datatype, once: the bytes of one
-/// element and whether its elements are their signature's bytes back to
-/// back (None: not known yet; ask [`contiguous`] when it matters).
+/// element, whether its elements are their signature's bytes back to
+/// back (None: not known yet; ask [`contiguous`] when it matters), and
+/// whether it is a derived type (then the library's own checks of it,
+/// committed or not, run at every call colltune keeps; its size and
+/// layout are the handle's for as long as it lives).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TypeInfo {
     pub size: u64,
     pub dense: Option<bool>,
+    pub derived: bool,
 }
 
 const SLOTS: usize = 4;
@@ -262,10 +267,10 @@ pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> bool {
 
 /// What the line of (`comm`, `dtype`) knows of a call not handed off: the
 /// communicator's state (null: look it up) and the datatype's
-/// classification (None for a derived type: checked per call); None: not
-/// cached.
+/// classification (a derived type's says so: the library checks it per
+/// call); None: not cached.
 #[inline]
-pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, Option<TypeInfo>)> {
+pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, TypeInfo)> {
     let s = &lines().c[index(comm, dtype)];
     let q = s.seq.load(Ordering::Acquire);
     // (an empty line's key is 0: no handle)
@@ -281,10 +286,11 @@ pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, Optio
     if q & 1 != 0 || s.seq.load(Ordering::Relaxed) != q {
         return None;
     }
-    let info = (each & DERIVED == 0).then_some(TypeInfo {
+    let info = TypeInfo {
         size: each & !(DENSE | DERIVED),
         dense: Some(each & DENSE != 0),
-    });
+        derived: each & DERIVED != 0,
+    };
     Some((state as *const CommState, info))
 }
 
@@ -398,19 +404,37 @@ pub(crate) fn holds(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState
 }
 
 /// Classifies `dtype` (elements of `size` bytes, which the library
-/// accepted) for a line, once: predefined types from colltune's cache
-/// (put there if new), derived ones marked with colltune's attribute (its
-/// delete callback empties their lines when they are freed). None: not
-/// cached (a derived type that could not be marked, a library error).
-fn classify(dtype: MPI_Datatype, size: u64) -> Option<(TypeInfo, bool)> {
-    if let Some((size, dense)) = typecache::get(dtype) {
-        let dense = Some(dense);
-        return Some((TypeInfo { size, dense }, false));
-    }
-    let dense = Some(contiguous(dtype).ok()?);
-    if cffi::type_combiner(dtype).ok()? == Combiner::Named {
-        typecache::put(dtype, size, dense == Some(true));
-        return Some((TypeInfo { size, dense }, false));
+/// accepted) for a line, once (`known`: the call path's classification,
+/// no lookup): predefined types from colltune's cache (put there if new),
+/// derived ones marked with colltune's attribute (its delete callback
+/// empties their lines when they are freed). None: not cached (a derived
+/// type that could not be marked, a library error).
+fn classify(dtype: MPI_Datatype, size: u64, known: Option<TypeInfo>) -> Option<TypeInfo> {
+    let info = match known {
+        Some(k) if !k.derived || k.dense.is_some() => k,
+        _ => {
+            if let Some((size, dense)) = typecache::get(dtype) {
+                let dense = Some(dense);
+                return Some(TypeInfo {
+                    size,
+                    dense,
+                    derived: false,
+                });
+            }
+            let dense = Some(contiguous(dtype).ok()?);
+            let derived = cffi::type_combiner(dtype).ok()? != Combiner::Named;
+            if !derived {
+                typecache::put(dtype, size, dense == Some(true));
+            }
+            TypeInfo {
+                size,
+                dense,
+                derived,
+            }
+        }
+    };
+    if !info.derived {
+        return Some(info);
     }
     let key = TYPE_KEY.load(Ordering::Acquire);
     let d = abi::to_reg(dtype);
@@ -422,19 +446,38 @@ fn classify(dtype: MPI_Datatype, size: u64) -> Option<(TypeInfo, bool)> {
         // SAFETY: as above; the value is never dereferenced.
         unsafe { cffi::type_set_attr(dtype, key, marker) }.ok()?;
     }
-    Some((TypeInfo { size, dense }, true))
+    Some(info)
+}
+
+/// The union of two lists of inclusive byte ranges, ascending, adjacent
+/// and overlapping ones merged.
+pub(crate) fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut all: Vec<(u64, u64)> = a.iter().chain(b).copied().filter(|r| r.0 <= r.1).collect();
+    all.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+    for (lo, hi) in all {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
 }
 
 /// Remembers, for calls on `comm` with `dtype` (elements of `size` bytes,
-/// which the library accepted), the handed-off byte `ranges` of the
-/// communicator's size and its `state` (null: not known), once the
-/// communicator carries colltune's attribute (and a derived datatype its
-/// own).
+/// which the library accepted; `known`: its classification where the call
+/// path has it), the byte `ranges` its calls go to
+/// `PMPI_Bcast` unchanged (where they are more than a line holds, the
+/// handed-off ones alone, `handed`) and the communicator's `state` (null:
+/// not known), once the communicator carries colltune's attribute (and a
+/// derived datatype its own).
 pub(crate) fn fill(
     comm: MPI_Comm,
     dtype: MPI_Datatype,
     size: u64,
+    known: Option<TypeInfo>,
     ranges: &[(u64, u64)],
+    handed: &[(u64, u64)],
     state: *const CommState,
 ) {
     let key = KEY.load(Ordering::Acquire);
@@ -442,11 +485,11 @@ pub(crate) fn fill(
     if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
         return;
     }
-    let Some(words) = counts(ranges, size, RANGES) else {
+    let Some(words) = counts(ranges, size, RANGES).or_else(|| counts(handed, size, RANGES)) else {
         return;
     };
     let _g = lock(&FILL);
-    let Some((info, derived)) = classify(dtype, size) else {
+    let Some(info) = classify(dtype, size, known) else {
         return;
     };
     // Marked already (a line with another datatype): no library call.
@@ -465,7 +508,7 @@ pub(crate) fn fill(
     }
     let each = info.size
         | if info.dense == Some(true) { DENSE } else { 0 }
-        | if derived { DERIVED } else { 0 };
+        | if info.derived { DERIVED } else { 0 };
     write(
         &lines().c[index(c, d)],
         (c, d),
@@ -626,6 +669,23 @@ mod tests {
         // too many ranges: not cached
         assert_eq!(counts(&[(0, 1), (3, 4), (6, 7), (9, 10)], 1, RANGES), None);
         assert_eq!(counts(&[(0, 1), (3, 4), (6, 7)], 1, FRANGES), None);
+    }
+
+    #[test]
+    fn unions_merge_overlapping_and_adjacent_ranges() {
+        assert_eq!(union(&[], &[]), vec![]);
+        assert_eq!(union(&[(0, 1448)], &[]), vec![(0, 1448)]);
+        // adjacent and overlapping merge, order does not matter
+        assert_eq!(
+            union(
+                &[(100, 200), (0, 9)],
+                &[(10, 50), (150, 300), (400, u64::MAX)]
+            ),
+            vec![(0, 50), (100, 300), (400, u64::MAX)]
+        );
+        assert_eq!(union(&[(0, u64::MAX)], &[(5, 7)]), vec![(0, u64::MAX)]);
+        // an empty range (lo > hi) is none
+        assert_eq!(union(&[(9, 3)], &[(1, 1)]), vec![(1, 1)]);
     }
 
     #[test]

@@ -83,7 +83,7 @@ unsafe fn bcast_cold(
         if let Some(state) = state.as_ref() {
             return super::bcast_on(
                 state,
-                info,
+                Some(info),
                 buffer,
                 count,
                 abi::datatype_from_reg(datatype),

@@ -107,6 +107,36 @@ fn kind(c: &Choice) -> Kind {
     }
 }
 
+/// The byte ranges of [`Routes::plain`]: the `rules` (ascending, apart:
+/// min, max (None: open), plain or not) and, below, between and above
+/// them, the fallback (plain or not).
+fn plain_ranges(
+    rules: impl Iterator<Item = (u64, Option<u64>, bool)>,
+    fallback: bool,
+) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut push = |lo: u64, hi: u64| match out.last_mut() {
+        Some(last) if last.1.checked_add(1) == Some(lo) => last.1 = hi,
+        _ => out.push((lo, hi)),
+    };
+    let mut next = Some(0u64);
+    for (min, max, plain) in rules {
+        let Some(from) = next else { break };
+        if fallback && min > from {
+            push(from, min - 1);
+        }
+        let hi = max.unwrap_or(u64::MAX);
+        if plain && hi >= min.max(from) {
+            push(min.max(from), hi);
+        }
+        next = hi.checked_add(1);
+    }
+    if let (true, Some(from)) = (fallback, next) {
+        push(from, u64::MAX);
+    }
+    out
+}
+
 impl Routes {
     /// The routes of `sel`'s broadcasts; valid as long as `sel` lives.
     pub fn new(sel: &CommSelector) -> Routes {
@@ -160,6 +190,34 @@ impl Routes {
         self.trace
     }
 
+    /// The byte ranges (inclusive, ascending, merged) whose calls this
+    /// communicator hands to the library's `MPI_Bcast` unchanged: a rule
+    /// (or the forced choice, or the fallback) of the library's own
+    /// decision, nothing forced (no table: every size). None while calls
+    /// are traced (each is written). The drop-in's line for the
+    /// communicator sends such calls straight to `PMPI_Bcast`
+    /// (`capi::hot`), as the handed-off ones.
+    pub fn plain(&self) -> Vec<(u64, u64)> {
+        if self.trace {
+            return Vec::new();
+        }
+        let plain = |c: &Choice, k: Kind| {
+            matches!(k, Kind::Library) && c.library.is_none_or(|f| f.is_default())
+        };
+        if let Some(f) = self.bcast.forced() {
+            return if plain(f, self.forced) {
+                vec![(0, u64::MAX)]
+            } else {
+                Vec::new()
+            };
+        }
+        let rules = self.bcast.rules().iter().zip(&self.kinds);
+        plain_ranges(
+            rules.map(|(r, &k)| (r.min, r.max, plain(&r.choice, k))),
+            plain(self.bcast.fallback(), self.fallback),
+        )
+    }
+
     /// How a broadcast of `bytes` runs: no allocation, no lock.
     #[inline]
     pub fn bcast(&self, bytes: u64) -> Route<'_> {
@@ -206,5 +264,34 @@ impl Routes {
             buf.as_mut_ptr(),
             buf.len() as u64,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_ranges;
+
+    #[test]
+    fn plain_ranges_cover_the_library_default_rules_and_gaps() {
+        // no rules: the fallback's, every size or none
+        assert_eq!(plain_ranges([].into_iter(), true), vec![(0, u64::MAX)]);
+        assert_eq!(plain_ranges([].into_iter(), false), vec![]);
+        let rules = [
+            (0, Some(99), true),
+            (100, Some(999), false),
+            (1000, Some(4999), true),
+            (5000, None, true),
+        ];
+        assert_eq!(
+            plain_ranges(rules.into_iter(), false),
+            vec![(0, 99), (1000, u64::MAX)]
+        );
+        // gaps below, between and above the rules are the fallback's
+        let rules = [(10, Some(19), false), (30, Some(39), true)];
+        assert_eq!(
+            plain_ranges(rules.into_iter(), true),
+            vec![(0, 9), (20, u64::MAX)]
+        );
+        assert_eq!(plain_ranges(rules.into_iter(), false), vec![(30, 39)]);
     }
 }
