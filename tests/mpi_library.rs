@@ -731,15 +731,17 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
             "{}",
             text(&o)
         );
-        // rank 0's point-to-point sends, printed at MPI_Finalize: "E 0
-        // <peer> <bytes> bytes <n> msgs sent ..." (every rank prints its
-        // own; a line is one write)
+        // rank 0's point-to-point sends, printed at MPI_Finalize: "E\t0\t
+        // <peer>\t<bytes> bytes\t<n> msgs sent ..." (every rank prints its
+        // own, and not a line per write: another rank's output may precede
+        // a record on its line, as in "DE\t0\t1\t10485776 bytes", so
+        // records are found anywhere in the text)
         let mon = text(&o);
         let peers = mon
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() > 3 && f[0] == "E" && f[1] == "0").then(|| f[3].parse::<u64>().ok())?
+            .match_indices("E\t0\t")
+            .filter_map(|(i, m)| {
+                let f: Vec<&str> = mon[i + m.len()..].split_whitespace().take(3).collect();
+                (f.len() == 3 && f[2] == "bytes").then(|| f[1].parse::<u64>().ok())?
             })
             .filter(|&bytes| bytes >= 10 << 20)
             .count();
