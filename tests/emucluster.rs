@@ -162,20 +162,15 @@ fn a_tune_on_emulated_nodes_keys_its_table_by_node_count() {
             "3",
             "--max-reps",
             "20",
-            // one screening and one full run: the keys and the candidates
-            // are the point here, not the decision (the default runs took
-            // 10 minutes across the emulated nodes on 2 cores)
-            "--screen-runs",
-            "1",
-            "--full-runs",
-            "1",
-            "--extra-rounds",
-            "0",
             "--csv",
             csv.to_str().unwrap(),
             "--table",
             table.to_str().unwrap(),
-        ],
+        ]
+        .iter()
+        .chain(ONE_RUN_EACH)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     assert!(o.status.success(), "{}", text(&o));
     let t = colltune_core::table::load(&table).unwrap();

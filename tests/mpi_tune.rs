@@ -104,21 +104,8 @@ fn a_killed_tune_resumes_without_remeasuring() {
     let args = ["--collective", "bcast", "--sizes", "1..1M"];
     let mut c = mpirun(2);
     c.arg(colltune())
-        .args([
-            "tune",
-            "--budget-ms",
-            "20",
-            "--min-reps",
-            "10",
-            "--max-reps",
-            "100",
-            "--screen-runs",
-            "1",
-            "--full-runs",
-            "1",
-            "--extra-rounds",
-            "0",
-        ])
+        .args(RESUMED)
+        .args(ONE_RUN_EACH)
         .args(args)
         .arg("--csv")
         .arg(&csv)
@@ -149,21 +136,8 @@ fn a_killed_tune_resumes_without_remeasuring() {
 
     let mut c = mpirun(2);
     c.arg(colltune())
-        .args([
-            "tune",
-            "--budget-ms",
-            "20",
-            "--min-reps",
-            "10",
-            "--max-reps",
-            "100",
-            "--screen-runs",
-            "1",
-            "--full-runs",
-            "1",
-            "--extra-rounds",
-            "0",
-        ])
+        .args(RESUMED)
+        .args(ONE_RUN_EACH)
         .args(args)
         .arg("--csv")
         .arg(&csv)
@@ -201,6 +175,17 @@ fn a_killed_tune_resumes_without_remeasuring() {
     );
     assert!(colltune_core::table::load(&dir.join("table.yaml")).is_ok());
 }
+
+/// The tune the resume test kills and resumes (the same both times).
+const RESUMED: &[&str] = &[
+    "tune",
+    "--budget-ms",
+    "20",
+    "--min-reps",
+    "10",
+    "--max-reps",
+    "100",
+];
 
 fn kill_all(pattern: &str) {
     let _ = Command::new("pkill").args(["-9", "-f", pattern]).status();

@@ -8,6 +8,19 @@ pub fn colltune() -> &'static str {
     env!("CARGO_BIN_EXE_colltune")
 }
 
+/// `tune` arguments for tests whose point is not the decision (keys,
+/// resume, a job's table): one screening run and one full run per
+/// candidate, no further rounds at open sizes. With the default runs over
+/// every candidate such tunes took up to 10 minutes on CI's 2 cores.
+pub const ONE_RUN_EACH: &[&str] = &[
+    "--screen-runs",
+    "1",
+    "--full-runs",
+    "1",
+    "--extra-rounds",
+    "0",
+];
+
 /// `mpirun` with the flags DEVELOPERS.md asks for on this machine kind:
 /// oversubscribed ranks pinned to cores, idle ranks yielding, and the
 /// copy-in/copy-out shared-memory path (CMA is slower on these VMs).
