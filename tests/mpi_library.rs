@@ -612,14 +612,8 @@ fn tune_measures_the_librarys_algorithms_beside_ours() {
             .arg("tune")
             .args(["--budget-ms", "1", "--min-reps", "2", "--max-reps", "5"])
             .args(["--sizes", "8,64K", "--collective", "bcast"])
-            .args([
-                "--executions",
-                "blocking",
-                "--screen-runs",
-                "1",
-                "--full-runs",
-                "1",
-            ])
+            .args(["--executions", "blocking"])
+            .args(ONE_RUN_EACH)
             .arg("--csv")
             .arg(dir.join(csv))
             .arg("--table")
