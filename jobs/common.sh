@@ -16,6 +16,32 @@ colltune_open_sizes() {
   "$BIN" table unresolved "$table" --sizes
 }
 
+# Whether a further launch runs, and at which sizes. Sets OPEN (the
+# unresolved sizes, comma-separated, also written to SIZES_FILE so that a
+# rerun resumes the same launch, which then reads them back) and
+# BUDGET_LEFT (minutes); or returns 1 with the reason none runs in WHY_NOT.
+# Usage: colltune_further SIZES_FILE SCRATCH_TABLE BUDGET SPENT_SECONDS CSV...
+colltune_further() {
+  local sizes_file=$1 table=$2 budget=$3 spent=$4
+  shift 4
+  OPEN= BUDGET_LEFT= WHY_NOT=
+  if [ -s "$sizes_file" ]; then
+    OPEN=$(cat "$sizes_file")
+  else
+    OPEN=$(colltune_open_sizes "$table" "$@")
+  fi
+  if [ -z "$OPEN" ]; then
+    WHY_NOT="no size unresolved after $# launch(es)"
+    return 1
+  fi
+  BUDGET_LEFT=$(colltune_budget_left "$budget" "$spent")
+  if [ -z "$BUDGET_LEFT" ]; then
+    WHY_NOT="the budget is spent; sizes left unresolved: $OPEN"
+    return 1
+  fi
+  echo "$OPEN" > "$sizes_file"
+}
+
 # STRIPPED: the arguments without --sizes and --stride, which a further
 # launch sets itself (only the unresolved sizes, each one measured).
 colltune_strip_args() {
@@ -74,21 +100,11 @@ colltune_batch_tune() {
     if [ "$l" -gt 1 ]; then
       [ -e "$first.incomplete" ] && break   # the sweep first (requeued)
       csv="$OUT/tune-$TAG-l$l.csv" table="$OUT/table-$TAG-l$l.yaml"
-      if [ -s "$csv.sizes" ]; then
-        open=$(cat "$csv.sizes")
-      else
-        open=$(colltune_open_sizes "$OUT/table-$TAG-so-far.yaml" "${csvs[@]}")
-      fi
-      if [ -z "$open" ]; then
-        echo "colltune: $TAG: no size unresolved after $((l - 1)) launch(es)"
+      if ! colltune_further "$csv.sizes" "$OUT/table-$TAG-so-far.yaml" "$BUDGET" $((SECONDS - started)) "${csvs[@]}"; then
+        echo "colltune: $TAG: $WHY_NOT"
         break
       fi
-      budget=$(colltune_budget_left "$BUDGET" $((SECONDS - started)))
-      if [ -z "$budget" ]; then
-        echo "colltune: $TAG: the budget is spent; sizes left unresolved: $open"
-        break
-      fi
-      echo "$open" > "$csv.sizes"
+      open=$OPEN budget=$BUDGET_LEFT
       echo "colltune: $TAG: launch $l of $launches at the unresolved sizes $open ($budget min left)"
       colltune_strip_args "$@"
       set -- "${STRIPPED[@]}" --sizes "$open" --stride 1

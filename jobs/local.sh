@@ -76,17 +76,11 @@ for l in $(seq 1 "$LAUNCHES"); do
     set -- ${TUNE_ARGS:-}
     if [ "$l" -gt 1 ]; then
       # shellcheck disable=SC2086
-      open=$([ -s "$csv.sizes" ] && cat "$csv.sizes" || colltune_open_sizes "$OUT/table-np$n-so-far.yaml" ${mine[$n]})
-      if [ -z "$open" ]; then
-        echo "== tune: $n ranks, launch $l of $LAUNCHES: no size unresolved, none needed"
+      if ! colltune_further "$csv.sizes" "$OUT/table-np$n-so-far.yaml" "$BUDGET" "${spent[$n]}" ${mine[$n]}; then
+        echo "== tune: $n ranks, launch $l of $LAUNCHES: $WHY_NOT"
         continue
       fi
-      budget=$(colltune_budget_left "$BUDGET" "${spent[$n]}")
-      if [ -z "$budget" ]; then
-        echo "== tune: $n ranks, launch $l of $LAUNCHES: the budget is spent; sizes left unresolved: $open"
-        continue
-      fi
-      echo "$open" > "$csv.sizes"
+      open=$OPEN budget=$BUDGET_LEFT
       colltune_strip_args "$@"
       set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
     fi

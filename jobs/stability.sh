@@ -15,18 +15,20 @@
 # (do not measure, with `bench`, the two choices at sizes where neither tune
 # measured both; by default they are, so every size is judged), JUDGE_RUNS
 # (5: that bench's runs, each measuring both choices in turn, so a drift
-# hits both alike), LAUNCHES (1: each tune one mpirun; 2 or more: each tune
-# is that many launches, a and b alternating (a, b, a, b), each table built
-# from its launches' CSVs by `table build`, which keeps every launch apart;
-# every launch's CSV then judges, and each launch's own table is kept as
-# a-l1.yaml, b-l1.yaml, ... so one run also shows how single launches agree).
+# hits both alike), LAUNCHES (3, as jobs/local.sh and the batch jobs: each
+# tune is that many launches, a and b alternating (a, b, a, b, ...); the
+# first sweeps every size, each later one measures only the sizes its
+# tune's launches so far leave unresolved (`colltune table unresolved
+# --sizes`), within what is left of BUDGET, the same code as the scripts'
+# (jobs/common.sh); each table is built from its launches' CSVs by `table
+# build`, which keeps every launch apart; every launch's CSV then judges,
+# and the first launch's own table is kept as a-l1.yaml, b-l1.yaml, so one
+# run also shows how single sweeps agree).
 #
 # Evidence (schema 2 tables): each table keeps the library's decision
 # wherever no candidate's gain clears the minimum with 95% confidence, and
-# lists the sizes where an interval straddles it (`colltune table
-# unresolved`). EXTRA_LAUNCHES (2) further launches per tune measure just
-# those sizes (each a separate mpirun, appended as a launch, the table
-# rebuilt), until none is left or they are spent; what is left is printed.
+# lists the sizes where an interval straddles it; the later launches
+# measure just those. What is left is printed.
 # Agreement: a size agrees where both tables choose the same or the 95%
 # interval of the two choices' time ratio, each CSV one launch, lies
 # within WITHIN; where it straddles WITHIN (or nothing measured both), the
@@ -45,58 +47,58 @@ WITHIN=${WITHIN:-0.05}
 OUT=${OUT:-results/stability-$(date -u +%Y%m%dT%H%M%S)}
 BIN=${COLLTUNE:-target/release/colltune}
 [ -x "$BIN" ] || { echo "stability.sh: $BIN not built: cargo build --release (or set COLLTUNE)" >&2; exit 2; }
-LAUNCHES=${LAUNCHES:-1}
-EXTRA_LAUNCHES=${EXTRA_LAUNCHES:-2}
+LAUNCHES=${LAUNCHES:-3}
 case "$LAUNCHES" in
   ''|*[!0-9]*|0) echo "stability.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
 esac
+[ -z "${EXTRA_LAUNCHES:-}" ] ||
+  { echo "stability.sh: EXTRA_LAUNCHES is gone: LAUNCHES counts every launch of a tune, the later ones at its unresolved sizes (LAUNCHES=$((LAUNCHES + EXTRA_LAUNCHES)) for the same number)" >&2; exit 2; }
+# shellcheck source=jobs/common.sh
+. jobs/common.sh
 mkdir -p "$OUT"
-# Launch l of tune t: its CSV and its own table.
-csv_of() { if [ "$2" = 1 ]; then echo "$OUT/$1.csv"; else echo "$OUT/$1-l$2.csv"; fi; }
-yaml_of() { if [ "$LAUNCHES" = 1 ]; then echo "$OUT/$1.yaml"; else echo "$OUT/$1-l$2.yaml"; fi; }
+declare -A mine spent   # per tune: its launches' CSVs, its seconds so far
+mine[a]="" mine[b]="" spent[a]=0 spent[b]=0
 for l in $(seq 1 "$LAUNCHES"); do
   for t in a b; do
-    csv=$(csv_of "$t" "$l"); yaml=$(yaml_of "$t" "$l")
+    if [ "$l" = 1 ]; then csv="$OUT/$t.csv"; else csv="$OUT/$t-l$l.csv"; fi
+    yaml="$OUT/$t-l$l.yaml"
     if [ "${REUSE:-0}" = 1 ] && [ -s "$yaml" ] && [ -s "$csv" ]; then
-      echo "== tune $t, launch $l: reusing $yaml"
+      echo "== tune $t, launch $l: reusing $csv"
+      mine[$t]="${mine[$t]} $csv"
       continue
     fi
-    rm -f "$csv" "$csv.tune.yaml"
-    echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes $SIZES, at most $BUDGET min"
+    rm -f "$csv" "$csv.tune.yaml" "$csv.sizes"
+    budget=$BUDGET
+    sizes=(--sizes "$SIZES")
+    if [ "$l" -gt 1 ]; then
+      # shellcheck disable=SC2086
+      if ! colltune_further "$csv.sizes" "$OUT/$t-so-far.yaml" "$BUDGET" "${spent[$t]}" ${mine[$t]}; then
+        echo "== tune $t, launch $l of $LAUNCHES: $WHY_NOT"
+        continue
+      fi
+      open=$OPEN budget=$BUDGET_LEFT
+      sizes=(--sizes "$open" --stride 1)
+    fi
+    echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes ${sizes[1]}, at most $budget min"
+    t0=$SECONDS
     # shellcheck disable=SC2086
     mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
-      --sizes "$SIZES" --budget "$BUDGET" --budget-ms "$BUDGET_MS" \
+      "${sizes[@]}" --budget "$budget" --budget-ms "$BUDGET_MS" \
       --csv "$csv" --table "$yaml" ${TUNE_ARGS:-} > "$csv.log" 2>&1 ||
       { echo "stability.sh: tune $t failed, see $csv.log" >&2; tail -20 "$csv.log" >&2; exit 3; }
+    spent[$t]=$(( ${spent[$t]} + SECONDS - t0 ))
+    mine[$t]="${mine[$t]} $csv"
     grep -E '^(compaction|runoff|tuned in)' "$csv.log" || true
   done
 done
 measured=()
 for t in a b; do
-  csvs=()
-  for l in $(seq 1 "$LAUNCHES"); do csvs+=("$(csv_of "$t" "$l")"); done
-  if [ "$LAUNCHES" -gt 1 ]; then
-    echo "== table $t from its $LAUNCHES launches"
-    "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
-  fi
-  # Further launches where the evidence straddles the minimum gain.
-  for x in $(seq 1 "$EXTRA_LAUNCHES"); do
-    open=$("$BIN" table unresolved "$OUT/$t.yaml" | awk -v r="$RANKS" '$1 == "bcast" && $2 == r { print $5 }' | sort -un | paste -sd, -)
-    [ -n "$open" ] || break
-    csv="$OUT/$t-x$x.csv"
-    rm -f "$csv" "$csv.tune.yaml"
-    echo "== tune $t, extra launch $x of $EXTRA_LAUNCHES at the unresolved sizes $open"
-    # shellcheck disable=SC2086
-    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
-      --sizes "$open" --budget "$BUDGET" --budget-ms "$BUDGET_MS" --exhaustive \
-      --csv "$csv" --table "$OUT/$t-x$x.yaml" ${TUNE_ARGS:-} > "$csv.log" 2>&1 ||
-      { echo "stability.sh: extra launch of $t failed, see $csv.log" >&2; tail -20 "$csv.log" >&2; exit 3; }
-    csvs+=("$csv")
-    "$BIN" table build "${csvs[@]}" -o "$OUT/$t.yaml"
-  done
+  echo "== table $t from its launches:${mine[$t]}"
+  # shellcheck disable=SC2086
+  "$BIN" table build ${mine[$t]} -o "$OUT/$t.yaml"
   left=$("$BIN" table unresolved "$OUT/$t.yaml" | wc -l)
   echo "== table $t: $left size(s) left unresolved (the library's decision kept there, or a choice not yet told apart from a faster-seeming candidate)"
-  for c in "${csvs[@]}"; do measured+=(--measured "$c"); done
+  for c in ${mine[$t]}; do measured+=(--measured "$c"); done
 done
 # Where neither tune measured both choices (the adaptive search pruned one),
 # measure the two there, the same way (the tunes' pattern, root, repetition

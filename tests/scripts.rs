@@ -260,6 +260,93 @@ fn no_further_launch_past_the_budget() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `jobs/stability.sh` with a stand-in mpirun on PATH: its two tunes
+/// alternate (a, b, a, b), each later launch measures only the sizes its
+/// own tune left unresolved (the scripts' code, jobs/common.sh), and a tune
+/// with none left gets no further launch. Both sweeps leave 64 B open (5-16%
+/// over the library); a's second launch resolves it, b's second launch says
+/// 10% in every run as well, so no third launch for either.
+#[test]
+fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
+    let d = scratch("stability-launches");
+    first_launch(&d);
+    std::fs::copy(d.join("launch1.csv"), d.join("launch2.csv")).unwrap();
+    for n in [3, 4] {
+        launch_csv(&d.join(format!("launch{n}.csv")), &[(64, [10.0 / 1.1; 3])]);
+    }
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("mpirun"), FAKE_LAUNCHER).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("mpirun"))
+        .status()
+        .unwrap();
+    let run = |extra: &[(&str, &str)]| {
+        let mut c = Command::new("bash");
+        c.arg(format!("{ROOT}/jobs/stability.sh"))
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("FIX", &d)
+            .env("COLLTUNE", colltune())
+            .env("OUT", d.join("out"))
+            .env("SIZES", "64,4K")
+            .env("JUDGE", "0")
+            .env_remove("LAUNCHES")
+            .env_remove("EXTRA_LAUNCHES")
+            .env_remove("TUNE_ARGS");
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().expect("bash runs")
+    };
+    // the old knob is refused, with what to set instead
+    let o = run(&[("EXTRA_LAUNCHES", "2")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("LAUNCHES=5 for the same number"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let args: Vec<String> = std::fs::read_to_string(d.join("args.log"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(args.len(), 4, "{out}\n{args:?}");
+    for (i, (csv, sizes)) in [
+        ("out/a.csv ", "--sizes 64,4K "),
+        ("out/b.csv ", "--sizes 64,4K "),
+        ("out/a-l2.csv ", "--sizes 64 --stride 1 "),
+        ("out/b-l2.csv ", "--sizes 64 --stride 1 "),
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            args[i].contains(csv) && args[i].contains(sizes),
+            "launch {i}: {args:?}"
+        );
+    }
+    assert!(
+        out.contains("tune a, launch 3 of 3: no size unresolved after 2 launch(es)")
+            && out.contains("tune b, launch 3 of 3: no size unresolved after 2 launch(es)")
+            && out.contains("table a: 0 size(s) left unresolved"),
+        "{out}"
+    );
+    let t = std::fs::read_to_string(d.join("out/a.yaml")).unwrap();
+    assert!(
+        t.contains("launches: 2") && !t.contains("unresolved:"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Every library's forced configurations (`--mpi`: MPICH's `mpich_NAME`,
 /// Intel MPI's `impiN_NAME`, Open MPI 5's `adaptN_NAME` beside
 /// `tunedN_NAME`) are read as forced algorithms; the shim is not one.

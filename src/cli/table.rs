@@ -185,8 +185,20 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             if let Some(e) = table.provenance.evidence.as_mut() {
                 let names: Vec<String> = csv.iter().map(|p| p.display().to_string()).collect();
                 e.partial_launches = cut_off;
+                // What each launch's tuner recorded: a sidecar without the
+                // marker finished what it was asked (a later launch asks for
+                // the open sizes alone).
+                let stopped: Vec<Option<bool>> = csv
+                    .iter()
+                    .map(|p| {
+                        use colltune_core::tune::resume::TuneConfig;
+                        TuneConfig::sidecar(p)
+                            .exists()
+                            .then(|| TuneConfig::incomplete_marker(p).exists())
+                    })
+                    .collect();
                 e.partial_launches
-                    .extend(partial_launches(&per_launch, &names));
+                    .extend(partial_launches(&per_launch, &names, &stopped));
             }
             if table.bcast.is_empty() && table.swap.is_empty() {
                 return Err(UsageError(

@@ -53,8 +53,19 @@ fn barrier() -> String {
 
 impl TuneConfig {
     pub fn sidecar(csv: &Path) -> PathBuf {
+        Self::beside(csv, ".tune.yaml")
+    }
+
+    /// The marker a sweep that stopped early (budget or SIGTERM) leaves
+    /// beside its CSV, and removes once it is finished: batch jobs check it
+    /// to decide whether to run again, `table build` to name the launch.
+    pub fn incomplete_marker(csv: &Path) -> PathBuf {
+        Self::beside(csv, ".incomplete")
+    }
+
+    fn beside(csv: &Path, suffix: &str) -> PathBuf {
         let mut p = csv.as_os_str().to_owned();
-        p.push(".tune.yaml");
+        p.push(suffix);
         PathBuf::from(p)
     }
 

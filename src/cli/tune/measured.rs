@@ -224,8 +224,7 @@ pub fn run(
     super::record_further(&mut table, &campaign);
     table.save(&table_path)?;
     // A marker batch jobs check to decide whether to run again.
-    let mut marker = csv.as_os_str().to_owned();
-    marker.push(".incomplete");
+    let marker = TuneConfig::incomplete_marker(&csv);
     if campaign.cut_short {
         std::fs::write(
             &marker,

@@ -704,12 +704,20 @@ impl Unresolved {
     }
 }
 
-/// Launches that measured fewer sizes than the launches beside them (a
-/// launch that died, or ran out of budget, half-way), by name: for each
-/// collective and communicator, a launch whose largest measured size is
-/// below the largest any launch measured. They count for what they
-/// measured; this names them.
-pub fn partial_launches(launches: &[&[Sample]], names: &[String]) -> Vec<String> {
+/// Launches that stopped half-way (died, or ran out of budget), by name.
+/// They count for what they measured; this names them. `stopped[i]` is
+/// what launch i's tuner recorded: `Some(true)` it stopped early (its
+/// `CSV.incomplete` marker), `Some(false)` it finished what it was asked
+/// (a later launch asked only for the sizes left open is complete,
+/// however few it measured). Where nothing was recorded (`None`: a bench,
+/// an import, a CSV from before the marker) a launch counts as stopped,
+/// for each collective and communicator, where its largest measured size
+/// is below the largest any launch measured.
+pub fn partial_launches(
+    launches: &[&[Sample]],
+    names: &[String],
+    stopped: &[Option<bool>],
+) -> Vec<String> {
     type Sizes = BTreeMap<(String, (u32, u32, u32)), std::collections::BTreeSet<u64>>;
     let per: Vec<Sizes> = launches
         .iter()
@@ -724,10 +732,34 @@ pub fn partial_launches(launches: &[&[Sample]], names: &[String]) -> Vec<String>
         })
         .collect();
     let mut out = Vec::new();
-    if launches.len() < 2 {
-        return out;
-    }
+    let name = |i: usize| names.get(i).map(String::as_str).unwrap_or("?");
     for (i, m) in per.iter().enumerate() {
+        match stopped.get(i).copied().flatten() {
+            Some(false) => continue,
+            Some(true) => {
+                let last = m
+                    .iter()
+                    .map(|(k, sizes)| {
+                        format!(
+                            "{} on {} ranks at {}",
+                            k.0,
+                            k.1 .0,
+                            sizes
+                                .last()
+                                .map_or("-".into(), |&b| crate::units::human_bytes(b))
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out.push(format!(
+                    "{}: the tuner stopped early (its .incomplete marker; last measured: {last}): it counts for the sizes it measured",
+                    name(i)
+                ));
+                continue;
+            }
+            None if launches.len() < 2 => continue,
+            None => {}
+        }
         for (k, sizes) in m {
             let all: std::collections::BTreeSet<u64> = per
                 .iter()
@@ -742,7 +774,7 @@ pub fn partial_launches(launches: &[&[Sample]], names: &[String]) -> Vec<String>
                 let missing = all.iter().filter(|b| !sizes.contains(b)).count();
                 out.push(format!(
                     "{}: {} on {} ranks stopped at {} ({missing} of {} sizes not measured, the largest {}): it counts for the sizes it measured",
-                    names.get(i).map(String::as_str).unwrap_or("?"),
+                    name(i),
                     k.0,
                     k.1 .0,
                     crate::units::human_bytes(mine),
@@ -775,13 +807,23 @@ mod tests {
             .collect();
         let half = full[..2].to_vec();
         let names = ["a.csv".to_string(), "b.csv".to_string()];
-        let got = partial_launches(&[&full, &half], &names);
+        let got = partial_launches(&[&full, &half], &names, &[None, None]);
         assert_eq!(got.len(), 1, "{got:?}");
         assert!(
             got[0].starts_with("b.csv: bcast on 4 ranks stopped at 64 B (1 of 3"),
             "{got:?}"
         );
-        assert!(partial_launches(&[&full, &full], &names).is_empty());
+        assert!(partial_launches(&[&full, &full], &names, &[None, None]).is_empty());
+        // a later launch asked only for the open sizes, finished: complete
+        assert!(partial_launches(&[&full, &half], &names, &[None, Some(false)]).is_empty());
+        // the tuner's own marker names a launch whatever it measured
+        let got = partial_launches(&[&full, &full], &names, &[Some(true), None]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("a.csv: the tuner stopped early")
+                && got[0].contains("bcast on 4 ranks at 4 KiB"),
+            "{got:?}"
+        );
     }
 
     #[test]
