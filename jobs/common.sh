@@ -42,6 +42,23 @@ colltune_further() {
   echo "$OPEN" > "$sizes_file"
 }
 
+# ROUNDS: the tune's further rounds inside launch L of N. A launch with
+# another after it runs none (--extra-rounds 0): runs inside one launch do
+# not average out what varies from launch to launch (on the 2-core VM 1,716
+# further runs at 30 open sizes resolved none), so they would only spend
+# the budget the later launches, which measure just the open sizes anew,
+# need. The last launch keeps tune's default. Arguments that set
+# --extra-rounds themselves are kept as they are.
+# Usage: colltune_rounds L N TUNE_ARGUMENTS...
+colltune_rounds() {
+  local l=$1 n=$2
+  shift 2
+  ROUNDS=()
+  case " $* " in *" --extra-rounds"*) return 0 ;; esac
+  [ "$l" -lt "$n" ] && ROUNDS=(--extra-rounds 0)
+  return 0
+}
+
 # STRIPPED: the arguments without --sizes and --stride, which a further
 # launch sets itself (only the unresolved sizes, each one measured).
 colltune_strip_args() {
@@ -109,7 +126,8 @@ colltune_batch_tune() {
       colltune_strip_args "$@"
       set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
     fi
-    colltune_batch_launch "$csv" "$table" "$budget" "$@" || rc=$?
+    colltune_rounds "$l" "$launches" "$@"
+    colltune_batch_launch "$csv" "$table" "$budget" "$@" "${ROUNDS[@]}" || rc=$?
     csvs+=("$csv")
     [ "$STOPPED" = 1 ] && break
   done

@@ -88,8 +88,9 @@ for l in $(seq 1 "$LAUNCHES"); do
     [ -s "$csv" ] && resume=(--resume)
     echo "== tune: $n ranks, launch $l of $LAUNCHES, budget $budget min ($csv)${open:+ at the unresolved sizes $open}"
     t0=$SECONDS
+    colltune_rounds "$l" "$LAUNCHES" "$@"
     mpirun -n "$n" "${MPIRUN_FLAGS[@]}" "$BIN" tune --budget "$budget" --csv "$csv" \
-      --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" "$@"
+      --table "$OUT/table-np$n$suffix.yaml" "${resume[@]}" "$@" "${ROUNDS[@]}"
     spent[$n]=$(( ${spent[$n]} + SECONDS - t0 ))
     mine[$n]="${mine[$n]} $csv"
     csvs+=("$csv")

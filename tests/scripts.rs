@@ -222,6 +222,11 @@ fn later_launches_measure_only_the_unresolved_sizes() {
         args[0].contains("--sizes 1..4K --stride 2") && args[0].contains("--budget 30 "),
         "{args:?}"
     );
+    // launches with another after them run no further rounds inside
+    assert!(
+        args.iter().all(|a| a.ends_with(" --extra-rounds 0")),
+        "{args:?}"
+    );
     // the sweep's --sizes and --stride replaced, the rest kept
     assert!(
         args[1].contains("--collective bcast --sizes 64 --stride 1")
@@ -329,7 +334,9 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
     .enumerate()
     {
         assert!(
-            args[i].contains(csv) && args[i].contains(sizes),
+            args[i].contains(csv)
+                && args[i].contains(sizes)
+                && args[i].ends_with(" --extra-rounds 0"),
             "launch {i}: {args:?}"
         );
     }

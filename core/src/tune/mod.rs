@@ -537,6 +537,20 @@ impl Campaign {
     }
 }
 
+/// One search of the campaign: the sweep, then its further rounds. The
+/// first value says whether the sweep itself was cut short (budget,
+/// SIGTERM): further rounds that stop at the budget leave the sweep, and
+/// the table, complete (their outcome says the budget ran out), so no
+/// `.incomplete` marker asks a batch job to run the sweep again.
+fn sweep_and_resolve<O: Oracle>(
+    search: &mut Search<'_, O>,
+) -> Result<(bool, resolve::Outcome<u64>, u32), TuneError> {
+    search.run()?;
+    let swept_short = search.cut_short;
+    let (o, runs) = search.resolve()?;
+    Ok((swept_short, o, runs))
+}
+
 /// Runs the search for every communicator (its index for the oracle and
 /// whether it spans several nodes) and every collective, in that order: the
 /// one campaign loop of `tune`, measured or simulated, each search followed
@@ -562,9 +576,8 @@ pub fn search_all<O: Oracle>(
                 cands.extend(settings.library_candidates.iter().cloned());
             }
             let mut search = Search::new(oracle, settings, ci, cands);
-            search.run()?;
-            let (o, runs) = search.resolve()?;
-            out.cut_short |= search.cut_short;
+            let (swept_short, o, runs) = sweep_and_resolve(&mut search)?;
+            out.cut_short |= swept_short;
             out.rounds.push(((ci, coll), o, runs));
         }
     }

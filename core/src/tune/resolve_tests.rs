@@ -21,6 +21,9 @@ struct Machine {
     times: BTreeMap<(&'static str, u64), (f64, f64)>,
     asked: Vec<Request>,
     samples: Vec<Sample>,
+    /// Says stop (as a budget or SIGTERM does) once this many requests
+    /// were answered.
+    stop_after: Option<usize>,
 }
 
 impl Machine {
@@ -30,6 +33,7 @@ impl Machine {
             times: times.iter().map(|&(n, b, t, s)| ((n, b), (t, s))).collect(),
             asked: Vec::new(),
             samples: Vec::new(),
+            stop_after: None,
         }
     }
 }
@@ -37,6 +41,10 @@ impl Machine {
 impl Oracle for Machine {
     fn exact(&self) -> bool {
         self.exact
+    }
+
+    fn should_stop(&self) -> bool {
+        self.stop_after.is_some_and(|n| self.asked.len() >= n)
     }
 
     fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
@@ -186,6 +194,22 @@ fn the_rounds_stop_at_the_cap_and_the_open_size_is_reported() {
     );
     let f = resolve::further(&[(o, runs)]).unwrap();
     assert_eq!((f.rounds, f.runs, f.sizes, f.resolved), (2, 8, 1, 0));
+}
+
+/// The budget runs out in the further rounds, after a whole sweep: the
+/// rounds say the budget ran out, but the sweep is not cut short (no
+/// `.incomplete` marker, no "sizes not reached"). Cut in the sweep, it is.
+#[test]
+fn a_budget_spent_in_the_rounds_leaves_the_sweep_whole() {
+    for (stop_after, swept_short) in [(24, false), (10, true)] {
+        let mut m = machine(0.08, 0.30);
+        m.stop_after = Some(stop_after);
+        let st = settings(3);
+        let mut s = Search::new(&mut m, &st, 0, cands());
+        let (short, o, runs) = sweep_and_resolve(&mut s).unwrap();
+        assert_eq!(short, swept_short, "stop after {stop_after}: {o:?}");
+        assert!(o.budget_spent && runs == 0, "{o:?}");
+    }
 }
 
 /// Nothing open (no noise), rounds disabled, or no evidence: not one
