@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use colltune_core::import::{self, Options, P2pRow};
 use colltune_core::levels::fit_model;
 use colltune_core::placement::{Layout, Level, Mapping};
-use colltune_core::predict::{check, measured, Summary};
+use colltune_core::predict::{check, measured, screen, Summary};
 use colltune_core::record::Sample;
 
 fn sets() -> Option<PathBuf> {
@@ -68,8 +68,14 @@ fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Su
     let layout = Layout::parse(layout).unwrap();
     let fit = fit_model(p2p, &layout, "t", None).unwrap();
     assert!(fit.stand_ins.is_empty(), "{:?}", fit.stand_ins);
-    let (_, s) = check(&fit.model, &layout, mapping, &measured(samples, mapping)).unwrap();
-    eprintln!("{mapping}: {}", s.line());
+    // As `predict` does by default: the glitch rule applied, with a count.
+    let (meas, glitches) = screen(&measured(samples, mapping));
+    let (_, s) = check(&fit.model, &layout, mapping, &meas).unwrap();
+    eprintln!(
+        "{mapping}: {} glitches left out; {}",
+        glitches.len(),
+        s.line()
+    );
     s
 }
 
@@ -111,7 +117,7 @@ fn orfeo_epyc_from_its_ping_pong() {
     let layout = "node:2,socket:2,cache:16,core:4";
     for (m, agreement, regret) in [
         (Mapping::Core, 0.73, 1.10),
-        (Mapping::Socket, 0.74, 1.31),
+        (Mapping::Socket, 0.81, 1.07),
         (Mapping::Node, 0.86, 1.03),
     ] {
         let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
