@@ -55,6 +55,11 @@ pub struct Args {
     /// Print the summary alone, not every point.
     #[arg(long, short)]
     quiet: bool,
+    /// Keep every measured time: no glitch rule (by default a time more
+    /// than 3x the same algorithm's at as many ranks or more and as many
+    /// bytes or more is left out, with a count).
+    #[arg(long)]
+    keep_glitches: bool,
 }
 
 fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -110,7 +115,12 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     for p in &a.measured {
         samples.extend(read_measured(p, &opts, mapping)?);
     }
-    let meas = predict::measured(&samples, mapping);
+    let all = predict::measured(&samples, mapping);
+    let (meas, glitches) = if a.keep_glitches {
+        (all.clone(), Vec::new())
+    } else {
+        predict::screen(&all)
+    };
     let (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
     if let Some(out) = &a.csv {
         let rows: Vec<import::BcastRow> = points
@@ -177,6 +187,33 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             "default / best ratio within 25% of the measured one at {within} of {} rank counts",
             s.default_ratio.len()
         );
+    }
+    if !a.keep_glitches {
+        let times: usize = all.values().map(|x| x.len()).sum();
+        if !a.quiet {
+            for g in &glitches {
+                outln!("glitch left out: {g}");
+            }
+        }
+        let every = if glitches.is_empty() {
+            None
+        } else {
+            Some(
+                predict::check(&model, &layout, mapping, &all)
+                    .map_err(usage)?
+                    .1,
+            )
+        };
+        outln!(
+            "glitch rule: {} of {times} measured times left out (each more than {}x the same algorithm's at as many ranks or more and as many bytes or more; --keep-glitches keeps them); {} of {} points remain",
+            glitches.len(),
+            predict::GLITCH_FACTOR,
+            s.points,
+            every.as_ref().map_or(s.points, |e| e.points),
+        );
+        if let Some(every) = every {
+            outln!("every time as measured: {}", every.line());
+        }
     }
     outln!("{}", s.line());
     Ok(Code::Ok)

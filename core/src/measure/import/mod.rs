@@ -18,7 +18,12 @@
 //! - any other table (CSV, TSV, or columns aligned with spaces) through a
 //!   column map ([`Options::columns`]: `bytes=Size,time_us="Latency (us)"`)
 //!   and a label map ([`Options::labels`]: `broadcast_flat=1`,
-//!   `core=socket`, `scatter_flat=skip`).
+//!   `core=socket`, `scatter_flat=skip`);
+//! - per-call samples as the pico benchmark writes them, one file per size
+//!   and algorithm (`512_binomial_ompi_int32.csv`, header `highest`, one
+//!   call's slowest rank per line in ns, `alloc.csv` beside them saying the
+//!   ranks and their nodes): one row per file, the median over its calls
+//!   ([`percall`]).
 //!
 //! Broadcast rows become raw samples ([`crate::measure::record`]) of Open MPI's
 //! algorithms (`ompi_tuned:algorithm=5,name=binary_tree,segment=0`, and
@@ -29,6 +34,7 @@
 //! naming the file and line; a file with no good row is an error. Every
 //! import says how many rows it kept and skipped.
 
+mod percall;
 mod text;
 
 use std::collections::HashMap;
@@ -304,7 +310,11 @@ pub fn read(path: &Path, opts: &Options) -> Result<Imported, ImportError> {
         path: path.into(),
         source,
     })?;
-    parse(&text, opts).map_err(|(line, why)| match line {
+    let got = match percall::read(path, &text, opts) {
+        Some(got) => got,
+        None => parse(&text, opts),
+    };
+    got.map_err(|(line, why)| match line {
         0 => ImportError::File {
             path: path.into(),
             why,

@@ -28,6 +28,84 @@ pub const AGREE_WITHIN: f64 = 1.05;
 /// Measured times: (ranks, bytes) -> algorithm -> median over runs (us).
 pub type Measured = BTreeMap<(usize, u64), BTreeMap<u32, f64>>;
 
+/// A measured time more than this many times what the same algorithm took
+/// on as many ranks or more and as many bytes or more (another point of
+/// the data) is a glitch ([`screen`]): a broadcast to more ranks, or of
+/// more bytes, is not several times faster (the published curves' own
+/// steps, protocol switches and a second node coming into use, are below
+/// 2x). Noise only adds time, so a glitch is always a time too high.
+pub const GLITCH_FACTOR: f64 = 3.0;
+
+/// A measured time [`screen`] left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Glitch {
+    pub ranks: usize,
+    pub bytes: u64,
+    pub algorithm: u32,
+    pub time_us: f64,
+    /// What it was held against, e.g. `7.7x its 4.12 us at 158 ranks, 512 B`.
+    pub against: String,
+}
+
+impl std::fmt::Display for Glitch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ranks, {} B, algorithm {}: {:.2} us, {}",
+            self.ranks, self.bytes, self.algorithm, self.time_us, self.against
+        )
+    }
+}
+
+/// The algorithm a time of `alg` at (ranks, bytes) ran: itself when forced,
+/// the fixed decision's choice for the library's default (0), whose curve
+/// changes algorithm with size and ranks and is only comparable where the
+/// decision is the same.
+fn ran(alg: u32, ranks: usize, bytes: u64) -> u32 {
+    trees::resolved(alg, ranks, bytes).0
+}
+
+/// `meas` less its glitches ([`GLITCH_FACTOR`]), and the glitches. Each
+/// time is held against the same algorithm's times as measured (not
+/// against already screened ones) at every point with as many ranks or more
+/// and as many bytes or more, where the library's default ran the same
+/// algorithm there as here: a stretch of glitches (a bad spell of a run
+/// spans neighbouring points) is caught as long as one point beyond it is
+/// clean.
+pub fn screen(meas: &Measured) -> (Measured, Vec<Glitch>) {
+    let mut by_alg: BTreeMap<u32, Vec<(usize, u64, f64)>> = BTreeMap::new();
+    for (&(r, b), algs) in meas {
+        for (&a, &t) in algs {
+            by_alg.entry(a).or_default().push((r, b, t));
+        }
+    }
+    let mut out = Measured::new();
+    let mut glitches = Vec::new();
+    for (&(r, b), algs) in meas {
+        for (&a, &t) in algs {
+            let here = ran(a, r, b);
+            let least = by_alg[&a]
+                .iter()
+                .filter(|&&(r2, b2, _)| r2 >= r && b2 >= b && (r2, b2) != (r, b))
+                .filter(|&&(r2, b2, _)| ran(a, r2, b2) == here)
+                .min_by(|x, y| x.2.total_cmp(&y.2));
+            match least.filter(|x| t > GLITCH_FACTOR * x.2) {
+                Some(&(r2, b2, t2)) => glitches.push(Glitch {
+                    ranks: r,
+                    bytes: b,
+                    algorithm: a,
+                    time_us: t,
+                    against: format!("{:.1}x its {t2:.2} us at {r2} ranks, {b2} B", t / t2),
+                }),
+                None => {
+                    out.entry((r, b)).or_default().insert(a, t);
+                }
+            }
+        }
+    }
+    (out, glitches)
+}
+
 /// The mapping a sample was taken under, where its source says it
 /// (`imported:...:map-by-socket`).
 pub fn sample_mapping(s: &Sample) -> Option<Mapping> {

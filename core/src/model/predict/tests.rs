@@ -125,3 +125,43 @@ fn the_summary_counts_agreement_regret_and_errors() {
     let no_default = summarize(&pts[1..2]);
     assert!(no_default.line().contains("library default regret -;"));
 }
+
+#[test]
+fn the_glitch_rule_leaves_out_times_several_times_what_more_took() {
+    // Algorithm 5 on 4, 6, 8 ranks at 8, 16, 32 B: times grow a little with
+    // both; one time (6 ranks, 8 B) is 40x the rest, another (8 ranks, 32
+    // B, the last point: nothing beyond it to hold it against) is kept
+    // however high; the default (0) is held only where the fixed decision
+    // runs the same algorithm.
+    let mut meas = Measured::new();
+    for r in [4usize, 6, 8] {
+        for b in [8u64, 16, 32] {
+            let t = 2.0 + r as f64 * 0.1 + b as f64 * 0.01;
+            meas.entry((r, b)).or_default().insert(5, t);
+        }
+    }
+    meas.get_mut(&(6, 8)).unwrap().insert(5, 100.0);
+    meas.get_mut(&(8, 32)).unwrap().insert(5, 100.0);
+    let (kept, g) = screen(&meas);
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!((g[0].ranks, g[0].bytes, g[0].algorithm), (6, 8, 5));
+    assert!(g[0].to_string().contains("x its"), "{}", g[0]);
+    assert!(!kept.get(&(6, 8)).is_some_and(|x| x.contains_key(&5)));
+    assert_eq!(kept[&(8, 32)][&5], 100.0);
+    // A time 2x what more took is no glitch (a protocol switch can do
+    // that), 3.5x is.
+    let mut m2 = Measured::new();
+    m2.entry((4, 8)).or_default().insert(6, 4.0);
+    m2.entry((4, 16)).or_default().insert(6, 2.0);
+    assert!(screen(&m2).1.is_empty());
+    m2.entry((4, 8)).or_default().insert(6, 7.0);
+    assert_eq!(screen(&m2).1.len(), 1);
+    // The default changes algorithm with size: its times at sizes where
+    // the decision differs are not held against each other.
+    let (r, lo, hi) = (32usize, 1024u64, 1 << 20);
+    assert_ne!(trees::resolved(0, r, lo).0, trees::resolved(0, r, hi).0);
+    let mut m3 = Measured::new();
+    m3.entry((r, lo)).or_default().insert(0, 50.0);
+    m3.entry((r, hi)).or_default().insert(0, 10.0);
+    assert!(screen(&m3).1.is_empty());
+}
