@@ -205,7 +205,30 @@ impl Builder {
     /// Waits until rank `on`'s shared flag `flag` holds at least `value`.
     pub fn await_flag(&mut self, on: usize, flag: u8, value: u32) -> OpId {
         let on = self.real(on);
-        self.push(OpKind::Await { on, flag, value }, Post::Blocking)
+        self.push(
+            OpKind::Await {
+                on,
+                flag,
+                value,
+                previous: false,
+            },
+            Post::Blocking,
+        )
+    }
+
+    /// Waits until rank `on`'s shared flag `flag` held at least `value` in
+    /// the previous call through the window (at once in the first call).
+    pub fn await_previous(&mut self, on: usize, flag: u8, value: u32) -> OpId {
+        let on = self.real(on);
+        self.push(
+            OpKind::Await {
+                on,
+                flag,
+                value,
+                previous: true,
+            },
+            Post::Blocking,
+        )
     }
 
     /// Adds a dependency the regions do not show (a control message, say).

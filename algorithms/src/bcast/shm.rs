@@ -49,8 +49,13 @@ use super::tree::segments;
 
 /// The root's flag: segments written so far.
 pub const WRITTEN: u8 = 0;
-/// A reader's flag: segments copied out so far (0: entered the call).
+/// A reader's flag: segments copied out so far (signalled only for the
+/// segments whose slot the root reuses in this call).
 pub const CONSUMED: u8 = 1;
+/// Every rank's flag: 1 once it is done with the call's shared memory (a
+/// reader: every load; the root: every write). The next call's root awaits
+/// it (`Await { previous: true }`) before its ring's first pass.
+pub const DONE: u8 = 2;
 /// The most bytes one slot holds, whatever `segment` says (so that a
 /// whole-message slot cannot map the message once per rank of the node).
 pub const SLOT_MAX: u64 = 4 << 20;
@@ -72,18 +77,26 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
     let segs: Vec<(u64, u64)> = segments(0, sh.bytes, slot).collect();
     let n = segs.len();
     let ring_slots = ring_slots as usize;
-    if sh.rank == sh.root {
-        let readers: Vec<usize> = (1..sh.size).map(|vr| sh.real(vr)).collect();
-        let entered: Vec<OpId> = readers
+    if n == 0 {
+        return Ok(());
+    }
+    let mine: Vec<OpId> = if sh.rank == sh.root {
+        // The ring's first pass needs every other rank of the node done
+        // with the previous call (all its loads, from any root's part):
+        // after a barrier or any other collective they are, so the root
+        // writes at once.
+        let others: Vec<usize> = (1..sh.size).map(|vr| sh.real(vr)).collect();
+        let before: Vec<OpId> = others
             .iter()
-            .map(|&q| b.await_flag(q, CONSUMED, 0))
+            .map(|&q| b.await_previous(q, DONE, 1))
             .collect();
+        let mut last = None;
         for (k, &(o, l)) in segs.iter().enumerate() {
             let freed: Vec<OpId> = if k < ring_slots {
-                entered.clone()
+                before.clone()
             } else {
                 let done = (k - ring_slots + 1) as u32;
-                readers
+                others
                     .iter()
                     .map(|&q| b.await_flag(q, CONSUMED, done))
                     .collect()
@@ -92,18 +105,24 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
             for f in freed {
                 b.depend(c, f);
             }
-            b.signal(WRITTEN, k as u32 + 1, &[c]);
+            last = Some(b.signal(WRITTEN, k as u32 + 1, &[c]));
         }
+        last.into_iter().collect()
     } else {
-        b.signal(CONSUMED, 0, &[]);
+        let mut loads = Vec::with_capacity(n);
         for (k, &(o, l)) in segs.iter().enumerate() {
             let a = b.await_flag(sh.root, WRITTEN, k as u32 + 1);
             let load = b.load(sh.root, at(k, l), Region::data(o, l), a);
             if k + ring_slots < n {
                 b.signal(CONSUMED, k as u32 + 1, &[load]);
             }
+            loads.push(load);
         }
-    }
+        loads
+    };
+    // Done with this call's shared memory: the next call's root (whoever
+    // it is) waits for this before it writes.
+    b.signal(DONE, 1, &mine);
     Ok(())
 }
 

@@ -12,7 +12,9 @@
 //! Shared-memory ops (the node's window, `Comm`'s): a `Load` is a copy out
 //! of the peer's part, a `Signal` `MPI_Win_sync` then an atomic release
 //! store of (call number << 32 | value) into this rank's flag; an `Await`
-//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`.
+//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`
+//! (one per await met, none per poll); an await of the previous call's
+//! value compares with that call's number.
 //! The blocking execution waits for it in place (yielding the processor
 //! between polls, driving MPI progress while requests are in flight); the
 //! dataflow execution keeps unmet awaits aside and polls them between
@@ -495,10 +497,19 @@ impl Run<'_> {
         self.call << 32 | v as u64
     }
 
-    /// Whether rank `on`'s flag `f` reached `value` in this call; once it
-    /// has, `MPI_Win_sync` (the acquire side) before the data is read.
-    fn reached(&self, on: Rank, f: u8, value: u32) -> Result<bool, TransportError> {
-        if self.flag(on, f).load(Ordering::Acquire) >= self.stamp(value) {
+    /// Whether rank `on`'s flag `f` reached `value` in this call (in the
+    /// previous one: `previous`, met at once in the window's first call,
+    /// whose flags start at 0); once it has, `MPI_Win_sync` (the acquire
+    /// side) before the data is read.
+    fn reached(&self, on: Rank, f: u8, value: u32, previous: bool) -> Result<bool, TransportError> {
+        let want = if !previous {
+            self.stamp(value)
+        } else if self.call > 1 {
+            (self.call - 1) << 32 | value as u64
+        } else {
+            0
+        };
+        if self.flag(on, f).load(Ordering::Acquire) >= want {
             ffi::win_sync(self.shared_win())?;
             return Ok(true);
         }
@@ -515,10 +526,16 @@ impl Run<'_> {
         let mut k = 0;
         while k < self.awaiting.len() {
             let i = self.awaiting[k];
-            let OpKind::Await { on, flag, value } = self.plan.schedule.ops[i as usize].kind else {
+            let OpKind::Await {
+                on,
+                flag,
+                value,
+                previous,
+            } = self.plan.schedule.ops[i as usize].kind
+            else {
                 unreachable!("only awaits wait here")
             };
-            if self.reached(on, flag, value)? {
+            if self.reached(on, flag, value, previous)? {
                 self.awaiting.swap_remove(k);
                 self.complete(i);
                 any = true;
@@ -715,8 +732,13 @@ impl Run<'_> {
                                 )?
                             };
                         }
-                        &OpKind::Await { on, flag, value } => {
-                            while !self.reached(on, flag, value)? {
+                        &OpKind::Await {
+                            on,
+                            flag,
+                            value,
+                            previous,
+                        } => {
+                            while !self.reached(on, flag, value, previous)? {
                                 if !self.active.is_empty() {
                                     // Keep this rank's messages moving.
                                     ffi::progress(self.comm.raw())?;
@@ -874,8 +896,13 @@ impl Run<'_> {
                     .store(self.stamp(value), Ordering::Release);
                 self.complete(i);
             }
-            &OpKind::Await { on, flag, value } => {
-                if self.reached(on, flag, value)? {
+            &OpKind::Await {
+                on,
+                flag,
+                value,
+                previous,
+            } => {
+                if self.reached(on, flag, value, previous)? {
                     self.complete(i);
                 } else {
                     self.awaiting.push(i);

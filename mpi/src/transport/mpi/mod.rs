@@ -434,6 +434,9 @@ impl Comm {
             len,
         )?);
         *w = Some(Rc::clone(&fresh));
+        // Flags of a fresh window start at 0: calls count from there (an
+        // await of the previous call is met at once in its first).
+        self.shared_calls.set(0);
         Ok(fresh)
     }
 
