@@ -8,27 +8,36 @@
 //!   root's part of the node's shared window:  [ slot 0 | slot 1 | slot 2 | slot 3 ]   (a ring)
 //!
 //!   root:     copy seg k -> slot k % s, then WRITTEN = k+1 ───────────┐
-//!             (seg k reuses a slot only once every reader's           │ flags, no
-//!              CONSUMED >= k-s+1: it has copied seg k-s out)          │ messages
+//!             (seg k < s: once every other rank's DONE of the         │ flags, no
+//!              previous call is 1; seg k >= s reuses a slot once      │ messages
+//!              every reader's CONSUMED >= k-s+1)                      │
 //!   rank q:   wait WRITTEN >= k+1, copy slot k % s -> seg k,  <───────┘
 //!             CONSUMED = k+1 (when the root will reuse that slot)
+//!   everyone: DONE = 1 once its loads (writes) of the call are done
 //!
 //!   seg:   0    1    2    3    4    5 ...
 //!   root:  W0   W1   W2   W3   (wait all R0) W4 ...
 //!   q:          R0   R1   R2   R3   R4 ...          every q in parallel
 //! ```
-//! Every rank first raises its own CONSUMED to 0 ("entered this call"),
-//! and the root writes nothing before every reader has: a reader may still
-//! be copying out of the ring from the previous call.
+//! Flags carry the call's number (the executor stamps them), so a flag of
+//! an earlier call never satisfies a wait of this one. The root never waits
+//! for the readers to *enter* a call: its first pass waits only for every
+//! other rank to be done with the *previous* call's shared memory (an
+//! `Await` of the previous call's DONE), which after a barrier or any other
+//! collective in between is long true, so a message of at most `s` slots
+//! costs the root one copy and two flag stores. Back to back, a root can
+//! run ahead by one call and no further; a reader that is still copying out
+//! of call c keeps the root of call c+1 (whoever it is) from overwriting
+//! any slot. The checker proves this over calls in a row (`check::calls`).
 //!
 //! Cost: the root writes n bytes once (n / copy bandwidth), the p-1 readers
 //! copy n bytes each at the same time, sharing the node's memory bandwidth
 //! B_node: about n/B_copy + (p-1) n / B_node, plus one flag round trip per
-//! segment (a cache line moving between cores) and the root's wait for the
-//! last reader to enter. Segments pipeline: readers copy segment k while
-//! the root writes k+1. Against a tree of point-to-point messages (each
-//! edge a copy in and a copy out through the transport, relayed only after
-//! it arrived), half the copies and no relay latency.
+//! segment (a cache line moving between cores). Segments pipeline: readers
+//! copy segment k while the root writes k+1. Against a tree of
+//! point-to-point messages (each edge a copy in and a copy out through the
+//! transport, relayed only after it arrived), half the copies and no relay
+//! latency.
 //!
 //! Only for ranks that share memory: on a communicator that spans nodes it
 //! does not apply (`Restriction::SharedMemory`); as the intra-node phase of
