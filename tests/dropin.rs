@@ -136,6 +136,19 @@ fn settings(ranks: usize) -> Vec<Setting> {
         s.twin = Some((format!("plain, Open MPI forced to {name}"), mca));
         v.push(s);
     }
+    // The shared-memory broadcast, forced and named by a table's rules (no
+    // library twin: Open MPI 4.1's coll/tuned has no shared-memory one).
+    v.push(pre(
+        "preload, COLLTUNE_BCAST=shm",
+        &[("COLLTUNE_BCAST", "shm".into())],
+    ));
+    v.push(pre(
+        "preload, table shm.yaml",
+        &[(
+            "COLLTUNE_TABLE",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/dropin/shm.yaml").to_string(),
+        )],
+    ));
     // A node layout that fits MPI_COMM_WORLD only: the per-communicator
     // setup of every other communicator fails (defect 4).
     v.push(pre(

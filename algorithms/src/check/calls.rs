@@ -44,7 +44,9 @@ pub(super) fn in_a_row(calls: &[Vec<Schedule>], bytes: u64) -> Result<Vec<Schedu
                         return Err(CheckError::Malformed {
                             rank: r,
                             op: base as usize + op,
-                            why: format!("flag value {v} of call {j} too large to prove calls in a row"),
+                            why: format!(
+                                "flag value {v} of call {j} too large to prove calls in a row"
+                            ),
                         });
                     }
                     Ok(((j as u64 + 1 - back) << CALL_SHIFT) as u32 | v)

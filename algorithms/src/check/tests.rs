@@ -253,10 +253,7 @@ fn a_root_running_ahead_into_the_next_call_is_caught() {
     for exec in Execution::ALL {
         run(&shared_pair(2, how), exec, [8; 3]).unwrap();
         let e = pair_in_a_row(2, how, 2, exec).unwrap_err();
-        assert!(
-            matches!(e, CheckError::Shared { .. }),
-            "{exec}: {e}"
-        );
+        assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
     }
 }
 
