@@ -10,11 +10,13 @@
 //!   schedule; a segment is forwarded the moment it lands.
 //!
 //! Shared-memory ops (the node's window, `Comm`'s): a `Load` is a copy out
-//! of the peer's part, a `Signal` `MPI_Win_sync` then an atomic release
-//! store of (call number << 32 | value) into this rank's flag; an `Await`
-//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`
-//! (one per await met, none per poll); an await of the previous call's
-//! value compares with that call's number.
+//! of the peer's part, a `Signal` an atomic release store of (call number
+//! << 32 | value) into this rank's flag; an `Await` polls the peer's flag
+//! with atomic acquire loads; an await of the previous call's value
+//! compares with that call's number. Under the unified memory model (what
+//! shared windows report) the release/acquire pair orders the data; under
+//! the separate one, `MPI_Win_sync` before each signal and after each await
+//! met (never per poll).
 //! The blocking execution waits for it in place (yielding the processor
 //! between polls, driving MPI progress while requests are in flight); the
 //! dataflow execution keeps unmet awaits aside and polls them between
@@ -510,14 +512,22 @@ impl Run<'_> {
             0
         };
         if self.flag(on, f).load(Ordering::Acquire) >= want {
-            ffi::win_sync(self.shared_win())?;
+            self.win_sync_if_separate()?;
             return Ok(true);
         }
         Ok(false)
     }
 
-    fn shared_win(&self) -> MPI_Win {
-        self.shared.as_ref().expect("shared window").win
+    /// `MPI_Win_sync` where the window's memory model needs it (separate);
+    /// under the unified model the flag's acquire load / release store
+    /// already order the data, and the call (a full fence in Open MPI's
+    /// osc/sm, behind argument checks) is skipped.
+    fn win_sync_if_separate(&self) -> Result<(), TransportError> {
+        let w = self.shared.as_ref().expect("shared window");
+        if !w.unified {
+            ffi::win_sync(w.win)?;
+        }
+        Ok(())
     }
 
     /// Dataflow: completes every await whose flag got there; whether any did.
@@ -890,7 +900,7 @@ impl Run<'_> {
             }
             &OpKind::Signal { flag, value } => {
                 // Release: what this op depends on is visible before the flag.
-                ffi::win_sync(self.shared_win())?;
+                self.win_sync_if_separate()?;
                 let me = Rank::from(self.comm.rank());
                 self.flag(me, flag)
                     .store(self.stamp(value), Ordering::Release);
