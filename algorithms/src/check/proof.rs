@@ -98,14 +98,10 @@ impl Proof {
     /// Per flag: the value an await must exceed to be sure op `i` of this
     /// rank happened before (None: no signal of that flag follows it).
     pub(super) fn thresholds(&self, i: u32) -> [Option<i64>; F] {
-        let mut out = [None; F];
-        for f in 0..F {
-            out[f] = match self.first_signal[i as usize][f] {
-                NONE => None,
-                s => Some(self.prev_value[s as usize]),
-            };
-        }
-        out
+        self.first_signal[i as usize].map(|s| match s {
+            NONE => None,
+            s => Some(self.prev_value[s as usize]),
+        })
     }
 }
 
