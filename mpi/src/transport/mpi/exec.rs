@@ -499,11 +499,20 @@ impl Run<'_> {
         self.call << 32 | v as u64
     }
 
-    /// Whether rank `on`'s flag `f` reached `value` in this call (in the
-    /// previous one: `previous`, met at once in the window's first call,
-    /// whose flags start at 0); once it has, `MPI_Win_sync` (the acquire
-    /// side) before the data is read.
-    fn reached(&self, on: Rank, f: u8, value: u32, previous: bool) -> Result<bool, TransportError> {
+    /// Whether await `i` is met: rank `on`'s flag `f` reached `value` in
+    /// this call (in the previous one: `previous`, met at once in the
+    /// window's first call, whose flags start at 0); once it has, under the
+    /// separate memory model, `MPI_Win_sync` before the data is read.
+    fn reached(&self, i: u32) -> Result<bool, TransportError> {
+        let OpKind::Await {
+            on,
+            flag: f,
+            value,
+            previous,
+        } = self.plan.schedule.ops[i as usize].kind
+        else {
+            unreachable!("only awaits wait")
+        };
         let want = if !previous {
             self.stamp(value)
         } else if self.call > 1 {
@@ -536,16 +545,7 @@ impl Run<'_> {
         let mut k = 0;
         while k < self.awaiting.len() {
             let i = self.awaiting[k];
-            let OpKind::Await {
-                on,
-                flag,
-                value,
-                previous,
-            } = self.plan.schedule.ops[i as usize].kind
-            else {
-                unreachable!("only awaits wait here")
-            };
-            if self.reached(on, flag, value, previous)? {
+            if self.reached(i)? {
                 self.awaiting.swap_remove(k);
                 self.complete(i);
                 any = true;
@@ -742,13 +742,8 @@ impl Run<'_> {
                                 )?
                             };
                         }
-                        &OpKind::Await {
-                            on,
-                            flag,
-                            value,
-                            previous,
-                        } => {
-                            while !self.reached(on, flag, value, previous)? {
+                        OpKind::Await { .. } => {
+                            while !self.reached(i)? {
                                 if !self.active.is_empty() {
                                     // Keep this rank's messages moving.
                                     ffi::progress(self.comm.raw())?;
@@ -906,13 +901,8 @@ impl Run<'_> {
                     .store(self.stamp(value), Ordering::Release);
                 self.complete(i);
             }
-            &OpKind::Await {
-                on,
-                flag,
-                value,
-                previous,
-            } => {
-                if self.reached(on, flag, value, previous)? {
+            OpKind::Await { .. } => {
+                if self.reached(i)? {
                     self.complete(i);
                 } else {
                     self.awaiting.push(i);
