@@ -798,8 +798,8 @@ pub fn win_unlock_all(win: MPI_Win) -> Result<(), MpiError> {
 /// `MPI_Win_sync`: a memory barrier between this process's view of the
 /// window and the window's memory.
 /// Whether `win`'s memory model is `MPI_WIN_UNIFIED` (public and private
-/// copies are one memory: what every shared-memory window of Open MPI and
-/// MPICH reports).
+/// copies are one memory: what Open MPI 4.1's shared-memory windows
+/// report).
 pub fn win_unified(win: MPI_Win) -> Result<bool, MpiError> {
     let mut val: *mut c_int = ptr::null_mut();
     let mut flag: c_int = 0;
