@@ -204,8 +204,24 @@ impl Builder {
 
     /// Waits until rank `on`'s shared flag `flag` holds at least `value`.
     pub fn await_flag(&mut self, on: usize, flag: u8, value: u32) -> OpId {
+        self.await_in(on, flag, value, false)
+    }
+
+    /// Waits until rank `on`'s shared flag `flag` held at least `value` in
+    /// the previous call through the window (at once in the first call).
+    pub fn await_previous(&mut self, on: usize, flag: u8, value: u32) -> OpId {
+        self.await_in(on, flag, value, true)
+    }
+
+    fn await_in(&mut self, on: usize, flag: u8, value: u32, previous: bool) -> OpId {
         let on = self.real(on);
-        self.push(OpKind::Await { on, flag, value }, Post::Blocking)
+        let kind = OpKind::Await {
+            on,
+            flag,
+            value,
+            previous,
+        };
+        self.push(kind, Post::Blocking)
     }
 
     /// Adds a dependency the regions do not show (a control message, say).

@@ -83,7 +83,8 @@ impl Buf {
 
 /// Flags each rank owns in its part of the shared-memory window: counters
 /// only their owner writes ([`OpKind::Signal`]) and other ranks of the node
-/// wait on ([`OpKind::Await`]). A flag's values rise within a call.
+/// wait on ([`OpKind::Await`]). A flag's values rise within a call; the
+/// executor stamps them with the call's number, so they rise across calls.
 pub const SHARED_FLAGS: u8 = 4;
 
 /// A byte range `[offset, offset + len)` of one buffer.
@@ -205,11 +206,15 @@ pub enum OpKind {
     },
     /// Waits until rank `on`'s flag `flag` holds at least `value` (an
     /// acquire: atomic loads, yielding the processor between polls, then
-    /// `MPI_Win_sync`).
+    /// `MPI_Win_sync`). `previous`: the value signalled in the previous
+    /// call through the same window (met at once in the first call on a
+    /// window: there was none), so that a call can wait for what the ranks
+    /// did in the one before without waiting for them to enter this one.
     Await {
         on: Rank,
         flag: u8,
         value: u32,
+        previous: bool,
     },
 }
 

@@ -171,3 +171,28 @@ fn swaps() {
         }
     }
 }
+
+/// `shm` over calls in a row (its window and flags outlive a call): the
+/// root running ahead by a call (twice the same root), the root changing
+/// (to the next rank), readers left behind, for every rank count and root,
+/// a message in one slot and one through a reused ring (3 segments in 2
+/// slots). About 5 s of CPU on CI's 2 cores.
+#[test]
+fn bcast_shm_calls_in_a_row() {
+    use colltune_algorithms::check::check_bcast_calls;
+    let cases = [("shm", 7), ("shm:segment=4096,slots=2", 2 * 4096 + 5)];
+    for (spec_text, bytes) in cases {
+        let spec = AlgoSpec::parse(spec_text).unwrap();
+        for p in 1..=max_ranks() {
+            let nodes = NodeMap::single(p);
+            for root in 0..p {
+                let roots = [root, root, (root + 1) % p];
+                for exec in Execution::ALL {
+                    if let Err(e) = check_bcast_calls(&spec, &nodes, &roots, bytes, exec) {
+                        panic!("bcast {spec_text} calls from roots {roots:?}, {p} ranks, {bytes} bytes, {exec}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}

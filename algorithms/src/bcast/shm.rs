@@ -8,27 +8,36 @@
 //!   root's part of the node's shared window:  [ slot 0 | slot 1 | slot 2 | slot 3 ]   (a ring)
 //!
 //!   root:     copy seg k -> slot k % s, then WRITTEN = k+1 ───────────┐
-//!             (seg k reuses a slot only once every reader's           │ flags, no
-//!              CONSUMED >= k-s+1: it has copied seg k-s out)          │ messages
+//!             (seg k < s: once every other rank's DONE of the         │ flags, no
+//!              previous call is 1; seg k >= s reuses a slot once      │ messages
+//!              every reader's CONSUMED >= k-s+1)                      │
 //!   rank q:   wait WRITTEN >= k+1, copy slot k % s -> seg k,  <───────┘
 //!             CONSUMED = k+1 (when the root will reuse that slot)
+//!   everyone: DONE = 1 once its loads (writes) of the call are done
 //!
 //!   seg:   0    1    2    3    4    5 ...
 //!   root:  W0   W1   W2   W3   (wait all R0) W4 ...
 //!   q:          R0   R1   R2   R3   R4 ...          every q in parallel
 //! ```
-//! Every rank first raises its own CONSUMED to 0 ("entered this call"),
-//! and the root writes nothing before every reader has: a reader may still
-//! be copying out of the ring from the previous call.
+//! Flags carry the call's number (the executor stamps them), so a flag of
+//! an earlier call never satisfies a wait of this one. The root never waits
+//! for the readers to *enter* a call: its first pass waits only for every
+//! other rank to be done with the *previous* call's shared memory (an
+//! `Await` of the previous call's DONE), which after a barrier or any other
+//! collective in between is long true, so a message of at most `s` slots
+//! costs the root one copy and two flag stores. Back to back, a root can
+//! run ahead by one call and no further; a reader that is still copying out
+//! of call c keeps the root of call c+1 (whoever it is) from overwriting
+//! any slot. The checker proves this over calls in a row (`check::calls`).
 //!
 //! Cost: the root writes n bytes once (n / copy bandwidth), the p-1 readers
 //! copy n bytes each at the same time, sharing the node's memory bandwidth
 //! B_node: about n/B_copy + (p-1) n / B_node, plus one flag round trip per
-//! segment (a cache line moving between cores) and the root's wait for the
-//! last reader to enter. Segments pipeline: readers copy segment k while
-//! the root writes k+1. Against a tree of point-to-point messages (each
-//! edge a copy in and a copy out through the transport, relayed only after
-//! it arrived), half the copies and no relay latency.
+//! segment (a cache line moving between cores). Segments pipeline: readers
+//! copy segment k while the root writes k+1. Against a tree of
+//! point-to-point messages (each edge a copy in and a copy out through the
+//! transport, relayed only after it arrived), half the copies and no relay
+//! latency.
 //!
 //! Only for ranks that share memory: on a communicator that spans nodes it
 //! does not apply (`Restriction::SharedMemory`); as the intra-node phase of
@@ -49,8 +58,13 @@ use super::tree::segments;
 
 /// The root's flag: segments written so far.
 pub const WRITTEN: u8 = 0;
-/// A reader's flag: segments copied out so far (0: entered the call).
+/// A reader's flag: segments copied out so far (signalled only for the
+/// segments whose slot the root reuses in this call).
 pub const CONSUMED: u8 = 1;
+/// Every rank's flag: 1 once it is done with the call's shared memory (a
+/// reader: every load; the root: every write). The next call's root awaits
+/// it (`Await { previous: true }`) before its ring's first pass.
+pub const DONE: u8 = 2;
 /// The most bytes one slot holds, whatever `segment` says (so that a
 /// whole-message slot cannot map the message once per rank of the node).
 pub const SLOT_MAX: u64 = 4 << 20;
@@ -72,18 +86,26 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
     let segs: Vec<(u64, u64)> = segments(0, sh.bytes, slot).collect();
     let n = segs.len();
     let ring_slots = ring_slots as usize;
-    if sh.rank == sh.root {
-        let readers: Vec<usize> = (1..sh.size).map(|vr| sh.real(vr)).collect();
-        let entered: Vec<OpId> = readers
+    if n == 0 {
+        return Ok(());
+    }
+    let mine: Vec<OpId> = if sh.rank == sh.root {
+        // The ring's first pass needs every other rank of the node done
+        // with the previous call (all its loads, from any root's part):
+        // after a barrier or any other collective they are, so the root
+        // writes at once.
+        let others: Vec<usize> = (1..sh.size).map(|vr| sh.real(vr)).collect();
+        let before: Vec<OpId> = others
             .iter()
-            .map(|&q| b.await_flag(q, CONSUMED, 0))
+            .map(|&q| b.await_previous(q, DONE, 1))
             .collect();
+        let mut last = None;
         for (k, &(o, l)) in segs.iter().enumerate() {
             let freed: Vec<OpId> = if k < ring_slots {
-                entered.clone()
+                before.clone()
             } else {
                 let done = (k - ring_slots + 1) as u32;
-                readers
+                others
                     .iter()
                     .map(|&q| b.await_flag(q, CONSUMED, done))
                     .collect()
@@ -92,18 +114,24 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
             for f in freed {
                 b.depend(c, f);
             }
-            b.signal(WRITTEN, k as u32 + 1, &[c]);
+            last = Some(b.signal(WRITTEN, k as u32 + 1, &[c]));
         }
+        last.into_iter().collect()
     } else {
-        b.signal(CONSUMED, 0, &[]);
+        let mut loads = Vec::with_capacity(n);
         for (k, &(o, l)) in segs.iter().enumerate() {
             let a = b.await_flag(sh.root, WRITTEN, k as u32 + 1);
             let load = b.load(sh.root, at(k, l), Region::data(o, l), a);
             if k + ring_slots < n {
                 b.signal(CONSUMED, k as u32 + 1, &[load]);
             }
+            loads.push(load);
         }
-    }
+        loads
+    };
+    // Done with this call's shared memory: the next call's root (whoever
+    // it is) waits for this before it writes.
+    b.signal(DONE, 1, &mine);
     Ok(())
 }
 

@@ -119,8 +119,14 @@ impl Content {
 
     /// The first byte of `[0, len)` whose origin is not `want + offset`.
     pub fn mismatch(&self, len: u64, rank: u32, buf: Buf) -> Option<(u64, Origin)> {
-        let mut at = 0;
-        for (l, o) in self.read(0, len) {
+        self.mismatch_in(0, len, rank, buf)
+    }
+
+    /// The first byte of `[from, from + len)` whose origin is not `want +
+    /// offset`.
+    pub fn mismatch_in(&self, from: u64, len: u64, rank: u32, buf: Buf) -> Option<(u64, Origin)> {
+        let mut at = from;
+        for (l, o) in self.read(from, len) {
             if o.rank != rank || o.buf != buf || o.offset != at {
                 return Some((at, o));
             }

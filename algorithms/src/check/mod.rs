@@ -15,9 +15,10 @@
 //!   receive posted; puts happen inside an access epoch.
 //! - **Shared memory:** a load from a peer's part of the node's shared
 //!   window happens after the write it reads, and a write into a rank's
-//!   part after every load of what it overwrites (this call's and the
-//!   previous call's), proven from dependencies and signal-to-await edges
-//!   alone, so for every timing of both executions.
+//!   part after every load of what it overwrites, proven from dependencies
+//!   and signal-to-await edges alone, so for every timing of both
+//!   executions; over several calls in a row too (`check_bcast_calls`: a
+//!   root running ahead, readers left behind, the root changing).
 //!
 //! By file: `content` (buffers as the origins of their bytes),
 //! `validate` (what a schedule must be before it runs), `machine` (ranks,
@@ -25,8 +26,10 @@
 //! and dataflow executions), `window` (one-sided epochs and puts),
 //! `shared` (shared-memory windows: loads, flags and their proof) and
 //! `proof` (what that proof derives from each schedule, and its state),
+//! `calls` (calls in a row as one schedule),
 //! `hazard` (buffers in flight). This file: the public API and its errors.
 
+mod calls;
 mod content;
 mod hazard;
 mod machine;
@@ -135,6 +138,41 @@ pub fn check_bcast(
                 found: found.to_string(),
                 expected: format!("rank {root} Data[{offset}]"),
             });
+        }
+    }
+    Ok(())
+}
+
+/// Proves broadcasts in a row on one communicator, call `j` from root
+/// `roots[j]`: each ends with every rank holding that call's bytes of its
+/// root (none of an earlier call's), and nothing deadlocks, for every
+/// timing, a rank entering a call as soon as it left the one before.
+pub fn check_bcast_calls(
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    roots: &[usize],
+    bytes: u64,
+    exec: Execution,
+) -> Result<(), CheckError> {
+    let calls = roots
+        .iter()
+        .map(|&root| build_all(Collective::Bcast, spec, root, bytes, nodes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sched = calls::in_a_row(&calls, bytes)?;
+    let out = run(&sched, exec, limits(bytes * roots.len() as u64))?;
+    for (j, &root) in roots.iter().enumerate() {
+        let from = j as u64 * bytes;
+        for (r, c) in out.iter().enumerate() {
+            let data = &c[Buf::Data.index()];
+            if let Some((offset, found)) = data.mismatch_in(from, bytes, root as u32, Buf::Data) {
+                return Err(CheckError::WrongData {
+                    rank: r,
+                    buf: Buf::Data,
+                    offset,
+                    found: found.to_string(),
+                    expected: format!("rank {root} Data[{offset}] (call {j} of {})", roots.len()),
+                });
+            }
         }
     }
     Ok(())

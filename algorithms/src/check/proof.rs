@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use crate::schedule::{OpKind, Schedule, SHARED_FLAGS};
 
 pub(super) const NONE: u32 = u32::MAX;
-/// The call before this one, as a reader of every piece.
-pub(super) const PREVIOUS_CALL: u32 = u32::MAX;
 pub(super) const F: usize = SHARED_FLAGS as usize;
 
 /// What one rank's schedule says about its shared-memory ops, derived once.
@@ -43,9 +41,15 @@ impl Proof {
                 merge_max(&mut acc, &know[lo..know_end[d] as usize], &mut tmp);
             }
             match op.kind {
-                OpKind::Await { on, flag, value } => {
-                    merge_max(&mut acc, &[(on.0, flag, value)], &mut tmp)
-                }
+                // An await of the previous call proves nothing about this
+                // one (`calls` turns it into a plain await when it proves
+                // several calls in a row).
+                OpKind::Await {
+                    on,
+                    flag,
+                    value,
+                    previous: false,
+                } => merge_max(&mut acc, &[(on.0, flag, value)], &mut tmp),
                 OpKind::Signal { flag, value } => {
                     prev_value[i] = last[flag as usize];
                     last[flag as usize] = value as i64;
@@ -93,20 +97,11 @@ impl Proof {
 
     /// Per flag: the value an await must exceed to be sure op `i` of this
     /// rank happened before (None: no signal of that flag follows it).
-    /// Op `PREVIOUS_CALL`: any signal follows it.
-    pub(super) fn thresholds(&self, i: u32, signals: [bool; F]) -> [Option<i64>; F] {
-        let mut out = [None; F];
-        for f in 0..F {
-            out[f] = if i == PREVIOUS_CALL {
-                signals[f].then_some(-1)
-            } else {
-                match self.first_signal[i as usize][f] {
-                    NONE => None,
-                    s => Some(self.prev_value[s as usize]),
-                }
-            };
-        }
-        out
+    pub(super) fn thresholds(&self, i: u32) -> [Option<i64>; F] {
+        self.first_signal[i as usize].map(|s| match s {
+            NONE => None,
+            s => Some(self.prev_value[s as usize]),
+        })
     }
 }
 
@@ -158,8 +153,6 @@ pub(super) struct Piece {
 #[derive(Default)]
 pub(super) struct SharedState {
     pub(super) proofs: Vec<Proof>,
-    /// Per rank: whether each flag is ever signalled.
-    pub(super) signals: Vec<[bool; F]>,
     /// Per rank and flag: its value (None: not signalled in this call).
     pub(super) flags: Vec<[Option<u32>; F]>,
     /// Per rank: awaits on its flags not met yet: (rank, op, flag, value).
@@ -175,13 +168,11 @@ impl SharedState {
         let p = sched.len();
         let mut st = SharedState {
             proofs: Vec::with_capacity(p),
-            signals: vec![[false; F]; p],
             flags: vec![[None; F]; p],
             blocked: vec![Vec::new(); p],
             released: Vec::new(),
             parts: vec![BTreeMap::new(); p],
         };
-        let mut prev_readers: Vec<Vec<(u32, u32)>> = vec![Vec::new(); p];
         for (r, s) in sched.iter().enumerate() {
             let uses = s.uses_shared();
             st.proofs.push(if uses {
@@ -189,29 +180,14 @@ impl SharedState {
             } else {
                 Proof::default()
             });
-            if !uses {
-                continue;
-            }
-            for op in &s.ops {
-                match op.kind {
-                    OpKind::Signal { flag, .. } => st.signals[r][flag as usize] = true,
-                    OpKind::Load { from, .. } => {
-                        let list = &mut prev_readers[from.idx()];
-                        if !list.contains(&(r as u32, PREVIOUS_CALL)) {
-                            list.push((r as u32, PREVIOUS_CALL));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        for (r, readers) in prev_readers.into_iter().enumerate() {
+            // A fresh window: nothing written or read in it before (calls
+            // in a row are proven as one schedule, see `calls`).
             st.parts[r].insert(
                 0,
                 Piece {
                     end: u64::MAX,
                     writer: NONE,
-                    readers,
+                    readers: Vec::new(),
                 },
             );
         }

@@ -15,9 +15,10 @@
 //! - **no overwrite before every reader is done**: a write into a piece
 //!   that rank q loaded since the last write must depend on an `Await` of
 //!   one of q's flags for a value only a signal depending on that load can
-//!   give; the call before this one counts as having read everything, so
-//!   the first write into a piece waits for each reader to have signalled
-//!   anything at all in this call (it has then left the previous call).
+//!   give. One schedule is one call on a fresh window; calls in a row
+//!   (whose loads and writes of one part interleave across calls) are
+//!   proven by running them as one schedule per rank (`calls`), where an
+//!   await of the previous call's flag becomes a plain await.
 //!
 //! One-hop proofs: the await must be on the rank that did the other access
 //! (a schedule that learns of it through a third rank is refused, which
@@ -26,7 +27,7 @@
 //! signal to reach a value is known before the run.
 
 use super::machine::Machine;
-use super::proof::{split_at, F, NONE, PREVIOUS_CALL};
+use super::proof::{split_at, F, NONE};
 use super::CheckError;
 use crate::schedule::{OpKind, Region};
 
@@ -72,7 +73,7 @@ impl Machine<'_> {
                     "loads rank {r}'s shared [{s}, {e}) before it is written in this call"
                 )));
             }
-            let t = self.shared.proofs[r].thresholds(w, self.shared.signals[r]);
+            let t = self.shared.proofs[r].thresholds(w);
             if !self.published(q, i, r, t) {
                 return Err(err(format!(
                     "loads rank {r}'s shared [{s}, {e}) (written by its op {w}) without \
@@ -99,19 +100,13 @@ impl Machine<'_> {
         for s in keys {
             let piece = self.shared.parts[r][&s].clone();
             for &(q, l) in &piece.readers {
-                let t =
-                    self.shared.proofs[q as usize].thresholds(l, self.shared.signals[q as usize]);
+                let t = self.shared.proofs[q as usize].thresholds(l);
                 if !self.published(r, i, q as usize, t) {
-                    let when = if l == PREVIOUS_CALL {
-                        "in the previous call".to_string()
-                    } else {
-                        format!("by its op {l}")
-                    };
                     return Err(CheckError::Shared {
                         rank: r,
                         op: i as usize,
                         why: format!(
-                            "overwrites its shared [{s}, {}) that rank {q} read {when} without \
+                            "overwrites its shared [{s}, {}) that rank {q} read by its op {l} without \
                              awaiting a signal of rank {q} that follows that read",
                             piece.end
                         ),
@@ -154,7 +149,12 @@ impl Machine<'_> {
                     self.complete(q as usize, j);
                 }
             }
-            OpKind::Await { on, flag, value } => {
+            // The previous call's: none before a fresh window (several
+            // calls in a row are proven as one schedule, see `calls`).
+            OpKind::Await { previous: true, .. } => self.complete(r, i),
+            OpKind::Await {
+                on, flag, value, ..
+            } => {
                 if self.shared.flags[on.idx()][flag as usize].is_some_and(|v| v >= value) {
                     self.complete(r, i);
                 } else {

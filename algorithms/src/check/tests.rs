@@ -110,61 +110,98 @@ fn wrong_data_is_caught() {
     assert_eq!(out[1][0].mismatch(4, 0, Buf::Data).map(|m| m.0), Some(0));
 }
 
-/// Rank 0 publishes `segs` 4-byte segments through one 4-byte slot of its
-/// shared part; rank 1 copies each out. `wait_entry`: the root waits for
-/// rank 1 to enter before its first write; `wait_reuse`: before reusing
-/// the slot; `await_written`: rank 1 waits for each segment's signal.
-fn shared_pair(
-    segs: u32,
-    wait_entry: bool,
+/// How the pair below protects its one slot.
+#[derive(Clone, Copy)]
+struct Pair {
+    /// The root's first write waits for rank 1 to be done with the
+    /// previous call.
+    wait_previous: bool,
+    /// The root waits for rank 1's load before reusing the slot.
     wait_reuse: bool,
+    /// Rank 1 waits for each segment's signal (in the previous call: a
+    /// stale one, when false).
     await_written: bool,
-) -> Vec<Schedule> {
+}
+
+const SAFE: Pair = Pair {
+    wait_previous: true,
+    wait_reuse: true,
+    await_written: true,
+};
+
+/// Rank 0 publishes `segs` 4-byte segments through one 4-byte slot of its
+/// shared part; rank 1 copies each out (flags as `shm`'s: 0 written, 1
+/// consumed, 2 done with the call).
+fn shared_pair(segs: u32, how: Pair) -> Vec<Schedule> {
     let shared = |len| Region::new(Buf::Shared, 0, len);
     two(
         |b| {
             b.need(Buf::Shared, 4);
-            let entered = b.await_flag(1, 1, 0);
+            let before = b.await_previous(1, 2, 1);
+            let mut last = None;
             for k in 0..segs {
                 let free = if k == 0 {
-                    wait_entry.then_some(entered)
+                    how.wait_previous.then_some(before)
                 } else {
-                    wait_reuse.then(|| b.await_flag(1, 1, k))
+                    how.wait_reuse.then(|| b.await_flag(1, 1, k))
                 };
                 let c = b.copy(Region::data(4 * k as u64, 4), shared(4));
                 if let Some(f) = free {
                     b.depend(c, f);
                 }
-                b.signal(0, k + 1, &[c]);
+                last = Some(b.signal(0, k + 1, &[c]));
             }
+            b.signal(2, 1, &[last.unwrap()]);
         },
         |b| {
-            let entry = b.signal(1, 0, &[]);
+            let mut loads = Vec::new();
             for k in 0..segs {
-                let after = if await_written {
+                let after = if how.await_written {
                     b.await_flag(0, 0, k + 1)
                 } else {
-                    entry
+                    b.await_previous(0, 0, k + 1)
                 };
                 let l = b.load(0, shared(4), Region::data(4 * k as u64, 4), after);
                 b.signal(1, k + 1, &[l]);
+                loads.push(l);
             }
+            b.signal(2, 1, &loads);
         },
     )
+}
+
+/// `calls` calls of the pair in a row, run (`segs` segments each).
+fn pair_in_a_row(
+    segs: u32,
+    how: Pair,
+    calls: usize,
+    exec: Execution,
+) -> Result<Vec<[Content; Buf::COUNT]>, CheckError> {
+    let bytes = 4 * segs as u64;
+    let one: Vec<Vec<Schedule>> = (0..calls).map(|_| shared_pair(segs, how)).collect();
+    let sched = calls::in_a_row(&one, bytes)?;
+    run(&sched, exec, [bytes * calls as u64; 3])
 }
 
 #[test]
 fn shared_memory_broadcast_through_one_slot_is_proven() {
     for exec in Execution::ALL {
-        let out = run(&shared_pair(3, true, true, true), exec, [12; 3]).unwrap();
+        let out = run(&shared_pair(3, SAFE), exec, [12; 3]).unwrap();
         assert_eq!(out[1][0].mismatch(12, 0, Buf::Data), None, "{exec}");
+        // Three calls in a row: each call's bytes, from that call.
+        let out = pair_in_a_row(3, SAFE, 3, exec).unwrap();
+        assert_eq!(out[1][0].mismatch(36, 0, Buf::Data), None, "{exec}");
     }
 }
 
 #[test]
 fn loading_before_the_write_is_published_is_caught() {
+    let how = Pair {
+        await_written: false,
+        ..SAFE
+    };
     for exec in Execution::ALL {
-        let e = run(&shared_pair(1, true, true, false), exec, [4; 3]).unwrap_err();
+        let e = run(&shared_pair(1, how), exec, [4; 3]).unwrap_err();
         assert!(
             matches!(e, CheckError::Shared { rank: 1, .. }),
             "{exec}: {e}"
@@ -173,21 +210,50 @@ fn loading_before_the_write_is_published_is_caught() {
 }
 
 #[test]
-fn overwriting_a_slot_before_the_reader_is_done_is_caught() {
+fn a_reader_taking_the_previous_calls_data_is_caught() {
+    // Rank 1 waits for the previous call's signal: it may load before this
+    // call's write (or after, without a proof that it follows it).
+    let how = Pair {
+        await_written: false,
+        ..SAFE
+    };
     for exec in Execution::ALL {
-        let e = run(&shared_pair(3, true, false, true), exec, [12; 3]).unwrap_err();
+        let e = pair_in_a_row(1, how, 3, exec).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CheckError::Shared { rank: 1, .. } | CheckError::WrongData { rank: 1, .. }
+            ),
+            "{exec}: {e}"
+        );
+    }
+}
+
+#[test]
+fn overwriting_a_slot_before_the_reader_is_done_is_caught() {
+    let how = Pair {
+        wait_reuse: false,
+        ..SAFE
+    };
+    for exec in Execution::ALL {
+        let e = run(&shared_pair(3, how), exec, [12; 3]).unwrap_err();
         assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
     }
 }
 
 #[test]
-fn writing_before_readers_left_the_previous_call_is_caught() {
+fn a_root_running_ahead_into_the_next_call_is_caught() {
+    // One call alone is fine (a fresh window); in a row, the root's next
+    // call overwrites the slot rank 1 may still be loading (caught at the
+    // write, or at rank 1's load of what it wrote).
+    let how = Pair {
+        wait_previous: false,
+        ..SAFE
+    };
     for exec in Execution::ALL {
-        let e = run(&shared_pair(1, false, true, true), exec, [4; 3]).unwrap_err();
-        assert!(
-            matches!(e, CheckError::Shared { rank: 0, ref why, .. } if why.contains("previous call")),
-            "{exec}: {e}"
-        );
+        run(&shared_pair(2, how), exec, [8; 3]).unwrap();
+        let e = pair_in_a_row(2, how, 2, exec).unwrap_err();
+        assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
     }
 }
 

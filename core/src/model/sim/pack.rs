@@ -167,7 +167,12 @@ impl Engine<'_> {
                     pos = *value;
                     K::Signal
                 }
-                OpKind::Await { on, flag, value } => {
+                // A one-call simulation has no previous call to wait for
+                // (a local op of no length: done when reached).
+                OpKind::Await { previous: true, .. } => K::Copy,
+                OpKind::Await {
+                    on, flag, value, ..
+                } => {
                     peer = on.0;
                     cs = *flag as u32;
                     pos = *value;

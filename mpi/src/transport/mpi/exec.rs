@@ -10,9 +10,13 @@
 //!   schedule; a segment is forwarded the moment it lands.
 //!
 //! Shared-memory ops (the node's window, `Comm`'s): a `Load` is a copy out
-//! of the peer's part, a `Signal` `MPI_Win_sync` then an atomic release
-//! store of (call number << 32 | value) into this rank's flag; an `Await`
-//! polls the peer's flag with atomic acquire loads, then `MPI_Win_sync`.
+//! of the peer's part, a `Signal` an atomic release store of (call number
+//! << 32 | value) into this rank's flag; an `Await` polls the peer's flag
+//! with atomic acquire loads; an await of the previous call's value
+//! compares with that call's number. Under the unified memory model (what
+//! shared windows report) the release/acquire pair orders the data; under
+//! the separate one, `MPI_Win_sync` before each signal and after each await
+//! met (never per poll).
 //! The blocking execution waits for it in place (yielding the processor
 //! between polls, driving MPI progress while requests are in flight); the
 //! dataflow execution keeps unmet awaits aside and polls them between
@@ -495,18 +499,44 @@ impl Run<'_> {
         self.call << 32 | v as u64
     }
 
-    /// Whether rank `on`'s flag `f` reached `value` in this call; once it
-    /// has, `MPI_Win_sync` (the acquire side) before the data is read.
-    fn reached(&self, on: Rank, f: u8, value: u32) -> Result<bool, TransportError> {
-        if self.flag(on, f).load(Ordering::Acquire) >= self.stamp(value) {
-            ffi::win_sync(self.shared_win())?;
+    /// Whether await `i` is met: rank `on`'s flag `f` reached `value` in
+    /// this call (in the previous one: `previous`, met at once in the
+    /// window's first call, whose flags start at 0); once it has, under the
+    /// separate memory model, `MPI_Win_sync` before the data is read.
+    fn reached(&self, i: u32) -> Result<bool, TransportError> {
+        let OpKind::Await {
+            on,
+            flag: f,
+            value,
+            previous,
+        } = self.plan.schedule.ops[i as usize].kind
+        else {
+            unreachable!("only awaits wait")
+        };
+        let want = if !previous {
+            self.stamp(value)
+        } else if self.call > 1 {
+            (self.call - 1) << 32 | value as u64
+        } else {
+            0
+        };
+        if self.flag(on, f).load(Ordering::Acquire) >= want {
+            self.win_sync_if_separate()?;
             return Ok(true);
         }
         Ok(false)
     }
 
-    fn shared_win(&self) -> MPI_Win {
-        self.shared.as_ref().expect("shared window").win
+    /// `MPI_Win_sync` where the window's memory model needs it (separate);
+    /// under the unified model the flag's acquire load / release store
+    /// already order the data, and the call (a full fence in Open MPI's
+    /// osc/sm, behind argument checks) is skipped.
+    fn win_sync_if_separate(&self) -> Result<(), TransportError> {
+        let w = self.shared.as_ref().expect("shared window");
+        if !w.unified {
+            ffi::win_sync(w.win)?;
+        }
+        Ok(())
     }
 
     /// Dataflow: completes every await whose flag got there; whether any did.
@@ -515,10 +545,7 @@ impl Run<'_> {
         let mut k = 0;
         while k < self.awaiting.len() {
             let i = self.awaiting[k];
-            let OpKind::Await { on, flag, value } = self.plan.schedule.ops[i as usize].kind else {
-                unreachable!("only awaits wait here")
-            };
-            if self.reached(on, flag, value)? {
+            if self.reached(i)? {
                 self.awaiting.swap_remove(k);
                 self.complete(i);
                 any = true;
@@ -715,8 +742,8 @@ impl Run<'_> {
                                 )?
                             };
                         }
-                        &OpKind::Await { on, flag, value } => {
-                            while !self.reached(on, flag, value)? {
+                        OpKind::Await { .. } => {
+                            while !self.reached(i)? {
                                 if !self.active.is_empty() {
                                     // Keep this rank's messages moving.
                                     ffi::progress(self.comm.raw())?;
@@ -868,14 +895,14 @@ impl Run<'_> {
             }
             &OpKind::Signal { flag, value } => {
                 // Release: what this op depends on is visible before the flag.
-                ffi::win_sync(self.shared_win())?;
+                self.win_sync_if_separate()?;
                 let me = Rank::from(self.comm.rank());
                 self.flag(me, flag)
                     .store(self.stamp(value), Ordering::Release);
                 self.complete(i);
             }
-            &OpKind::Await { on, flag, value } => {
-                if self.reached(on, flag, value)? {
+            OpKind::Await { .. } => {
+                if self.reached(i)? {
                     self.complete(i);
                 } else {
                     self.awaiting.push(i);

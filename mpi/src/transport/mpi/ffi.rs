@@ -797,6 +797,28 @@ pub fn win_unlock_all(win: MPI_Win) -> Result<(), MpiError> {
 
 /// `MPI_Win_sync`: a memory barrier between this process's view of the
 /// window and the window's memory.
+/// Whether `win`'s memory model is `MPI_WIN_UNIFIED` (public and private
+/// copies are one memory: what Open MPI 4.1's shared-memory windows
+/// report).
+pub fn win_unified(win: MPI_Win) -> Result<bool, MpiError> {
+    let mut val: *mut c_int = ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: valid window; MPI stores a pointer to the model's int in val.
+    check(
+        unsafe {
+            ffi::PMPI_Win_get_attr(
+                win,
+                ffi::MPI_WIN_MODEL as c_int,
+                (&mut val as *mut *mut c_int).cast(),
+                &mut flag,
+            )
+        },
+        "MPI_Win_get_attr",
+    )?;
+    // SAFETY: when set, the attribute points at an int the window owns.
+    Ok(flag != 0 && !val.is_null() && unsafe { *val } == ffi::MPI_WIN_UNIFIED as c_int)
+}
+
 pub fn win_sync(win: MPI_Win) -> Result<(), MpiError> {
     // SAFETY: valid window handle.
     check(unsafe { ffi::PMPI_Win_sync(win) }, "MPI_Win_sync")

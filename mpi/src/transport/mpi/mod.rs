@@ -103,6 +103,11 @@ pub(crate) struct SharedWindow {
     /// Per rank of the communicator: its part (flags, then data) as mapped
     /// in this process; None for a rank of another node.
     pub(crate) parts: Vec<Option<*mut u8>>,
+    /// `MPI_WIN_UNIFIED`: one copy of the memory, so a flag's release store
+    /// and acquire load order the data around it (as in any shared-memory
+    /// program) and signals and awaits need no `MPI_Win_sync`; under
+    /// `MPI_WIN_SEPARATE` every signal and met await calls it.
+    pub(crate) unified: bool,
 }
 
 impl SharedWindow {
@@ -119,6 +124,7 @@ impl SharedWindow {
             node,
             len,
             parts: vec![None; size],
+            unified: ffi::win_unified(win)?,
         };
         ffi::win_lock_all(win)?;
         ffi::win_sync(win)?;
@@ -434,6 +440,9 @@ impl Comm {
             len,
         )?);
         *w = Some(Rc::clone(&fresh));
+        // Flags of a fresh window start at 0: calls count from there (an
+        // await of the previous call is met at once in its first).
+        self.shared_calls.set(0);
         Ok(fresh)
     }
 
