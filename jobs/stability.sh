@@ -82,9 +82,11 @@ for l in $(seq 1 "$LAUNCHES"); do
     echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes ${sizes[1]}, at most $budget min"
     t0=$SECONDS
     # shellcheck disable=SC2086
+    colltune_rounds "$l" "$LAUNCHES" ${TUNE_ARGS:-}
+    # shellcheck disable=SC2086
     mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" tune --collective bcast \
       "${sizes[@]}" --budget "$budget" --budget-ms "$BUDGET_MS" \
-      --csv "$csv" --table "$yaml" ${TUNE_ARGS:-} > "$csv.log" 2>&1 ||
+      --csv "$csv" --table "$yaml" ${TUNE_ARGS:-} "${ROUNDS[@]}" > "$csv.log" 2>&1 ||
       { echo "stability.sh: tune $t failed, see $csv.log" >&2; tail -20 "$csv.log" >&2; exit 3; }
     spent[$t]=$(( ${spent[$t]} + SECONDS - t0 ))
     mine[$t]="${mine[$t]} $csv"
@@ -132,18 +134,24 @@ PY
     # JUDGE_LAUNCHES separate launches, so the referee's interval has
     # launches as its replicates
     execs=()
-    base=none
+    bases=()
     segs=()
+    default=""
     for x in "$a:$ea" "$b:$eb"; do
       spec=${x%:*}; ex=${x##*:}
       case "$spec" in
+        ompi_tuned:algorithm=0|ompi_tuned:algorithm=0,*)
+          # the library's own decision: its MPI_Bcast (bench's `mpi`,
+          # relabelled below as the tune labels it)
+          bases+=(mpi); default=$spec ;;
         ompi_tuned:*)
-          base=ompi-tuned
+          bases+=(ompi-tuned)
           s=$(sed -n 's/.*segment=\([0-9]*\).*/\1/p' <<< "$spec"); segs+=("${s:-0}") ;;
         *) args+=(-a "$spec"); execs+=("$ex") ;;
       esac
     done
-    [ ${#execs[@]} -gt 0 ] || args+=(-a linear)
+    [ ${#execs[@]} -gt 0 ] || args+=(--baselines-only)
+    base=$(printf '%s\n' "${bases[@]:-none}" | sort -u | paste -sd, -)
     ex=$(printf '%s\n' "${execs[@]:-blocking}" | sort -u | paste -sd, -)
     seg=$(printf '%s\n' "${segs[@]:-0}" | sort -un | paste -sd, -)
     for k in $(seq 1 "${JUDGE_LAUNCHES:-3}"); do
@@ -152,6 +160,16 @@ PY
         --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes-$k.csv" --summary-only \
         < /dev/null >> "$OUT/judge.log" 2>&1 ||
         { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
+      [ -z "$default" ] || python3 - "$OUT/judge-$bytes-$k.csv" "$default" <<'PY'
+import csv, sys
+path, label = sys.argv[1], sys.argv[2]
+rows = list(csv.reader(open(path, newline="")))
+spec, family = rows[0].index("spec"), rows[0].index("algorithm")
+for r in rows[1:]:
+    if r[spec] == "mpi":
+        r[spec], r[family] = label, label.split(":")[0]
+csv.writer(open(path, "w", newline=""), lineterminator="\n").writerows(rows)
+PY
     done
   done < "$OUT/judge.list"
   for f in "$OUT"/judge-*.csv; do
