@@ -14,9 +14,11 @@
 //!
 //! When: the drop-in's `MPI_Init` (not a program calling `colltune_init`
 //! itself) on Open MPI, with a table (`COLLTUNE_TABLE`), no forced choice
-//! (`COLLTUNE_BCAST`), and no rules file, forced broadcast algorithm or
+//! (`COLLTUNE_BCAST`), and no forced broadcast algorithm or
 //! `coll_tuned_use_dynamic_rules=0` of the user's (`OMPI_MCA_...` in the
-//! environment); `COLLTUNE_HANDOFF=0` turns it off. Every rank reads the
+//! environment, or a parameter file); `COLLTUNE_HANDOFF=0` turns it off. A
+//! rules file of the site's or the user's is merged where active
+//! ([`merged_rules`], [`super::rules`]) and replaced where dormant. Every rank reads the
 //! table itself for this (before `MPI_Init` there is no communication),
 //! writes the rules to `$TMPDIR/colltune-handoff-PID.rules` and sets
 //! `OMPI_MCA_coll_tuned_dynamic_rules_filename`; the file is removed once
