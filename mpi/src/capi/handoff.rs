@@ -267,6 +267,8 @@ pub fn before_init() {
     let Ok(Ok(t)) = table::read_text(&path).map(|text| table::load_str(&text)) else {
         return why_not("the table could not be used before MPI_Init".into());
     };
+    // Rank 0 need not read it again after MPI_Init.
+    crate::select::keep_preparsed(&path, t.clone());
     let site = Site::of_process();
     let needed = needs_dynamic_rules(&t);
     let unwanted = unwanted(&site);

@@ -84,6 +84,19 @@ pub fn load(world: &Comm) -> Result<Selector, SelectError> {
     }
 }
 
+/// The table the drop-in read and validated before `MPI_Init` (for the
+/// handoff, on every rank), kept for [`load_on_rank0`]: rank 0 then does
+/// not read and validate the same file again, which for a large table is
+/// most of colltune's start-up cost (a 1,000-rule table: about 5 ms of
+/// YAML per read, on the path every other rank waits on).
+static PREPARSED: std::sync::Mutex<Option<(std::path::PathBuf, Table)>> =
+    std::sync::Mutex::new(None);
+
+/// See [`PREPARSED`] (before `MPI_Init`).
+pub fn keep_preparsed(path: &std::path::Path, table: Table) {
+    *PREPARSED.lock().unwrap_or_else(|p| p.into_inner()) = Some((path.to_path_buf(), table));
+}
+
 /// The table as rank 0 read and validated it, on every rank (one read of
 /// the file per job, one validation; the others receive it in a compact
 /// form), or why it could not be used (the same on every rank).
@@ -94,8 +107,17 @@ fn load_on_rank0(
     const READ: u8 = b'-';
     const INVALID: u8 = b'!';
     const OK: u8 = b'+';
+    let pre = PREPARSED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .filter(|(p, _)| p == path);
     let mine = if world.rank() == 0 {
-        match table::read_text(path).map(|t| table::load_str(&t)) {
+        let read = match pre {
+            Some((_, tb)) => Ok(Ok(tb)),
+            None => table::read_text(path).map(|t| table::load_str(&t)),
+        };
+        match read {
             Ok(Ok(tb)) => [&[OK][..], &tb.to_wire()].concat(),
             Ok(Err(problems)) => [
                 &[INVALID][..],
