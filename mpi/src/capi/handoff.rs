@@ -264,11 +264,13 @@ pub fn before_init() {
     if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
         return why_not("not Open MPI".into());
     }
-    let Ok(Ok(t)) = table::read_text(&path).map(|text| table::load_str(&text)) else {
+    let Ok(text) = table::read_text(&path) else {
         return why_not("the table could not be used before MPI_Init".into());
     };
-    // Rank 0 need not read it again after MPI_Init.
-    crate::select::keep_preparsed(&path, t.clone());
+    // Parsed and validated, or its compact form from an earlier start.
+    let Ok(t) = crate::select::cached::load(&text) else {
+        return why_not("the table could not be used before MPI_Init".into());
+    };
     let site = Site::of_process();
     let needed = needs_dynamic_rules(&t);
     let unwanted = unwanted(&site);
@@ -278,6 +280,8 @@ pub fn before_init() {
         (None, Ok(None)) => Err("no rule names one of Open MPI's algorithms".into()),
         (None, Err(e)) => Err(e.to_string()),
     };
+    // No rank need read it again after MPI_Init.
+    crate::select::keep_preparsed(&path, &text, t);
     // The handoff points Open MPI at a rules file of its own (where a rule
     // needs one): that replaces a rules file of the site's in Open MPI's
     // variable, which therefore stays dormant where it was.
