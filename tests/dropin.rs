@@ -1309,9 +1309,9 @@ fn mpi_t_and_other_collectives_are_unseen() {
         &mut problems,
     );
     for (name, got, stderr) in &merged.runs {
-        if !got
+        if got
             .get(file)
-            .is_some_and(|f| f.matches("colltune-handoff-").count() == 3)
+            .is_none_or(|f| f.matches("colltune-handoff-").count() != 3)
         {
             problems.push(format!(
                 "{name}: {file} should name colltune's merged file, got {:?}",
