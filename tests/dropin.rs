@@ -1332,6 +1332,37 @@ fn mpi_t_and_other_collectives_are_unseen() {
         a.get("allreduce"),
         "the control: the site's rules file should change the sum's bits"
     );
+    // The same file dormant (dynamic rules left unset): the handoff's own
+    // file takes its place, so it stays dormant: allreduce's bits as plain
+    // (Open MPI's fixed decision), MPI_T reads dynamic rules on and
+    // colltune's file (the documented differences).
+    let dormant_mca = [("coll_tuned_dynamic_rules_filename", rules.as_str())];
+    for (name, got, _) in unseen_differences(
+        3,
+        &["mpit"],
+        &unseen_setting("plain, the site's rules file dormant", None, &dormant_mca),
+        &[pre(
+            "preload, library table, the site's rules file dormant",
+            &lib_env,
+            &dormant_mca,
+        )],
+        &[dynamic, file],
+        &mut problems,
+    )
+    .runs
+    {
+        if got.get(dynamic).map(String::as_str) != Some("1")
+            || got
+                .get(file)
+                .is_none_or(|f| f.matches("colltune-handoff-").count() != 3)
+        {
+            problems.push(format!(
+                "{name}: MPI_T should read {dynamic}=1 and colltune's rules file, got {:?} and {:?}",
+                got.get(dynamic),
+                got.get(file)
+            ));
+        }
+    }
     // The control: waking the setting does change the sum.
     let woke = unseen_setting(
         "plain, allreduce forced",
