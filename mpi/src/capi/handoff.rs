@@ -250,6 +250,11 @@ fn needs_dynamic_rules(t: &table::Table) -> bool {
 /// reported after `MPI_Init`, as without it.
 pub fn before_init() {
     let why_not = |why: String| *lock(&WHY_NOT) = Some(why);
+    // The handoff is Open MPI's alone: on another library there is nothing
+    // to hand off and nothing for the trace to say about it.
+    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
+        return;
+    }
     let get = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     let (Some(path), None) = (
         get("COLLTUNE_TABLE").map(PathBuf::from),
@@ -261,9 +266,6 @@ pub fn before_init() {
             "COLLTUNE_BCAST forces one choice everywhere".into()
         });
     };
-    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
-        return why_not("not Open MPI".into());
-    }
     let Ok(text) = table::read_text(&path) else {
         return why_not("the table could not be used before MPI_Init".into());
     };
