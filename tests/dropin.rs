@@ -1310,6 +1310,95 @@ fn mpi_t_and_other_collectives_are_unseen() {
             &mut problems,
         );
     }
+    // A site's own rules file, active (dynamic rules on by its choice):
+    // allreduce forced to basic linear, broadcast to basic linear for
+    // every size. The handoff's file merges it: allreduce's bits and every
+    // broadcast byte as plain, MPI_T names colltune's (merged) file, and
+    // the trace says which of the site's broadcast rules the table's
+    // supersede (2, 3, 4 ranks: library.yaml's sizes).
+    let rules = scratch_dir().join("site.rules");
+    std::fs::write(
+        &rules,
+        "# a site's coll/tuned rules\n2\n2 # allreduce\n1\n0 # ranks\n1\n0 1 0 0\n7 # bcast\n1\n0\n1\n0 1 0 0\n",
+    )
+    .unwrap();
+    let rules = rules.display().to_string();
+    let site_mca = [
+        ("coll_tuned_use_dynamic_rules", "1"),
+        ("coll_tuned_dynamic_rules_filename", rules.as_str()),
+    ];
+    let site_plain = unseen_setting("plain, the site's rules file", None, &site_mca);
+    let traced = [
+        ("COLLTUNE_TABLE", lib.clone()),
+        ("COLLTUNE_TRACE", "1".into()),
+    ];
+    let merged = unseen_differences(
+        3,
+        &["mpit"],
+        &site_plain,
+        &[pre(
+            "preload, library table, the site's rules file",
+            &traced,
+            &site_mca,
+        )],
+        &[file],
+        &mut problems,
+    );
+    for (name, got, stderr) in &merged.runs {
+        if got
+            .get(file)
+            .is_none_or(|f| f.matches("colltune-handoff-").count() != 3)
+        {
+            problems.push(format!(
+                "{name}: {file} should name colltune's merged file, got {:?}",
+                got.get(file)
+            ));
+        }
+        let said = format!(
+            "merged: its rules for other collectives and other communicator sizes kept, its broadcast rules superseded for 2 ranks (its entry for 0 ranks, {rules}:10), 3 ranks"
+        );
+        if !stderr.contains(&said) {
+            problems.push(format!(
+                "{name}: the trace should say `{said}`; stderr:\n{stderr}"
+            ));
+        }
+    }
+    assert_ne!(
+        merged.plain.get("allreduce"),
+        a.get("allreduce"),
+        "the control: the site's rules file should change the sum's bits"
+    );
+    // The same file dormant (dynamic rules left unset): the handoff's own
+    // file takes its place, so it stays dormant: allreduce's bits as plain
+    // (Open MPI's fixed decision), MPI_T reads dynamic rules on and
+    // colltune's file (the documented differences).
+    let dormant_mca = [("coll_tuned_dynamic_rules_filename", rules.as_str())];
+    for (name, got, _) in unseen_differences(
+        3,
+        &["mpit"],
+        &unseen_setting("plain, the site's rules file dormant", None, &dormant_mca),
+        &[pre(
+            "preload, library table, the site's rules file dormant",
+            &lib_env,
+            &dormant_mca,
+        )],
+        &[dynamic, file],
+        &mut problems,
+    )
+    .runs
+    {
+        if got.get(dynamic).map(String::as_str) != Some("1")
+            || got
+                .get(file)
+                .is_none_or(|f| f.matches("colltune-handoff-").count() != 3)
+        {
+            problems.push(format!(
+                "{name}: MPI_T should read {dynamic}=1 and colltune's rules file, got {:?} and {:?}",
+                got.get(dynamic),
+                got.get(file)
+            ));
+        }
+    }
     // The control: waking the setting does change the sum.
     let woke = unseen_setting(
         "plain, allreduce forced",

@@ -33,6 +33,7 @@
 mod handoff;
 pub mod hot;
 pub mod preload;
+mod rules;
 mod site;
 
 use std::cell::Cell;

@@ -14,9 +14,11 @@
 //!
 //! When: the drop-in's `MPI_Init` (not a program calling `colltune_init`
 //! itself) on Open MPI, with a table (`COLLTUNE_TABLE`), no forced choice
-//! (`COLLTUNE_BCAST`), and no rules file, forced broadcast algorithm or
+//! (`COLLTUNE_BCAST`), and no forced broadcast algorithm or
 //! `coll_tuned_use_dynamic_rules=0` of the user's (`OMPI_MCA_...` in the
-//! environment); `COLLTUNE_HANDOFF=0` turns it off. Every rank reads the
+//! environment, or a parameter file); `COLLTUNE_HANDOFF=0` turns it off. A
+//! rules file of the site's or the user's is merged where active
+//! ([`merged_rules`], [`super::rules`]) and replaced where dormant. Every rank reads the
 //! table itself for this (before `MPI_Init` there is no communication),
 //! writes the rules to `$TMPDIR/colltune-handoff-PID.rules` and sets
 //! `OMPI_MCA_coll_tuned_dynamic_rules_filename`; the file is removed once
@@ -59,6 +61,7 @@ use colltune_core::export::{openmpi_handoff, Handoff};
 use colltune_core::table;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
+use super::rules;
 use super::site::{self, Site};
 use super::{lock, report};
 use crate::abi::{self, Family};
@@ -74,6 +77,8 @@ struct Pending {
     /// The rules file, where a rule names one of coll/tuned's algorithms
     /// (None: every handed-off rule is Open MPI's own decision).
     file: Option<PathBuf>,
+    /// The site's rules file merged into it, for the trace.
+    merged: Option<String>,
 }
 
 /// What the table asks of Open MPI's dynamic rules, decided before
@@ -124,16 +129,6 @@ fn unwanted(site: &Site) -> Option<String> {
     if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
         return Some("not Open MPI".into());
     }
-    // A rules file of the user's or the site's (one of ours left from an
-    // exec'd parent is not).
-    if let Some(f) = &site.rules_file {
-        let ours = std::path::Path::new(&f.value)
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with(FILE_PREFIX));
-        if !ours {
-            return Some(format!("the site's or the user's own rules file, {f}"));
-        }
-    }
     if let Some(a) = site
         .algorithms
         .iter()
@@ -150,6 +145,89 @@ fn unwanted(site: &Site) -> Option<String> {
         ));
     }
     None
+}
+
+/// The site's or the user's own rules file (one of ours left from an
+/// exec'd parent is not).
+fn site_rules_file(site: &Site) -> Option<&site::Setting> {
+    site.rules_file.as_ref().filter(|f| {
+        !Path::new(&f.value)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(FILE_PREFIX))
+    })
+}
+
+/// The running Open MPI's major version (`Open MPI v4.1.4`: 4).
+fn ompi_major() -> Option<u32> {
+    let name = &abi::runtime().name;
+    let v = name
+        .strip_prefix("Open MPI")?
+        .trim_start()
+        .trim_start_matches('v');
+    v.split('.').next()?.parse().ok()
+}
+
+/// The site's active rules file, read and checked for merging: where Open
+/// MPI would not read it, or colltune cannot write it back faithfully, the
+/// reason (the file and line).
+fn read_site_rules(f: &site::Setting) -> Result<rules::RulesFile, String> {
+    let text = std::fs::read_to_string(&f.value)
+        .map_err(|e| format!("the site's or the user's rules file {f} cannot be read: {e}"))?;
+    let parsed = rules::parse(&text, &f.value).map_err(|e| {
+        format!(
+            "the site's or the user's rules file ({}) cannot be merged into the handoff's: {e}",
+            f.source
+        )
+    })?;
+    if parsed.version > 1 && ompi_major().is_some_and(|m| m < 5) {
+        return Err(format!(
+            "the site's or the user's rules file {f} is rule-file-version-{}, which {} does not read (it ignores the whole file there), so colltune does not merge it",
+            parsed.version,
+            abi::runtime().name
+        ));
+    }
+    Ok(parsed)
+}
+
+/// The rules file handed to Open MPI: the site's active one (where given)
+/// with the handoff's broadcast rules for the sizes it covers, else the
+/// handoff's alone (sizes below its smallest at Open MPI's fixed decision);
+/// and what of the site's it supersedes, for the trace.
+fn merged_rules(
+    handoff: &Handoff,
+    site: Option<(&site::Setting, rules::RulesFile)>,
+) -> Result<(String, Option<String>), String> {
+    let ours =
+        rules::parse(&handoff.rules, "colltune's handoff").map_err(|e| format!("internal: {e}"))?;
+    let covered: Vec<u64> = handoff.ranges.iter().map(|r| u64::from(r.0)).collect();
+    let empty = rules::RulesFile::default();
+    let (merged, superseded) =
+        rules::merge(site.as_ref().map_or(&empty, |s| &s.1), &ours, &covered);
+    let first = match &site {
+        Some((f, _)) => format!("colltune's handoff merged into {}", f.value),
+        None => "colltune's handoff".to_string(),
+    };
+    let note = site.map(|(f, _)| {
+        let sup = if superseded.is_empty() {
+            "none of its broadcast rules superseded".to_string()
+        } else {
+            format!(
+                "its broadcast rules superseded for {}",
+                superseded
+                    .iter()
+                    .map(|s| format!(
+                        "{} ranks (its entry for {} ranks, {}:{})",
+                        s.ranks, s.entry, f.value, s.line
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        format!(
+            "the site's or the user's rules file {f} merged: its rules for other collectives and other communicator sizes kept, {sup}"
+        )
+    });
+    Ok((merged.write(&first), note))
 }
 
 /// Whether a table has a rule naming one of coll/tuned's algorithms (not
@@ -172,6 +250,11 @@ fn needs_dynamic_rules(t: &table::Table) -> bool {
 /// reported after `MPI_Init`, as without it.
 pub fn before_init() {
     let why_not = |why: String| *lock(&WHY_NOT) = Some(why);
+    // The handoff is Open MPI's alone: on another library there is nothing
+    // to hand off and nothing for the trace to say about it.
+    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
+        return;
+    }
     let get = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     let (Some(path), None) = (
         get("COLLTUNE_TABLE").map(PathBuf::from),
@@ -183,21 +266,45 @@ pub fn before_init() {
             "COLLTUNE_BCAST forces one choice everywhere".into()
         });
     };
-    if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
-        return why_not("not Open MPI".into());
-    }
-    let Ok(Ok(t)) = table::read_text(&path).map(|text| table::load_str(&text)) else {
+    let Ok(text) = table::read_text(&path) else {
+        return why_not("the table could not be used before MPI_Init".into());
+    };
+    // Parsed and validated, or its compact form from an earlier start.
+    let Ok(t) = crate::select::cached::load(&text) else {
         return why_not("the table could not be used before MPI_Init".into());
     };
     let site = Site::of_process();
+    let needed = needs_dynamic_rules(&t);
+    let unwanted = unwanted(&site);
+    let handoff = match (&unwanted, openmpi_handoff(&t)) {
+        (Some(why), _) => Err(why.clone()),
+        (None, Ok(Some(h))) => Ok(h),
+        (None, Ok(None)) => Err("no rule names one of Open MPI's algorithms".into()),
+        (None, Err(e)) => Err(e.to_string()),
+    };
+    // No rank need read it again after MPI_Init.
+    crate::select::keep_preparsed(&path, &text, t);
+    // The handoff points Open MPI at a rules file of its own (where a rule
+    // needs one): that replaces a rules file of the site's in Open MPI's
+    // variable, which therefore stays dormant where it was.
+    let gives_file = needed && handoff.is_ok();
     let mut dynamic = Dynamic {
-        needed: needs_dynamic_rules(&t),
+        needed,
         refused: None,
         early: cffi::mpi_t_initialized(),
     };
-    if dynamic.needed {
+    // The site's active rules file, to merge the handoff's into.
+    let mut site_file: Option<(&site::Setting, rules::RulesFile)> = None;
+    if needed {
         match site.dynamic_rules() {
-            Some(true) => {}
+            Some(true) => {
+                if let (true, Some(f)) = (gives_file, site_rules_file(&site)) {
+                    match read_site_rules(f) {
+                        Ok(parsed) => site_file = Some((f, parsed)),
+                        Err(why) => dynamic.refused = Some(why),
+                    }
+                }
+            }
             Some(false) => {
                 dynamic.refused = Some(format!(
                     "Open MPI's dynamic rules are off by the site's or the user's choice ({})",
@@ -205,7 +312,11 @@ pub fn before_init() {
                 ))
             }
             None => {
-                let dormant = site.dormant();
+                let dormant: Vec<&site::Setting> = site
+                    .dormant()
+                    .into_iter()
+                    .filter(|d| !(gives_file && d.name == site::RULES_FILE))
+                    .collect();
                 if dormant.is_empty() {
                     // Before MPI_Init: no other thread of the library's
                     // reads the environment yet.
@@ -224,34 +335,38 @@ pub fn before_init() {
         }
     }
     let refused = dynamic.refused.clone();
-    let needed = dynamic.needed;
     *lock(&DYNAMIC) = Some(dynamic);
-    if let Some(why) = unwanted(&site) {
-        return why_not(why);
-    }
-    let handoff = match openmpi_handoff(&t) {
-        Ok(Some(h)) => h,
-        Ok(None) => return why_not("no rule names one of Open MPI's algorithms".into()),
-        Err(e) => return why_not(e.to_string()),
+    let handoff = match handoff {
+        Ok(h) => h,
+        Err(why) => return why_not(why),
     };
     // Rules of Open MPI's own decision only: no rules file, no dynamic
-    // rules (its fixed decision is what the rules would run).
+    // rules (its fixed decision is what the rules would run), unless a
+    // rules file of the site's decides those calls instead.
     if !needed {
+        if let Some(f) = site_rules_file(&site) {
+            return why_not(format!("the site's or the user's own rules file, {f}"));
+        }
         *lock(&PENDING) = Some(Pending {
             handoff,
             file: None,
+            merged: None,
         });
         return;
     }
     if let Some(why) = refused {
         return why_not(why);
     }
+    let (text, merged) = match merged_rules(&handoff, site_file) {
+        Ok(m) => m,
+        Err(why) => return why_not(why),
+    };
     let dir = std::env::var_os("TMPDIR")
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
     let file = dir.join(format!("{FILE_PREFIX}{}.rules", std::process::id()));
-    if let Err(e) = std::fs::write(&file, &handoff.rules) {
+    if let Err(e) = std::fs::write(&file, text) {
         return why_not(format!("{}: {e}", file.display()));
     }
     std::env::set_var(RULES_VAR, &file);
@@ -259,6 +374,7 @@ pub fn before_init() {
     *lock(&PENDING) = Some(Pending {
         handoff,
         file: Some(file),
+        merged,
     });
 }
 
@@ -316,15 +432,17 @@ pub fn agree() {
         }
     };
     // max(d) and max(!d): every rank has the same d exactly when
-    // max(d) == !max(!d); max(own): some rank must take its own routes.
-    let send = [mine, !mine, u64::from(own.is_some())];
-    let mut got = [0u64; 3];
-    // SAFETY: three u64 in, three out; MPI_COMM_WORLD after MPI_Init.
+    // max(d) == !max(!d); max(own): some rank must take its own routes;
+    // max(file): some rank gave Open MPI a rules file.
+    let gave_file = pending.as_ref().is_some_and(|p| p.file.is_some());
+    let send = [mine, !mine, u64::from(own.is_some()), u64::from(gave_file)];
+    let mut got = [0u64; 4];
+    // SAFETY: four u64 in, four out; MPI_COMM_WORLD after MPI_Init.
     let agreed = unsafe {
         cffi::allreduce(
             send.as_ptr().cast(),
             got.as_mut_ptr().cast(),
-            3,
+            4,
             Datatype::U64,
             Op::Max,
             cffi::comm_world(),
@@ -350,8 +468,8 @@ pub fn agree() {
     if got[2] != 0 {
         // Where some rank loaded the rules file and another did not, the
         // library's MPI_Bcast could run different algorithms on different
-        // ranks: colltune's control plane no longer uses it.
-        if pending.as_ref().is_some_and(|p| p.file.is_some()) {
+        // ranks: colltune's control plane no longer uses it, on any rank.
+        if got[3] != 0 {
             cffi::set_p2p_bcasts();
         }
         let why = own.unwrap_or_else(|| {
@@ -376,6 +494,9 @@ pub fn agree() {
             "handoff: Open MPI runs the table's library rules itself ({})",
             describe(&p.handoff)
         ));
+        if let Some(m) = &p.merged {
+            report(&format!("handoff: {m}"));
+        }
     }
     // Traced calls take the full path, which says where each went.
     publish(&p.handoff, !traced);

@@ -204,9 +204,16 @@ fn index(comm: usize, dtype: usize) -> usize {
         % SLOTS
 }
 
+/// A Fortran line's key: the communicator's and the datatype's handles.
 #[inline(always)]
-fn fkey(comm: c_int, dtype: c_int) -> u64 {
+pub fn fkey(comm: c_int, dtype: c_int) -> u64 {
     (comm as u32 as u64) << 32 | dtype as u32 as u64
+}
+
+/// The Fortran handles (communicator, datatype) of a [`fkey`].
+#[inline(always)]
+pub fn fkey_handles(key: u64) -> (c_int, c_int) {
+    ((key >> 32) as u32 as c_int, key as u32 as c_int)
 }
 
 #[inline(always)]
@@ -305,14 +312,12 @@ pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, TypeI
 #[inline(always)]
 pub unsafe fn fortran_handed(
     lines: &Lines,
+    key: u64,
     buffer: *mut c_void,
     count: *const c_int,
-    dtype: *const c_int,
     root: *const c_int,
-    comm: *const c_int,
     ierror: *mut c_int,
 ) -> bool {
-    let key = fkey(*comm, *dtype);
     let s = &lines.f[findex(key)];
     let q = s.seq.load(Ordering::Acquire);
     if s.key.load(Ordering::Relaxed) != key {
@@ -336,7 +341,9 @@ pub unsafe fn fortran_handed(
         return false;
     }
     let buffer = if bottom { std::ptr::null_mut() } else { buffer };
-    let rc = abi::raw::PMPI_Bcast(buffer, n, d, *root, c);
+    // The count read again rather than kept: one value fewer live across
+    // the checks, so that the path needs no register it must save.
+    let rc = abi::raw::PMPI_Bcast(buffer, std::ptr::read_volatile(count), d, *root, c);
     if !ierror.is_null() {
         *ierror = rc;
     }

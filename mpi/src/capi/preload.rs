@@ -131,10 +131,14 @@ pub unsafe fn fortran_bcast(
     // As the C entry: a handed-off call straight to `PMPI_Bcast`, with the
     // C handles its line holds (lines exist only in a program of this
     // build's family).
-    if hot::fortran_handed(lines, buffer, count, datatype, root, comm, ierror) {
+    // The handles are read once, as the line's key: the full path takes
+    // the key, not the pointers, so that these stay in no register the
+    // handed-off path could use (fewer saved and restored there).
+    let key = hot::fkey(*comm, *datatype);
+    if hot::fortran_handed(lines, key, buffer, count, root, ierror) {
         return;
     }
-    fortran_bcast_cold(buffer, count, datatype, root, comm, ierror)
+    fortran_bcast_cold(buffer, count, key, root, ierror)
 }
 
 /// [`fortran_bcast`] for a call not handed off by its line.
@@ -146,11 +150,12 @@ pub unsafe fn fortran_bcast(
 unsafe fn fortran_bcast_cold(
     buffer: *mut c_void,
     count: *const c_int,
-    datatype: *const c_int,
+    key: u64,
     root: *const c_int,
-    comm: *const c_int,
     ierror: *mut c_int,
 ) {
+    let (comm, datatype) = hot::fkey_handles(key);
+    let (comm, datatype): (*const c_int, *const c_int) = (&comm, &datatype);
     if !abi::foreign_family() {
         return super::fortran_bcast(buffer, count, datatype, root, comm, ierror);
     }

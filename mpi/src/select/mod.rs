@@ -23,6 +23,7 @@
 //! the same ranks where that is safe), the table's rules for its shape,
 //! and prepared schedules per (choice, root, size), reused across calls.
 
+pub mod cached;
 pub mod direct;
 mod library;
 pub mod private;
@@ -84,6 +85,33 @@ pub fn load(world: &Comm) -> Result<Selector, SelectError> {
     }
 }
 
+/// The table the drop-in read and validated before `MPI_Init` (for the
+/// handoff, on every rank), kept for [`load_on_rank0`]: rank 0 then does
+/// not read and validate the same file again, which for a large table is
+/// most of colltune's start-up cost (a 1,000-rule table: about 5 ms of
+/// YAML per read, on the path every other rank waits on).
+/// Every rank keeps its own, with a digest of the file's text: where every
+/// rank read the same text as rank 0, each takes its own (one 8-byte
+/// broadcast and one allreduce instead of the table's compact form sent
+/// and decoded on every rank).
+static PREPARSED: std::sync::Mutex<Option<Preparsed>> = std::sync::Mutex::new(None);
+
+struct Preparsed {
+    path: std::path::PathBuf,
+    table: Table,
+    /// [`cached::digest`] of the file's text; never 0.
+    digest: u64,
+}
+
+/// See [`PREPARSED`] (before `MPI_Init`).
+pub fn keep_preparsed(path: &std::path::Path, text: &str, table: Table) {
+    *PREPARSED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Preparsed {
+        path: path.to_path_buf(),
+        table,
+        digest: cached::digest(text),
+    });
+}
+
 /// The table as rank 0 read and validated it, on every rank (one read of
 /// the file per job, one validation; the others receive it in a compact
 /// form), or why it could not be used (the same on every rank).
@@ -94,8 +122,27 @@ fn load_on_rank0(
     const READ: u8 = b'-';
     const INVALID: u8 = b'!';
     const OK: u8 = b'+';
+    let pre = PREPARSED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .filter(|p| p.path == path);
+    // Rank 0's digest (0: it read nothing before MPI_Init); where every
+    // rank read the same text, each keeps its own table.
+    let digest = pre.as_ref().map_or(0, |p| p.digest);
+    let root = world.bcast(digest, 0)?;
+    let differs = u64::from(root == 0 || digest != root);
+    if world.allreduce(differs, Op::Max)? == 0 {
+        if let Some(p) = pre {
+            return Ok(Ok(p.table));
+        }
+    }
     let mine = if world.rank() == 0 {
-        match table::read_text(path).map(|t| table::load_str(&t)) {
+        let read = match pre {
+            Some(p) => Ok(Ok(p.table)),
+            None => table::read_text(path).map(|t| table::load_str(&t)),
+        };
+        match read {
             Ok(Ok(tb)) => [&[OK][..], &tb.to_wire()].concat(),
             Ok(Err(problems)) => [
                 &[INVALID][..],

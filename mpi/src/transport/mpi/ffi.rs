@@ -981,7 +981,9 @@ impl MpiT {
     /// `MPI_T_init_thread` asks for as MPI's (`MPI_Query_thread` would then
     /// answer it), so colltune asks for the level the program has.
     pub fn open() -> Result<MpiT, MpiError> {
-        if crate::abi::runtime().name.starts_with("Open MPI") {
+        // The library's lineage as `abi` classifies it (one source of
+        // truth), not its name.
+        if crate::abi::runtime().family == crate::abi::Family::OpenMpi {
             Self::init()?;
             return Ok(MpiT { paired: true });
         }
