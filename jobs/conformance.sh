@@ -40,7 +40,7 @@
 #                         that reaches it counts as a failure ("hang")
 #   CONFORMANCE_SETTINGS  names of the settings to run, space-separated
 #                         (default: plain table library-rules no-table
-#                         linear binomial knomial4 pipeline4k scatter_ag,
+#                         linear binomial knomial4 pipeline4k scatter_ag shm,
 #                         library-rules on Open MPI only; also chain binary
 #                         split_binary scatter_ag_ring, see SET below)
 #   CONFORMANCE_MAX_NP    skip MPICH runs with more ranks (default 10)
@@ -106,10 +106,11 @@ SET[binary]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=binary"
 SET[split_binary]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=split_binary"
 SET[scatter_ag]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather"
 SET[scatter_ag_ring]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather_ring"
+SET[shm]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=shm"
 if [ "$MPI_FAMILY" = openmpi ]; then
-  default_settings="plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag"
+  default_settings="plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag shm"
 else
-  default_settings="plain table no-table linear binomial knomial4 pipeline4k scatter_ag"
+  default_settings="plain table no-table linear binomial knomial4 pipeline4k scatter_ag shm"
 fi
 settings=${CONFORMANCE_SETTINGS:-$default_settings}
 for s in $settings; do
