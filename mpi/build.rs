@@ -109,6 +109,7 @@ fn main() {
     // one; MPICH's `MPI_Comm_f2c` / `MPI_Type_f2c` are macros (a cast, no
     // symbol in the library), Open MPI's functions.
     println!("cargo:rustc-check-cfg=cfg(colltune_combiner_enum)");
+    println!("cargo:rustc-check-cfg=cfg(colltune_win_model_enum)");
     println!("cargo:rustc-check-cfg=cfg(colltune_f2c_macro)");
     println!("cargo:rustc-check-cfg=cfg(colltune_abi)");
     // The standard ABI has no Fortran handles of its own (no `MPI_Fint`,
@@ -119,6 +120,10 @@ fn main() {
     if let Some(p) = &probe {
         if p.header.contains("enum MPIR_Combiner_enum") {
             println!("cargo:rustc-cfg=colltune_combiner_enum");
+        }
+        // MPICH's window models are a named enum too (`MPIR_Win_model`).
+        if p.header.contains("enum MPIR_Win_model") {
+            println!("cargo:rustc-cfg=colltune_win_model_enum");
         }
         if p.macros
             .lines()

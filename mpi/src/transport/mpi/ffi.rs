@@ -815,8 +815,13 @@ pub fn win_unified(win: MPI_Win) -> Result<bool, MpiError> {
         },
         "MPI_Win_get_attr",
     )?;
+    // MPICH's window models are a named enum: bindgen prefixes its constants.
+    #[cfg(colltune_win_model_enum)]
+    let unified = ffi::MPIR_Win_model_MPI_WIN_UNIFIED as c_int;
+    #[cfg(not(colltune_win_model_enum))]
+    let unified = ffi::MPI_WIN_UNIFIED as c_int;
     // SAFETY: when set, the attribute points at an int the window owns.
-    Ok(flag != 0 && !val.is_null() && unsafe { *val } == ffi::MPI_WIN_UNIFIED as c_int)
+    Ok(flag != 0 && !val.is_null() && unsafe { *val } == unified)
 }
 
 pub fn win_sync(win: MPI_Win) -> Result<(), MpiError> {
