@@ -129,6 +129,9 @@ fn unwanted(site: &Site) -> Option<String> {
     if abi::runtime().family != Family::OpenMpi || abi::foreign_family() {
         return Some("not Open MPI".into());
     }
+    if let Some(why) = unread(site) {
+        return Some(why);
+    }
     if let Some(a) = site
         .algorithms
         .iter()
@@ -145,6 +148,23 @@ fn unwanted(site: &Site) -> Option<String> {
         ));
     }
     None
+}
+
+/// Where the site or the user made Open MPI read sources colltune does not
+/// (`mpirun -am`, an environment-variable file): what they set for
+/// coll/tuned is unknown, so neither a handoff nor dynamic rules can be
+/// guaranteed to leave it as it is.
+fn unread(site: &Site) -> Option<String> {
+    (!site.unread.is_empty()).then(|| {
+        format!(
+            "Open MPI reads settings colltune does not ({}): what they set for coll/tuned is unknown",
+            site.unread
+                .iter()
+                .map(|u| u.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 /// The site's or the user's own rules file (one of ours left from an
@@ -295,7 +315,9 @@ pub fn before_init() {
     };
     // The site's active rules file, to merge the handoff's into.
     let mut site_file: Option<(&site::Setting, rules::RulesFile)> = None;
-    if needed {
+    if let (true, Some(why)) = (needed, unread(&site)) {
+        dynamic.refused = Some(why);
+    } else if needed {
         match site.dynamic_rules() {
             Some(true) => {
                 if let (true, Some(f)) = (gives_file, site_rules_file(&site)) {

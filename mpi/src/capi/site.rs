@@ -22,6 +22,11 @@ pub const DYNAMIC: &str = "coll_tuned_use_dynamic_rules";
 pub const RULES_FILE: &str = "coll_tuned_dynamic_rules_filename";
 /// `coll_tuned_bcast_algorithm`.
 pub const BCAST_ALGORITHM: &str = "coll_tuned_bcast_algorithm";
+/// Settings that make Open MPI read further sources this reader does not:
+/// aggregate parameter files (`mpirun -am`, `mca_base_param_file_prefix`)
+/// and environment-variable files (`mca_base_envar_file_prefix`). What they
+/// set for coll/tuned is unknown here.
+pub const UNREAD_SOURCES: [&str; 2] = ["mca_base_param_file_prefix", "mca_base_envar_file_prefix"];
 
 /// One setting and where it was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +53,9 @@ pub struct Site {
     /// Every `coll_tuned_<collective>_algorithm` set to something else than
     /// 0 (Open MPI's own decision).
     pub algorithms: Vec<Setting>,
+    /// Further sources Open MPI reads and this reader does not
+    /// ([`UNREAD_SOURCES`]), where set.
+    pub unread: Vec<Setting>,
 }
 
 /// Whether an Open MPI boolean's text is true.
@@ -116,6 +124,8 @@ impl Site {
                 }
             } else if is_algorithm(&s.name) && s.value != "0" && !s.value.is_empty() {
                 site.algorithms.push(s);
+            } else if UNREAD_SOURCES.contains(&s.name.as_str()) && !s.value.is_empty() {
+                site.unread.push(s);
             }
         }
         site.algorithms.sort_by(|a, b| a.name.cmp(&b.name));
@@ -219,6 +229,30 @@ mod tests {
         assert_eq!(s.rules_file.as_ref().unwrap().value, "/etc/rules.conf");
         // Dynamic rules on by the user's choice: nothing is dormant.
         assert!(s.dormant().is_empty());
+    }
+
+    /// `mpirun -am FILE` (and an environment-variable file) are sources
+    /// this reader does not read: they are listed, from the environment or
+    /// a parameter file, so that the drop-in does not guess.
+    #[test]
+    fn sources_not_read_here_are_listed() {
+        let files = vec![(
+            "/etc/openmpi/openmpi-mca-params.conf".to_string(),
+            "mca_base_envar_file_prefix = /etc/site.env\n".to_string(),
+        )];
+        let s = Site::from_sources(
+            &env(&[("OMPI_MCA_mca_base_param_file_prefix", "tuned.conf")]),
+            &files,
+        );
+        let got: Vec<String> = s.unread.iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "mca_base_param_file_prefix=tuned.conf (the environment, OMPI_MCA_mca_base_param_file_prefix)",
+                "mca_base_envar_file_prefix=/etc/site.env (/etc/openmpi/openmpi-mca-params.conf)"
+            ]
+        );
+        assert!(Site::from_sources(&env(&[]), &[]).unread.is_empty());
     }
 
     #[test]
