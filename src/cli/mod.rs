@@ -255,6 +255,7 @@ fn version() -> &'static str {
 pub fn init_mpi() -> anyhow::Result<mpi::environment::Universe> {
     use mpi::traits::Communicator;
     let u = mpi::initialize().ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+    colltune_mpi::transport::mpi::hold_mpi_t_for_process();
     if u.world().rank() == 0 {
         if let Some(w) = colltune_mpi::abi::mismatch() {
             eprintln!("colltune: warning: {w}");

@@ -1001,6 +1001,20 @@ impl MpiT {
         Ok(MpiT { paired: false })
     }
 
+    /// Keeps one session open until the process ends, for a process that is
+    /// colltune's own program (`bench`, `tune`, `verify`, after its
+    /// `MPI_Init`): there is no application's MPI_T to stay paired with, and
+    /// on Open MPI each first `MPI_T_init_thread` after the count fell to
+    /// zero registers every framework again (it opens every component; 1.5-2
+    /// s here, where libpsm2's constructor sleeps), which the benchmark
+    /// paid at every forced algorithm and every point that writes a
+    /// variable. Later sessions nest in this one. Idempotent; an error is
+    /// left to the variables' own reads and writes to report.
+    pub fn hold_for_process() {
+        static HELD: std::sync::OnceLock<Option<MpiT>> = std::sync::OnceLock::new();
+        HELD.get_or_init(|| MpiT::open().ok());
+    }
+
     fn init() -> Result<(), MpiError> {
         let mut level: c_int = 0;
         // SAFETY: valid out pointer; only between MPI_Init and MPI_Finalize.

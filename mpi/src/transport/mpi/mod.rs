@@ -27,6 +27,12 @@ use thiserror::Error;
 pub use control::{Control, Element};
 pub use exec::{execute, start, Buffers, Pending};
 pub use ffi::{cvar_write_int, processor_name, wtime};
+
+/// Keeps one MPI_T session open until the process ends: colltune's own
+/// programs call it after `MPI_Init` (`ffi::MpiT::hold_for_process`).
+pub fn hold_mpi_t_for_process() {
+    ffi::MpiT::hold_for_process();
+}
 pub use p2p::{Batch, Peer};
 
 use control::CommHandle;
