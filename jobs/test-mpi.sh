@@ -3,6 +3,8 @@
 #   jobs/test-mpi.sh NAME     NAME: mpich4 openmpi5 mpich5 mpich5-abi impi (or openmpi4)
 # installs the library if missing (jobs/install-mpi.sh), builds colltune for
 # it (jobs/build.sh --mpi NAME: target/NAME), then
+#   0. every MCA parameter of the launcher flags is one the library has
+#      (jobs/check-mpi-flags.sh);
 #   1. `colltune --version` names the library built for and run on, alike;
 #   2. `colltune verify` (every algorithm x execution x root x size, every
 #      byte) at RANKS ranks (default 1 2 3 4 5 7 8) and with the node layout
@@ -82,6 +84,10 @@ launch() {
   shift
   timeout "${TEST_TIMEOUT_S:-900}" "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" "$@"
 }
+
+# 0. Every MCA parameter of the launcher flags is one this library has
+# (Open MPI ignores an unknown name without a word).
+jobs/check-mpi-flags.sh "$name" || fail "the launcher flags name a parameter the library does not have (above)"
 
 # 1. The library is named, built for and run on alike.
 "$bin" --version > "$scratch/version"
