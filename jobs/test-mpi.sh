@@ -147,7 +147,8 @@ for n in 3 4; do
     out=$(run_dropin "$n" "$label" LD_PRELOAD="$preload" COLLTUNE_TRACE=1 ${forced:+COLLTUNE_BCAST=$forced})
     calls=$(grep -c "colltune trace: .* bcast" "$out" || true)
     [ "$calls" -gt 0 ] || { tail -20 "$out" >&2; fail "drop-in ($label) at $n ranks: colltune traced no broadcast: the preload library did not act"; }
-    if [ -n "$forced" ] && ! grep "colltune trace: .* bcast 65537 B" "$out" | grep -q "${forced%%[:@]*}"; then
+    # (grep, not grep -q: under pipefail -q's early exit can SIGPIPE the first grep)
+    if [ -n "$forced" ] && ! grep "colltune trace: .* bcast 65537 B" "$out" | grep "${forced%%[:@]*}" > /dev/null; then
       grep "colltune trace" "$out" | head -5 >&2
       fail "drop-in ($label) at $n ranks: the forced algorithm did not run"
     fi
