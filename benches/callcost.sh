@@ -32,6 +32,14 @@
 #                linear broadcast (blocking: the direct path, PMPI_Isend to
 #                each rank + PMPI_Waitall at the root): the same messages as
 #                Open MPI's linear (forced-init), sent by colltune
+# and, on Open MPI 5.0, a rule naming coll/adapt's linear (algorithm 6),
+# which the rules file cannot carry:
+#   adapt-init   no interposition, coll/adapt selected (priority 100) and
+#                its linear forced at start-up
+#   adapt-rule   the preload with a table whose one rule is
+#                `ompi_adapt` linear: colltune's duplicate with adapt's
+#                priority raised at its creation, adapt's algorithm and
+#                segment written through MPI_T around every call
 # benches/callcost/report.py prints the table: the interposer's share is
 # what the call costs beyond the library's binding and PMPI_Bcast. The
 # library's own share counts its progress loop too (it waits for the other
@@ -69,6 +77,8 @@ benches/linear-table.sh "$N" callcost > "$OUT/handoff.yaml"
 sed 's/algorithm: ompi_tuned, params: {algorithm: 1}, execution: library/algorithm: linear, execution: blocking/' \
   "$OUT/handoff.yaml" > "$OUT/own-linear.yaml"
 grep -q 'algorithm: linear, execution: blocking' "$OUT/own-linear.yaml" || { echo "callcost: benches/linear-table.sh changed: no own-linear table" >&2; exit 2; }
+sed 's/algorithm: ompi_tuned, params: {algorithm: 1}/algorithm: ompi_adapt, params: {algorithm: 6, name: linear, segment: 0}/' \
+  "$OUT/handoff.yaml" > "$OUT/adapt-rule.yaml"
 # The same rule as Open MPI's rules file: linear at every size for N ranks,
 # Open MPI's fixed decision from N + 1 on.
 printf '1\n7\n2\n%s\n1\n0 1 0 0\n%s\n1\n0 0 0 0\n' "$N" "$((N + 1))" > "$OUT/linear.rules"
@@ -95,7 +105,9 @@ for c in ${CONFIGS//,/ }; do
                      -x OMPI_MCA_coll_tuned_dynamic_rules_filename="$OUT/linear.rules") ;;
     duplicate) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/handoff.yaml" -x COLLTUNE_HANDOFF=0) ;;
     own-linear) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/own-linear.yaml") ;;
-    *) echo "callcost: unknown configuration $c (plain, shim, handoff, no-table, forced-init, rules-file, duplicate, own-linear)" >&2; exit 2 ;;
+    adapt-init) env=(-x OMPI_MCA_coll_adapt_priority=100 -x OMPI_MCA_coll_adapt_bcast_algorithm=6) ;;
+    adapt-rule) env=(-x LD_PRELOAD="$PRE" -x COLLTUNE_TABLE="$OUT/adapt-rule.yaml") ;;
+    *) echo "callcost: unknown configuration $c (plain, shim, handoff, no-table, forced-init, rules-file, duplicate, own-linear, adapt-init, adapt-rule)" >&2; exit 2 ;;
   esac
   "$MPI_LAUNCHER" -n "$N" "${MPI_FLAGS[@]}" "${env[@]}" -x CALLCOST_OUT="$OUT/dumps/$c" "$OUT/rank.sh" >&2
   args+=("$c=$OUT/dumps/$c")
