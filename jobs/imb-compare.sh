@@ -306,6 +306,9 @@ if [ -z "$IMB" ]; then
 fi
 [ -x "$IMB" ] || { echo "imb-compare: $IMB is not executable" >&2; exit 2; }
 
+# The launcher flags set only parameters this library has (a renamed one
+# would silently measure another configuration than the one written down).
+jobs/check-mpi-flags.sh "$MPI_NAME" >&2 || exit 2
 jobs/build.sh --mpi "$MPI_NAME" -q -p colltune-preload -p colltune >&2
 BIN=$(readlink -f "$CARGO_TARGET_DIR/release")
 # A broken table would make every drop-in run the library's default (the

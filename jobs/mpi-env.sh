@@ -98,11 +98,17 @@ mpi_env() {
     # shellcheck disable=SC2206
     MPI_FLAGS=($COLLTUNE_MPIRUN_FLAGS)
   elif [ "$MPI_FAMILY" = openmpi ]; then
-    # As jobs/mpirun-flags.sh; Open MPI 5 renamed the shared-memory BTL
-    # (vader -> sm) and launches through PRRTE.
+    # As jobs/mpirun-flags.sh, but Open MPI 5 launches through PRRTE and
+    # has no single-copy switch in its shared-memory BTL: 4.1's
+    # btl_vader_single_copy_mechanism moved to the smsc framework (smsc/cma),
+    # and the name btl_sm_single_copy_mechanism, passed here before, is no
+    # parameter of 5.0 (Open MPI ignores unknown names without a word), so
+    # 5.0 always ran with single copy. It stays on: on 5.0 copy-in/copy-out
+    # (`--mca smsc ^cma`) was 1.4-4.6x slower at 4 KiB-4 MiB (IMB, 4 ranks,
+    # docs/mpi-libraries.md); on 4.1 the reverse held. jobs/check-mpi-flags.sh
+    # refuses a name the library does not know.
     if [ "$name" = openmpi5 ]; then
-      MPI_FLAGS=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed --mca mpi_yield_when_idle 1
-        --mca btl_sm_single_copy_mechanism none)
+      MPI_FLAGS=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed --mca mpi_yield_when_idle 1)
     else
       MPI_FLAGS=(--oversubscribe --map-by core --bind-to core:overload-allowed --mca mpi_yield_when_idle 1
         --mca btl_vader_single_copy_mechanism none)

@@ -124,9 +124,11 @@ if [ -n "$own" ]; then
     done
     if [ "$own" = adapt ]; then
       # the coll/tuned rule handed off; adapt's sizes on adapt's duplicate
-      grep "colltune trace: .* bcast 1024 B" "$out" | grep -q "handed it at MPI_Init" \
+      # (not `grep | grep -q`: under pipefail, -q stopping at the first match
+      # can kill the first grep with SIGPIPE and fail, or negated pass, the check)
+      grep "colltune trace: .* bcast 1024 B" "$out" | grep "handed it at MPI_Init" > /dev/null \
         || { grep "colltune trace: .* bcast 1024 B" "$out" | head -3 >&2; fail "drop-in at $n ranks: the coll/tuned rule was not handed off"; }
-      ! grep "colltune trace: .* bcast 65535 B" "$out" | grep -q "handed it at MPI_Init" \
+      ! grep "colltune trace: .* bcast 65535 B" "$out" | grep "handed it at MPI_Init" > /dev/null \
         || fail "drop-in at $n ranks: an adapt rule's size went to Open MPI's rules file"
     fi
     calls=$(grep -c "colltune trace: .* bcast .*\[library\]" "$out" || true)

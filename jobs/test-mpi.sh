@@ -3,6 +3,8 @@
 #   jobs/test-mpi.sh NAME     NAME: mpich4 openmpi5 mpich5 mpich5-abi impi (or openmpi4)
 # installs the library if missing (jobs/install-mpi.sh), builds colltune for
 # it (jobs/build.sh --mpi NAME: target/NAME), then
+#   0. every MCA parameter of the launcher flags is one the library has
+#      (jobs/check-mpi-flags.sh);
 #   1. `colltune --version` names the library built for and run on, alike;
 #   2. `colltune verify` (every algorithm x execution x root x size, every
 #      byte) at RANKS ranks (default 1 2 3 4 5 7 8) and with the node layout
@@ -83,6 +85,10 @@ launch() {
   timeout "${TEST_TIMEOUT_S:-900}" "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" "$@"
 }
 
+# 0. Every MCA parameter of the launcher flags is one this library has
+# (Open MPI ignores an unknown name without a word).
+jobs/check-mpi-flags.sh "$name" || fail "the launcher flags name a parameter the library does not have (above)"
+
 # 1. The library is named, built for and run on alike.
 "$bin" --version > "$scratch/version"
 sed 's/^/  /' "$scratch/version"
@@ -141,7 +147,8 @@ for n in 3 4; do
     out=$(run_dropin "$n" "$label" LD_PRELOAD="$preload" COLLTUNE_TRACE=1 ${forced:+COLLTUNE_BCAST=$forced})
     calls=$(grep -c "colltune trace: .* bcast" "$out" || true)
     [ "$calls" -gt 0 ] || { tail -20 "$out" >&2; fail "drop-in ($label) at $n ranks: colltune traced no broadcast: the preload library did not act"; }
-    if [ -n "$forced" ] && ! grep "colltune trace: .* bcast 65537 B" "$out" | grep -q "${forced%%[:@]*}"; then
+    # (grep, not grep -q: under pipefail -q's early exit can SIGPIPE the first grep)
+    if [ -n "$forced" ] && ! grep "colltune trace: .* bcast 65537 B" "$out" | grep "${forced%%[:@]*}" > /dev/null; then
       grep "colltune trace" "$out" | head -5 >&2
       fail "drop-in ($label) at $n ranks: the forced algorithm did not run"
     fi

@@ -6,8 +6,11 @@ ENTRY|TYPE|warm or cold), collected only inside the phase's calls. A call's
 cost splits into layers by the call graph:
   entry     everything under the program's call (the driver's own
             instructions around it left out);
-  library   the calls into libmpi's PMPI_Bcast (or, with nothing
-            interposed, its MPI_Bcast: the same code) from outside libmpi;
+  library   the calls into libmpi that move the data, from outside libmpi:
+            its PMPI_Bcast (or, with nothing interposed, its MPI_Bcast: the
+            same code), or, for colltune's own algorithms, their
+            point-to-point calls (PMPI_Isend, PMPI_Send, PMPI_Recv,
+            PMPI_Waitall, PMPI_Wait);
   binding   the library's Fortran binding (libmpi_mpifh), its calls into
             PMPI_Bcast left out;
   interposer  entry - binding - library: the preload's own code, its PLT
@@ -26,6 +29,10 @@ import sys
 from collections import defaultdict
 
 EVENTS_WANTED = ["Ir", "I1mr", "D1mr", "D1mw", "Bcm", "Bim"]
+
+# libmpi's entry points that move a broadcast's data (the library's share).
+DATA_CALLS = {p + f for p in ("PMPI_", "MPI_")
+              for f in ("Bcast", "Isend", "Send", "Recv", "Waitall", "Wait")}
 
 
 def parse(path):
@@ -106,7 +113,7 @@ def layers(path):
     mpifh = lambda o: bool(o) and "/libmpi_mpifh.so" in o
     entry = [a - b for a, b in zip(total, driver)]
     lib = vsum(v for (o, f, co, cf, v) in calls
-               if cf in ("PMPI_Bcast", "MPI_Bcast") and libmpi(co) and not libmpi(o))
+               if cf in DATA_CALLS and libmpi(co) and not libmpi(o))
     binding = vsum(v for (o, f, co, cf, v) in calls if mpifh(co) and not mpifh(o))
     below = binding if any(binding) else lib
     inter = [a - b for a, b in zip(entry, below)]
@@ -140,7 +147,7 @@ def table(rows, warm_calls, cold_calls):
     print("per call; Ir: instructions; lines: I1 + D1 misses with the caches flushed before the call "
           "(cold: the distinct lines the call touches), I-lines + D-lines; bm: branch misses")
     hdr = (f"{'config':<18} {'entry':<8} {'datatype':<9} | {'interposer':^31} | {'Fortran binding':^20} | "
-           f"{'PMPI_Bcast (library)':^31}")
+           f"{'library (PMPI_Bcast / p2p)':^31}")
     sub = (f"{'':<18} {'':<8} {'':<9} | {'Ir warm':>8} {'bm':>4} {'Ir cold':>8} {'lines I+D':>9} | "
            f"{'Ir warm':>8} {'lines I+D':>11} | {'Ir warm':>8} {'bm':>4} {'Ir cold':>8} {'lines I+D':>9}")
     print(hdr)
