@@ -531,7 +531,14 @@ impl Run<'_> {
         } else {
             0
         };
-        if self.flag(on, f).load(Ordering::Acquire) >= want {
+        // Seen before (flags only rise): met without loading the owner's
+        // line again; the acquire load that saw it ordered the data.
+        if self.comm.flag_seen(on.idx(), f) >= want {
+            return Ok(true);
+        }
+        let v = self.flag(on, f).load(Ordering::Acquire);
+        if v >= want {
+            self.comm.saw_flag(on.idx(), f, v);
             self.win_sync_if_separate()?;
             return Ok(true);
         }
