@@ -13,6 +13,7 @@ pub mod control;
 pub mod exec;
 pub(crate) mod ffi;
 pub mod p2p;
+pub mod small;
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
