@@ -423,6 +423,12 @@ impl Comm {
     /// (collective over the ranks of this rank's node when it is made or
     /// must grow: they ask for the same length in the same call).
     pub(crate) fn shared_window(&self, len: u64) -> Result<Rc<SharedWindow>, MpiError> {
+        // Parts grow in steps of 64 KiB: fewer collective regrowths, and a
+        // rank that erroneously passed a few bytes more or less than the
+        // root (on the other side of shm's small-message limit, say) asks
+        // for the same window as the others instead of growing it alone.
+        const GRAIN: u64 = 64 << 10;
+        let len = len.div_ceil(GRAIN) * GRAIN;
         let mut w = self.shared_window.borrow_mut();
         if let Some(cur) = w.as_ref() {
             if cur.len >= len {

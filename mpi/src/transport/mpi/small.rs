@@ -12,7 +12,8 @@
 //!   root:   await every other rank's DONE of the call 16 back (met at once
 //!           in the window's first 16 calls; from what was seen before when
 //!           that is enough), copy the message into slot k % 16 of its
-//!           part's small ring, signal POSTED, signal DONE
+//!           part's small ring, signal POSTED (and WRITTEN, for a rank
+//!           that erroneously passed more bytes), signal DONE
 //!   others: await the root's POSTED of this call, copy the slot out,
 //!           signal DONE
 //! ```
@@ -24,7 +25,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use colltune_algorithms::bcast::shm::{DONE, POSTED, SMALL_MAX, SMALL_RING};
+use colltune_algorithms::bcast::shm::{DONE, POSTED, SMALL_MAX, SMALL_RING, WRITTEN};
 use colltune_algorithms::{Buf, Region};
 
 use super::ffi;
@@ -103,6 +104,8 @@ pub fn bcast(comm: &Comm, buf: &mut [u8], root: usize) -> Result<(), TransportEr
         };
         sync()?;
         flag(&w, mine, POSTED).store(stamp, Ordering::Release);
+        // What the schedule signals for an erroneous longer receive.
+        flag(&w, mine, WRITTEN).store(stamp, Ordering::Release);
     } else {
         wait(root, POSTED, stamp)?;
         // SAFETY: the root's part holds the ring; it published this call's
@@ -124,7 +127,7 @@ pub fn bcast(comm: &Comm, buf: &mut [u8], root: usize) -> Result<(), TransportEr
 #[cfg(test)]
 mod tests {
     //! The ops [`bcast`] does are the schedule's the checker proves.
-    use colltune_algorithms::bcast::shm::{DONE, POSTED, SMALL_MAX, SMALL_RING};
+    use colltune_algorithms::bcast::shm::{DONE, POSTED, SMALL_MAX, SMALL_RING, WRITTEN};
     use colltune_algorithms::{build, AlgoSpec, Buf, Collective, NodeMap, OpKind, Shape};
 
     #[test]
@@ -189,6 +192,7 @@ mod tests {
                             }
                             want.push("copy in".into());
                             want.push(format!("signal {POSTED}"));
+                            want.push(format!("signal {WRITTEN}"));
                         } else {
                             want.push(format!("await {root} {POSTED} back 0"));
                             want.push(format!("load {root}"));
