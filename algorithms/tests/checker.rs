@@ -216,7 +216,11 @@ fn bcast_shm_small_ring_reused() {
     let sizes = [1, 7, 1024, 4000, 64, 2 * 4096 + 5, 1000];
     for p in [1, 2, 3, 4, 5, 6, 7, 8, 16, 33] {
         let nodes = NodeMap::single(p);
-        let roots: Vec<usize> = if p <= 8 { (0..p).collect() } else { vec![0, p - 1] };
+        let roots: Vec<usize> = if p <= 8 {
+            (0..p).collect()
+        } else {
+            vec![0, p - 1]
+        };
         for r in roots {
             let mixed: Vec<(usize, u64)> = (0..34)
                 .map(|j| ((r + j / 3) % p, sizes[j % sizes.len()]))

@@ -33,7 +33,7 @@ use super::{Comm, SharedWindow, TransportError, FLAGS_BYTES, FLAG_STRIDE};
 
 /// Flag `f` of the part at `part` (of a window `w` that outlives the
 /// reference).
-fn flag<'w>(_w: &'w SharedWindow, part: *mut u8, f: u8) -> &'w AtomicU64 {
+fn flag(_w: &SharedWindow, part: *mut u8, f: u8) -> &AtomicU64 {
     // SAFETY: flags are 64-byte aligned u64s at the head of a part that
     // lives as long as the window; every access to them is atomic.
     unsafe { AtomicU64::from_ptr(part.add(f as usize * FLAG_STRIDE).cast::<u64>()) }
