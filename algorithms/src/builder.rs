@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::schedule::{Buf, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag, SHARED_FLAGS};
+use crate::schedule::{
+    Buf, Op, OpKind, Post, Rank, Region, Ring, Schedule, SendMode, Tag, SHARED_FLAGS,
+};
 
 /// Index of an op in the schedule being built.
 pub type OpId = u32;
@@ -16,6 +18,8 @@ pub struct Builder {
     /// Maps the ranks an algorithm speaks of to communicator ranks. Empty: identity.
     map: Vec<usize>,
     buf_len: [u64; Buf::COUNT],
+    /// Slots of the shared window taken in turn, one per call.
+    ring: Option<Ring>,
     /// The last signal of each shared flag (the next one depends on it).
     last_signal: [Option<OpId>; SHARED_FLAGS as usize],
     /// Scratch of [`Builder::finish_flat`].
@@ -49,6 +53,13 @@ impl Builder {
     pub fn need(&mut self, buf: Buf, len: u64) {
         let l = &mut self.buf_len[buf.index()];
         *l = (*l).max(len);
+    }
+
+    /// Regions of the shared window in `ring`'s slot 0 move to call `k`'s
+    /// slot in call `k` (see [`Ring`]); the window holds the whole ring.
+    pub fn ring(&mut self, ring: Ring) {
+        self.need(Buf::Shared, ring.end());
+        self.ring = Some(ring);
     }
 
     /// The bytes buffer `buf` must hold, as declared so far.
@@ -204,22 +215,25 @@ impl Builder {
 
     /// Waits until rank `on`'s shared flag `flag` holds at least `value`.
     pub fn await_flag(&mut self, on: usize, flag: u8, value: u32) -> OpId {
-        self.await_in(on, flag, value, false)
+        self.await_back(on, flag, value, 0)
     }
 
     /// Waits until rank `on`'s shared flag `flag` held at least `value` in
     /// the previous call through the window (at once in the first call).
     pub fn await_previous(&mut self, on: usize, flag: u8, value: u32) -> OpId {
-        self.await_in(on, flag, value, true)
+        self.await_back(on, flag, value, 1)
     }
 
-    fn await_in(&mut self, on: usize, flag: u8, value: u32, previous: bool) -> OpId {
+    /// Waits until rank `on`'s shared flag `flag` held at least `value`
+    /// `back` calls ago through the window (0: in this call; at once while
+    /// the window has seen fewer calls).
+    pub fn await_back(&mut self, on: usize, flag: u8, value: u32, back: u32) -> OpId {
         let on = self.real(on);
         let kind = OpKind::Await {
             on,
             flag,
             value,
-            previous,
+            back,
         };
         self.push(kind, Post::Blocking)
     }
@@ -251,6 +265,7 @@ impl Builder {
         Schedule {
             ops: self.ops,
             buf_len: self.buf_len,
+            ring: self.ring,
         }
     }
 
@@ -278,6 +293,7 @@ impl Builder {
         self.ops.clear();
         self.map.clear();
         self.buf_len = [0; Buf::COUNT];
+        self.ring = None;
         self.last_signal = [None; SHARED_FLAGS as usize];
     }
 }

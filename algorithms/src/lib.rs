@@ -37,7 +37,7 @@ pub use registry::{
     ParamInfo, ParamKind, ParamTuning, Restriction, Shape, Tuning, REGISTRY,
 };
 pub use schedule::{
-    Buf, Bytes, Op, OpKind, Post, Rank, Region, Schedule, SendMode, Tag, SHARED_FLAGS,
+    Buf, Bytes, Op, OpKind, Post, Rank, Region, Ring, Schedule, SendMode, Tag, SHARED_FLAGS,
 };
 pub use spec::{parse_size, AlgoSpec, Collective, Execution, ParamValue};
 pub use topo::NodeMap;

@@ -259,7 +259,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                 name: "slots",
                 kind: ParamKind::Count { min: 1, max: 16 },
                 default: DefaultValue::Int(4),
-                help: "segments the ring holds at once (the root reuses a slot once every rank copied it out)",
+                help: "segments the ring holds at once (the root reuses a slot once every rank copied it out; messages of at most 1 KiB take a 16-slot ring of their own, a slot per call)",
                 tuning: ParamTuning::Sweep(&["2", "4", "8"]),
             },
         ],

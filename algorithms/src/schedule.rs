@@ -206,15 +206,16 @@ pub enum OpKind {
     },
     /// Waits until rank `on`'s flag `flag` holds at least `value` (an
     /// acquire: atomic loads, yielding the processor between polls, then
-    /// `MPI_Win_sync`). `previous`: the value signalled in the previous
-    /// call through the same window (met at once in the first call on a
-    /// window: there was none), so that a call can wait for what the ranks
-    /// did in the one before without waiting for them to enter this one.
+    /// `MPI_Win_sync`). `back` > 0: the value signalled `back` calls ago
+    /// through the same window (1: the previous call; met at once while
+    /// the window has seen fewer calls: there was none), so that a call can
+    /// wait for what the ranks did in an earlier one without waiting for
+    /// them to enter this one.
     Await {
         on: Rank,
         flag: u8,
         value: u32,
-        previous: bool,
+        back: u32,
     },
 }
 
@@ -265,6 +266,42 @@ pub struct Schedule {
     pub ops: Vec<Op>,
     /// Bytes each buffer must hold (indexed by [`Buf::index`]).
     pub buf_len: [u64; Buf::COUNT],
+    /// Slots of the shared window taken in turn, one per call (None: the
+    /// schedule's regions are where they say).
+    pub ring: Option<Ring>,
+}
+
+/// Slots of the node's shared window ([`Buf::Shared`]) that calls take in
+/// turn: a schedule names slot 0, `[base, base + stride)`, and call `k`
+/// through the window (counted from 1, as the executor counts them) uses
+/// slot `k % slots`, `stride` bytes per slot further on. So a root can run
+/// `slots` calls ahead of its readers without a call's number in its
+/// schedule (`shm`'s small messages).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ring {
+    pub base: u64,
+    pub stride: u64,
+    pub slots: u32,
+}
+
+impl Ring {
+    /// Where `r` lies in call `call` (regions of other buffers, and of
+    /// the shared window outside slot 0, do not move).
+    pub fn place(&self, r: Region, call: u64) -> Region {
+        if r.buf == Buf::Shared && r.offset >= self.base && r.end() <= self.base + self.stride {
+            Region {
+                offset: r.offset + (call % self.slots as u64) * self.stride,
+                ..r
+            }
+        } else {
+            r
+        }
+    }
+
+    /// Bytes of the shared window the ring spans, from offset 0.
+    pub fn end(&self) -> u64 {
+        self.base + self.stride * self.slots as u64
+    }
 }
 
 impl Schedule {

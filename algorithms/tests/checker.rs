@@ -175,12 +175,16 @@ fn swaps() {
 /// `shm` over calls in a row (its window and flags outlive a call): the
 /// root running ahead by a call (twice the same root), the root changing
 /// (to the next rank), readers left behind, for every rank count and root,
-/// a message in one slot and one through a reused ring (3 segments in 2
-/// slots). About 5 s of CPU on CI's 2 cores.
+/// a small message (its ring), a message in one slot and one through a
+/// reused ring (3 segments in 2 slots). About 6 s of CPU on CI's 2 cores.
 #[test]
 fn bcast_shm_calls_in_a_row() {
     use colltune_algorithms::check::check_bcast_calls;
-    let cases = [("shm", 7), ("shm:segment=4096,slots=2", 2 * 4096 + 5)];
+    let cases = [
+        ("shm", 7),
+        ("shm", 2000),
+        ("shm:segment=4096,slots=2", 2 * 4096 + 5),
+    ];
     for (spec_text, bytes) in cases {
         let spec = AlgoSpec::parse(spec_text).unwrap();
         for p in 1..=max_ranks() {
@@ -190,6 +194,42 @@ fn bcast_shm_calls_in_a_row() {
                 for exec in Execution::ALL {
                     if let Err(e) = check_bcast_calls(&spec, &nodes, &roots, bytes, exec) {
                         panic!("bcast {spec_text} calls from roots {roots:?}, {p} ranks, {bytes} bytes, {exec}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `shm`'s small-message ring over more calls than it has slots, so that
+/// every slot is reused: 34 calls, the root changing every third call, the
+/// sizes mixing the small path (1 B to its largest, 1 KiB) with the
+/// segmented one (one slot; three segments through a ring of 2), so a
+/// small call follows a segmented one and the other way round; and 17 small
+/// calls from one root (slot 1 written again by call 17, the root 16 calls
+/// ahead of a reader that has not yet left call 1). Every root at 1-8 ranks,
+/// two roots at 16 and 33; both executions.
+#[test]
+fn bcast_shm_small_ring_reused() {
+    use colltune_algorithms::check::check_bcast_sequence;
+    let spec = AlgoSpec::parse("shm:segment=4096,slots=2").unwrap();
+    let sizes = [1, 7, 1024, 4000, 64, 2 * 4096 + 5, 1000];
+    for p in [1, 2, 3, 4, 5, 6, 7, 8, 16, 33] {
+        let nodes = NodeMap::single(p);
+        let roots: Vec<usize> = if p <= 8 {
+            (0..p).collect()
+        } else {
+            vec![0, p - 1]
+        };
+        for r in roots {
+            let mixed: Vec<(usize, u64)> = (0..34)
+                .map(|j| ((r + j / 3) % p, sizes[j % sizes.len()]))
+                .collect();
+            let same: Vec<(usize, u64)> = (0..17).map(|j| (r, 1 + j as u64)).collect();
+            for calls in [mixed, same] {
+                for exec in Execution::ALL {
+                    if let Err(e) = check_bcast_sequence(&spec, &nodes, &calls, exec) {
+                        panic!("bcast shm calls {calls:?}, {p} ranks, {exec}: {e}");
                     }
                 }
             }

@@ -50,7 +50,7 @@
 
 use crate::builder::{Builder, OpId};
 use crate::error::SpecError;
-use crate::schedule::{Buf, Region};
+use crate::schedule::{Buf, Region, Ring};
 use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
@@ -65,9 +65,23 @@ pub const CONSUMED: u8 = 1;
 /// reader: every load; the root: every write). The next call's root awaits
 /// it (`Await { previous: true }`) before its ring's first pass.
 pub const DONE: u8 = 2;
+/// The root's flag on the small-message path: the calls it posted (each
+/// small call's root signals it once its copy is in).
+pub const POSTED: u8 = 3;
 /// The most bytes one slot holds, whatever `segment` says (so that a
 /// whole-message slot cannot map the message once per rank of the node).
 pub const SLOT_MAX: u64 = 4 << 20;
+/// Messages of at most this many bytes take the small-message path: one
+/// slot of [`SMALL_RING`] per call, whatever `segment` and `slots` say.
+pub const SMALL_MAX: u64 = 1024;
+/// The small-message ring: the first bytes of every rank's part of the
+/// window, one [`SMALL_MAX`]-byte slot per call in turn (call `k` uses slot
+/// `k % 16`); the segmented ring follows it.
+pub const SMALL_RING: Ring = Ring {
+    base: 0,
+    stride: SMALL_MAX,
+    slots: 16,
+};
 
 /// The bytes one slot holds and the slots in the ring, for a message of
 /// `bytes`.
@@ -81,8 +95,13 @@ pub fn ring(bytes: u64, segment: u64, slots: u64) -> (u64, u64) {
 
 pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecError> {
     let (slot, ring_slots) = ring(sh.bytes, spec.int("segment")?, spec.int("slots")?);
-    b.need(Buf::Shared, slot * ring_slots);
-    let at = |k: usize, l: u64| Region::new(Buf::Shared, (k as u64 % ring_slots) * slot, l);
+    if sh.bytes > 0 && sh.bytes <= SMALL_MAX {
+        small(sh, b);
+        return Ok(());
+    }
+    let base = SMALL_RING.end();
+    b.need(Buf::Shared, base + slot * ring_slots);
+    let at = |k: usize, l: u64| Region::new(Buf::Shared, base + (k as u64 % ring_slots) * slot, l);
     let segs: Vec<(u64, u64)> = segments(0, sh.bytes, slot).collect();
     let n = segs.len();
     let ring_slots = ring_slots as usize;
@@ -116,7 +135,12 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
             }
             last = Some(b.signal(WRITTEN, k as u32 + 1, &[c]));
         }
-        last.into_iter().collect()
+        // For a rank that erroneously passed at most SMALL_MAX bytes (the
+        // small path's reader): it completes (with what the small slot
+        // holds) instead of waiting for ever, as the library's own
+        // broadcast completes a longer receive.
+        let posted = b.signal(POSTED, 1, &[last.expect("n > 0")]);
+        vec![posted]
     } else {
         let mut loads = Vec::with_capacity(n);
         for (k, &(o, l)) in segs.iter().enumerate() {
@@ -133,6 +157,39 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
     // it is) waits for this before it writes.
     b.signal(DONE, 1, &mine);
     Ok(())
+}
+
+/// The small-message path: the root of call `k` copies the message into
+/// slot `k % 16` of its part's small ring and signals POSTED; each reader
+/// awaits the root's POSTED of this call, copies the slot out and signals
+/// DONE. The root waits only before it reuses a slot: for every other
+/// rank's DONE of the call 16 calls back (whoever was its root, the slot
+/// was last written then or earlier), so it runs up to 16 calls ahead of
+/// its slowest reader, as an eager send would, and between two calls
+/// separated by a barrier it never waits. Calls of the segmented path
+/// between small ones count too (their DONE, the same flag), and their
+/// ring lies after the small one, so neither path overwrites the other's.
+fn small(sh: &Shape, b: &mut Builder) {
+    b.ring(SMALL_RING);
+    let slot = Region::new(Buf::Shared, SMALL_RING.base, sh.bytes);
+    let data = Region::data(0, sh.bytes);
+    let mine = if sh.rank == sh.root {
+        let freed: Vec<OpId> = (1..sh.size)
+            .map(|vr| b.await_back(sh.real(vr), DONE, 1, SMALL_RING.slots))
+            .collect();
+        let c = b.copy(data, slot);
+        for f in freed {
+            b.depend(c, f);
+        }
+        let p = b.signal(POSTED, 1, &[c]);
+        // For a rank that erroneously passed more than SMALL_MAX bytes
+        // (the segmented path's reader of one segment): as above.
+        b.signal(WRITTEN, 1, &[p])
+    } else {
+        let a = b.await_flag(sh.root, POSTED, 1);
+        b.load(sh.root, slot, data, a)
+    };
+    b.signal(DONE, 1, &[mine]);
 }
 
 #[cfg(test)]

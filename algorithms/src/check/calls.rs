@@ -10,13 +10,16 @@
 //!
 //! - call `j + 1` starts once every op of call `j` completed (its ops
 //!   without dependencies depend on call `j`'s last ops);
-//! - its message buffers are its own (`Data`, `Recv`, `Window` shifted by
-//!   `j` x bytes), so a byte of an earlier call found there is caught;
-//!   the shared window is one, as in the executor;
+//! - its message buffers are its own (`Data`, `Recv`, `Window` shifted
+//!   past every earlier call's bytes), so a byte of an earlier call found
+//!   there is caught; the shared window is one, as in the executor, and a
+//!   schedule's ring slot (`Schedule::ring`) moves to the call's slot, as
+//!   the executor moves it (call `j` is the window's call `j + 1`);
 //! - flags carry the call's number, as the executor stamps them (value `v`
 //!   of call `j` is `(j + 1) << 24 | v`), and an await of the previous
-//!   call's value becomes a plain await of that stamp (in call 0 it is met
-//!   at once, as in the executor's first call on a window).
+//!   call's value (`back` calls ago) becomes a plain await of that stamp
+//!   (met at once in the first `back` calls, as in the executor's first
+//!   calls on a window).
 //!
 //! The proof of one call (`shared`) then covers the interleaving of calls.
 
@@ -27,8 +30,11 @@ use crate::schedule::{Buf, OpKind, Region, Schedule, SHARED_FLAGS};
 const CALL_SHIFT: u32 = 24;
 
 /// Rank `r`'s schedules of consecutive calls (`calls[j][r]`, message
-/// buffers of `bytes` each) as one schedule per rank.
-pub(super) fn in_a_row(calls: &[Vec<Schedule>], bytes: u64) -> Result<Vec<Schedule>, CheckError> {
+/// buffers of `sizes[j]` bytes) as one schedule per rank.
+pub(super) fn in_a_row(
+    calls: &[Vec<Schedule>],
+    sizes: &[u64],
+) -> Result<Vec<Schedule>, CheckError> {
     let p = calls.first().map_or(0, Vec::len);
     (0..p)
         .map(|r| {
@@ -38,7 +44,12 @@ pub(super) fn in_a_row(calls: &[Vec<Schedule>], bytes: u64) -> Result<Vec<Schedu
             for (j, call) in calls.iter().enumerate() {
                 let s = &call[r];
                 let base = out.ops.len() as u32;
-                let shift = j as u64 * bytes;
+                let shift: u64 = sizes[..j].iter().sum();
+                let slot = |reg: &mut Region| {
+                    if let Some(ring) = s.ring {
+                        *reg = ring.place(*reg, j as u64 + 1);
+                    }
+                };
                 let stamp = |op: usize, v: u32, back: u64| -> Result<u32, CheckError> {
                     if v >> CALL_SHIFT != 0 || j >= (1 << (32 - CALL_SHIFT)) - 1 {
                         return Err(CheckError::Malformed {
@@ -64,10 +75,14 @@ pub(super) fn in_a_row(calls: &[Vec<Schedule>], bytes: u64) -> Result<Vec<Schedu
                     };
                     match &mut op.kind {
                         OpKind::Send { src, .. } => shift_region(src, shift),
-                        OpKind::Recv { dst, .. } | OpKind::Load { dst, .. } => {
-                            shift_region(dst, shift)
+                        OpKind::Recv { dst, .. } => shift_region(dst, shift),
+                        OpKind::Load { src, dst, .. } => {
+                            slot(src);
+                            shift_region(dst, shift);
                         }
                         OpKind::Copy { src, dst } => {
+                            slot(src);
+                            slot(dst);
                             shift_region(src, shift);
                             shift_region(dst, shift);
                         }
@@ -84,14 +99,12 @@ pub(super) fn in_a_row(calls: &[Vec<Schedule>], bytes: u64) -> Result<Vec<Schedu
                             }
                             last_signal[*flag as usize] = Some(base + i as u32);
                         }
-                        OpKind::Await {
-                            value, previous, ..
-                        } => {
-                            if !*previous {
+                        OpKind::Await { value, back, .. } => {
+                            if *back == 0 {
                                 *value = stamp(i, *value, 0)?;
-                            } else if j > 0 {
-                                *value = stamp(i, *value, 1)?;
-                                *previous = false;
+                            } else if j >= *back as usize {
+                                *value = stamp(i, *value, *back as u64)?;
+                                *back = 0;
                             }
                         }
                         _ => {}

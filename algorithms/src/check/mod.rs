@@ -154,14 +154,28 @@ pub fn check_bcast_calls(
     bytes: u64,
     exec: Execution,
 ) -> Result<(), CheckError> {
-    let calls = roots
+    let calls: Vec<(usize, u64)> = roots.iter().map(|&r| (r, bytes)).collect();
+    check_bcast_sequence(spec, nodes, &calls, exec)
+}
+
+/// [`check_bcast_calls`] with each call's root and size: `calls[j]` is
+/// `(root, bytes)` (sizes may mix the paths of an algorithm, `shm`'s small
+/// and segmented ones say).
+pub fn check_bcast_sequence(
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    calls: &[(usize, u64)],
+    exec: Execution,
+) -> Result<(), CheckError> {
+    let scheds = calls
         .iter()
-        .map(|&root| build_all(Collective::Bcast, spec, root, bytes, nodes))
+        .map(|&(root, bytes)| build_all(Collective::Bcast, spec, root, bytes, nodes))
         .collect::<Result<Vec<_>, _>>()?;
-    let sched = calls::in_a_row(&calls, bytes)?;
-    let out = run(&sched, exec, limits(bytes * roots.len() as u64))?;
-    for (j, &root) in roots.iter().enumerate() {
-        let from = j as u64 * bytes;
+    let sizes: Vec<u64> = calls.iter().map(|c| c.1).collect();
+    let sched = calls::in_a_row(&scheds, &sizes)?;
+    let out = run(&sched, exec, limits(sizes.iter().sum()))?;
+    let mut from = 0;
+    for (j, &(root, bytes)) in calls.iter().enumerate() {
         for (r, c) in out.iter().enumerate() {
             let data = &c[Buf::Data.index()];
             if let Some((offset, found)) = data.mismatch_in(from, bytes, root as u32, Buf::Data) {
@@ -170,10 +184,11 @@ pub fn check_bcast_calls(
                     buf: Buf::Data,
                     offset,
                     found: found.to_string(),
-                    expected: format!("rank {root} Data[{offset}] (call {j} of {})", roots.len()),
+                    expected: format!("rank {root} Data[{offset}] (call {j} of {})", calls.len()),
                 });
             }
         }
+        from += bytes;
     }
     Ok(())
 }

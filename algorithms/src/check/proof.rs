@@ -48,7 +48,7 @@ impl Proof {
                     on,
                     flag,
                     value,
-                    previous: false,
+                    back: 0,
                 } => merge_max(&mut acc, &[(on.0, flag, value)], &mut tmp),
                 OpKind::Signal { flag, value } => {
                     prev_value[i] = last[flag as usize];

@@ -149,9 +149,9 @@ impl Machine<'_> {
                     self.complete(q as usize, j);
                 }
             }
-            // The previous call's: none before a fresh window (several
+            // An earlier call's: none before a fresh window (several
             // calls in a row are proven as one schedule, see `calls`).
-            OpKind::Await { previous: true, .. } => self.complete(r, i),
+            OpKind::Await { back: 1.., .. } => self.complete(r, i),
             OpKind::Await {
                 on, flag, value, ..
             } => {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::builder::Builder;
-use crate::schedule::{Post, SendMode};
+use crate::schedule::{Post, Ring, SendMode};
 
 fn two(f0: impl Fn(&mut Builder), f1: impl Fn(&mut Builder)) -> Vec<Schedule> {
     let mut b0 = Builder::new();
@@ -179,7 +179,7 @@ fn pair_in_a_row(
 ) -> Result<Vec<[Content; Buf::COUNT]>, CheckError> {
     let bytes = 4 * segs as u64;
     let one: Vec<Vec<Schedule>> = (0..calls).map(|_| shared_pair(segs, how)).collect();
-    let sched = calls::in_a_row(&one, bytes)?;
+    let sched = calls::in_a_row(&one, &vec![bytes; calls])?;
     run(&sched, exec, [bytes * calls as u64; 3])
 }
 
@@ -282,4 +282,59 @@ fn an_await_never_signalled_deadlocks_and_signals_must_rise() {
         run(&s, Execution::Blocking, [4; 3]),
         Err(CheckError::Malformed { .. })
     ));
+}
+
+/// `shm`'s small-message ring as a pair (rank 0 root, rank 1 reader;
+/// flags: 3 posted, 2 done), its root waiting for rank 1's done of the
+/// call `back` calls ago before it writes, `ring`: slots taken in turn.
+fn small_pair(back: u32, ring: Option<Ring>) -> Vec<Schedule> {
+    let slot = Region::new(Buf::Shared, 0, 4);
+    two(
+        |b| {
+            b.need(Buf::Shared, 4);
+            if let Some(r) = ring {
+                b.ring(r);
+            }
+            let free = b.await_back(1, 2, 1, back);
+            let c = b.copy(Region::data(0, 4), slot);
+            b.depend(c, free);
+            let p = b.signal(3, 1, &[c]);
+            b.signal(2, 1, &[p]);
+        },
+        |b| {
+            if let Some(r) = ring {
+                b.ring(r);
+            }
+            let a = b.await_flag(0, 3, 1);
+            let l = b.load(0, slot, Region::data(0, 4), a);
+            b.signal(2, 1, &[l]);
+        },
+    )
+}
+
+#[test]
+fn a_small_ring_reused_too_early_is_caught() {
+    let ring = Ring {
+        base: 0,
+        stride: 4,
+        slots: 4,
+    };
+    let row = |back, ring| {
+        let calls = 9;
+        let one: Vec<Vec<Schedule>> = (0..calls).map(|_| small_pair(back, ring)).collect();
+        calls::in_a_row(&one, &vec![4; calls]).unwrap()
+    };
+    for exec in Execution::ALL {
+        // Waiting for the call a ring's length back: 9 calls through 4
+        // slots, every byte right.
+        let out = run(&row(4, Some(ring)), exec, [36; 3]).unwrap();
+        assert_eq!(out[1][0].mismatch(36, 0, Buf::Data), None, "{exec}");
+        // One call short of that: slot k % 4 rewritten while the reader of
+        // call k - 4 may still copy it out.
+        let e = run(&row(5, Some(ring)), exec, [36; 3]).unwrap_err();
+        assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
+        // The ring's wait without the ring: one slot for every call.
+        let e = run(&row(4, None), exec, [36; 3]).unwrap_err();
+        assert!(matches!(e, CheckError::Shared { .. }), "{exec}: {e}");
+    }
 }

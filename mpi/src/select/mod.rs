@@ -46,8 +46,9 @@ pub use colltune_core::decide::{
 };
 
 use crate::transport::mpi::{
-    execute, ffi, Buffers, Comm, Control, MpiError, Op, Shape, TransportError,
+    execute, ffi, small, Buffers, Comm, Control, MpiError, Op, Shape, TransportError,
 };
+use colltune_algorithms::bcast::shm::SMALL_MAX;
 use colltune_core::table::{self, CommKey, Table, TableError};
 
 #[derive(Debug, Error)]
@@ -290,6 +291,9 @@ pub struct CommSelector {
     /// Duplicates with one of the library's algorithms forced, made at
     /// their first call (`ompi_tuned` rules).
     library: library::LibraryComms,
+    /// Whether `shm` runs here (the communicator's ranks share memory),
+    /// found at its first small call.
+    shm_fits: std::cell::OnceCell<bool>,
 }
 
 type PlanKey = (Collective, usize, u8, usize, u64);
@@ -318,6 +322,7 @@ impl CommSelector {
             key,
             plans: RefCell::new(HashMap::new()),
             library: Default::default(),
+            shm_fits: Default::default(),
         }
     }
 
@@ -462,6 +467,21 @@ impl CommSelector {
         let (choice, id) = self.bcast.choose(bytes);
         self.trace("bcast", bytes, Some(root), choice);
         match &choice.algorithm {
+            // `shm`'s small messages: straight through the small ring, no
+            // plan (the ops of the schedule the checker proves).
+            Some((spec, _))
+                if spec.name == "shm"
+                    && (1..=SMALL_MAX).contains(&bytes)
+                    && *self.shm_fits.get_or_init(|| {
+                        self.shape()
+                            .shared_memory_fits(Collective::Bcast, spec)
+                            .is_ok()
+                    })
+                    && self.private.get().is_some() =>
+            {
+                let c = self.private.get().expect("checked above");
+                small::bcast(c, buf, root)?;
+            }
             Some((spec, exec)) => {
                 match self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone()) {
                     // A shared-memory algorithm where ranks share no node:

@@ -167,9 +167,9 @@ impl Engine<'_> {
                     pos = *value;
                     K::Signal
                 }
-                // A one-call simulation has no previous call to wait for
+                // A one-call simulation has no earlier call to wait for
                 // (a local op of no length: done when reached).
-                OpKind::Await { previous: true, .. } => K::Copy,
+                OpKind::Await { back: 1.., .. } => K::Copy,
                 OpKind::Await {
                     on, flag, value, ..
                 } => {

@@ -477,9 +477,20 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn ptr(&self, r: &Region) -> *mut u8 {
+        let r = self.placed(*r);
         // SAFETY: start() checked every buffer against the schedule's
-        // lengths, and regions lie inside them (the builder records them).
+        // lengths, and regions lie inside them (the builder records them;
+        // a ring's slots too: the window holds the whole ring).
         unsafe { self.base[r.buf.index()].add(r.offset as usize) }
+    }
+
+    /// Where `r` lies in this call: a region in the slot of the
+    /// schedule's ring (`Schedule::ring`) moves to this call's slot.
+    fn placed(&self, r: Region) -> Region {
+        match self.plan.schedule.ring {
+            Some(ring) => ring.place(r, self.call),
+            None => r,
+        }
     }
 
     /// Rank `r`'s flag `f` in the shared window.
@@ -508,19 +519,26 @@ impl Run<'_> {
             on,
             flag: f,
             value,
-            previous,
+            back,
         } = self.plan.schedule.ops[i as usize].kind
         else {
             unreachable!("only awaits wait")
         };
-        let want = if !previous {
+        let want = if back == 0 {
             self.stamp(value)
-        } else if self.call > 1 {
-            (self.call - 1) << 32 | value as u64
+        } else if self.call > back as u64 {
+            (self.call - back as u64) << 32 | value as u64
         } else {
             0
         };
-        if self.flag(on, f).load(Ordering::Acquire) >= want {
+        // Seen before (flags only rise): met without loading the owner's
+        // line again; the acquire load that saw it ordered the data.
+        if self.comm.flag_seen(on.idx(), f) >= want {
+            return Ok(true);
+        }
+        let v = self.flag(on, f).load(Ordering::Acquire);
+        if v >= want {
+            self.comm.saw_flag(on.idx(), f, v);
             self.win_sync_if_separate()?;
             return Ok(true);
         }
@@ -880,6 +898,7 @@ impl Run<'_> {
             OpKind::Load { from, src, dst } => {
                 let w = self.shared.as_ref().expect("shared window");
                 let part = w.parts[from.idx()].expect("start() checked every peer's part");
+                let src = self.placed(*src);
                 // SAFETY: the peer's part holds FLAGS_BYTES + the schedule's
                 // shared length (every part has one length); the await this
                 // load depends on saw the peer publish these bytes, and the

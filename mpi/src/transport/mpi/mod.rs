@@ -13,6 +13,7 @@ pub mod control;
 pub mod exec;
 pub(crate) mod ffi;
 pub mod p2p;
+pub mod small;
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -270,6 +271,12 @@ pub struct Comm {
     /// a wait of this one. The same on every rank of a node: they make the
     /// same calls.
     shared_calls: Cell<u64>,
+    /// Per rank and flag of the shared window (`rank * SHARED_FLAGS +
+    /// flag`): the highest value an await saw there. Flags only rise, so an
+    /// await of at most that is met without touching the owner's cache
+    /// line (the small-message root's wait for the call 16 back, say,
+    /// loads the readers' flags once per 16 calls or so, not per call).
+    flags_seen: RefCell<Vec<u64>>,
 }
 
 impl fmt::Debug for Comm {
@@ -318,6 +325,7 @@ impl Comm {
             window: RefCell::new(None),
             shared_window: RefCell::new(None),
             shared_calls: Cell::new(0),
+            flags_seen: RefCell::new(Vec::new()),
         }
     }
 
@@ -421,6 +429,12 @@ impl Comm {
     /// (collective over the ranks of this rank's node when it is made or
     /// must grow: they ask for the same length in the same call).
     pub(crate) fn shared_window(&self, len: u64) -> Result<Rc<SharedWindow>, MpiError> {
+        // Parts grow in steps of 64 KiB: fewer collective regrowths, and a
+        // rank that erroneously passed a few bytes more or less than the
+        // root (on the other side of shm's small-message limit, say) asks
+        // for the same window as the others instead of growing it alone.
+        const GRAIN: u64 = 64 << 10;
+        let len = len.div_ceil(GRAIN) * GRAIN;
         let mut w = self.shared_window.borrow_mut();
         if let Some(cur) = w.as_ref() {
             if cur.len >= len {
@@ -449,7 +463,19 @@ impl Comm {
         // Flags of a fresh window start at 0: calls count from there (an
         // await of the previous call is met at once in its first).
         self.shared_calls.set(0);
+        *self.flags_seen.borrow_mut() = vec![0; self.shape.size * SHARED_FLAGS as usize];
         Ok(fresh)
+    }
+
+    /// The highest value an await saw in rank `r`'s flag `f` of the
+    /// current shared window.
+    pub(crate) fn flag_seen(&self, r: usize, f: u8) -> u64 {
+        self.flags_seen.borrow()[r * SHARED_FLAGS as usize + f as usize]
+    }
+
+    /// Records that rank `r`'s flag `f` held `v`.
+    pub(crate) fn saw_flag(&self, r: usize, f: u8, v: u64) {
+        self.flags_seen.borrow_mut()[r * SHARED_FLAGS as usize + f as usize] = v;
     }
 
     /// Counts a call that uses the shared window; its number (from 1).
