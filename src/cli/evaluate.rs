@@ -52,11 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let comm = Comm::world().context("setting up MPI_COMM_WORLD")?;
     let lead = comm.rank() == 0;
     let n = comm.nodes();
-    let key = CommKey {
-        ranks: comm.size() as u32,
-        ppn: n.max_ppn() as u32,
-        nodes: n.num_nodes() as u32,
-    };
+    let key = CommKey::shape(comm.size() as u32, n.max_ppn() as u32, n.num_nodes() as u32);
     let prov = provenance(&comm)?;
     let mut m = Measurer::new(
         &comm,

@@ -72,5 +72,7 @@ pub fn sample(
         host: "simulator".into(),
         source: format!("simulated:{}", m.name),
         colltune: env!("CARGO_PKG_VERSION").into(),
+        // `tune --model --mapping` says it ([`placed`](crate::placed)).
+        placement: String::new(),
     }
 }
