@@ -267,9 +267,16 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     }
     match t.placed_rules(c, key, &placed) {
         None => {
-            let near: Vec<String> = t.rules(c).iter().map(|r| r.key().to_string()).collect();
+            let near: Vec<String> = t
+                .rules(c)
+                .iter()
+                .filter(|r| r.ranks == key.ranks)
+                .map(|r| r.key().to_string())
+                .collect();
             outln!(
-                "  the table has no {c} rules for this shape (it has: {})",
+                "  the table has no {c} rules for this shape and placement ({} of {} ranks: {})",
+                near.len(),
+                key.ranks,
                 if near.is_empty() {
                     "none".into()
                 } else {

@@ -465,6 +465,25 @@ impl Table {
         .map(|i| &all[i])
     }
 
+    /// The table as a communicator placed as `d` sees it: per collective and
+    /// shape, the entry it would use alone (none where no entry holds).
+    pub fn for_placement(&self, d: &crate::model::placed::Detected) -> Table {
+        let mut t = self.clone();
+        for c in Collective::ALL {
+            let kept: Vec<CommRules> = self
+                .rules(c)
+                .iter()
+                .filter(|cr| {
+                    self.placed_rules(c, cr.key(), d)
+                        .is_some_and(|best| std::ptr::eq(best, *cr))
+                })
+                .cloned()
+                .collect();
+            *t.rules_mut(c) = kept;
+        }
+        t
+    }
+
     /// The rule a call of `bytes` on a communicator of shape `key` placed as
     /// `d` takes ([`Table::placed_rules`]).
     pub fn lookup_placed(
