@@ -163,6 +163,76 @@ pub fn judge(g: &Gain, within: f64) -> Option<bool> {
     }
 }
 
+/// One measured point scored against a table (`colltune evaluate TABLE
+/// --measured CSV...`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scored {
+    pub collective: Collective,
+    /// The communicator measured, with its placement where the samples say
+    /// it: the table's entry is the one a communicator so placed uses.
+    pub key: CommKey,
+    pub bytes: u64,
+    /// `spec [execution]` of the table's choice (None: no rule covers it).
+    pub choice: Option<String>,
+    /// The fastest median measured of a subject a table may choose.
+    pub best: String,
+    /// The choice's median over the best's (None: the choice was not
+    /// measured here).
+    pub regret: Option<f64>,
+    /// The library's own decision's median over the best's (its `mpi`
+    /// call, or Open MPI's algorithm 0), where measured.
+    pub default_regret: Option<f64>,
+}
+
+/// Every point of `measurements` (each CSV one launch; a subject's median
+/// over all of them) scored against `t`: the regret of its choice and of
+/// the library's default.
+pub fn score(t: &Table, measurements: &[Vec<Sample>]) -> Vec<Scored> {
+    use crate::tables::table::evidence::is_reference;
+    let launches: Vec<&[Sample]> = measurements.iter().map(Vec::as_slice).collect();
+    let choosable = |l: &(String, String)| {
+        l.1 != crate::libraries::ompi::LIBRARY_EXECUTION
+            || colltune_algorithms::AlgoSpec::parse(&l.0)
+                .ok()
+                .is_some_and(|s| crate::libraries::library::LibraryChoice::from_spec(&s).is_ok())
+    };
+    let mut out = Vec::new();
+    for (&(c, key, bytes), subjects) in &point_times(&launches) {
+        let medians: Vec<(&(String, String), f64)> = subjects
+            .iter()
+            .map(|(l, times)| (l, times.median()))
+            .filter(|(_, m)| m.is_finite() && *m > 0.0)
+            .collect();
+        let Some(&(best, tb)) = medians
+            .iter()
+            .filter(|(l, _)| choosable(l))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            continue;
+        };
+        let d = crate::model::placed::Detected::of(key.placement);
+        let rule = t.lookup_placed(c, key, &d, bytes);
+        let label = rule.map(|r| label_of(c, r));
+        let time_of = |l: &(String, String)| medians.iter().find(|(m, _)| *m == l).map(|x| x.1);
+        out.push(Scored {
+            collective: c,
+            key,
+            bytes,
+            choice: label
+                .as_ref()
+                .map(|l| colltune_algorithms::label(&l.0, &l.1)),
+            best: colltune_algorithms::label(&best.0, &best.1),
+            regret: label.as_ref().and_then(time_of).map(|x| x / tb),
+            default_regret: medians
+                .iter()
+                .filter(|(l, _)| is_reference(l))
+                .map(|x| x.1 / tb)
+                .reduce(f64::min),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
