@@ -251,6 +251,70 @@ mod tests {
     }
 
     #[test]
+    fn a_table_is_scored_per_placement_beside_the_default() {
+        let plain = Compact {
+            enabled: false,
+            ..Compact::legacy()
+        };
+        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        let dflt = "ompi_tuned:algorithm=0,name=default,segment=0";
+        // Block: linear 10, binomial 20; cyclic the reverse; the default 15.
+        let at = |placement: &str, spec: &str, t: f64| {
+            (1..=2)
+                .map(|run| Sample {
+                    placement: placement.into(),
+                    ..sample(spec, "library", 64, run, t)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut m = Vec::new();
+        for (p, l, b) in [("block/block", 10.0, 20.0), ("cyclic/block", 20.0, 10.0)] {
+            m.extend(at(p, lin, l));
+            m.extend(at(p, bin, b));
+            m.extend(at(p, dflt, 15.0));
+        }
+        let placed = build_with(&m, prov(), &plain);
+        assert_eq!(placed.bcast.len(), 2);
+        let got = score(&placed, std::slice::from_ref(&m));
+        assert_eq!(got.len(), 2);
+        for s in &got {
+            assert_eq!(
+                (s.regret, s.default_regret),
+                (Some(1.0), Some(1.5)),
+                "{s:?}"
+            );
+        }
+        // The same data with no placement: one entry for both placements,
+        // whose medians tie (15 each), so the default it keeps is 1.5x off
+        // the best at both.
+        let blind: Vec<Sample> = m
+            .iter()
+            .map(|s| Sample {
+                placement: String::new(),
+                ..s.clone()
+            })
+            .collect();
+        let one = build_with(&blind, prov(), &plain);
+        assert_eq!(one.bcast.len(), 1);
+        let got = score(&one, std::slice::from_ref(&m));
+        let mut r: Vec<f64> = got.iter().filter_map(|s| s.regret).collect();
+        r.sort_by(f64::total_cmp);
+        assert_eq!(r, vec![1.5, 1.5]);
+        // A table whose only entry is for another placement scores nothing there.
+        let only_block = crate::tables::table::Table {
+            bcast: placed.bcast[..1].to_vec(),
+            ..placed.clone()
+        };
+        let got = score(&only_block, std::slice::from_ref(&m));
+        assert_eq!(
+            got.iter().filter(|s| s.choice.is_none()).count(),
+            1,
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn two_different_library_algorithms_are_two_choices() {
         let plain = Compact {
             enabled: false,
