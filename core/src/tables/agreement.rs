@@ -250,14 +250,20 @@ mod tests {
         v
     }
 
-    #[test]
-    fn a_table_is_scored_per_placement_beside_the_default() {
-        let plain = Compact {
+    /// The fastest median at each size, nothing merged.
+    fn plain() -> Compact {
+        Compact {
             enabled: false,
             ..Compact::legacy()
-        };
-        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
-        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        }
+    }
+
+    const LIN: &str = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+    const BIN: &str = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+
+    #[test]
+    fn a_table_is_scored_per_placement_beside_the_default() {
+        let (plain, lin, bin) = (plain(), LIN, BIN);
         let dflt = "ompi_tuned:algorithm=0,name=default,segment=0";
         // Block: linear 10, binomial 20; cyclic the reverse; the default 15.
         let at = |placement: &str, spec: &str, t: f64| {
@@ -316,12 +322,7 @@ mod tests {
 
     #[test]
     fn two_different_library_algorithms_are_two_choices() {
-        let plain = Compact {
-            enabled: false,
-            ..Compact::legacy()
-        };
-        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
-        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        let (plain, lin, bin) = (plain(), LIN, BIN);
         let lib = |spec: &str, bytes, t| {
             (1..=2)
                 .map(|run| sample(spec, "library", bytes, run, t))
