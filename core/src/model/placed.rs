@@ -22,7 +22,9 @@
 //! level a node whose ranks sit on one socket says nothing, so a
 //! `--map-by socket` run that put one rank on its last node stays `cyclic`.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hash;
 
 use super::placement::{Layout, Level, Mapping};
 
@@ -214,62 +216,50 @@ impl fmt::Display for Detected {
 
 /// The order of a sequence of group ids (one per rank, in rank order): one
 /// group is block; the groups in turn, each seen first in the first round,
-/// cyclic; each group's ranks consecutive, block; else None.
-pub fn order_of<T: PartialEq>(groups: &[T]) -> Option<Order> {
-    let mut firsts: Vec<&T> = Vec::new();
-    for g in groups {
-        if !firsts.contains(&g) {
-            firsts.push(g);
-        }
-    }
-    let k = firsts.len();
+/// cyclic; each group's ranks consecutive, block; else None. Linear in the
+/// ranks.
+pub fn order_of<T: Eq + Hash>(groups: &[T]) -> Option<Order> {
+    // Each group's index in order of first appearance.
+    let mut first: HashMap<&T, usize> = HashMap::new();
+    let ids: Vec<usize> = groups
+        .iter()
+        .map(|g| {
+            let n = first.len();
+            *first.entry(g).or_insert(n)
+        })
+        .collect();
+    let k = first.len();
     if k <= 1 {
         return Some(Order::Block);
     }
-    if groups.iter().take(k).zip(&firsts).all(|(g, f)| g == *f)
-        && groups.iter().enumerate().all(|(i, g)| *g == groups[i % k])
-    {
+    if ids.iter().enumerate().all(|(i, &g)| g == i % k) {
         return Some(Order::Cyclic);
     }
-    // Block: a group never comes back once left.
-    let mut left: Vec<&T> = Vec::new();
-    for w in groups.windows(2) {
-        if w[0] != w[1] {
-            if left.contains(&&w[1]) {
-                return None;
-            }
-            left.push(&w[0]);
-        }
-    }
-    Some(Order::Block)
+    // Block: a group never comes back once left, so the ids (numbered by
+    // first appearance) never go down.
+    ids.windows(2).all(|w| w[0] <= w[1]).then_some(Order::Block)
 }
 
 /// The placement of ranks whose node is `node_of[r]` and, where known, whose
 /// socket is `socket_of[r]` (ids comparable within a node). The sockets'
 /// order is each node's ranks' (a node whose ranks share one socket says
 /// nothing); None where nodes disagree or one follows neither order.
-pub fn detect<N: PartialEq, S: PartialEq>(node_of: &[N], socket_of: Option<&[S]>) -> Detected {
+pub fn detect<N: Eq + Hash, S: Eq + Hash>(node_of: &[N], socket_of: Option<&[S]>) -> Detected {
     let nodes = order_of(node_of);
     let sockets = socket_of
         .filter(|s| s.len() == node_of.len())
         .and_then(|s| {
-            let mut seen: Vec<&N> = Vec::new();
+            // Each node's ranks' sockets, in rank order.
+            let mut per: HashMap<&N, Vec<&S>> = HashMap::new();
+            for (n, x) in node_of.iter().zip(s) {
+                per.entry(n).or_default().push(x);
+            }
             let mut agreed: Option<Order> = None;
-            for n in node_of {
-                if seen.contains(&n) {
-                    continue;
-                }
-                seen.push(n);
-                let on: Vec<&S> = node_of
-                    .iter()
-                    .zip(s)
-                    .filter(|(m, _)| *m == n)
-                    .map(|(_, s)| s)
-                    .collect();
+            for on in per.values() {
                 if on.iter().all(|x| *x == on[0]) {
                     continue; // one socket: either order
                 }
-                let o = order_of(&on)?;
+                let o = order_of(on)?;
                 if agreed.is_some_and(|a| a != o) {
                     return None;
                 }
@@ -452,6 +442,9 @@ mod tests {
         let d = detect::<_, u8>(&odd, None);
         assert_eq!(d.placement(), None);
         assert_eq!(d.to_string(), "irregular");
+        // Linear in the ranks: 16,384 ranks, one per node, dealt in turn.
+        let wide: Vec<usize> = (0..16_384).collect();
+        assert_eq!(detect::<_, u8>(&wide, None).nodes, Some(Order::Cyclic));
         // A socket list of the wrong length is not known.
         assert_eq!(detect(&blocks, Some(&[0, 1][..])).sockets, None);
     }
