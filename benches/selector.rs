@@ -87,11 +87,7 @@ fn main() {
         table: Some(Arc::new(t)),
         fallback: None,
     });
-    let key = CommKey {
-        ranks: 16,
-        ppn: 16,
-        nodes: 1,
-    };
+    let key = CommKey::shape(16, 16, 1);
     let d = sel.decisions(Collective::Bcast, key);
     assert_eq!(d.rules().len(), 100);
     // sizes spread over every rule (and past the last)

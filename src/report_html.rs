@@ -176,11 +176,7 @@ pub fn page(
             Ok(c) => c,
             Err(_) => continue,
         };
-        let key = CommKey {
-            ranks: ctx.ranks,
-            ppn: ctx.ppn,
-            nodes: ctx.nodes,
-        };
+        let key = CommKey::shape(ctx.ranks, ctx.ppn, ctx.nodes);
         let reg = table
             .map(|(_, t)| regimes(t, coll, key))
             .filter(|r| !r.is_empty());

@@ -343,3 +343,56 @@ fn forced_choices_and_bad_settings() {
         "{out}"
     );
 }
+
+#[test]
+fn a_table_with_rules_per_placement_runs_the_communicators_own() {
+    // Two emulated nodes of 2 ranks: in blocks (--map-by core) or dealt
+    // round-robin (--map-by node); the table has an entry for each.
+    let dir = scratch("sel-placed");
+    let entry = |placement: &str, algorithm: &str| {
+        format!("- ranks: 4\n  ppn: 2\n  nodes: 2\n  placement: {placement}\n  rules:\n  - min_bytes: 0\n    algorithm: {algorithm}\n    execution: blocking\n")
+    };
+    let y = format!(
+        "schema: 2\nprovenance:\n  host: test\n  mpi: any\n  date: 2026-12-02T00:00:00Z\n  command: test\n  colltune: test\n  source: test\n  sweep:\n    mode: built\nbcast:\n{}{}",
+        entry("block", "binomial"),
+        entry("cyclic", "linear")
+    );
+    let table = dir.join("placed.yaml");
+    std::fs::write(&table, y).unwrap();
+    let exe = shared_libs().join("examples/select_check");
+    for (nodes, placed, runs) in [
+        ("2x2", "placed block", "binomial"),
+        ("0,1,0,1", "placed cyclic", "linear"),
+    ] {
+        let mut c = mpirun(4);
+        c.args([
+            "-x",
+            &format!("COLLTUNE_TABLE={}", table.display()),
+            "-x",
+            &format!("COLLTUNE_NODES={nodes}"),
+            "-x",
+            "COLLTUNE_TRACE=1",
+        ])
+        .arg(&exe)
+        .args(["1", "4099"]);
+        let o = run(c);
+        let out = text(&o);
+        assert!(
+            o.status.success() && out.contains("rust API: all bytes correct"),
+            "{nodes}:\n{out}"
+        );
+        let bcasts: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("colltune trace:") && l.contains(" bcast "))
+            .collect();
+        assert!(!bcasts.is_empty(), "{nodes}:\n{out}");
+        for l in &bcasts {
+            assert!(
+                l.contains(placed)
+                    && l.contains(&format!(": {runs}"))
+                    && l.contains("[blocking] (table rule 1 "),
+                "{nodes}: {l}"
+            );
+        }
+    }
+}

@@ -46,7 +46,7 @@ pub enum ShapeError {
     #[error("a node holds no ranks: every node needs at least one")]
     EmptyNode,
     #[error(
-        "cannot read node layout `{0}`: write `4` (one node), `2x3` (2 nodes of 3 ranks) or `3+2`"
+        "cannot read node layout `{0}`: write `4` (one node), `2x3` (2 nodes of 3 ranks), `3+2`, or each rank's node `0,1,0,1`"
     )]
     BadNodeSpec(String),
     #[error("rank {rank} or root {root} is outside a communicator of {size} ranks")]

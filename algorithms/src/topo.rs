@@ -63,10 +63,18 @@ impl NodeMap {
     }
 
     /// Parses `4` (one node of 4), `2x3` (2 nodes of 3), `3+2` (nodes of 3 and
-    /// 2, consecutive ranks).
+    /// 2, consecutive ranks), or each rank's node, `0,1,0,1` (any order:
+    /// round-robin as `--map-by node`).
     pub fn parse(text: &str) -> Result<Self, ShapeError> {
         let bad = || ShapeError::BadNodeSpec(text.to_string());
         let t = text.trim();
+        if t.contains(',') {
+            let labels: Vec<u32> = t
+                .split(',')
+                .map(|s| s.trim().parse().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?;
+            return Ok(Self::from_labels(&labels));
+        }
         if let Some((n, k)) = t.split_once('x') {
             let n: usize = n.trim().parse().map_err(|_| bad())?;
             let k: usize = k.trim().parse().map_err(|_| bad())?;
@@ -271,6 +279,12 @@ mod tests {
         assert_eq!(NodeMap::round_robin(5, 2).ranks_on(0), &[0, 2, 4]);
         assert!(NodeMap::parse("2x0").is_err());
         assert!(NodeMap::parse("a").is_err());
+        let rr = NodeMap::parse("0,1,0,1,0").unwrap();
+        assert_eq!(
+            (rr.node_of(2), rr.node_of(3), rr.to_string()),
+            (0, 1, "3+2".into())
+        );
+        assert!(NodeMap::parse("0,,1").is_err());
         assert_eq!(NodeMap::from_labels(&["b", "a", "b"]).ranks_on(0), &[0, 2]);
     }
 }

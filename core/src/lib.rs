@@ -37,7 +37,7 @@ pub use measure::fit;
 pub use measure::{figure, import, method, noise, pattern, record, report, stats};
 #[cfg(feature = "tuner")]
 pub use model::calibrate;
-pub use model::{compare, placement, sim, simulate};
+pub use model::{compare, placed, placement, sim, simulate};
 #[cfg(feature = "tuner")]
 pub use model::{levels, predict};
 pub use tables::{agreement, decide, deploy, export, table};

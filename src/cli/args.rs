@@ -3,6 +3,7 @@
 //! parsed into what the libraries take; [`one_of`], the parser of options
 //! that take one of a few words.
 
+use colltune_core::placement::Mapping;
 use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -110,16 +111,43 @@ pub struct Cluster {
     /// Ranks per node (default: all on one node).
     #[arg(long)]
     pub ppn: Option<usize>,
-    /// Or an explicit layout: `256x64`, `3+2`.
+    /// Or an explicit layout: `256x64`, `3+2`, or each rank's node
+    /// `0,1,0,1`.
     #[arg(long)]
     pub layout: Option<String>,
+    /// How ranks are dealt to the nodes, as `mpirun --map-by` (with
+    /// --ranks/--ppn): `core` (blocks, the default) or `node`
+    /// (round-robin). Given, the samples and the table's rules say the
+    /// placement (`block` or `cyclic` over nodes: the model has no
+    /// sockets), and the selector uses them where a communicator is so
+    /// placed.
+    #[arg(long)]
+    pub mapping: Option<String>,
 }
 
 impl Cluster {
     /// The node map these options give.
     pub fn nodes(&self) -> Result<colltune_algorithms::NodeMap, UsageError> {
-        colltune_core::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
-            .map_err(|e| UsageError(e.to_string()))
+        let nodes = colltune_core::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
+            .map_err(|e| UsageError(e.to_string()))?;
+        match self.mapping()? {
+            None | Some(Mapping::Core) => Ok(nodes),
+            Some(Mapping::Node) if self.layout.is_none() => Ok(
+                colltune_algorithms::NodeMap::round_robin(nodes.size(), nodes.num_nodes()),
+            ),
+            Some(m) => Err(UsageError(format!(
+                "--mapping {m}: the simulated cluster has no sockets, and --layout lays ranks out itself; give --mapping core or node with --ranks and --ppn"
+            ))),
+        }
+    }
+
+    /// The --mapping given, if any.
+    pub fn mapping(&self) -> Result<Option<Mapping>, UsageError> {
+        self.mapping
+            .as_deref()
+            .map(Mapping::parse)
+            .transpose()
+            .map_err(UsageError)
     }
 }
 

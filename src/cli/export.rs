@@ -34,10 +34,20 @@ pub struct Args {
     /// broadcast only).
     #[arg(long, default_value = "auto")]
     mpich_base: String,
+    /// The placement the application runs with (`block/cyclic`, or the
+    /// mpirun mapping `core`, `socket`, `node`): of a table's entries for
+    /// several placements, those that would serve it are exported (the
+    /// libraries' rules know no placement).
+    #[arg(long)]
+    placement: Option<String>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
-    let t = load(&a.table)?;
+    let mut t = load(&a.table)?;
+    if let Some(p) = &a.placement {
+        let p = colltune_core::placed::Placement::parse(p).map_err(UsageError)?;
+        t = t.for_placement(&colltune_core::placed::Detected::of(Some(p)));
+    }
     let (text, notes) = match a.format {
         Format::Openmpi => export::openmpi_classic(&t)?,
         Format::OpenmpiJson => export::openmpi_json(&t)?,

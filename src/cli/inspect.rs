@@ -215,6 +215,13 @@ pub struct ExplainArgs {
     bytes: u64,
     #[arg(long, default_value = "bcast")]
     collective: Collective,
+    /// How the communicator's ranks sit: `block` (consecutive ranks share a
+    /// node), `cyclic` (round-robin over nodes), with the sockets' order
+    /// inside nodes (`block/cyclic`), or the mpirun mapping (`core`,
+    /// `socket`, `node`); `irregular` for neither. The selector finds it
+    /// at a communicator's first call.
+    #[arg(long, default_value = "block")]
+    placement: String,
 }
 
 /// The rule that applies to a call and why, and what forcing would change.
@@ -224,10 +231,13 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     if a.ranks == 0 || ppn == 0 {
         return Err(UsageError("--ranks and --ppn must be at least 1".into()).into());
     }
+    let placement = match a.placement.trim() {
+        "irregular" => None,
+        p => Some(colltune_core::placed::Placement::parse(p).map_err(UsageError)?),
+    };
     let key = CommKey {
-        ranks: a.ranks,
-        ppn,
-        nodes: a.nodes.unwrap_or(a.ranks.div_ceil(ppn)),
+        placement,
+        ..CommKey::shape(a.ranks, ppn, a.nodes.unwrap_or(a.ranks.div_ceil(ppn)))
     };
     let env = RuntimeSettings::from_env().map_err(|e| UsageError(e.to_string()))?;
     let sel = Arc::new(Selector {
@@ -242,11 +252,31 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     let decisions = sel.decisions(c, key);
     let (choice, _) = decisions.choose(a.bytes);
     outln!("{c} of {} bytes on {key}:", a.bytes);
-    match t.rules(c).iter().find(|r| r.key() == key) {
+    let placed = colltune_core::placed::Detected::of(placement);
+    let others: Vec<String> = t
+        .rules(c)
+        .iter()
+        .filter(|r| r.key().unplaced() == key.unplaced())
+        .map(|r| r.placement.map_or("any".into(), |p| p.to_string()))
+        .collect();
+    if others.len() > 1 {
+        outln!(
+            "  the table has entries of this shape for placements {}; the best fit for {placed} decides",
+            others.join(", ")
+        );
+    }
+    match t.placed_rules(c, key, &placed) {
         None => {
-            let near: Vec<String> = t.rules(c).iter().map(|r| r.key().to_string()).collect();
+            let near: Vec<String> = t
+                .rules(c)
+                .iter()
+                .filter(|r| r.ranks == key.ranks)
+                .map(|r| r.key().to_string())
+                .collect();
             outln!(
-                "  the table has no {c} rules for this shape (it has: {})",
+                "  the table has no {c} rules for this shape and placement ({} of {} ranks: {})",
+                near.len(),
+                key.ranks,
                 if near.is_empty() {
                     "none".into()
                 } else {

@@ -41,7 +41,6 @@ mod calibrate;
 mod deploy;
 #[cfg(feature = "mpi")]
 mod emu;
-#[cfg(feature = "mpi")]
 mod evaluate;
 mod export;
 mod fit;
@@ -118,9 +117,9 @@ pub enum Command {
     Tune(Box<tune::Args>),
     /// Build tables from raw CSVs.
     Table(table::Args),
-    #[cfg(feature = "mpi")]
     /// Judge a table's choices against every candidate, measured at sizes
-    /// off the tuning grid (under mpirun).
+    /// off the tuning grid (under mpirun), or scored against measured CSVs
+    /// (`--measured`, no MPI).
     Evaluate(evaluate::Args),
     /// A readable summary of a table.
     Show(inspect::ShowArgs),
@@ -187,7 +186,6 @@ pub fn main() -> i32 {
         Command::Fit(a) => fit::run(a),
         Command::Tune(a) => tune::run(*a),
         Command::Table(a) => table::run(a),
-        #[cfg(feature = "mpi")]
         Command::Evaluate(a) => evaluate::run(a),
         Command::Show(a) => inspect::show(a),
         Command::Validate(a) => validate::run(a),

@@ -132,11 +132,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let ls = figure::lines(&all, &ctx, &sel)
         .map_err(|e| UsageError(format!("{}: {e}", a.input.display())))?;
     let coll: Collective = ctx.collective.parse().map_err(UsageError)?;
-    let key = CommKey {
-        ranks: ctx.ranks,
-        ppn: ctx.ppn,
-        nodes: ctx.nodes,
-    };
+    let key = CommKey::shape(ctx.ranks, ctx.ppn, ctx.nodes);
     let reg = tbl.as_ref().map(|t| regimes(t, coll, key));
     if let (Some(t), Some(r)) = (&a.table, &reg) {
         if r.is_empty() {

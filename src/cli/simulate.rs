@@ -57,6 +57,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         return compare(&a, &m, measured);
     }
     let nodes = a.cluster.nodes()?;
+    let placed = a.cluster.mapping()?.is_some();
     let Selected {
         sizes,
         per_coll,
@@ -100,7 +101,10 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                         }
                         Err(e) => return Err(e.into()),
                     };
-                    let row = sample(&m, &nodes, &s, b, (1, i as u32 + 1), r, t);
+                    let mut row = sample(&m, &nodes, &s, b, (1, i as u32 + 1), r, t);
+                    if placed {
+                        row.placement = colltune_core::simulate::placement_of(&nodes);
+                    }
                     if let Some(w) = writer.as_mut() {
                         w.write(std::slice::from_ref(&row))?;
                     }

@@ -799,15 +799,7 @@ mod tests {
         );
         assert!(saturation(Some(0.5), 0.2) > saturation(Some(0.01), 0.2));
         assert_eq!(saturation(None, 0.2), 1.0);
-        let rg = regimes(
-            &t,
-            Collective::Bcast,
-            CommKey {
-                ranks: 8,
-                ppn: 4,
-                nodes: 2,
-            },
-        );
+        let rg = regimes(&t, Collective::Bcast, CommKey::shape(8, 4, 2));
         assert_eq!(rg.len(), 2);
         assert_eq!(rg[1].to, None);
     }

@@ -28,6 +28,7 @@
 //! | host        | the host rank 0 ran on |
 //! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
 //! | colltune    | colltune version |
+//! | placement   | the communicator's placement class (`block/cyclic`, ...: `colltune_core::placed`), empty where not known; optional when reading, and left out of rows appended to a CSV whose header has no such column |
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -62,6 +63,7 @@ pub const COLUMNS: &[&str] = &[
     "host",
     "source",
     "colltune",
+    "placement",
 ];
 
 /// One timed repetition.
@@ -92,10 +94,14 @@ pub struct Sample {
     pub host: String,
     pub source: String,
     pub colltune: String,
+    /// The communicator's placement class ([`crate::placed::Placement`]),
+    /// empty where not known (absent in older CSVs).
+    #[serde(default)]
+    pub placement: String,
 }
 
 /// Columns a reader accepts as absent (older CSVs), with their default.
-pub const OPTIONAL_COLUMNS: &[&str] = &["pattern"];
+pub const OPTIONAL_COLUMNS: &[&str] = &["pattern", "placement"];
 
 fn synchronized() -> String {
     crate::measure::method::Pattern::Synchronized.name().into()
@@ -117,6 +123,11 @@ impl Sample {
     /// The communicator the sample was taken on: (ranks, ppn, nodes).
     pub fn comm_key(&self) -> (u32, u32, u32) {
         (self.ranks, self.ppn, self.nodes)
+    }
+    /// The communicator's placement class, where the sample says it (a
+    /// value that does not read as one is checked by [`check`]).
+    pub fn placement(&self) -> Option<crate::placed::Placement> {
+        crate::placed::Placement::parse(&self.placement).ok()
     }
     pub fn collective(&self) -> Option<Collective> {
         self.collective.parse().ok()
@@ -288,6 +299,11 @@ fn validate(s: &Sample) -> Result<(), String> {
     if let Err(e) = s.pattern.parse::<crate::measure::method::Pattern>() {
         return Err(format!("column `pattern`: {e}"));
     }
+    if !s.placement.is_empty() {
+        if let Err(e) = crate::placed::Placement::parse(&s.placement) {
+            return Err(format!("column `placement`: {e}; or leave it empty"));
+        }
+    }
     if !(s.time_us.is_finite() && s.time_us >= 0.0) {
         return Err(format!(
             "column `time_us`: {} is not a time in microseconds",
@@ -305,12 +321,17 @@ fn validate(s: &Sample) -> Result<(), String> {
 pub struct Writer {
     path: PathBuf,
     inner: csv::Writer<BufWriter<File>>,
+    /// Appending to a CSV whose header has no `placement` column (written
+    /// before it): rows are written without it.
+    legacy: bool,
 }
 
 impl Writer {
     /// Creates (or, with `append`, continues) a raw CSV.
     pub fn open(path: &Path, append: bool) -> Result<Writer, RecordError> {
         let exists = append && path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        let legacy =
+            exists && !first_line(path).is_some_and(|h| h.trim_end().ends_with(",placement"));
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| RecordError::Write {
                 path: path.into(),
@@ -333,6 +354,7 @@ impl Writer {
         Ok(Writer {
             path: path.into(),
             inner,
+            legacy,
         })
     }
 
@@ -347,13 +369,41 @@ impl Writer {
             source: e,
         };
         for s in samples {
-            self.inner
-                .serialize(s)
-                .map_err(|e| err(std::io::Error::other(e)))?;
+            let done = if self.legacy {
+                let mut rec = csv::StringRecord::new();
+                let mut one = csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_writer(Vec::new());
+                let bytes = one.serialize(s).and_then(|_| {
+                    one.into_inner()
+                        .map_err(|e| csv::Error::from(std::io::Error::other(e.to_string())))
+                });
+                bytes.and_then(|b| {
+                    let mut r = csv::ReaderBuilder::new()
+                        .has_headers(false)
+                        .from_reader(b.as_slice());
+                    r.read_record(&mut rec)?;
+                    let old: Vec<&str> = rec.iter().take(COLUMNS.len() - 1).collect();
+                    self.inner.write_record(old)
+                })
+            } else {
+                self.inner.serialize(s)
+            };
+            done.map_err(|e| err(std::io::Error::other(e)))?;
         }
         self.inner.flush().map_err(err)?;
         self.inner.get_ref().get_ref().sync_data().map_err(err)
     }
+}
+
+/// The first line of a file, if it can be read.
+fn first_line(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
+    Some(line)
 }
 
 impl Drop for Writer {
@@ -404,6 +454,7 @@ pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sam
         host: "test".into(),
         source: "measured".into(),
         colltune: env!("CARGO_PKG_VERSION").into(),
+        placement: String::new(),
     }
 }
 
@@ -466,6 +517,27 @@ mod tests {
         let header = std::fs::read_to_string(&p).unwrap();
         assert_eq!(header.lines().next().unwrap(), COLUMNS.join(","));
         assert_eq!(header.matches("collective").count(), 1, "one header only");
+    }
+
+    #[test]
+    fn rows_appended_to_a_csv_from_before_placement_keep_its_columns() {
+        let p = tmp("old.csv");
+        let old_header = COLUMNS[..COLUMNS.len() - 1].join(",");
+        let mut a = sample("linear", "blocking", 8, 1, 2.5);
+        std::fs::write(&p, format!("{old_header}\n")).unwrap();
+        a.placement = "cyclic/block".into();
+        Writer::open(&p, true).unwrap().write(&[a.clone()]).unwrap();
+        let back = read(&p).unwrap();
+        a.placement = String::new();
+        assert_eq!(back, vec![a]);
+        let mut b = sample("linear", "blocking", 8, 1, 2.5);
+        b.placement = "block/cyclic".into();
+        let q = tmp("new.csv");
+        Writer::open(&q, false)
+            .unwrap()
+            .write(&[b.clone()])
+            .unwrap();
+        assert_eq!(read(&q).unwrap(), vec![b]);
     }
 
     #[test]

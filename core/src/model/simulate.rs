@@ -34,6 +34,17 @@ pub fn layout(
     NodeMap::blocks(&sizes).map_err(|e| LayoutError(e.to_string()))
 }
 
+/// The placement class of a simulated communicator's ranks over its nodes
+/// (`block` or `cyclic`; the simulator has no sockets), as the samples'
+/// `placement` column writes it; empty where it is neither.
+pub fn placement_of(nodes: &NodeMap) -> String {
+    let node_of: Vec<usize> = (0..nodes.size()).map(|r| nodes.node_of(r)).collect();
+    crate::model::placed::detect::<_, u8>(&node_of, None)
+        .placement()
+        .map(|p| p.to_string())
+        .unwrap_or_default()
+}
+
 /// One simulated sample row: repetition `(run, rep)` from `root`.
 pub fn sample(
     m: &Model,
@@ -72,5 +83,7 @@ pub fn sample(
         host: "simulator".into(),
         source: format!("simulated:{}", m.name),
         colltune: env!("CARGO_PKG_VERSION").into(),
+        // `tune --model --mapping` says it ([`placed`](crate::placed)).
+        placement: String::new(),
     }
 }

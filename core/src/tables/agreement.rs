@@ -163,6 +163,76 @@ pub fn judge(g: &Gain, within: f64) -> Option<bool> {
     }
 }
 
+/// One measured point scored against a table (`colltune evaluate TABLE
+/// --measured CSV...`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scored {
+    pub collective: Collective,
+    /// The communicator measured, with its placement where the samples say
+    /// it: the table's entry is the one a communicator so placed uses.
+    pub key: CommKey,
+    pub bytes: u64,
+    /// `spec [execution]` of the table's choice (None: no rule covers it).
+    pub choice: Option<String>,
+    /// The fastest median measured of a subject a table may choose.
+    pub best: String,
+    /// The choice's median over the best's (None: the choice was not
+    /// measured here).
+    pub regret: Option<f64>,
+    /// The library's own decision's median over the best's (its `mpi`
+    /// call, or Open MPI's algorithm 0), where measured.
+    pub default_regret: Option<f64>,
+}
+
+/// Every point of `measurements` (each CSV one launch; a subject's median
+/// over all of them) scored against `t`: the regret of its choice and of
+/// the library's default.
+pub fn score(t: &Table, measurements: &[Vec<Sample>]) -> Vec<Scored> {
+    use crate::tables::table::evidence::is_reference;
+    let launches: Vec<&[Sample]> = measurements.iter().map(Vec::as_slice).collect();
+    let choosable = |l: &(String, String)| {
+        l.1 != crate::libraries::ompi::LIBRARY_EXECUTION
+            || colltune_algorithms::AlgoSpec::parse(&l.0)
+                .ok()
+                .is_some_and(|s| crate::libraries::library::LibraryChoice::from_spec(&s).is_ok())
+    };
+    let mut out = Vec::new();
+    for (&(c, key, bytes), subjects) in &point_times(&launches) {
+        let medians: Vec<(&(String, String), f64)> = subjects
+            .iter()
+            .map(|(l, times)| (l, times.median()))
+            .filter(|(_, m)| m.is_finite() && *m > 0.0)
+            .collect();
+        let Some(&(best, tb)) = medians
+            .iter()
+            .filter(|(l, _)| choosable(l))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            continue;
+        };
+        let d = crate::model::placed::Detected::of(key.placement);
+        let rule = t.lookup_placed(c, key, &d, bytes);
+        let label = rule.map(|r| label_of(c, r));
+        let time_of = |l: &(String, String)| medians.iter().find(|(m, _)| *m == l).map(|x| x.1);
+        out.push(Scored {
+            collective: c,
+            key,
+            bytes,
+            choice: label
+                .as_ref()
+                .map(|l| colltune_algorithms::label(&l.0, &l.1)),
+            best: colltune_algorithms::label(&best.0, &best.1),
+            regret: label.as_ref().and_then(time_of).map(|x| x / tb),
+            default_regret: medians
+                .iter()
+                .filter(|(l, _)| is_reference(l))
+                .map(|x| x.1 / tb)
+                .reduce(f64::min),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,14 +250,79 @@ mod tests {
         v
     }
 
-    #[test]
-    fn two_different_library_algorithms_are_two_choices() {
-        let plain = Compact {
+    /// The fastest median at each size, nothing merged.
+    fn plain() -> Compact {
+        Compact {
             enabled: false,
             ..Compact::legacy()
+        }
+    }
+
+    const LIN: &str = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
+    const BIN: &str = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+
+    #[test]
+    fn a_table_is_scored_per_placement_beside_the_default() {
+        let (plain, lin, bin) = (plain(), LIN, BIN);
+        let dflt = "ompi_tuned:algorithm=0,name=default,segment=0";
+        // Block: linear 10, binomial 20; cyclic the reverse; the default 15.
+        let at = |placement: &str, spec: &str, t: f64| {
+            (1..=2)
+                .map(|run| Sample {
+                    placement: placement.into(),
+                    ..sample(spec, "library", 64, run, t)
+                })
+                .collect::<Vec<_>>()
         };
-        let lin = "ompi_tuned:algorithm=1,name=basic_linear,segment=0";
-        let bin = "ompi_tuned:algorithm=6,name=binomial,segment=0";
+        let mut m = Vec::new();
+        for (p, l, b) in [("block/block", 10.0, 20.0), ("cyclic/block", 20.0, 10.0)] {
+            m.extend(at(p, lin, l));
+            m.extend(at(p, bin, b));
+            m.extend(at(p, dflt, 15.0));
+        }
+        let placed = build_with(&m, prov(), &plain);
+        assert_eq!(placed.bcast.len(), 2);
+        let got = score(&placed, std::slice::from_ref(&m));
+        assert_eq!(got.len(), 2);
+        for s in &got {
+            assert_eq!(
+                (s.regret, s.default_regret),
+                (Some(1.0), Some(1.5)),
+                "{s:?}"
+            );
+        }
+        // The same data with no placement: one entry for both placements,
+        // whose medians tie (15 each), so the default it keeps is 1.5x off
+        // the best at both.
+        let blind: Vec<Sample> = m
+            .iter()
+            .map(|s| Sample {
+                placement: String::new(),
+                ..s.clone()
+            })
+            .collect();
+        let one = build_with(&blind, prov(), &plain);
+        assert_eq!(one.bcast.len(), 1);
+        let got = score(&one, std::slice::from_ref(&m));
+        let mut r: Vec<f64> = got.iter().filter_map(|s| s.regret).collect();
+        r.sort_by(f64::total_cmp);
+        assert_eq!(r, vec![1.5, 1.5]);
+        // A table whose only entry is for another placement scores nothing there.
+        let only_block = crate::tables::table::Table {
+            bcast: placed.bcast[..1].to_vec(),
+            ..placed.clone()
+        };
+        let got = score(&only_block, std::slice::from_ref(&m));
+        assert_eq!(
+            got.iter().filter(|s| s.choice.is_none()).count(),
+            1,
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn two_different_library_algorithms_are_two_choices() {
+        let (plain, lin, bin) = (plain(), LIN, BIN);
         let lib = |spec: &str, bytes, t| {
             (1..=2)
                 .map(|run| sample(spec, "library", bytes, run, t))

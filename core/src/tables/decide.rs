@@ -14,6 +14,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
 use crate::libraries::library::LibraryChoice;
+use crate::model::placed::Detected;
 use crate::tables::table::{CommKey, Table};
 
 /// Where a decision came from.
@@ -230,7 +231,10 @@ pub struct Selector {
 
 impl Selector {
     /// Every decision for one collective on one communicator shape,
-    /// precomputed: what the MPI selector consults per call.
+    /// precomputed: what the MPI selector consults per call. `key.placement`
+    /// is the communicator's placement as found (None: neither block nor
+    /// cyclic over the nodes): of the table's entries for the shape, the
+    /// one fitting it best decides ([`Table::placed_rules`]).
     pub fn decisions(&self, c: Collective, key: CommKey) -> Decisions {
         let forced = match c {
             Collective::Bcast => self.settings.forced_bcast.clone(),
@@ -239,7 +243,7 @@ impl Selector {
         let rules: Vec<Decided> = self
             .table
             .as_ref()
-            .and_then(|t| t.rules(c).iter().find(|r| r.key() == key))
+            .and_then(|t| t.placed_rules(c, key, &Detected::of(key.placement)))
             .map(|cr| {
                 cr.rules
                     .iter()

@@ -144,7 +144,7 @@ fn by_size<'t>(table: &'t Table, notes: &mut Notes) -> Vec<&'t CommRules> {
         match m.get(&cr.ranks) {
             Some(prev) => {
                 notes.add(format!(
-                    "{} ranks: the table has rules for several node layouts; MPI libraries key rules by communicator size only, so the layout with the most nodes was kept",
+                    "{} ranks: the table has rules for several node layouts or placements; MPI libraries key rules by communicator size only, so the layout with the most nodes (the first listed of equals) was kept; `export --placement` picks a placement's",
                     cr.ranks
                 ));
                 if cr.nodes > prev.nodes {

@@ -119,6 +119,7 @@ pub fn truth(model: &Model, nodes: &NodeMap, sizes: &[u64]) -> Result<Truth, Str
             ranks: nodes.size() as u32,
             ppn: nodes.max_ppn() as u32,
             nodes: nodes.num_nodes() as u32,
+            placement: None,
         },
         layout: nodes.to_string(),
         times,

@@ -45,6 +45,9 @@ pub struct SimOracle<'m> {
     pub cutoff: bool,
     /// Candidates abandoned.
     pub abandoned: u64,
+    /// Whether samples say each communicator's placement over its nodes
+    /// (`tune --model --mapping`), so the table's rules hold for it.
+    pub placed: bool,
     /// Candidates too large to simulate, with why.
     pub skipped: Vec<String>,
     pub simulated: u64,
@@ -69,6 +72,7 @@ impl<'m> SimOracle<'m> {
             best: HashMap::new(),
             cutoff: true,
             abandoned: 0,
+            placed: false,
             skipped: Vec::new(),
             simulated: 0,
             progress,
@@ -161,6 +165,11 @@ impl Oracle for SimOracle<'_> {
                 }
             };
             let subject = Subject::Ours(r.cand.0.clone());
+            let placement = if self.placed {
+                crate::model::simulate::placement_of(nodes)
+            } else {
+                String::new()
+            };
             let rows: Vec<Sample> = times
                 .iter()
                 .enumerate()
@@ -174,6 +183,10 @@ impl Oracle for SimOracle<'_> {
                         root,
                         t,
                     )
+                })
+                .map(|s| Sample {
+                    placement: placement.clone(),
+                    ..s
                 })
                 .collect();
             if let Some(w) = self.writer.as_mut() {

@@ -648,6 +648,15 @@ impl<'c> Measurer<'c> {
             .map(|(o, &l)| o || l > 0.0)
             .collect();
         let nodes = self.comm.nodes();
+        // The communicator's placement class: tables built from these
+        // samples hold for it.
+        let placement = self
+            .comm
+            .shape()
+            .placement()
+            .placement()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
         Ok(times
             .iter()
             .zip(flags)
@@ -682,6 +691,7 @@ impl<'c> Measurer<'c> {
                 host: self.prov.host.clone(),
                 source: self.prov.source.clone(),
                 colltune: env!("CARGO_PKG_VERSION").into(),
+                placement: placement.clone(),
             })
             .collect())
     }

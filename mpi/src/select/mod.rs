@@ -17,8 +17,8 @@
 //! problem) and the MPI library's collectives; `COLLTUNE_STRICT=1` makes it
 //! an error instead.
 //!
-//! Per communicator, [`CommSelector`] holds its shape (node map, found
-//! once), its private communicator ([`private`]: made at the first call
+//! Per communicator, [`CommSelector`] holds its shape (node map and
+//! placement class, found once), its private communicator ([`private`]: made at the first call
 //! that runs one of colltune's algorithms, shared between communicators of
 //! the same ranks where that is safe), the table's rules for its shape,
 //! and prepared schedules per (choice, root, size), reused across calls.
@@ -305,10 +305,16 @@ impl CommSelector {
     fn new(sel: Arc<Selector>, private: Arc<Private>) -> Self {
         let shape = private.shape();
         let n = shape.nodes();
+        // Its placement (block or cyclic over nodes and sockets), found
+        // from the shape's node and socket ids: the table's entry for it
+        // decides.
         let key = CommKey {
-            ranks: shape.size() as u32,
-            ppn: n.max_ppn() as u32,
-            nodes: n.num_nodes() as u32,
+            placement: shape.placement().placement(),
+            ..CommKey::shape(
+                shape.size() as u32,
+                n.max_ppn() as u32,
+                n.num_nodes() as u32,
+            )
         };
         let mut bcast = sel.decisions(Collective::Bcast, key);
         if own_routes_reason().is_some() {

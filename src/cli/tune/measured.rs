@@ -130,6 +130,18 @@ pub fn run(
         comms.push(comms[0].as_ref().expect("world").prefix(k as usize)?);
     }
 
+    // Samples resumed from a CSV written before the placement column ran
+    // on these communicators: the table's entries hold for their placement.
+    for s in resumed.iter_mut().filter(|s| s.placement.is_empty()) {
+        if let Some(c) = comms.iter().flatten().find(|c| c.size() as u32 == s.ranks) {
+            s.placement = c
+                .shape()
+                .placement()
+                .placement()
+                .map_or_else(String::new, |p| p.to_string());
+        }
+    }
+
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM (a batch system's time limit) stops the sweep after the
     // current point; the table is written from what was measured.

@@ -94,6 +94,7 @@ pub fn run(
         Box::new(progress),
     );
     oracle.cutoff = !args.exhaustive;
+    oracle.placed = args.cluster.mapping()?.is_some();
     let on: Vec<(usize, bool)> = comms
         .iter()
         .enumerate()

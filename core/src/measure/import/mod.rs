@@ -433,6 +433,15 @@ pub fn to_samples(
     for ((r, key), outlier) in rows.iter().zip(&keys).zip(outliers) {
         let run = runs.entry(*key).or_insert(0);
         *run += 1;
+        // The mapping's placement class: found on the layout where one is
+        // given, else the class the mapping gives on several sockets.
+        let placement = match (layout, key.3) {
+            (Some(l), Some(m)) => crate::placed::of_layout(l, m, r.ranks as usize)
+                .map_err(|e| (r.line, e))?
+                .placement(),
+            (None, Some(m)) => Some(crate::placed::Placement::of_mapping(m)),
+            _ => None,
+        };
         let (ppn, nodes, lay) = match (layout, key.3) {
             (Some(l), Some(m)) => {
                 let map = m.node_map(l, r.ranks as usize).map_err(|e| (r.line, e))?;
@@ -484,6 +493,7 @@ pub fn to_samples(
                 None => source.into(),
             },
             colltune: env!("CARGO_PKG_VERSION").into(),
+            placement: placement.map(|p| p.to_string()).unwrap_or_default(),
         });
     }
     Ok(out)

@@ -410,3 +410,62 @@ fn column_and_label_maps_read_quotes() {
     assert!(parse_columns("bytes").unwrap_err().contains("no `=`"));
     assert_eq!(parse_labels("a=1,b=skip").unwrap().len(), 2);
 }
+
+#[test]
+fn a_mapping_column_gives_one_rule_set_per_placement() {
+    use crate::placed::Placement;
+    use crate::table::{build, test_provenance};
+    // 8 ranks on EPYC's layout under the three mappings: by core and by
+    // socket on one node (the same shape, ranks in blocks or dealt over
+    // the sockets), by node on two. A different winner under each.
+    let mut text = String::from("algorithm,ranks,bytes,time_us,mapping\n");
+    for (m, fast) in [("core", 6), ("socket", 5), ("node", 2)] {
+        for al in [0, 2, 5, 6] {
+            let t = if al == fast { 2.0 } else { 5.0 };
+            text += &format!("{al},8,1024,{t},{m}\n{al},8,1024,{t},{m}\n");
+        }
+    }
+    let r = parse(&text, &opts()).unwrap();
+    let layout = Layout::parse("node:2,socket:2,cache:16,core:4").unwrap();
+    let s = to_samples(&r.bcast, Some(&layout), None, "Open MPI 4.1.5", "imported").unwrap();
+    let socket = s
+        .iter()
+        .find(|x| x.source.ends_with("map-by-socket"))
+        .unwrap();
+    assert_eq!(
+        (socket.nodes, socket.placement.as_str()),
+        (1, "block/cyclic")
+    );
+    let legacy = build::Compact {
+        min_gain: None,
+        ..build::Compact::default()
+    };
+    let t = build::build_with(&s, test_provenance(), &legacy);
+    let sets: Vec<(u32, Option<Placement>, String)> = t
+        .bcast
+        .iter()
+        .map(|cr| (cr.nodes, cr.placement, cr.rules[0].label()))
+        .collect();
+    let p = |x: &str| Placement::parse(x).ok();
+    assert_eq!(sets.len(), 3, "{sets:?}");
+    for (nodes, placement, winner) in [
+        (1, "core", "algorithm=6"),
+        (1, "socket", "algorithm=5"),
+        (2, "node", "algorithm=2"),
+    ] {
+        assert!(
+            sets.iter()
+                .any(|(n, pl, w)| *n == nodes && *pl == p(placement) && w.contains(winner)),
+            "{placement}: {sets:?}"
+        );
+    }
+    // The table reads back, and each placement finds its own entry.
+    let back = crate::table::load_str(&t.to_yaml().unwrap()).unwrap();
+    let key = crate::table::CommKey::shape(8, 8, 1);
+    let d = crate::placed::Detected::of(p("socket"));
+    assert!(back
+        .lookup_placed(colltune_algorithms::Collective::Bcast, key, &d, 1024)
+        .unwrap()
+        .label()
+        .contains("algorithm=5"));
+}

@@ -80,11 +80,7 @@ pub fn medians(samples: &[Sample]) -> Medians {
     let mut raw: BTreeMap<(Collective, CommKey, u64), Times> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.is_choice()) {
         let Some(c) = s.collective() else { continue };
-        let key = CommKey {
-            ranks: s.ranks,
-            ppn: s.ppn,
-            nodes: s.nodes,
-        };
+        let key = CommKey::of(s);
         raw.entry((c, key, s.bytes))
             .or_default()
             .entry((s.spec.clone(), s.execution.clone()))
@@ -289,11 +285,7 @@ pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
     for (launch, samples) in launches.iter().enumerate() {
         for s in samples.iter().filter(|s| is_choice(s)) {
             let Some(c) = s.collective() else { continue };
-            let key = CommKey {
-                ranks: s.ranks,
-                ppn: s.ppn,
-                nodes: s.nodes,
-            };
+            let key = CommKey::of(s);
             let e = raw
                 .entry((c, key, s.bytes))
                 .or_default()
@@ -803,6 +795,7 @@ fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain:
                 ranks: key.ranks,
                 ppn: key.ppn,
                 nodes: key.nodes,
+                placement: key.placement,
                 rules,
             });
         }
@@ -855,6 +848,7 @@ fn build_legacy(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compa
                 ranks: key.ranks,
                 ppn: key.ppn,
                 nodes: key.nodes,
+                placement: key.placement,
                 rules: b.rules,
             });
         }

@@ -199,14 +199,7 @@ mod tests {
         let d = diff(&a(), &b());
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].collective, Collective::Bcast);
-        assert_eq!(
-            d[0].key,
-            CommKey {
-                ranks: 4,
-                ppn: 4,
-                nodes: 1
-            }
-        );
+        assert_eq!(d[0].key, CommKey::shape(4, 4, 1));
         let Kind::Ranges(r) = &d[0].kind else {
             panic!("{d:?}")
         };

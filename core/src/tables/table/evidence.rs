@@ -93,11 +93,7 @@ pub fn point_times(launches: &[&[Sample]]) -> PointTimes {
     for (l, samples) in launches.iter().enumerate() {
         for s in samples.iter() {
             let Some(c) = s.collective() else { continue };
-            let key = CommKey {
-                ranks: s.ranks,
-                ppn: s.ppn,
-                nodes: s.nodes,
-            };
+            let key = CommKey::of(s);
             let t = out
                 .entry((c, key, s.bytes))
                 .or_default()
@@ -718,13 +714,13 @@ pub fn partial_launches(
     names: &[String],
     stopped: &[Option<bool>],
 ) -> Vec<String> {
-    type Sizes = BTreeMap<(String, (u32, u32, u32)), std::collections::BTreeSet<u64>>;
+    type Sizes = BTreeMap<(String, CommKey), std::collections::BTreeSet<u64>>;
     let per: Vec<Sizes> = launches
         .iter()
         .map(|l| {
             let mut m: Sizes = BTreeMap::new();
             for s in l.iter() {
-                m.entry((s.collective.clone(), s.comm_key()))
+                m.entry((s.collective.clone(), CommKey::of(s)))
                     .or_default()
                     .insert(s.bytes);
             }
@@ -743,7 +739,7 @@ pub fn partial_launches(
                         format!(
                             "{} on {} ranks at {}",
                             k.0,
-                            k.1 .0,
+                            k.1.ranks,
                             sizes
                                 .last()
                                 .map_or("-".into(), |&b| crate::units::human_bytes(b))
@@ -776,7 +772,7 @@ pub fn partial_launches(
                     "{}: {} on {} ranks stopped at {} ({missing} of {} sizes not measured, the largest {}): it counts for the sizes it measured",
                     name(i),
                     k.0,
-                    k.1 .0,
+                    k.1.ranks,
                     crate::units::human_bytes(mine),
                     all.len(),
                     crate::units::human_bytes(top)

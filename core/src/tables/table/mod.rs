@@ -18,6 +18,8 @@ use std::path::Path;
 use colltune_algorithms::{AlgoSpec, Collective, Execution, ParamValue};
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::placed::Placement;
+
 pub use validate::{load, load_str, read_text, Problem, TableError, MAX_TABLE_BYTES};
 
 /// The schema version this colltune writes: 2 added each rule's
@@ -157,6 +159,11 @@ pub struct CommRules {
     /// Ranks per node (the largest node's count).
     pub ppn: u32,
     pub nodes: u32,
+    /// The placement the rules hold for (`block`, `cyclic/block`, ...:
+    /// [`Placement`]); absent: any placement. Where several entries of one
+    /// shape hold for a communicator, the one saying most wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
     pub rules: Vec<Rule>,
 }
 
@@ -166,16 +173,47 @@ impl CommRules {
             ranks: self.ranks,
             ppn: self.ppn,
             nodes: self.nodes,
+            placement: self.placement,
         }
     }
 }
 
-/// (ranks, ranks per node, nodes).
+/// (ranks, ranks per node, nodes) and the placement, where one is said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommKey {
     pub ranks: u32,
     pub ppn: u32,
     pub nodes: u32,
+    pub placement: Option<Placement>,
+}
+
+impl CommKey {
+    /// The shape alone, any placement.
+    pub fn shape(ranks: u32, ppn: u32, nodes: u32) -> CommKey {
+        CommKey {
+            ranks,
+            ppn,
+            nodes,
+            placement: None,
+        }
+    }
+
+    /// The communicator a sample was taken on, with its placement where the
+    /// sample says it.
+    pub fn of(s: &crate::measure::record::Sample) -> CommKey {
+        CommKey {
+            placement: s.placement(),
+            ..CommKey::shape(s.ranks, s.ppn, s.nodes)
+        }
+    }
+
+    /// The same shape, any placement.
+    pub fn unplaced(self) -> CommKey {
+        CommKey {
+            placement: None,
+            ..self
+        }
+    }
 }
 
 impl fmt::Display for CommKey {
@@ -184,7 +222,11 @@ impl fmt::Display for CommKey {
             f,
             "{} ranks ({} node(s) x {} per node)",
             self.ranks, self.nodes, self.ppn
-        )
+        )?;
+        if let Some(p) = self.placement {
+            write!(f, " placed {p}")?;
+        }
+        Ok(())
     }
 }
 
@@ -394,11 +436,64 @@ impl Table {
         }
     }
 
-    /// The rule for an exact communicator shape and size.
+    /// The rule for an exact communicator shape (placement included) and size.
     pub fn lookup(&self, c: Collective, key: CommKey, bytes: u64) -> Option<&Rule> {
         self.rules(c)
             .iter()
             .find(|r| r.key() == key)
+            .and_then(|r| r.rules.iter().find(|rule| rule.covers(bytes)))
+    }
+
+    /// The rule set a communicator of shape `key` placed as `d` uses: of
+    /// the entries of its shape, the most specific whose placement holds
+    /// (an entry without a placement holds for any).
+    pub fn placed_rules(
+        &self,
+        c: Collective,
+        key: CommKey,
+        d: &crate::model::placed::Detected,
+    ) -> Option<&CommRules> {
+        let all = self.rules(c);
+        let shape = key.unplaced();
+        crate::model::placed::best(
+            all.iter()
+                .enumerate()
+                .filter(|(_, r)| r.key().unplaced() == shape)
+                .map(|(i, r)| (i, r.placement.as_ref())),
+            d,
+        )
+        .map(|i| &all[i])
+    }
+
+    /// The table as a communicator placed as `d` sees it: per collective and
+    /// shape, the entry it would use alone (none where no entry holds).
+    pub fn for_placement(&self, d: &crate::model::placed::Detected) -> Table {
+        let mut t = self.clone();
+        for c in Collective::ALL {
+            let kept: Vec<CommRules> = self
+                .rules(c)
+                .iter()
+                .filter(|cr| {
+                    self.placed_rules(c, cr.key(), d)
+                        .is_some_and(|best| std::ptr::eq(best, *cr))
+                })
+                .cloned()
+                .collect();
+            *t.rules_mut(c) = kept;
+        }
+        t
+    }
+
+    /// The rule a call of `bytes` on a communicator of shape `key` placed as
+    /// `d` takes ([`Table::placed_rules`]).
+    pub fn lookup_placed(
+        &self,
+        c: Collective,
+        key: CommKey,
+        d: &crate::model::placed::Detected,
+        bytes: u64,
+    ) -> Option<&Rule> {
+        self.placed_rules(c, key, d)
             .and_then(|r| r.rules.iter().find(|rule| rule.covers(bytes)))
     }
 

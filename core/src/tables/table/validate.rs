@@ -407,11 +407,7 @@ mod tests {
 ",
         );
         let t = load_str(&text).unwrap();
-        let key = super::super::CommKey {
-            ranks: 4,
-            ppn: 4,
-            nodes: 1,
-        };
+        let key = super::super::CommKey::shape(4, 4, 1);
         let r = t.lookup(Collective::Bcast, key, 100).unwrap();
         assert_eq!(
             r.label(),
@@ -536,11 +532,7 @@ mod tests {
 ",
         );
         let t = load_str(&text).unwrap();
-        let key = super::super::CommKey {
-            ranks: 4,
-            ppn: 4,
-            nodes: 1,
-        };
+        let key = super::super::CommKey::shape(4, 4, 1);
         assert_eq!(
             t.lookup(Collective::Bcast, key, 100).unwrap().label(),
             "ompi_adapt:algorithm=2,name=in_order_binomial,segment=0 [library]"
@@ -675,11 +667,7 @@ mod tests {
     #[test]
     fn a_good_table_loads_and_looks_up() {
         let t = load_str(&good()).unwrap();
-        let key = super::super::CommKey {
-            ranks: 4,
-            ppn: 4,
-            nodes: 1,
-        };
+        let key = super::super::CommKey::shape(4, 4, 1);
         assert_eq!(
             t.lookup(Collective::Bcast, key, 100).unwrap().algorithm,
             "linear"
@@ -689,19 +677,82 @@ mod tests {
             "pipeline"
         );
         assert!(t
-            .lookup(
-                Collective::Bcast,
-                super::super::CommKey {
-                    ranks: 5,
-                    ppn: 5,
-                    nodes: 1
-                },
-                1
-            )
+            .lookup(Collective::Bcast, super::super::CommKey::shape(5, 5, 1), 1)
             .is_none());
         // and survives a round trip
         let again = load_str(&t.to_yaml().unwrap()).unwrap();
         assert_eq!(again, t);
+    }
+
+    #[test]
+    fn placed_entries_load_round_trip_and_the_best_fit_decides() {
+        use crate::model::placed::{Detected, Placement};
+        // The good table's entry holds for any placement; two more for the
+        // same shape hold for round-robin nodes and for block/cyclic.
+        let entry = |placement: &str, algorithm: &str| {
+            format!("- ranks: 4\n  ppn: 4\n  nodes: 1\n  placement: {placement}\n  rules:\n  - min_bytes: 0\n    algorithm: {algorithm}\n    execution: blocking\n")
+        };
+        let text = good().replace(
+            "swap:",
+            &format!(
+                "{}{}swap:",
+                entry("cyclic", "binomial"),
+                entry("block/cyclic", "binary")
+            ),
+        );
+        let t = load_str(&text).unwrap();
+        assert_eq!(load_str(&t.to_yaml().unwrap()).unwrap(), t);
+        let key = super::super::CommKey::shape(4, 4, 1);
+        let at = |p: &str| {
+            let d = Detected::of(Placement::parse(p).ok());
+            t.lookup_placed(Collective::Bcast, key, &d, 100)
+                .unwrap()
+                .algorithm
+                .clone()
+        };
+        assert_eq!(at("cyclic/block"), "binomial");
+        assert_eq!(at("block/cyclic"), "binary");
+        assert_eq!(at("block/block"), "linear");
+        assert_eq!(at("irregular"), "linear");
+        // Exact lookups see each entry by its own key.
+        let cyclic = super::super::CommKey {
+            placement: Placement::parse("cyclic").ok(),
+            ..key
+        };
+        assert_eq!(
+            t.lookup(Collective::Bcast, cyclic, 1).unwrap().algorithm,
+            "binomial"
+        );
+        // The runtime's decisions take the communicator's placement from its key.
+        let sel = crate::decide::Selector {
+            settings: Default::default(),
+            table: Some(std::sync::Arc::new(t.clone())),
+            fallback: None,
+        };
+        let placed = super::super::CommKey {
+            placement: Placement::parse("block/cyclic").ok(),
+            ..key
+        };
+        let d = sel.decisions(Collective::Bcast, placed);
+        assert_eq!(d.choose(100).0.algorithm.as_ref().unwrap().0.name, "binary");
+        // An entry for the same shape and placement twice is a problem.
+        let twice = text.replace("placement: cyclic\n", "placement: block/cyclic\n");
+        let p = load_str(&twice).unwrap_err();
+        assert!(
+            p[0].what.contains("placed block/cyclic appears twice"),
+            "{p:?}"
+        );
+        // A placement the selector does not know: the line and the words it knows.
+        let bad = text.replace("placement: cyclic\n", "placement: round-robin\n");
+        let p = load_str(&bad).unwrap_err();
+        // The entry's line (YAML reports the map the field is in).
+        let line = bad.lines().position(|l| l.contains("round-robin")).unwrap() - 2;
+        assert_eq!(p[0].line, Some(line), "{p:?}");
+        assert!(
+            p[0].what.contains("unknown placement `round-robin`")
+                && p[0].what.contains("block/cyclic"),
+            "{p:?}"
+        );
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub struct Shape {
     size: usize,
     /// Per rank, the lowest rank on the same shared-memory node.
     labels: Vec<u32>,
+    /// Per rank, its socket (physical package) where it is bound inside
+    /// one (`placed::own_socket`), else None.
+    sockets: Vec<Option<u32>>,
     nodes: NodeMap,
     shared: NodeMap,
 }
@@ -171,7 +174,11 @@ impl Shape {
     /// From the shared-memory labels; `COLLTUNE_NODES` (`2x3`, `3+2`)
     /// overrides the layout, for testing node-aware algorithms on one
     /// machine.
-    fn new(rank: usize, size: usize, labels: Vec<u32>) -> Result<Shape, TransportError> {
+    fn new(
+        rank: usize,
+        size: usize,
+        (labels, sockets): (Vec<u32>, Vec<Option<u32>>),
+    ) -> Result<Shape, TransportError> {
         let nodes = match std::env::var("COLLTUNE_NODES") {
             Ok(text) if !text.trim().is_empty() => {
                 let m = NodeMap::parse(&text).map_err(|e| TransportError::NodeOverride {
@@ -196,6 +203,7 @@ impl Shape {
             size,
             shared: NodeMap::from_labels(&labels),
             labels,
+            sockets,
             nodes,
         })
     }
@@ -218,10 +226,15 @@ impl Shape {
             Some(w) => {
                 let node = |r: i32| world.labels.get(r as usize).copied();
                 let nodes: Vec<Option<u32>> = w.iter().map(|&r| node(r)).collect();
-                nodes
+                let sockets = w
+                    .iter()
+                    .map(|&r| world.sockets.get(r as usize).copied().flatten())
+                    .collect();
+                let labels = nodes
                     .iter()
                     .map(|n| nodes.iter().position(|m| m == n).unwrap_or(0) as u32)
-                    .collect()
+                    .collect();
+                (labels, sockets)
             }
             None => {
                 // SAFETY: the caller's communicator; only read here.
@@ -242,6 +255,15 @@ impl Shape {
     }
     pub fn nodes(&self) -> &NodeMap {
         &self.nodes
+    }
+    /// How its ranks sit on the nodes ([`Shape::nodes`], so
+    /// `COLLTUNE_NODES` where set) and on each node's sockets (where every
+    /// rank is bound inside one socket): found from what [`Shape::of`]
+    /// gathered, no communication.
+    pub fn placement(&self) -> colltune_core::placed::Detected {
+        let node_of: Vec<usize> = (0..self.size).map(|r| self.nodes.node_of(r)).collect();
+        let sockets: Option<Vec<u32>> = self.sockets.iter().copied().collect();
+        colltune_core::placed::detect(&node_of, sockets.as_deref())
     }
     /// Whether a resolved algorithm runs here: one that goes through
     /// shared memory needs the communicator on one node (the library's
@@ -545,15 +567,20 @@ impl control::Raw for Comm {
 impl Control for Comm {}
 
 /// For every rank of `comm`, the lowest rank of `comm` on the same
-/// shared-memory node: a node label computed with one split and two small
-/// collectives.
-fn node_labels(comm: &CommHandle, rank: usize) -> Result<Vec<u32>, MpiError> {
+/// shared-memory node (a node label computed with one split and two small
+/// collectives) and its socket where it is bound inside one (gathered in
+/// the same word).
+fn node_labels(comm: &CommHandle, rank: usize) -> Result<(Vec<u32>, Vec<Option<u32>>), MpiError> {
     // SAFETY: the communicator just split off, freed only here.
     let shared = unsafe { CommHandle::own(ffi::comm_split_shared(comm.raw(), rank)?) };
     let leader = shared.allreduce(rank as i32, Op::Min);
     shared.free()?;
-    let labels = comm.allgather(leader?)?;
-    Ok(labels.into_iter().map(|l| l as u32).collect())
+    let socket = colltune_core::placed::own_socket().map_or(0, |s| u64::from(s) + 1);
+    let both = comm.allgather((u64::from(leader? as u32) << 32) | socket)?;
+    Ok(both
+        .into_iter()
+        .map(|w| ((w >> 32) as u32, (w as u32).checked_sub(1)))
+        .unzip())
 }
 
 #[cfg(test)]

@@ -1,17 +1,17 @@
-//! `colltune evaluate TABLE` (under mpirun): the quality of a table's
+//! `colltune evaluate TABLE` under mpirun: the quality of a table's
 //! choices, measured. At each size (by default off the tuning grid) every
 //! candidate of the tuning space, the table's choice and the MPI library's
 //! own broadcast are measured in one run; regret = the choice's median /
 //! the best median measured there.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use colltune_algorithms::{resolve, Collective, Execution, Variant};
 
-use super::measure::measure_runs;
-use super::{init_mpi, parse_sizes, Code, UsageError};
+use super::Args;
+use crate::cli::measure::measure_runs;
+use crate::cli::{init_mpi, parse_sizes, Code, UsageError};
 use crate::progress::Reporter;
 use colltune_core::method::{Method, RootPolicy, Subject};
 use colltune_core::record::Writer;
@@ -22,29 +22,7 @@ use colltune_core::tune::{candidates, segment_grid, Candidate, SpaceOptions};
 use colltune_mpi::bench::{provenance, Measurer, Point, Skips};
 use colltune_mpi::transport::mpi::Comm;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The decision table to judge.
-    table: PathBuf,
-    /// Sizes to judge at (default: off the power-of-two grid).
-    #[arg(long, default_value = "3000,70000,300000,3000000")]
-    sizes: String,
-    /// Collectives (default: those the table has).
-    #[arg(long, value_delimiter = ',')]
-    collective: Vec<Collective>,
-    /// Independent runs.
-    #[arg(long, default_value_t = 3)]
-    runs: u32,
-    #[arg(long, default_value_t = 50)]
-    budget_ms: u64,
-    /// Also try every segment size of the tuning grid for segmented algorithms.
-    #[arg(long)]
-    segments: bool,
-    /// Raw samples of the evaluation.
-    #[arg(long)]
-    csv: Option<PathBuf>,
-}
-
+/// Measured under mpirun.
 pub fn run(args: Args) -> anyhow::Result<Code> {
     let sizes = parse_sizes(&args.sizes)?;
     let table = table::load(&args.table).map_err(|e| UsageError(e.to_string()))?;
@@ -52,11 +30,12 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let comm = Comm::world().context("setting up MPI_COMM_WORLD")?;
     let lead = comm.rank() == 0;
     let n = comm.nodes();
+    // Its placement: the table's entry for it is judged.
     let key = CommKey {
-        ranks: comm.size() as u32,
-        ppn: n.max_ppn() as u32,
-        nodes: n.num_nodes() as u32,
+        placement: comm.shape().placement().placement(),
+        ..CommKey::shape(comm.size() as u32, n.max_ppn() as u32, n.num_nodes() as u32)
     };
+    let placed = colltune_core::placed::Detected::of(key.placement);
     let prov = provenance(&comm)?;
     let mut m = Measurer::new(
         &comm,
@@ -81,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     let mut progress = Reporter::new(0, lead, "points");
     let mut choices: Vec<(Collective, u64, String)> = Vec::new();
     for &c in &colls {
-        if table.rules(c).iter().all(|r| r.key() != key) {
+        if table.placed_rules(c, key, &placed).is_none() {
             if lead && !args.collective.is_empty() {
                 eprintln!(
                     "colltune evaluate: {} has no {c} rules for {key}",
@@ -97,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         };
         for &bytes in &sizes {
             let rule = table
-                .lookup(c, key, bytes)
+                .lookup_placed(c, key, &placed, bytes)
                 .expect("validated tables cover every size");
             let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
                 .map_err(|e| UsageError(e.to_string()))?;
