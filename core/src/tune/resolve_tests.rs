@@ -150,10 +150,19 @@ fn further_runs_go_only_to_the_open_size_and_its_contenders() {
     assert!(o.left.is_empty() && o.resolved() == 1, "{o:?}");
     assert_eq!(o.spent.keys().copied().collect::<Vec<_>>(), vec![64]);
     // The table built from all the samples chooses linear at 64 B too,
-    // and lists nothing unresolved.
+    // and lists nothing as straddling: both choices wait only for a second
+    // launch to confirm them (one launch's runs are one launch's state).
     let t = build_with(&m.samples, prov(), &Compact::default());
     let e = t.provenance.evidence.as_ref().unwrap();
-    assert!(e.unresolved.is_empty(), "{:?}", e.unresolved);
+    assert_eq!(
+        e.unresolved
+            .iter()
+            .map(|u| (u.bytes, u.unconfirmed))
+            .collect::<Vec<_>>(),
+        vec![(64, true), (4096, true)],
+        "{:?}",
+        e.unresolved
+    );
     assert_eq!(t.bcast[0].rules[0].algorithm, "linear");
 }
 
@@ -188,9 +197,13 @@ fn the_rounds_stop_at_the_cap_and_the_open_size_is_reported() {
     assert_eq!(further(&m).len(), 8);
     let t = build_with(&m.samples, prov(), &Compact::default());
     let e = t.provenance.evidence.as_ref().unwrap();
+    // 64 B straddles; 4 KiB's choice waits for a second launch.
     assert_eq!(
-        e.unresolved.iter().map(|u| u.bytes).collect::<Vec<_>>(),
-        vec![64]
+        e.unresolved
+            .iter()
+            .map(|u| (u.bytes, u.unconfirmed))
+            .collect::<Vec<_>>(),
+        vec![(64, false), (4096, true)]
     );
     let f = resolve::further(&[(o, runs)]).unwrap();
     assert_eq!((f.rounds, f.runs, f.sizes, f.resolved), (2, 8, 1, 0));
@@ -313,6 +326,7 @@ fn the_budget_stops_the_rounds() {
                             gain: g.clone(),
                             against: l.clone(),
                             tie: false,
+                            confirm: false,
                             contenders: vec![l.clone()],
                         },
                     )

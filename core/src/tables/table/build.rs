@@ -724,7 +724,7 @@ fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain:
             if mine.is_finite() && best > 0.0 {
                 losses.push(mine / best - 1.0);
             }
-            if let Some(o) = d.open(subj, label_is_choice, min_gain) {
+            if let Some(o) = d.further(subj, label_is_choice, min_gain) {
                 unresolved.push(Unresolved::of(c, key, *bytes, &o));
             }
             let other = m

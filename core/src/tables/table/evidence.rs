@@ -377,8 +377,48 @@ impl PointDecision {
             gain: g,
             against: against.clone(),
             tie: !self.keeps_reference(),
+            confirm: false,
             contenders,
         })
+    }
+
+    /// A choice that replaces the reference on the evidence of one launch
+    /// (its runs or its samples): the launch is the unit of replication, and
+    /// one launch's state (a sweep that saw every run of the reference
+    /// slow) can repeat itself in every run of it. Such a choice waits for
+    /// a second launch to confirm it: an [`Open`] with `confirm`, between
+    /// the reference and the choice. None where the choice rests on
+    /// launches, is exact (simulated), or keeps the reference.
+    pub fn unconfirmed(&self) -> Option<Open> {
+        if self.keeps_reference() {
+            return None;
+        }
+        let (label, g) = self.evidence.as_ref()?;
+        if !matches!(g.basis, Basis::RunsOfOneLaunch | Basis::SamplesOfOneRun) {
+            return None;
+        }
+        Some(Open {
+            candidate: label.clone(),
+            gain: g.clone(),
+            against: self.reference.clone(),
+            tie: false,
+            confirm: true,
+            contenders: vec![self.reference.clone(), label.clone()],
+        })
+    }
+
+    /// What a further *launch* could change here: an [`open`](Self::open)
+    /// decision, else an [`unconfirmed`](Self::unconfirmed) one. Further
+    /// runs inside a launch cannot confirm a choice (they share the
+    /// launch's state), so the tuner's in-launch rounds use `open` alone.
+    pub fn further(
+        &self,
+        subjects: &BTreeMap<Label, Times>,
+        choosable: impl Fn(&Label) -> bool,
+        min_gain: f64,
+    ) -> Option<Open> {
+        self.open(subjects, choosable, min_gain)
+            .or_else(|| self.unconfirmed())
     }
 }
 
@@ -393,6 +433,10 @@ pub struct Open {
     /// A choice was made (the candidate may beat it by more than the
     /// minimum gain); false: the reference was kept.
     pub tie: bool,
+    /// The candidate is the choice, made on one launch's evidence over the
+    /// reference (`against`): a second launch confirms it
+    /// ([`PointDecision::unconfirmed`]).
+    pub confirm: bool,
     /// The subjects whose further runs can settle it: `against` first,
     /// then every candidate whose interval against it is open.
     pub contenders: Vec<Label>,
@@ -588,8 +632,10 @@ pub struct EvidenceSummary {
     /// time the evidence rule leaves on the table, max and mean.
     pub max_loss: f64,
     pub mean_loss: f64,
-    /// Measured sizes where a candidate's interval straddles the minimum
-    /// gain (the library's decision was kept there).
+    /// Measured sizes a further launch could change: a candidate's
+    /// interval straddles the minimum gain (the library's decision was kept
+    /// there), or a choice was made on one launch's evidence and waits for
+    /// a second to confirm it (`unconfirmed`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<Unresolved>,
     /// Launches that measured fewer sizes than the others (died or ran
@@ -657,6 +703,11 @@ pub struct Unresolved {
     /// Absent: the gain is over the reference, which was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_choice: Option<String>,
+    /// The candidate *is* the choice, made over the reference on one
+    /// launch's evidence: resolved for this launch, but not yet confirmed
+    /// by a second ([`PointDecision::unconfirmed`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfirmed: bool,
 }
 
 impl Unresolved {
@@ -676,6 +727,7 @@ impl Unresolved {
             over_choice: o
                 .tie
                 .then(|| colltune_algorithms::label(&o.against.0, &o.against.1)),
+            unconfirmed: o.confirm,
         }
     }
 
@@ -692,10 +744,14 @@ impl Unresolved {
             pct(self.gain),
             pct(self.low),
             self.high.map(pct).unwrap_or_else(|| "unbounded".into()),
-            self.over_choice
-                .as_ref()
-                .map(|c| format!(" over the choice {c}"))
-                .unwrap_or_default()
+            if self.unconfirmed {
+                " chosen on one launch's evidence, a second to confirm it".to_string()
+            } else {
+                self.over_choice
+                    .as_ref()
+                    .map(|c| format!(" over the choice {c}"))
+                    .unwrap_or_default()
+            }
         )
     }
 }

@@ -182,6 +182,22 @@ fn two_state_launches_leave_the_call_to_the_library() {
         (e.basis.as_str(), e.verdict.as_str()),
         ("runs of one launch", "clears")
     );
+    // ... which is why such a choice is listed for a further launch to
+    // confirm (the scripts' later launches measure the sizes listed), and
+    // the second launch, in the other state, takes it back.
+    let ev = one.provenance.evidence.unwrap();
+    assert_eq!(
+        ev.unresolved
+            .iter()
+            .map(|u| (u.bytes, u.unconfirmed, u.candidate.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(64, true, "linear [blocking]"), (4096, true, "linear [blocking]")]
+    );
+    assert!(ev.unresolved[0].line().contains("a second to confirm it"));
+    let two = build(&via_csv(&launches[..2], "two-state-two"));
+    assert!(two.bcast[0].rules[0].is_library());
+    let ev = two.provenance.evidence.unwrap();
+    assert!(ev.unresolved.iter().all(|u| !u.unconfirmed), "{ev:?}");
 }
 
 /// Over random scenarios: wherever a rule gives a measured size to
