@@ -246,6 +246,10 @@ impl<'a, O: Oracle> Search<'a, O> {
     }
 
     /// Candidates of `set` not clearly dominated at `bytes`, best first.
+    /// The library's own decision is never dropped: every gain a table
+    /// records is measured against it, so it runs every run at every size
+    /// (pruned at screening, a refined size had no reference and its rule
+    /// was judged against the next-best library algorithm instead).
     fn survivors(&self, bytes: u64, set: &[Candidate]) -> Vec<Candidate> {
         let mut s: Vec<(Candidate, Summary)> = set
             .iter()
@@ -258,7 +262,9 @@ impl<'a, O: Oracle> Search<'a, O> {
         let limit = best.run_range().1 * (1.0 + self.settings.margin);
         let best_median = best.median;
         s.into_iter()
-            .filter(|(_, x)| x.run_range().0 <= limit || x.median <= best_median)
+            .filter(|(c, x)| {
+                c.is_reference() || x.run_range().0 <= limit || x.median <= best_median
+            })
             .map(|(c, _)| c)
             .collect()
     }
@@ -718,6 +724,45 @@ mod tests {
             .map(|r| r.run)
             .collect();
         assert_eq!(asked_binary, vec![1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn the_librarys_decision_is_never_dropped() {
+        // The library's default is slow in this model (it falls to the
+        // costliest branch), so screening would prune it everywhere; it
+        // must still be measured in every run at every size the search
+        // measures, refined sizes included: it is the reference.
+        let reference = Candidate::library(crate::libraries::ompi::Forced { id: 0, segment: 0 });
+        assert!(reference.is_reference());
+        let mut all = cands();
+        all.push(reference.clone());
+        let settings = Settings::default();
+        let mut m = Model {
+            asked: vec![],
+            noise: 0.02,
+        };
+        let mut s = Search::new(&mut m, &settings, 0, all);
+        s.run().unwrap();
+        let sizes: std::collections::BTreeSet<u64> = m.asked.iter().map(|r| r.bytes).collect();
+        assert!(sizes.len() > 5, "{sizes:?}");
+        for &b in &sizes {
+            let runs: std::collections::BTreeSet<u32> = m
+                .asked
+                .iter()
+                .filter(|r| r.bytes == b && r.cand == reference)
+                .map(|r| r.run)
+                .collect();
+            let want: std::collections::BTreeSet<u32> = (1..=settings.runs()).collect();
+            assert_eq!(runs, want, "the reference's runs at {b} B");
+        }
+        // Pruning still happens to the others: binary (as slow) is dropped
+        // after screening somewhere.
+        let dropped = sizes.iter().any(|&b| {
+            !m.asked.iter().any(|r| {
+                r.bytes == b && r.cand.spec.name == "binary" && r.run > settings.screen_runs
+            })
+        });
+        assert!(dropped, "binary was never pruned");
     }
 
     #[test]

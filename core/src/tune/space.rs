@@ -69,6 +69,13 @@ impl Candidate {
             .flatten()
     }
 
+    /// Whether this is the library's own decision (Open MPI's algorithm 0,
+    /// MPICH's `auto`): the reference every gain in a table is measured
+    /// against.
+    pub fn is_reference(&self) -> bool {
+        self.forced().is_some_and(|l| l.is_default())
+    }
+
     /// The execution as samples and labels write it (`library` for the
     /// library's own algorithms).
     pub fn exec_name(&self) -> &'static str {
@@ -204,7 +211,7 @@ pub fn mpich_candidates(
         .filter(|f| multi_node || f.name != "smp")
         .map(|f| Candidate::library(LibraryChoice::Mpich(f)))
         .collect();
-    out.sort_by_key(|c| !matches!(c.forced(), Some(l) if l.is_default()));
+    out.sort_by_key(|c| !c.is_reference());
     out
 }
 

@@ -191,7 +191,10 @@ fn two_state_launches_leave_the_call_to_the_library() {
             .iter()
             .map(|u| (u.bytes, u.unconfirmed, u.candidate.as_str()))
             .collect::<Vec<_>>(),
-        vec![(64, true, "linear [blocking]"), (4096, true, "linear [blocking]")]
+        vec![
+            (64, true, "linear [blocking]"),
+            (4096, true, "linear [blocking]")
+        ]
     );
     assert!(ev.unresolved[0].line().contains("a second to confirm it"));
     let two = build(&via_csv(&launches[..2], "two-state-two"));
