@@ -2,7 +2,7 @@
 # colltune_batch_tune also expects OUT (shared results directory), TAG
 # (names the CSV: e.g. N2-np8), LAUNCH (array: the MPI launcher with its
 # options), BUDGET (minutes), TUNE_ARGS (extra tune arguments), TABLE
-# (combined table to rebuild from every CSV in OUT), LAUNCHES (default 3).
+# (combined table to rebuild from every CSV in OUT), LAUNCHES (default 8).
 
 # The sizes a further launch measures: those the table built from the
 # earlier launches' CSVs (each CSV one launch) lists as unresolved,
@@ -107,7 +107,7 @@ colltune_batch_launch() {
 colltune_batch_tune() {
   mkdir -p "$OUT"
   local first="$OUT/tune-$TAG.csv" csvs=() l csv table budget open rc=0 started=$SECONDS
-  local launches=${LAUNCHES:-3}
+  local launches=${LAUNCHES:-8}
   STOPPED=0 TUNE_PID=
   trap 'echo "colltune: batch system asked to stop: stopping after the current point"; STOPPED=1; [ -n "$TUNE_PID" ] && kill -TERM "$TUNE_PID" 2>/dev/null' TERM
   for l in $(seq 1 "$launches"); do

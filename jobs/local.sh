@@ -10,7 +10,7 @@
 #                table used "4 8"); each is one mpirun job, pinned
 #   BUDGET       wall-time budget per rank count, minutes, its launches
 #                together (default 30)
-#   LAUNCHES     separate mpirun launches per rank count (default 3): on a
+#   LAUNCHES     separate mpirun launches per rank count (default 8): on a
 #                shared or oversubscribed machine one launch can run 1.5x
 #                slower than the next, and the fastest algorithm can change
 #                with it. The first launch sweeps every size (tune-npN.csv);
@@ -31,7 +31,7 @@
 # measured again, and the table is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LAUNCHES=${LAUNCHES:-3}
+LAUNCHES=${LAUNCHES:-8}
 case "$LAUNCHES" in
   ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
 esac

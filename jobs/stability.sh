@@ -15,7 +15,7 @@
 # (do not measure, with `bench`, the two choices at sizes where neither tune
 # measured both; by default they are, so every size is judged), JUDGE_RUNS
 # (5: that bench's runs, each measuring both choices in turn, so a drift
-# hits both alike), LAUNCHES (3, as jobs/local.sh and the batch jobs: each
+# hits both alike), LAUNCHES (8, as jobs/local.sh and the batch jobs: each
 # tune is that many launches, a and b alternating (a, b, a, b, ...); the
 # first sweeps every size, each later one measures only the sizes its
 # tune's launches so far leave unresolved (`colltune table unresolved
@@ -47,7 +47,7 @@ WITHIN=${WITHIN:-0.05}
 OUT=${OUT:-results/stability-$(date -u +%Y%m%dT%H%M%S)}
 BIN=${COLLTUNE:-target/release/colltune}
 [ -x "$BIN" ] || { echo "stability.sh: $BIN not built: cargo build --release (or set COLLTUNE)" >&2; exit 2; }
-LAUNCHES=${LAUNCHES:-3}
+LAUNCHES=${LAUNCHES:-8}
 case "$LAUNCHES" in
   ''|*[!0-9]*|0) echo "stability.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
 esac

@@ -349,8 +349,8 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
         );
     }
     assert!(
-        out.contains("tune a, launch 3 of 3: no size unresolved after 2 launch(es)")
-            && out.contains("tune b, launch 3 of 3: no size unresolved after 2 launch(es)")
+        out.contains("tune a, launch 3 of 8: no size unresolved after 2 launch(es)")
+            && out.contains("tune b, launch 3 of 8: no size unresolved after 2 launch(es)")
             && out.contains("table a: 0 size(s) left unresolved"),
         "{out}"
     );
