@@ -319,7 +319,7 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
     let o = run(&[("EXTRA_LAUNCHES", "2")]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("LAUNCHES=5 for the same number"),
+        text(&o).contains("LAUNCHES=10 for the same number"),
         "{}",
         text(&o)
     );
