@@ -4,6 +4,17 @@
 # options), BUDGET (minutes), TUNE_ARGS (extra tune arguments), TABLE
 # (combined table to rebuild from every CSV in OUT), LAUNCHES (default 8).
 
+# LAUNCHES: the launches of one tune, 8 unless set (the launch is the unit
+# of replication, and a launch takes seconds: docs/evidence.md); anything
+# but a whole number of 1 or more exits 2 with SCRIPT's name.
+# Usage: colltune_launches SCRIPT
+colltune_launches() {
+  LAUNCHES=${LAUNCHES:-8}
+  case "$LAUNCHES" in
+    *[!0-9]*|0) echo "$1: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
+  esac
+}
+
 # The sizes a further launch measures: those the table built from the
 # earlier launches' CSVs (each CSV one launch) lists as unresolved,
 # comma-separated; nothing when every size is resolved.
@@ -107,7 +118,8 @@ colltune_batch_launch() {
 colltune_batch_tune() {
   mkdir -p "$OUT"
   local first="$OUT/tune-$TAG.csv" csvs=() l csv table budget open rc=0 started=$SECONDS
-  local launches=${LAUNCHES:-8}
+  colltune_launches colltune_batch_tune
+  local launches=$LAUNCHES
   STOPPED=0 TUNE_PID=
   trap 'echo "colltune: batch system asked to stop: stopping after the current point"; STOPPED=1; [ -n "$TUNE_PID" ] && kill -TERM "$TUNE_PID" 2>/dev/null' TERM
   for l in $(seq 1 "$launches"); do

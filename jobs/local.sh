@@ -31,10 +31,9 @@
 # measured again, and the table is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LAUNCHES=${LAUNCHES:-8}
-case "$LAUNCHES" in
-  ''|*[!0-9]*|0) echo "local.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
-esac
+# shellcheck source=jobs/common.sh
+. jobs/common.sh
+colltune_launches local.sh
 jobs/install-deps.sh
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
@@ -60,8 +59,6 @@ first=${RANKS%% *}
 echo "== verify: every algorithm, both executions, every byte ($first ranks)"
 mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
-# shellcheck source=jobs/common.sh
-. jobs/common.sh
 csvs=()
 open=""
 declare -A mine spent   # per rank count: its CSVs, its seconds so far

@@ -47,14 +47,11 @@ WITHIN=${WITHIN:-0.05}
 OUT=${OUT:-results/stability-$(date -u +%Y%m%dT%H%M%S)}
 BIN=${COLLTUNE:-target/release/colltune}
 [ -x "$BIN" ] || { echo "stability.sh: $BIN not built: cargo build --release (or set COLLTUNE)" >&2; exit 2; }
-LAUNCHES=${LAUNCHES:-8}
-case "$LAUNCHES" in
-  ''|*[!0-9]*|0) echo "stability.sh: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
-esac
-[ -z "${EXTRA_LAUNCHES:-}" ] ||
-  { echo "stability.sh: EXTRA_LAUNCHES is gone: LAUNCHES counts every launch of a tune, the later ones at its unresolved sizes (LAUNCHES=$((LAUNCHES + EXTRA_LAUNCHES)) for the same number)" >&2; exit 2; }
 # shellcheck source=jobs/common.sh
 . jobs/common.sh
+colltune_launches stability.sh
+[ -z "${EXTRA_LAUNCHES:-}" ] ||
+  { echo "stability.sh: EXTRA_LAUNCHES is gone: LAUNCHES counts every launch of a tune, the later ones at its unresolved sizes (LAUNCHES=$((LAUNCHES + EXTRA_LAUNCHES)) for the same number)" >&2; exit 2; }
 mkdir -p "$OUT"
 declare -A mine spent   # per tune: its launches' CSVs, its seconds so far
 mine[a]="" mine[b]="" spent[a]=0 spent[b]=0
