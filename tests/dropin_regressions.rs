@@ -21,6 +21,9 @@
 //!     (`errors_are_the_librarys`, `failed_setup_is_agreed`,
 //!     `internal_traffic_goes_through_pmpi`);
 //!
+//! A shared window the library refuses falls back to the library's
+//! broadcast, agreed and warned once (`refused_shared_window_falls_back_once`).
+//!
 //! The C shims only forward (`c_shims_only_forward`).
 
 mod common;
@@ -433,6 +436,48 @@ fn shim_bodies(text: &str) -> Vec<(String, String)> {
         rest = &after[end..];
     }
     out
+}
+
+/// Issue 32: where the library cannot allocate `shm`'s shared window
+/// (Open MPI without its shared-memory one-sided component,
+/// `OMPI_MCA_osc=^sm`, as a full /dev/shm would), every rank agrees, the
+/// library's broadcast runs instead, and each communicator's rank 0 warns
+/// (once per process): every byte
+/// arrives, from every root, on world and a split communicator, small
+/// (ring) and segmented sizes. Before the fix the call failed with
+/// MPI_Win_allocate_shared's error.
+#[test]
+fn refused_shared_window_falls_back_once() {
+    let exe = program("plain_bcast");
+    let _g = serial();
+    let warning = "could not allocate colltune's shared-memory window";
+    let sizes = ["1", "100", "1024", "1025", "70000", "300000"];
+    for ranks in [3, 4] {
+        let env = preloaded(&[("COLLTUNE_BCAST", "shm"), ("OMPI_MCA_osc", "^sm")]);
+        let r = mpi_job(ranks, &env, &exe, &sizes, 120);
+        assert_line(&r, "plain_bcast: all bytes correct");
+        // Once per process that leads a communicator meeting it: world
+        // rank 0 (world, then the even half) and, at 4 ranks, world rank 1
+        // (the odd half; at 3 ranks that half is one rank, which shares
+        // nothing and asks for no window).
+        assert_eq!(
+            r.stderr.matches(warning).count(),
+            if ranks == 3 { 1 } else { 2 },
+            "one warning per leading process:\n{}",
+            r.out
+        );
+        assert!(
+            r.stderr.contains("MPI_Win_allocate_shared")
+                && r.stderr.contains("the MPI library's broadcast runs instead"),
+            "the warning names the call that failed and what runs instead:\n{}",
+            r.out
+        );
+    }
+    // With the window available, shm itself runs: no warning.
+    let env = preloaded(&[("COLLTUNE_BCAST", "shm")]);
+    let r = mpi_job(3, &env, &exe, &sizes, 120);
+    assert_line(&r, "plain_bcast: all bytes correct");
+    assert!(!r.stderr.contains(warning), "{}", r.out);
 }
 
 #[test]

@@ -152,7 +152,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                 }
                 continue;
             }
-            // Decided from the layout alone: every rank skips alike.
+            // Decided from the layout, or a shared window the library
+            // refused (agreed): every rank skips alike.
             Err(colltune_mpi::transport::mpi::TransportError::SharedMemoryUnfit(why)) => {
                 skipped += 1;
                 if lead {

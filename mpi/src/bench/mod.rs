@@ -404,6 +404,11 @@ impl<'c> Measurer<'c> {
             BenchError::Transport(TransportError::Mpi(m)) if m.call == "MPI_Win_allocate" => {
                 BenchError::Unavailable(m.to_string())
             }
+            // Likewise a shared window the library refused (agreed on
+            // every rank by `Comm::shared_window`).
+            BenchError::Transport(TransportError::SharedMemoryUnfit(why)) => {
+                BenchError::Unavailable(why)
+            }
             e => e,
         })
     }

@@ -467,6 +467,34 @@ impl CommSelector {
         }
     }
 
+    /// `ran`, unless it says a shared-memory algorithm cannot run here
+    /// (ranks that share no node, or a shared window the library refused:
+    /// decided alike on every rank before any data moved): then the
+    /// library's broadcast of `buf` runs instead, warned once.
+    fn unless_unfit(
+        &self,
+        ran: Result<(), TransportError>,
+        buf: &mut [u8],
+        root: usize,
+    ) -> Result<(), TransportError> {
+        match ran {
+            Err(TransportError::SharedMemoryUnfit(why)) => {
+                warn_unfit_once(self.shape().rank(), &why);
+                // SAFETY: buf holds buf.len() bytes.
+                unsafe {
+                    ffi::library_bcast(
+                        buf.as_mut_ptr(),
+                        buf.len() as u64,
+                        root,
+                        self.private.user(),
+                    )?
+                };
+                Ok(())
+            }
+            ran => ran,
+        }
+    }
+
     /// Broadcasts `buf` from `root` with the chosen algorithm.
     pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<&Choice, TransportError> {
         let bytes = buf.len() as u64;
@@ -486,23 +514,21 @@ impl CommSelector {
                     && self.private.get().is_some() =>
             {
                 let c = self.private.get().expect("checked above");
-                small::bcast(c, buf, root)?;
+                let ran = small::bcast(c, buf, root);
+                self.unless_unfit(ran, buf, root)?;
             }
             Some((spec, exec)) => {
                 match self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone()) {
-                    // A shared-memory algorithm where ranks share no node:
-                    // the library's broadcast (every rank decides alike).
                     Err(TransportError::SharedMemoryUnfit(why)) => {
-                        warn_unfit_once(self.shape().rank(), &why);
-                        // SAFETY: buf holds buf.len() bytes.
-                        unsafe {
-                            ffi::library_bcast(buf.as_mut_ptr(), bytes, root, self.private.user())?
-                        }
+                        self.unless_unfit(Err(TransportError::SharedMemoryUnfit(why)), buf, root)?
                     }
                     plan => {
                         let plan = plan?;
                         match self.private.get() {
-                            Some(c) => execute(c, &plan, *exec, Buffers::bcast(buf))?,
+                            Some(c) => {
+                                let ran = execute(c, &plan, *exec, Buffers::bcast(buf));
+                                self.unless_unfit(ran, buf, root)?
+                            }
                             // No private communicator on some rank (agreed): the
                             // library's, on every rank.
                             // SAFETY: buf holds buf.len() bytes.

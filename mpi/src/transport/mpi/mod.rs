@@ -74,7 +74,10 @@ pub enum TransportError {
     InterCommunicator,
     #[error("rank {rank} reaches rank {peer} through shared memory, but they share no node: a shared-memory algorithm (shm) runs only among ranks of one node")]
     NotSharedMemory { rank: usize, peer: usize },
-    /// What [`Comm::shared_memory_fits`] refused (on every rank alike).
+    /// Why a shared-memory algorithm cannot run here, on every rank alike:
+    /// what [`Comm::shared_memory_fits`] refused (the layout), or the
+    /// library's refusal of the shared window ([`Comm`]'s first call that
+    /// needs it).
     #[error("{0}")]
     SharedMemoryUnfit(String),
 }
@@ -118,11 +121,39 @@ pub(crate) struct SharedWindow {
 }
 
 impl SharedWindow {
-    /// Collective over the ranks of this rank's node.
-    fn new(comm: &CommHandle, rank: usize, size: usize, len: u64) -> Result<Self, MpiError> {
+    /// Collective over the communicator `comm` (the window itself over the
+    /// ranks of this rank's node). Where the library cannot allocate it on
+    /// some rank (`MPI_Win_allocate_shared` fails: too little shared
+    /// memory, no shared-memory one-sided component), every rank learns it
+    /// and gets [`TransportError::SharedMemoryUnfit`], so that all take the
+    /// same fallback.
+    fn new(comm: &CommHandle, rank: usize, size: usize, len: u64) -> Result<Self, TransportError> {
         // SAFETY: the communicator just split off, kept (and freed) here.
         let node = unsafe { CommHandle::own(ffi::comm_split_shared(comm.raw(), rank)?) };
-        let (win, base) = ffi::win_allocate_shared(FLAGS_BYTES as u64 + len, node.raw())?;
+        let part = FLAGS_BYTES as u64 + len;
+        let made = ffi::win_allocate_shared(part, node.raw());
+        // Agreed: first within the node (whose ranks can free a window they
+        // all have together), then over the communicator.
+        let node_failed = node.allreduce(i32::from(made.is_err()), Op::Max)?;
+        let any_failed = comm.allreduce(node_failed, Op::Max)?;
+        let (win, base) = match made {
+            Ok(made) if any_failed == 0 => made,
+            Ok((mut win, _)) => {
+                if node_failed == 0 {
+                    ffi::win_free(&mut win)?;
+                }
+                // Else left to MPI_Finalize: a collective free would wait
+                // for ranks of the node that have no window.
+                return Err(TransportError::SharedMemoryUnfit(format!(
+                    "the MPI library could not allocate colltune's shared-memory window ({part} bytes per rank) on another rank"
+                )));
+            }
+            Err(e) => {
+                return Err(TransportError::SharedMemoryUnfit(format!(
+                    "the MPI library could not allocate colltune's shared-memory window ({part} bytes per rank): {e}"
+                )))
+            }
+        };
         // SAFETY: this rank's part holds at least FLAGS_BYTES bytes; no
         // other rank reads its flags before the barrier below.
         unsafe { std::ptr::write_bytes(base, 0, FLAGS_BYTES) };
@@ -299,6 +330,9 @@ pub struct Comm {
     /// line (the small-message root's wait for the call 16 back, say,
     /// loads the readers' flags once per 16 calls or so, not per call).
     flags_seen: RefCell<Vec<u64>>,
+    /// The smallest part the library refused to allocate (on some rank)
+    /// and why: calls that need as much fall back without asking again.
+    shared_refused: RefCell<Option<(u64, String)>>,
 }
 
 impl fmt::Debug for Comm {
@@ -348,6 +382,7 @@ impl Comm {
             shared_window: RefCell::new(None),
             shared_calls: Cell::new(0),
             flags_seen: RefCell::new(Vec::new()),
+            shared_refused: RefCell::new(None),
         }
     }
 
@@ -448,9 +483,11 @@ impl Drop for Comm {
 
 impl Comm {
     /// The node's shared window, each part at least `len` data bytes
-    /// (collective over the ranks of this rank's node when it is made or
-    /// must grow: they ask for the same length in the same call).
-    pub(crate) fn shared_window(&self, len: u64) -> Result<Rc<SharedWindow>, MpiError> {
+    /// (collective over the communicator when it is made or must grow:
+    /// every rank asks for the same length in the same call). Where the
+    /// library refuses it, [`TransportError::SharedMemoryUnfit`] on every
+    /// rank, and at once for any later call that needs as much.
+    pub(crate) fn shared_window(&self, len: u64) -> Result<Rc<SharedWindow>, TransportError> {
         // Parts grow in steps of 64 KiB: fewer collective regrowths, and a
         // rank that erroneously passed a few bytes more or less than the
         // root (on the other side of shm's small-message limit, say) asks
@@ -463,6 +500,13 @@ impl Comm {
                 return Ok(Rc::clone(cur));
             }
         }
+        // A length the library refused before: refused again without
+        // asking (every rank alike: they asked for the same).
+        if let Some((refused, why)) = &*self.shared_refused.borrow() {
+            if len >= *refused {
+                return Err(TransportError::SharedMemoryUnfit(why.clone()));
+            }
+        }
         if let Some(old) = w.take() {
             match Rc::try_unwrap(old) {
                 Ok(old) => old.free()?,
@@ -471,16 +515,19 @@ impl Comm {
                         call: "colltune shared window",
                         code: -1,
                         message: "the window must grow while a call still uses it".into(),
-                    })
+                    }
+                    .into())
                 }
             }
         }
-        let fresh = Rc::new(SharedWindow::new(
-            &self.handle,
-            self.shape.rank,
-            self.shape.size,
-            len,
-        )?);
+        let fresh = match SharedWindow::new(&self.handle, self.shape.rank, self.shape.size, len) {
+            Ok(fresh) => Rc::new(fresh),
+            Err(TransportError::SharedMemoryUnfit(why)) => {
+                *self.shared_refused.borrow_mut() = Some((len, why.clone()));
+                return Err(TransportError::SharedMemoryUnfit(why));
+            }
+            Err(e) => return Err(e),
+        };
         *w = Some(Rc::clone(&fresh));
         // Flags of a fresh window start at 0: calls count from there (an
         // await of the previous call is met at once in its first).
