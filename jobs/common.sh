@@ -136,7 +136,7 @@ colltune_batch_tune() {
       open=$OPEN budget=$BUDGET_LEFT
       echo "colltune: $TAG: launch $l of $launches at the unresolved sizes $open ($budget min left)"
       colltune_strip_args "$@"
-      set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
+      set -- "${STRIPPED[@]}" --focus "${csvs[@]}"
     fi
     colltune_rounds "$l" "$launches" "$@"
     colltune_batch_launch "$csv" "$table" "$budget" "$@" "${ROUNDS[@]}" || rc=$?

@@ -79,7 +79,8 @@ for l in $(seq 1 "$LAUNCHES"); do
       fi
       open=$OPEN budget=$BUDGET_LEFT
       colltune_strip_args "$@"
-      set -- "${STRIPPED[@]}" --sizes "$open" --stride 1
+      # shellcheck disable=SC2086
+      set -- "${STRIPPED[@]}" --focus ${mine[$n]}
     fi
     resume=()
     [ -s "$csv" ] && resume=(--resume)

@@ -65,7 +65,7 @@ for l in $(seq 1 "$LAUNCHES"); do
       continue
     fi
     rm -f "$csv" "$csv.tune.yaml" "$csv.sizes"
-    budget=$BUDGET
+    budget=$BUDGET open=""
     sizes=(--sizes "$SIZES")
     if [ "$l" -gt 1 ]; then
       # shellcheck disable=SC2086
@@ -74,9 +74,10 @@ for l in $(seq 1 "$LAUNCHES"); do
         continue
       fi
       open=$OPEN budget=$BUDGET_LEFT
-      sizes=(--sizes "$open" --stride 1)
+      # shellcheck disable=SC2206
+      sizes=(--focus ${mine[$t]})
     fi
-    echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes ${sizes[1]}, at most $budget min"
+    echo "== tune $t, launch $l of $LAUNCHES: $RANKS ranks, sizes ${open:-$SIZES}, at most $budget min"
     t0=$SECONDS
     # shellcheck disable=SC2086
     colltune_rounds "$l" "$LAUNCHES" ${TUNE_ARGS:-}

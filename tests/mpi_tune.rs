@@ -282,3 +282,107 @@ fn a_back_to_back_tune_records_its_pattern() {
         "{e}"
     );
 }
+
+/// `tune --focus`: a further launch measures only the sizes the earlier
+/// launch left open (those `table unresolved` lists, and choices waiting
+/// for a second launch), at each only subjects the earlier launch measured
+/// there, the library's decision among them; its sidecar says `further`.
+/// A CSV of another library is refused, naming it; --focus with --sizes
+/// is a usage error.
+#[test]
+fn a_further_launch_measures_only_what_is_open() {
+    let dir = tmpdir("tune-focus");
+    let first = [
+        "--collective",
+        "bcast",
+        "--sizes",
+        "1,4K,64K",
+        "--budget-ms",
+        "2",
+        "--max-reps",
+        "20",
+        "--extra-rounds",
+        "0",
+    ];
+    let mut c = mpirun(3);
+    c.arg(colltune()).arg("tune").args(first);
+    c.arg("--csv").arg(dir.join("l1.csv"));
+    c.arg("--table").arg(dir.join("l1.yaml"));
+    let o = run(c);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run({
+        let mut c = Command::new(colltune());
+        c.args(["table", "unresolved", "--sizes"])
+            .arg(dir.join("l1.yaml"));
+        c
+    });
+    assert!(o.status.success(), "{}", text(&o));
+    let unresolved: Vec<u64> = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+
+    let further = |csv: &str, extra: &[&str]| {
+        let mut c = mpirun(3);
+        c.arg(colltune())
+            .args(["tune", "--collective", "bcast", "--budget-ms", "2"])
+            .args(["--max-reps", "20", "--extra-rounds", "0", "--focus"])
+            .arg(dir.join(csv))
+            .arg("--csv")
+            .arg(dir.join(format!("from-{csv}")))
+            .arg("--table")
+            .arg(dir.join(format!("from-{csv}.yaml")))
+            .args(extra);
+        run(c)
+    };
+    let o = further("l1.csv", &[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("a further launch at"), "{out}");
+    let one = colltune_core::record::read(&dir.join("l1.csv")).unwrap();
+    let two = colltune_core::record::read(&dir.join("from-l1.csv")).unwrap();
+    let sizes: std::collections::BTreeSet<u64> = two.iter().map(|s| s.bytes).collect();
+    for b in &unresolved {
+        assert!(sizes.contains(b), "unresolved {b} B not measured: {sizes:?}");
+    }
+    let swept: std::collections::BTreeSet<u64> = one.iter().map(|s| s.bytes).collect();
+    assert!(sizes.is_subset(&swept), "{sizes:?} beyond {swept:?}");
+    for &b in &sizes {
+        let subjects = |v: &[colltune_core::record::Sample]| {
+            v.iter()
+                .filter(|s| s.bytes == b)
+                .map(|s| (s.spec.clone(), s.execution.clone()))
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (before, now) = (subjects(&one), subjects(&two));
+        assert!(now.is_subset(&before), "{b} B: {now:?} not in {before:?}");
+        assert!(now.len() < before.len(), "{b} B: everything again: {now:?}");
+        assert!(
+            now.iter().any(|(s, _)| s.contains("name=default")),
+            "{b} B: the library's decision not measured: {now:?}"
+        );
+    }
+    let side = std::fs::read_to_string(dir.join("from-l1.csv.tune.yaml")).unwrap();
+    assert!(side.contains("mode: further"), "{side}");
+
+    // Another library's CSV.
+    let text1 = std::fs::read_to_string(dir.join("l1.csv")).unwrap();
+    std::fs::write(
+        dir.join("foreign.csv"),
+        text1.replace("Open MPI v4.1.4", "MPICH 4.0.2"),
+    )
+    .unwrap();
+    if text1.contains("Open MPI v4.1.4") {
+        let o = further("foreign.csv", &[]);
+        assert!(!o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("--focus") && text(&o).contains("foreign.csv"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = further("l1.csv", &["--sizes", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

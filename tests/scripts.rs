@@ -231,10 +231,13 @@ fn later_launches_measure_only_the_unresolved_sizes() {
         args.iter().all(|a| a.ends_with(" --extra-rounds 0")),
         "{args:?}"
     );
-    // the sweep's --sizes and --stride replaced, the rest kept
+    // the sweep's --sizes and --stride replaced by the earlier launch's
+    // CSV (tune --focus: its open points only), the rest kept
     assert!(
-        args[1].contains("--collective bcast --sizes 64,4096 --stride 1")
-            && !args[1].contains("1..4K")
+        args[1].contains("--collective bcast --focus ")
+            && args[1].contains("out/tune-N1-np4.csv")
+            && !args[1].contains("--sizes")
+            && !args[1].contains("--stride")
             && args[1].contains("tune-N1-np4-l2.csv"),
         "{args:?}"
     );
@@ -332,11 +335,16 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
         .map(String::from)
         .collect();
     assert_eq!(args.len(), 4, "{out}\n{args:?}");
+    // a later launch focuses on its own tune's earlier launch, not the other's
+    assert!(
+        args[2].contains("out/a.csv") && !args[2].contains("out/b.csv"),
+        "{args:?}"
+    );
     for (i, (csv, sizes)) in [
         ("out/a.csv ", "--sizes 64,4K "),
         ("out/b.csv ", "--sizes 64,4K "),
-        ("out/a-l2.csv ", "--sizes 64,4096 --stride 1 "),
-        ("out/b-l2.csv ", "--sizes 64,4096 --stride 1 "),
+        ("out/a-l2.csv ", "--focus "),
+        ("out/b-l2.csv ", "--focus "),
     ]
     .iter()
     .enumerate()

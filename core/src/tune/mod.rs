@@ -27,10 +27,15 @@
 //!    subjects that decide it, until resolved or `extra_rounds` or the
 //!    budget is spent.
 //!
+//! A further launch ([`focus`], `tune --focus`) instead measures only the
+//! points earlier launches left open, each with the subjects that decide
+//! it, `screen_runs + full_runs` full runs, then step 4.
+//!
 //! `exhaustive` instead measures every candidate (and every segment size of
 //! the grid) at every size with `screen_runs + full_runs` full runs: the
 //! reference the adaptive search is judged against.
 
+pub mod focus;
 pub mod noise_bench;
 pub mod resolve;
 #[cfg(test)]
@@ -117,6 +122,8 @@ pub struct Settings {
     pub min_gain: Option<f64>,
     /// Further rounds at most where decisions are open ([`resolve`]).
     pub extra_rounds: u32,
+    /// A further launch: only these points and subjects ([`focus`]).
+    pub focus: Option<focus::Focus>,
 }
 
 /// The default cap on further rounds (`tune --extra-rounds`).
@@ -137,6 +144,7 @@ impl Default for Settings {
             library_candidates: Vec::new(),
             min_gain: Some(crate::tables::table::evidence::DEFAULT_MIN_GAIN),
             extra_rounds: DEFAULT_EXTRA_ROUNDS,
+            focus: None,
         }
     }
 }
@@ -357,8 +365,13 @@ impl<'a, O: Oracle> Search<'a, O> {
             .map(|(c, _)| c))
     }
 
-    /// Runs the search (adaptive or exhaustive).
+    /// Runs the search (adaptive, exhaustive, or a further launch's).
     pub fn run(&mut self) -> Result<(), TuneError> {
+        if let Some(f) = &self.settings.focus {
+            let coll = self.cands.first().map(|c| c.collective);
+            let points = coll.and_then(|c| f.at(self.comm, c)).cloned();
+            return self.run_focused(points.unwrap_or_default());
+        }
         if self.settings.exhaustive {
             return self.run_exhaustive();
         }
@@ -472,6 +485,23 @@ impl<'a, O: Oracle> Search<'a, O> {
         }
         self.bisect(lo, mid, survivors_at)?;
         self.bisect(mid, hi, survivors_at)
+    }
+
+    /// A further launch ([`focus`]): at each open size, every run of the
+    /// subjects that decide it, interleaved as in the sweep.
+    fn run_focused(&mut self, points: BTreeMap<u64, Vec<focus::Label>>) -> Result<(), TuneError> {
+        for (bytes, who) in points {
+            let live: Vec<Candidate> = who
+                .iter()
+                .filter_map(|l| focus::candidate_of(&self.cands, l))
+                .collect();
+            for run in 1..=self.settings.runs() {
+                if !self.measure(bytes, &live, run, 1.0)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn run_exhaustive(&mut self) -> Result<(), TuneError> {

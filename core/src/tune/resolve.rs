@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use crate::tables::table::build::label_is_choice;
 use crate::tables::table::evidence::{decide, Further, Label, Open, Times};
 
+use super::focus::label_of;
 use super::{Candidate, Oracle, Search, TuneError};
 
 /// Where measurement happens, one round at a time.
@@ -97,11 +98,6 @@ pub fn further<P: Ord>(outcomes: &[(Outcome<P>, u32)]) -> Option<Further> {
         f.budget_spent |= o.budget_spent;
     }
     (f.sizes > 0).then_some(f)
-}
-
-/// The subject label a candidate's samples carry.
-fn label_of(c: &Candidate) -> Label {
-    (c.spec.to_string(), c.exec_name().to_string())
 }
 
 impl<O: Oracle> Search<'_, O> {

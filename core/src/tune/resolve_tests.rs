@@ -351,3 +351,76 @@ fn the_budget_stops_the_rounds() {
     assert_eq!((o.rounds, o.budget_spent, o.left.len()), (1, true, 2));
     assert_eq!(o.resolved(), 1);
 }
+
+/// A further launch (`tune --focus`): after one launch, both sizes wait
+/// for a second to confirm linear; the second measures exactly those two
+/// sizes, each with the library's decision and linear (never the far
+/// slower scatter_allgather, no screening, no other size), every run at
+/// full budget; built from both, both choices are confirmed.
+#[test]
+fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
+    use super::focus::Focus;
+    use crate::tables::table::build::build_launches;
+    use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
+    let mut m1 = machine(0.02, 0.30);
+    let st = settings(0);
+    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
+    let first = m1.samples.clone();
+    let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4]);
+    assert_eq!((f.len(), f.sizes(), f.elsewhere), (2, vec![64, 4096], 0), "{f:?}");
+    // Communicator sizes this tune does not measure are counted apart.
+    let g = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[8]);
+    assert_eq!((g.len(), g.elsewhere), (0, 2), "{g:?}");
+
+    let mut m2 = machine(0.02, 0.30);
+    let st2 = Settings {
+        focus: Some(f),
+        ..settings(0)
+    };
+    Search::new(&mut m2, &st2, 0, cands()).run().unwrap();
+    let mut asked: Vec<(u64, String, u32, bool)> = m2
+        .asked
+        .iter()
+        .map(|r| (r.bytes, r.cand.spec.name.clone(), r.run, r.budget_scale == 1.0))
+        .collect();
+    asked.sort();
+    let mut want = Vec::new();
+    for b in [64, 4096] {
+        for name in ["linear", "ompi_tuned"] {
+            for run in 1..=4 {
+                want.push((b, name.to_string(), run, true));
+            }
+        }
+    }
+    want.sort();
+    assert_eq!(asked, want);
+    let t = build_launches(&[&first, &m2.samples], prov(), &Compact::default());
+    let e = t.provenance.evidence.as_ref().unwrap();
+    assert!(e.unresolved.is_empty(), "{:?}", e.unresolved);
+    assert_eq!(t.bcast[0].rules[0].algorithm, "linear");
+    // Nothing open: a focused launch measures nothing.
+    let none = Focus::from_launches(&[&first, &m2.samples], DEFAULT_MIN_GAIN, &[4]);
+    assert!(none.is_empty(), "{none:?}");
+}
+
+/// A label names a candidate of the launch, or a segmented one at the
+/// segment an earlier launch chose; one this launch does not offer, none.
+#[test]
+fn labels_name_this_launchs_candidates() {
+    use super::focus::candidate_of;
+    let c = vec![
+        Candidate::new(Collective::Bcast, "linear", Execution::Blocking),
+        Candidate::new(Collective::Bcast, "pipeline:segment=0", Execution::Blocking),
+    ];
+    let l = |s: &str, e: &str| (s.to_string(), e.to_string());
+    assert_eq!(
+        candidate_of(&c, &l("linear", "blocking")).map(|c| c.label()),
+        Some("linear [blocking]".into())
+    );
+    assert_eq!(
+        candidate_of(&c, &l("pipeline:segment=8192", "blocking")).map(|c| c.segment()),
+        Some(Some(8192))
+    );
+    assert_eq!(candidate_of(&c, &l("linear", "nonblocking")), None);
+    assert_eq!(candidate_of(&c, &l("binomial:segment=0", "blocking")), None);
+}

@@ -76,6 +76,47 @@ pub fn run(
             comm_sizes.push(k);
         }
     }
+    // A further launch: the open points of the earlier launches (rank 0
+    // reads them; the others only serve its measurements).
+    let mut sizes = sizes;
+    let focus = if args.focus.is_empty() {
+        None
+    } else {
+        let f = if lead {
+            match focus_of(&args.focus, &prov, args, &comm_sizes) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    eprintln!("colltune: error: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let go = world.bcast(u64::from(!lead || f.is_some()), 0)?;
+        if go == 0 {
+            world.barrier()?;
+            return Ok(Code::Usage);
+        }
+        if let Some(f) = &f {
+            sizes = f.sizes();
+            outln!(
+                "colltune tune: a further launch at {} open point(s) of {} earlier launch(es), sizes {}{}",
+                f.len(),
+                args.focus.len(),
+                sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+                if f.elsewhere > 0 {
+                    format!(
+                        " ({} open point(s) of communicator sizes this tune does not measure left as they are)",
+                        f.elsewhere
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        f
+    };
     let config = TuneConfig {
         colltune: env!("CARGO_PKG_VERSION").into(),
         mpi: prov.mpi.clone(),
@@ -87,6 +128,8 @@ pub fn run(
         pairing: args.pairing.name().into(),
         mode: if args.exhaustive {
             "exhaustive"
+        } else if !args.focus.is_empty() {
+            "further"
         } else {
             "adaptive"
         }
@@ -162,6 +205,7 @@ pub fn run(
         library_candidates,
         min_gain: args.min_gain_setting(),
         extra_rounds: args.extra_rounds,
+        focus,
     };
     let method = args.timing.method(root, 2, llc_bytes());
     let writer = if lead {
@@ -308,4 +352,43 @@ fn prepare_csv(
         ));
     }
     read_for_resume(csv).map_err(|e| e.to_string())
+}
+
+/// The open points of the earlier launches `csv` (`tune --focus`), which
+/// must come from this library, host and call pattern.
+fn focus_of(
+    csv: &[PathBuf],
+    prov: &colltune_core::method::Origin,
+    args: &Args,
+    comm_sizes: &[u32],
+) -> Result<colltune_core::tune::focus::Focus, String> {
+    let pattern = args.timing.pattern.to_string();
+    let mut launches = Vec::new();
+    for p in csv {
+        let (got, _) = colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
+        // (Not the host: a batch job's later launch may land on other
+        // nodes of the same cluster.)
+        if let Some(s) = got.iter().find(|s| s.mpi != prov.mpi) {
+            return Err(format!(
+                "--focus: {} was measured with {}, this launch runs {}: a further launch continues a tune of this library",
+                p.display(),
+                s.mpi,
+                prov.mpi
+            ));
+        }
+        if let Some(s) = got.iter().find(|s| s.pattern != pattern) {
+            return Err(format!(
+                "--focus: {} holds samples of the {} call pattern, this launch measures {pattern}: give the same --pattern",
+                p.display(),
+                s.pattern
+            ));
+        }
+        launches.push(got);
+    }
+    let per: Vec<&[colltune_core::record::Sample]> = launches.iter().map(Vec::as_slice).collect();
+    Ok(colltune_core::tune::focus::Focus::from_launches(
+        &per,
+        args.min_gain,
+        comm_sizes,
+    ))
 }

@@ -93,6 +93,14 @@ pub struct Args {
     /// The --budget stops them too.
     #[arg(long, default_value_t = colltune_core::tune::DEFAULT_EXTRA_ROUNDS)]
     pub extra_rounds: u32,
+    /// A further launch of a tune: measure only the sizes these earlier
+    /// launches' CSVs leave open (judged as `table build` judges them, with
+    /// --min-gain), and at each only the subjects that decide it: the
+    /// library's decision, the choice, the candidates whose interval is
+    /// open. No screening, no segment search, no new sizes. The job scripts'
+    /// later launches run this way.
+    #[arg(long, num_args = 1.., value_name = "CSV", conflicts_with_all = ["sizes", "exhaustive", "model", "no_evidence"])]
+    pub focus: Vec<PathBuf>,
     /// Tune over a network model instead of measuring (no MPI needed);
     /// give the simulated cluster with --ranks/--ppn or --layout.
     #[arg(long)]

@@ -80,6 +80,7 @@ pub fn run(
         library_candidates: Vec::new(),
         min_gain: args.min_gain_setting(),
         extra_rounds: args.extra_rounds,
+        focus: None,
     };
     let progress = Reporter::new(
         comms.len() as u64 * collectives.len() as u64 * 200,
