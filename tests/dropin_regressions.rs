@@ -468,7 +468,8 @@ fn refused_shared_window_falls_back_once() {
         );
         assert!(
             r.stderr.contains("MPI_Win_allocate_shared")
-                && r.stderr.contains("the MPI library's broadcast runs instead"),
+                && r.stderr
+                    .contains("the MPI library's broadcast runs instead"),
             "the warning names the call that failed and what runs instead:\n{}",
             r.out
         );

@@ -345,7 +345,10 @@ fn a_further_launch_measures_only_what_is_open() {
     let two = colltune_core::record::read(&dir.join("from-l1.csv")).unwrap();
     let sizes: std::collections::BTreeSet<u64> = two.iter().map(|s| s.bytes).collect();
     for b in &unresolved {
-        assert!(sizes.contains(b), "unresolved {b} B not measured: {sizes:?}");
+        assert!(
+            sizes.contains(b),
+            "unresolved {b} B not measured: {sizes:?}"
+        );
     }
     let swept: std::collections::BTreeSet<u64> = one.iter().map(|s| s.bytes).collect();
     assert!(sizes.is_subset(&swept), "{sizes:?} beyond {swept:?}");

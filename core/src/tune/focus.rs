@@ -18,8 +18,8 @@ use colltune_algorithms::{AlgoSpec, Collective};
 
 use crate::measure::record::Sample;
 use crate::tables::table::build::{label_is_choice, point_decisions};
-pub use crate::tables::table::evidence::Label;
 use crate::tables::table::evidence::is_reference;
+pub use crate::tables::table::evidence::Label;
 
 use super::Candidate;
 
@@ -67,7 +67,11 @@ impl Focus {
 
     /// Every open size, of any communicator and collective.
     pub fn sizes(&self) -> Vec<u64> {
-        let s: BTreeSet<u64> = self.points.values().flat_map(|m| m.keys().copied()).collect();
+        let s: BTreeSet<u64> = self
+            .points
+            .values()
+            .flat_map(|m| m.keys().copied())
+            .collect();
         s.into_iter().collect()
     }
 

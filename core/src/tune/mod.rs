@@ -56,8 +56,8 @@ use thiserror::Error;
 
 use crate::measure::stats::{self, Summary};
 pub use space::{
-    adapt_candidates, candidates, library_candidates, mpich_candidates, segment_grid, Candidate,
-    SpaceOptions,
+    adapt_candidates, candidates, distinct_at, library_candidates, mpich_candidates, segment_grid,
+    Candidate, SpaceOptions,
 };
 
 /// One measurement the search asks for: one run of one point.
@@ -214,7 +214,7 @@ impl<'a, O: Oracle> Search<'a, O> {
         if self.stop() {
             return Ok(false);
         }
-        let reqs: Vec<Request> = cands
+        let reqs: Vec<Request> = space::distinct_at(bytes, cands)
             .iter()
             .filter(|c| {
                 !self

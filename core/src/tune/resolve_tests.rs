@@ -367,7 +367,11 @@ fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
     Search::new(&mut m1, &st, 0, cands()).run().unwrap();
     let first = m1.samples.clone();
     let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4]);
-    assert_eq!((f.len(), f.sizes(), f.elsewhere), (2, vec![64, 4096], 0), "{f:?}");
+    assert_eq!(
+        (f.len(), f.sizes(), f.elsewhere),
+        (2, vec![64, 4096], 0),
+        "{f:?}"
+    );
     // Communicator sizes this tune does not measure are counted apart.
     let g = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[8]);
     assert_eq!((g.len(), g.elsewhere), (0, 2), "{g:?}");
@@ -381,7 +385,14 @@ fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
     let mut asked: Vec<(u64, String, u32, bool)> = m2
         .asked
         .iter()
-        .map(|r| (r.bytes, r.cand.spec.name.clone(), r.run, r.budget_scale == 1.0))
+        .map(|r| {
+            (
+                r.bytes,
+                r.cand.spec.name.clone(),
+                r.run,
+                r.budget_scale == 1.0,
+            )
+        })
         .collect();
     asked.sort();
     let mut want = Vec::new();

@@ -12,8 +12,10 @@
 //!
 //! each under every execution, in registry order.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
+use colltune_algorithms::bcast::shm::{self, SMALL_MAX};
 use colltune_algorithms::registry::{SEGMENT_MAX, SEGMENT_MIN};
 
 use crate::libraries::library::LibraryChoice;
@@ -252,6 +254,47 @@ pub const TUNED_SEGMENT_MAX: u64 = 1 << 20;
 
 const _: () = assert!(SEGMENT_MIN <= TUNED_SEGMENT_MIN && TUNED_SEGMENT_MAX <= SEGMENT_MAX);
 
+/// `cands` without those that run the same code at `bytes` as another of
+/// them, one standing for each such group (the least by label): `shm`'s
+/// messages of 1 to [`SMALL_MAX`] bytes take its small ring whatever its
+/// segment, slots and execution say, and above that two `shm` candidates
+/// of one execution whose ring is the same at `bytes` ([`shm::ring`]: a
+/// message in one slot, say, whatever the slot count) are one schedule.
+/// Measured apart they are one thing timed several times, and chance
+/// picks among them: rule splits where nothing differs.
+pub fn distinct_at(bytes: u64, cands: &[Candidate]) -> Vec<Candidate> {
+    let runs = |c: &Candidate| -> Option<(&'static str, u64, u64)> {
+        if c.spec.name != "shm" {
+            return None;
+        }
+        if (1..=SMALL_MAX).contains(&bytes) {
+            return Some(("small ring", 0, 0));
+        }
+        let (segment, slots) = (c.spec.int("segment").ok()?, c.spec.int("slots").ok()?);
+        let (slot, n) = shm::ring(bytes, segment, slots);
+        Some((c.exec_name(), slot, n))
+    };
+    let mut stand: BTreeMap<(&'static str, u64, u64), String> = BTreeMap::new();
+    for c in cands {
+        if let Some(k) = runs(c) {
+            let l = c.label();
+            stand
+                .entry(k)
+                .and_modify(|s| {
+                    if l < *s {
+                        *s = l.clone()
+                    }
+                })
+                .or_insert(l);
+        }
+    }
+    cands
+        .iter()
+        .filter(|c| runs(c).is_none_or(|k| stand[&k] == c.label()))
+        .cloned()
+        .collect()
+}
+
 /// Segment sizes worth trying at `bytes`: powers of two from 4 KiB up to
 /// half the message (at least two segments) and 1 MiB. Empty when the
 /// message is too small to split.
@@ -269,6 +312,60 @@ pub fn segment_grid(bytes: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// At 1 B-1 KiB one shm candidate stands for all six, the same one
+    /// whatever the order it is offered in; elsewhere all are kept.
+    #[test]
+    fn one_shm_candidate_where_every_variant_runs_the_small_ring() {
+        let o = SpaceOptions {
+            executions: Execution::ALL.to_vec(),
+            pairing: "neighbors".into(),
+            multi_node: false,
+        };
+        let all = candidates(Collective::Bcast, &o);
+        let shm = |v: &[Candidate]| -> Vec<String> {
+            let mut l: Vec<String> = v
+                .iter()
+                .filter(|c| c.spec.name == "shm")
+                .map(Candidate::label)
+                .collect();
+            l.sort();
+            l
+        };
+        assert_eq!(shm(&all).len(), 6);
+        let mut rev = all.clone();
+        rev.reverse();
+        for b in [1, 64, SMALL_MAX] {
+            let kept = distinct_at(b, &all);
+            assert_eq!(shm(&kept).len(), 1, "{b} B");
+            assert_eq!(shm(&kept), shm(&distinct_at(b, &rev)), "{b} B");
+            assert_eq!(kept.len(), all.len() - 5);
+        }
+        // At 0 B, and above the small ring with the whole message in one
+        // slot (segment 0), the slot count changes nothing: one per
+        // execution.
+        for b in [0, SMALL_MAX + 1, 1 << 20] {
+            let kept = distinct_at(b, &all);
+            assert_eq!(shm(&kept).len(), 2, "{b} B: {:?}", shm(&kept));
+            assert_eq!(shm(&kept), shm(&distinct_at(b, &rev)), "{b} B");
+        }
+        // Segmented rings of different depths differ.
+        let seg: Vec<Candidate> = all
+            .iter()
+            .filter(|c| c.spec.name == "shm")
+            .map(|c| c.with_segment(64 << 10))
+            .collect();
+        assert_eq!(distinct_at(1 << 20, &seg).len(), 6);
+        // A 64 KiB message in 64 KiB slots: one slot used, whatever the count.
+        assert_eq!(distinct_at(64 << 10, &seg).len(), 2);
+        // Nothing to merge without shm.
+        let no_shm: Vec<Candidate> = all
+            .iter()
+            .filter(|c| c.spec.name != "shm")
+            .cloned()
+            .collect();
+        assert_eq!(distinct_at(64, &no_shm), no_shm);
+    }
 
     #[test]
     fn spaces() {

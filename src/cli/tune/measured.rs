@@ -365,7 +365,8 @@ fn focus_of(
     let pattern = args.timing.pattern.to_string();
     let mut launches = Vec::new();
     for p in csv {
-        let (got, _) = colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
+        let (got, _) =
+            colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
         // (Not the host: a batch job's later launch may land on other
         // nodes of the same cluster.)
         if let Some(s) = got.iter().find(|s| s.mpi != prov.mpi) {
