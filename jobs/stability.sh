@@ -34,7 +34,9 @@
 # within WITHIN; where it straddles WITHIN (or nothing measured both), the
 # size is unresolved and JUDGE_LAUNCHES (3) referee launches (separate
 # bench mpiruns measuring both choices, their runs interleaved) are added
-# there; sizes still unresolved are reported apart, never as agreement.
+# there, then one more at a time where it still is, up to
+# JUDGE_MAX_LAUNCHES (8); sizes still unresolved are reported apart,
+# never as agreement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=jobs/mpirun-flags.sh
@@ -118,7 +120,9 @@ if [ "${JUDGE:-1}" = 1 ] && grep -qE '^ +[0-9]+ [KMG]?i?B +\? ' "$OUT/agreement-
     esac
   done
   rm -f "$OUT"/judge-*.csv "$OUT/judge.log"
-  python3 - "$OUT/agreement-tunes.txt" > "$OUT/judge.list" <<'PY'
+  # The sizes a diff report leaves unresolved, with both choices.
+  unresolved_list() {
+    python3 - "$1" <<'PY'
 import re, sys
 units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 for line in open(sys.argv[1]):
@@ -127,14 +131,12 @@ for line in open(sys.argv[1]):
         n, u, a, ea, b, eb = m.groups()
         print(int(n) * units[u], a, ea, b, eb)
 PY
-  while read -r bytes a ea b eb; do
-    args=(--sizes "$bytes" --collective bcast --runs "${JUDGE_RUNS:-5}" --budget-ms "$BUDGET_MS" "${same[@]}")
-    # JUDGE_LAUNCHES separate launches, so the referee's interval has
-    # launches as its replicates
-    execs=()
-    bases=()
-    segs=()
-    default=""
+  }
+  # Referee launch K at one size: both choices in one bench mpirun.
+  judge_launch() {
+    local k=$1 bytes=$2 a=$3 ea=$4 b=$5 eb=$6 x s spec ex base seg default=""
+    local args=(--sizes "$bytes" --collective bcast --runs "${JUDGE_RUNS:-5}" --budget-ms "$BUDGET_MS" "${same[@]}")
+    local execs=() bases=() segs=()
     for x in "$a:$ea" "$b:$eb"; do
       spec=${x%:*}; ex=${x##*:}
       case "$spec" in
@@ -152,13 +154,12 @@ PY
     base=$(printf '%s\n' "${bases[@]:-none}" | sort -u | paste -sd, -)
     ex=$(printf '%s\n' "${execs[@]:-blocking}" | sort -u | paste -sd, -)
     seg=$(printf '%s\n' "${segs[@]:-0}" | sort -un | paste -sd, -)
-    for k in $(seq 1 "${JUDGE_LAUNCHES:-3}"); do
-      echo "== judging $bytes B, referee launch $k: $a [$ea] against $b [$eb]"
-      mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench "${args[@]}" --executions "$ex" \
-        --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes-$k.csv" --summary-only \
-        < /dev/null >> "$OUT/judge.log" 2>&1 ||
-        { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
-      [ -z "$default" ] || python3 - "$OUT/judge-$bytes-$k.csv" "$default" <<'PY'
+    echo "== judging $bytes B, referee launch $k: $a [$ea] against $b [$eb]"
+    mpirun -n "$RANKS" "${MPIRUN_FLAGS[@]}" "$BIN" bench "${args[@]}" --executions "$ex" \
+      --baseline "$base" --ompi-segment "$seg" --csv "$OUT/judge-$bytes-$k.csv" --summary-only \
+      < /dev/null >> "$OUT/judge.log" 2>&1 ||
+      { echo "stability.sh: judging bench failed, see $OUT/judge.log" >&2; tail -20 "$OUT/judge.log" >&2; exit 3; }
+    [ -z "$default" ] || python3 - "$OUT/judge-$bytes-$k.csv" "$default" <<'PY'
 import csv, sys
 path, label = sys.argv[1], sys.argv[2]
 rows = list(csv.reader(open(path, newline="")))
@@ -168,8 +169,28 @@ for r in rows[1:]:
         r[spec], r[family] = label, label.split(":")[0]
 csv.writer(open(path, "w", newline=""), lineterminator="\n").writerows(rows)
 PY
-    done
-  done < "$OUT/judge.list"
+  }
+  # JUDGE_LAUNCHES (3) referee launches at every unresolved size, then one
+  # more at a time at the sizes still unresolved, up to
+  # JUDGE_MAX_LAUNCHES (8): enough to resolve WITHIN where the two
+  # choices' ratio lets itself be resolved.
+  unresolved_list "$OUT/agreement-tunes.txt" > "$OUT/judge.list"
+  first=${JUDGE_LAUNCHES:-3} most=${JUDGE_MAX_LAUNCHES:-8}
+  [ "$most" -ge "$first" ] || most=$first
+  for k in $(seq 1 "$most"); do
+    if [ "$k" -gt "$first" ]; then
+      judge=()
+      for f in "$OUT"/judge-*.csv; do [ -s "$f" ] && judge+=(--measured "$f"); done
+      "$BIN" diff "$OUT/a.yaml" "$OUT/b.yaml" "${measured[@]}" "${judge[@]}" \
+        --within "$WITHIN" > "$OUT/agreement-judged.txt"
+      unresolved_list "$OUT/agreement-judged.txt" > "$OUT/judge.list"
+      [ -s "$OUT/judge.list" ] || break
+    fi
+    while read -r bytes a ea b eb; do
+      judge_launch "$k" "$bytes" "$a" "$ea" "$b" "$eb"
+    done < "$OUT/judge.list"
+  done
+  judge=()
   for f in "$OUT"/judge-*.csv; do
     [ -s "$f" ] && judge+=(--measured "$f")
   done
