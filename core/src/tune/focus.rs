@@ -1,17 +1,16 @@
 //! A further launch of a tune (`tune --focus CSV...`): the earlier
 //! launches' samples decide, as the table builder would, which points are
-//! still open ([`PointDecision::next_launch`]: an interval that straddles
-//! the minimum gain, or a point one launch alone measured, whose decision
-//! and near competitors a second must confirm), and this launch measures
-//! only those points, and at each only the subjects that decide it: the
-//! library's own decision (every gain is measured against it), the choice,
-//! every candidate whose interval against them is open, and after a single
-//! launch every candidate within `CONFIRM_WITHIN` of the fastest. No screening, no segment search, no new sizes:
+//! still open ([`PointDecision::further`]: an interval that straddles the
+//! minimum gain, or a choice one launch made that a second must confirm),
+//! and this launch measures only those points, and at each only the
+//! subjects that decide it: the library's own decision (every gain is
+//! measured against it), the choice, and every candidate whose interval
+//! against them is open. No screening, no segment search, no new sizes:
 //! a later launch sharpens the decisions the first one left open instead
 //! of widening the grid (a full search in every launch bisected new sizes
 //! each time, so the grid grew with the launches and never settled).
 //!
-//! [`PointDecision::next_launch`]: crate::tables::table::evidence::PointDecision::next_launch
+//! [`PointDecision::further`]: crate::tables::table::evidence::PointDecision::further
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,7 +39,7 @@ impl Focus {
     pub fn from_launches(launches: &[&[Sample]], min_gain: f64, comm_sizes: &[u32]) -> Focus {
         let mut f = Focus::default();
         for ((coll, key, bytes), (d, subj)) in point_decisions(launches, min_gain) {
-            let Some(open) = d.next_launch(&subj, label_is_choice, min_gain) else {
+            let Some(open) = d.further(&subj, label_is_choice, min_gain) else {
                 continue;
             };
             let Some(ci) = comm_sizes.iter().position(|&r| r == key.ranks) else {

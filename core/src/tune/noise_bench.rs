@@ -238,7 +238,7 @@ impl Rounds for Launches<'_> {
         point_decisions(&l, self.c.min_gain)
             .into_iter()
             .filter_map(|((_, _, b), (d, subj))| {
-                d.next_launch(&subj, label_is_choice, self.c.min_gain)
+                d.further(&subj, label_is_choice, self.c.min_gain)
                     .map(|o| (b, o))
             })
             .collect()

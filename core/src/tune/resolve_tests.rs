@@ -9,7 +9,7 @@ use super::resolve::{until_resolved, Outcome, Rounds};
 use super::*;
 use crate::libraries::ompi::Forced;
 use crate::measure::record::{sample, Sample};
-use crate::tables::table::build::{build_with, label_is_choice};
+use crate::tables::table::build::build_with;
 use crate::tables::table::evidence::{decide, Gain, Open, Times};
 use crate::tables::table::{Provenance, Sweep};
 
@@ -434,50 +434,4 @@ fn labels_name_this_launchs_candidates() {
     );
     assert_eq!(candidate_of(&c, &l("linear", "nonblocking")), None);
     assert_eq!(candidate_of(&c, &l("binomial:segment=0", "blocking")), None);
-}
-
-/// A decision one launch alone made keeps the reference here (linear is
-/// 20% slower in every run of it): resolved for `further`, but the next
-/// launch measures it again with linear, within `CONFIRM_WITHIN` of the
-/// fastest, and not scatter_allgather, 2x slower; after the second launch
-/// nothing is left.
-#[test]
-fn one_launchs_decision_and_near_competitors_are_measured_again() {
-    use super::focus::Focus;
-    use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
-    let times = [
-        ("library", 64, 10.0, 0.0),
-        ("linear", 64, 12.0, 0.0),
-        ("scatter_allgather", 64, 20.0, 0.0),
-    ];
-    let st = Settings {
-        sizes: vec![64],
-        ..settings(0)
-    };
-    let mut m1 = Machine::new(&times);
-    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
-    let l: Vec<&[Sample]> = vec![&m1.samples];
-    let decided = crate::tables::table::build::point_decisions(&l, DEFAULT_MIN_GAIN);
-    let (d, subj) = decided.values().next().unwrap();
-    assert!(d.keeps_reference(), "{d:?}");
-    assert_eq!(d.further(subj, label_is_choice, DEFAULT_MIN_GAIN), None);
-    let next = d
-        .next_launch(subj, label_is_choice, DEFAULT_MIN_GAIN)
-        .expect("one launch: measured again");
-    let names: Vec<&str> = next.contenders.iter().map(|l| l.0.as_str()).collect();
-    assert_eq!(next.contenders.len(), 2, "{names:?}");
-    assert!(names.contains(&"linear") && names.iter().any(|n| n.starts_with("ompi_tuned")));
-    let mut m2 = Machine::new(&times);
-    let st2 = Settings {
-        focus: Some(Focus::from_launches(&l, DEFAULT_MIN_GAIN, &[4])),
-        ..st.clone()
-    };
-    Search::new(&mut m2, &st2, 0, cands()).run().unwrap();
-    assert!(m2
-        .asked
-        .iter()
-        .all(|r| !r.cand.spec.name.starts_with("scatter")));
-    assert_eq!(m2.asked.len(), 8, "2 subjects x 4 runs");
-    let f = Focus::from_launches(&[&m1.samples, &m2.samples], DEFAULT_MIN_GAIN, &[4]);
-    assert!(f.is_empty(), "{f:?}");
 }

@@ -66,7 +66,7 @@ pub struct Times {
 }
 
 impl Times {
-    pub(crate) fn launches(&self) -> Vec<usize> {
+    fn launches(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.runs.keys().map(|k| k.0).collect();
         v.dedup();
         v
@@ -419,73 +419,6 @@ impl PointDecision {
     ) -> Option<Open> {
         self.open(subjects, choosable, min_gain)
             .or_else(|| self.unconfirmed())
-    }
-}
-
-/// At a point one launch alone measured, the next launch measures again
-/// every subject within this factor of the fastest there
-/// ([`PointDecision::next_launch`]): one launch's state can set one
-/// algorithm apart (on the 2-vCPU VM, by 1.3-1.6x in every run of a
-/// launch), and a competitor set aside on that alone would never be seen
-/// again.
-pub const CONFIRM_WITHIN: f64 = 1.5;
-
-impl PointDecision {
-    /// What the next *launch* measures here, if anything: [`further`]'s
-    /// subjects (an open decision, or a choice one launch made); and where
-    /// one launch alone measured the point, every subject a table could
-    /// choose within [`CONFIRM_WITHIN`] of the fastest, so that the
-    /// decision and what it set aside both rest on two launches. None
-    /// where the evidence is exact (simulated) or already rests on
-    /// launches and nothing is open.
-    ///
-    /// [`further`]: Self::further
-    pub fn next_launch(
-        &self,
-        subjects: &BTreeMap<Label, Times>,
-        choosable: impl Fn(&Label) -> bool,
-        min_gain: f64,
-    ) -> Option<Open> {
-        let open = self.further(subjects, &choosable, min_gain);
-        let mine = subjects.get(&self.choice)?;
-        if mine.simulated || mine.launches().len() >= 2 {
-            return open;
-        }
-        let fastest = subjects
-            .iter()
-            .filter(|(l, _)| choosable(l) || is_reference(l))
-            .map(|(_, t)| t.median())
-            .fold(f64::INFINITY, f64::min);
-        let near: Vec<Label> = subjects
-            .iter()
-            .filter(|(l, _)| choosable(l) || is_reference(l))
-            .filter(|(_, t)| t.median() <= fastest * CONFIRM_WITHIN)
-            .map(|(l, _)| l.clone())
-            .collect();
-        let mut o = open.unwrap_or_else(|| Open {
-            candidate: self.choice.clone(),
-            gain: subjects
-                .get(&self.reference)
-                .and_then(|r| gain(r, mine))
-                .unwrap_or(Gain {
-                    gain: 0.0,
-                    low: -1.0,
-                    high: f64::INFINITY,
-                    launches: 1,
-                    runs: 0,
-                    basis: Basis::Nothing,
-                }),
-            against: self.reference.clone(),
-            tie: false,
-            confirm: true,
-            contenders: vec![self.reference.clone()],
-        });
-        for l in std::iter::once(self.choice.clone()).chain(near) {
-            if !o.contenders.contains(&l) {
-                o.contenders.push(l);
-            }
-        }
-        Some(o)
     }
 }
 
