@@ -93,10 +93,28 @@ pub fn run(
         } else {
             None
         };
-        let go = world.bcast(u64::from(!lead || f.is_some()), 0)?;
-        if go == 0 {
-            world.barrier()?;
-            return Ok(Code::Usage);
+        // 0: refused (said why), 1: measure, 2: nothing is open.
+        let go = match &f {
+            Some(f) if f.is_empty() => 2,
+            Some(_) => 1,
+            None => u64::from(!lead),
+        };
+        match world.bcast(go, 0)? {
+            0 => {
+                world.barrier()?;
+                return Ok(Code::Usage);
+            }
+            2 => {
+                if lead {
+                    outln!(
+                    "colltune tune: nothing is open in {} earlier launch(es) ({} point(s) of other communicator sizes): no further launch needed; nothing written",
+                    args.focus.len(),
+                        f.as_ref().map_or(0, |f| f.elsewhere)
+                    );
+                }
+                return Ok(Code::Ok);
+            }
+            _ => {}
         }
         if let Some(f) = &f {
             sizes = f.sizes();
