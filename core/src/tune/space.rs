@@ -375,7 +375,9 @@ mod tests {
             .iter()
             .filter(|c| c.spec.name == "shm")
             .all(|c| c.segment().is_none()));
-        assert!(all.iter().any(|c| c.spec.name == "pipeline" && c.segment() == Some(0)));
+        assert!(all
+            .iter()
+            .any(|c| c.spec.name == "pipeline" && c.segment() == Some(0)));
     }
 
     #[test]

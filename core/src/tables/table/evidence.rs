@@ -329,6 +329,8 @@ pub struct PointDecision {
     pub unresolved: Vec<(Label, Gain)>,
     /// Candidates tied with the choice (the fixed order picked it).
     pub tied: usize,
+    /// The others of the tie, by label (none where the reference is kept).
+    pub tied_with: Vec<Label>,
 }
 
 impl PointDecision {
@@ -372,6 +374,15 @@ impl PointDecision {
         let (candidate, g) = best(&straddling)?;
         let mut contenders = vec![against.clone()];
         contenders.extend(straddling.into_iter().map(|(l, _)| l));
+        // The rest of the tie the fixed order picked the choice from: the
+        // next pick among them must rest on the same launches (measured
+        // apart, the pick moved from one thinly measured member to the next,
+        // launch after launch, while a faster candidate waited).
+        for l in &self.tied_with {
+            if !contenders.contains(l) {
+                contenders.push(l.clone());
+            }
+        }
         Some(Open {
             candidate,
             gain: g,
@@ -438,7 +449,8 @@ pub struct Open {
     /// ([`PointDecision::unconfirmed`]).
     pub confirm: bool,
     /// The subjects whose further runs can settle it: `against` first,
-    /// then every candidate whose interval against it is open.
+    /// then every candidate whose interval against it is open, then the
+    /// rest of the tie the choice was picked from.
     pub contenders: Vec<Label>,
 }
 
@@ -497,6 +509,7 @@ pub fn decide(
             evidence: best_other(),
             unresolved,
             tied: 0,
+            tied_with: Vec::new(),
         });
     };
     // Tied: the clearing candidates no other clearing candidate is shown
@@ -526,6 +539,11 @@ pub fn decide(
         evidence: Some((pick.0.clone(), pick.1.clone())),
         unresolved,
         tied: tied.len(),
+        tied_with: tied
+            .iter()
+            .map(|t| t.0.clone())
+            .filter(|l| *l != pick.0)
+            .collect(),
     })
 }
 
@@ -927,6 +945,53 @@ mod tests {
 
     fn lab(s: &str, e: &str) -> Label {
         (s.into(), e.into())
+    }
+
+    /// Two library algorithms measured in one launch's two screening runs
+    /// clear the minimum against the reference, and a candidate 7x faster
+    /// than them cannot be told apart from them on those two runs: the
+    /// fixed order picks a library algorithm from the tie of three. The
+    /// point is open, and the next launch measures the whole tie with the
+    /// faster candidate, so the pick cannot wander from one thinly measured
+    /// member to the next (seen on the VM at 304 B: 8 launches, each pick a
+    /// different Open MPI algorithm, `shm` 7x faster throughout).
+    #[test]
+    fn a_tie_of_thin_evidence_is_measured_whole() {
+        let r = lab("ompi_tuned:algorithm=0,name=default,segment=0", "library");
+        let k = lab("ompi_tuned:algorithm=7,name=knomial,segment=0", "library");
+        let l = lab(
+            "ompi_tuned:algorithm=1,name=basic_linear,segment=0",
+            "library",
+        );
+        let s = lab("shm:segment=0,slots=2", "blocking");
+        let every = |first: [f64; 2], later: f64| {
+            let mut v: Vec<(usize, u32, Vec<f64>)> =
+                vec![(0, 1, vec![first[0]]), (0, 2, vec![first[1]])];
+            for launch in 1..4 {
+                for run in 1..3 {
+                    v.push((launch, run, vec![later]));
+                }
+            }
+            let mut t = Times::default();
+            for (a, b, x) in v {
+                t.runs.insert((a, b), x);
+            }
+            t
+        };
+        let mut m = BTreeMap::new();
+        m.insert(r.clone(), every([10.0, 10.2], 10.0));
+        m.insert(k.clone(), times(&[(0, 1, &[4.0]), (0, 2, &[4.1])]));
+        m.insert(l.clone(), times(&[(0, 1, &[4.2]), (0, 2, &[4.0])]));
+        m.insert(s.clone(), every([0.5, 2.0], 0.6));
+        let c = Collective::Bcast;
+        let d = decide(c, 304, &m, |_| true, DEFAULT_MIN_GAIN).unwrap();
+        assert!(d.choice == k || d.choice == l, "{d:?}");
+        assert_eq!(d.tied, 3, "{d:?}");
+        let o = d.open(&m, |_| true, DEFAULT_MIN_GAIN).expect("open");
+        for x in [&k, &l, &s] {
+            assert!(o.contenders.contains(x), "{x:?} not in {:?}", o.contenders);
+        }
+        assert_eq!(o.contenders[0], d.choice);
     }
 
     #[test]
