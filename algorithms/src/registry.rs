@@ -254,14 +254,7 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         collective: Collective::Bcast,
         summary: "root copies each segment once into a shared-memory ring, every rank of the node copies it out",
         params: &[
-            // Swept, not searched: every tune measures the same rings, so
-            // launches and tunes can tell them apart (a per-tune segment
-            // search drew the crossover to segmented rings 100-400 KB
-            // apart in tunes of one machine).
-            ParamInfo {
-                tuning: ParamTuning::Sweep(&["0", "65536", "262144"]),
-                ..segment(65536)
-            },
+            segment(65536),
             ParamInfo {
                 name: "slots",
                 kind: ParamKind::Count { min: 1, max: 16 },

@@ -87,22 +87,10 @@ impl Candidate {
         }
     }
 
-    /// The segment size, if the algorithm is segmented and the tuner
-    /// searches it (the registry's [`ParamTuning::Brent`]: a library
-    /// algorithm's segment sizes, and swept ones such as `shm`'s, are fixed
-    /// candidates).
+    /// The segment size, if the algorithm is segmented (and colltune tunes
+    /// it: a library algorithm's segment sizes are fixed candidates).
     pub fn segment(&self) -> Option<u64> {
         if self.forced().is_some() {
-            return None;
-        }
-        let searched = algorithms(self.collective)
-            .find(|a| a.name == self.spec.name)
-            .is_some_and(|a| {
-                a.params
-                    .iter()
-                    .any(|p| p.name == "segment" && matches!(p.tuning, ParamTuning::Brent))
-            });
-        if !searched {
             return None;
         }
         self.spec.int("segment").ok()
@@ -325,11 +313,10 @@ pub fn segment_grid(bytes: u64) -> Vec<u64> {
 mod tests {
     use super::*;
 
-    /// At 1 B-1 KiB one shm candidate stands for all 18 (3 segments x 3
-    /// slot counts x 2 executions), the same one whatever the order they
-    /// are offered in; above, one per distinct ring and execution.
+    /// At 1 B-1 KiB one shm candidate stands for all six, the same one
+    /// whatever the order it is offered in; elsewhere all are kept.
     #[test]
-    fn one_shm_candidate_per_schedule() {
+    fn one_shm_candidate_where_every_variant_runs_the_small_ring() {
         let o = SpaceOptions {
             executions: Execution::ALL.to_vec(),
             pairing: "neighbors".into(),
@@ -345,24 +332,32 @@ mod tests {
             l.sort();
             l
         };
-        assert_eq!(shm(&all).len(), 18);
+        assert_eq!(shm(&all).len(), 6);
         let mut rev = all.clone();
         rev.reverse();
         for b in [1, 64, SMALL_MAX] {
             let kept = distinct_at(b, &all);
             assert_eq!(shm(&kept).len(), 1, "{b} B");
             assert_eq!(shm(&kept), shm(&distinct_at(b, &rev)), "{b} B");
-            assert_eq!(kept.len(), all.len() - 17);
+            assert_eq!(kept.len(), all.len() - 5);
         }
-        // (ring, executions): at 0 B, and wherever the message fills one
-        // slot of every segment size, one ring; at 1 MiB, the whole
-        // message, 64 KiB slots 2, 4 or 8 deep, 256 KiB slots 2 or 4 deep
-        // (8 slots of 256 KiB: the 4 a 1 MiB message fills).
-        for (b, rings) in [(0, 1), (SMALL_MAX + 1, 1), (64 << 10, 1), (1 << 20, 6)] {
+        // At 0 B, and above the small ring with the whole message in one
+        // slot (segment 0), the slot count changes nothing: one per
+        // execution.
+        for b in [0, SMALL_MAX + 1, 1 << 20] {
             let kept = distinct_at(b, &all);
-            assert_eq!(shm(&kept).len(), 2 * rings, "{b} B: {:?}", shm(&kept));
+            assert_eq!(shm(&kept).len(), 2, "{b} B: {:?}", shm(&kept));
             assert_eq!(shm(&kept), shm(&distinct_at(b, &rev)), "{b} B");
         }
+        // Segmented rings of different depths differ.
+        let seg: Vec<Candidate> = all
+            .iter()
+            .filter(|c| c.spec.name == "shm")
+            .map(|c| c.with_segment(64 << 10))
+            .collect();
+        assert_eq!(distinct_at(1 << 20, &seg).len(), 6);
+        // A 64 KiB message in 64 KiB slots: one slot used, whatever the count.
+        assert_eq!(distinct_at(64 << 10, &seg).len(), 2);
         // Nothing to merge without shm.
         let no_shm: Vec<Candidate> = all
             .iter()
@@ -370,14 +365,6 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(distinct_at(64, &no_shm), no_shm);
-        // Its segment is swept, not searched.
-        assert!(all
-            .iter()
-            .filter(|c| c.spec.name == "shm")
-            .all(|c| c.segment().is_none()));
-        assert!(all
-            .iter()
-            .any(|c| c.spec.name == "pipeline" && c.segment() == Some(0)));
     }
 
     #[test]
@@ -388,8 +375,8 @@ mod tests {
             multi_node: false,
         };
         let b = candidates(Collective::Bcast, &o);
-        // 24, and shm's 3 segment sizes x 3 ring depths under 2 executions.
-        assert_eq!(b.len(), 24 + 18);
+        // 24, and shm's 3 ring sizes under 2 executions.
+        assert_eq!(b.len(), 24 + 6);
         assert!(b.iter().all(|c| c.spec.name != "hierarchical"));
         let multi = candidates(
             Collective::Bcast,
