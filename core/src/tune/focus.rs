@@ -18,7 +18,6 @@ use colltune_algorithms::{AlgoSpec, Collective};
 
 use crate::measure::record::Sample;
 use crate::tables::table::build::{label_is_choice, point_decisions};
-use crate::tables::table::evidence::is_reference;
 pub use crate::tables::table::evidence::Label;
 
 use super::Candidate;
@@ -48,8 +47,11 @@ impl Focus {
             };
             // The reference first (gains are measured against it in the
             // same launch), then the contenders, each once.
-            let mut who: Vec<Label> = subj.keys().filter(|l| is_reference(l)).cloned().collect();
-            who.truncate(1);
+            let mut who: Vec<Label> = d
+                .library_reference
+                .then(|| d.reference.clone())
+                .into_iter()
+                .collect();
             for l in open.contenders {
                 if !who.contains(&l) {
                     who.push(l);

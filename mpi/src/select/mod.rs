@@ -519,8 +519,8 @@ impl CommSelector {
             }
             Some((spec, exec)) => {
                 match self.plan((Collective::Bcast, id, 0, root, bytes), || spec.clone()) {
-                    Err(TransportError::SharedMemoryUnfit(why)) => {
-                        self.unless_unfit(Err(TransportError::SharedMemoryUnfit(why)), buf, root)?
+                    Err(e @ TransportError::SharedMemoryUnfit(_)) => {
+                        self.unless_unfit(Err(e), buf, root)?
                     }
                     plan => {
                         let plan = plan?;
