@@ -49,6 +49,16 @@
 #   --also NAME=FILE  one more drop-in configuration with table FILE, in the
 #                     same rotation, reported as dropin-NAME (repeatable): two
 #                     tables compared within one run
+#   --deploy NAME=FILE  one more configuration, deploy-NAME: the environment
+#                     `colltune deploy FILE` writes (a table of the library's
+#                     own algorithms: its rules file and no preload; else the
+#                     drop-in), in the same rotation (repeatable)
+#   --pair A/B[@LO-HI]  print A's time over B's per size, paired per run
+#                     (configuration names as reported: dropin-NAME,
+#                     deploy-NAME, tuned1_basic_linear, shim, ...), sizes
+#                     LO..HI bytes only where given (HI may be left out):
+#                     e.g. a table's rule against the algorithm it names,
+#                     forced at start-up (repeatable; also with --analyse)
 #   --analyse FILE.csv  no runs: print the comparison of an earlier run's CSV
 # IMB is built outside the repository with the MPI's own compilers; it is
 # not redistributed here.
@@ -56,10 +66,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
-FORCED=""; OUT=""; EXTRA=(); ANALYSE=""; ALSO=(); MPI=openmpi4
+FORCED=""; OUT=""; EXTRA=(); ANALYSE=""; ALSO=(); DEPLOY=(); PAIRS=(); MPI=openmpi4
 while [ $# -gt 0 ]; do
   case "$1" in
-    --imb|--imb-src|--ranks|--runs|--table|--msglog|--iter|--forced|--out|--env|--analyse|--also|--mpi)
+    --imb|--imb-src|--ranks|--runs|--table|--msglog|--iter|--forced|--out|--env|--analyse|--also|--deploy|--pair|--mpi)
       [ $# -ge 2 ] || { echo "imb-compare: $1 needs a value (see --help)" >&2; exit 2; } ;;
   esac
   case "$1" in
@@ -78,6 +88,11 @@ while [ $# -gt 0 ]; do
       EXTRA+=("$2"); shift 2 ;;
     --analyse) ANALYSE=$2; shift 2 ;;
     --also) ALSO+=("$2"); shift 2 ;;
+    --deploy) DEPLOY+=("$2"); shift 2 ;;
+    --pair)
+      [[ "$2" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(@[0-9]+-[0-9]*)?$ ]] || {
+        echo "imb-compare: --pair $2: give A/B or A/B@LO-HI (configuration names, sizes in bytes)" >&2; exit 2; }
+      PAIRS+=("$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "imb-compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -85,10 +100,11 @@ done
 
 # The comparison of one CSV of IMB lines (this script's --out).
 analyse() {
-python3 - "$1" <<'PY'
+python3 - "$@" <<'PY'
 import csv, math, statistics as st, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))
+pairs = sys.argv[2:]
 t = defaultdict(list)          # (np, config, bytes) -> t_avg per run
 for r in rows:
     t[(int(r["np"]), r["algorithm"], int(r["bytes"]))].append(float(r["t_avg_us"]))
@@ -102,7 +118,7 @@ for np in sorted({k[0] for k in t}):
     # every configuration but the library's default, the shim and the
     # drop-ins: one of the library's algorithms forced at start-up
     forced = sorted({k[1] for k in t if k[0] == np
-                     and k[1] not in ("default", "shim") and not k[1].startswith("dropin")})
+                     and k[1] not in ("default", "shim") and not k[1].startswith(("dropin", "deploy-"))})
     runs = len(t[(np, "default", sizes[0])])
     print(f"\n{np} ranks, median of {runs} runs, t_avg in us")
     print(f"{'bytes':>9} {'default':>9} {'best forced':>22} {'drop-in':>9} {'in/default':>10} {'in/best':>8}")
@@ -185,6 +201,30 @@ for np in sorted({k[0] for k in t}):
             common = sorted(set(i) & set(j))
             rs.append(st.median([i[k] / j[k] for k in common]))
         print(f"  {c} / dropin (paired): geomean {gm(rs):.3f}, per size " + " ".join(f"{r:.2f}" for r in rs))
+    # The pairs asked for (--pair A/B[@LO-HI]): A over B, paired per run.
+    for p in pairs:
+        ab, _, rng = p.partition("@")
+        a, b = ab.split("/")
+        lo, _, hi = rng.partition("-")
+        lo = int(lo) if lo else 0
+        hi = int(hi) if hi else None
+        missing = [c for c in (a, b) if (np, c, sizes[0]) not in t]
+        if missing:
+            print(f"  pair {p}: no configuration {', '.join(missing)} at {np} ranks")
+            continue
+        ps = [x for x in sizes if x >= lo and (hi is None or x <= hi)]
+        if not ps:
+            print(f"  pair {p}: no size in range")
+            continue
+        rs, q = [], []
+        for x in ps:
+            i, j = by_run[(a, x)], by_run[(b, x)]
+            r = [i[k] / j[k] for k in sorted(set(i) & set(j))]
+            rs.append(st.median(r)); q.append((min(r), max(r)))
+        w = max(range(len(ps)), key=lambda k: rs[k])
+        print(f"  {a} / {b} (paired{', ' + str(ps[0]) + '-' + str(ps[-1]) + ' B' if rng else ''}): geomean {gm(rs):.3f}, "
+              f"worst {rs[w]:.2f} at {ps[w]} B (runs {q[w][0]:.2f}-{q[w][1]:.2f}); "
+              f"above 1.05x: {sum(r > 1.05 for r in rs)} of {len(ps)}; per size " + " ".join(f"{r:.2f}" for r in rs))
     # What this machine can resolve: Open MPI's scatter_allgather (8, 9)
     # runs basic_linear (1) when count < ranks (coll_base_bcast.c), so at
     # those sizes three forced configurations run the same code. Their
@@ -211,7 +251,7 @@ if [ -n "$ANALYSE" ]; then
   [ -f "$ANALYSE" ] || { echo "imb-compare: --analyse $ANALYSE: no such file" >&2; exit 2; }
   head -1 "$ANALYSE" | grep -q '^np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run$' || {
     echo "imb-compare: --analyse $ANALYSE: not a CSV this script wrote (header np,algorithm,bytes,t_min_us,t_max_us,t_avg_us,run)" >&2; exit 2; }
-  analyse "$ANALYSE"
+  analyse "$ANALYSE" ${PAIRS[@]+"${PAIRS[@]}"}
   exit 0
 fi
 
@@ -229,6 +269,14 @@ for a in ${ALSO[@]+"${ALSO[@]}"}; do
     echo "imb-compare: --also $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
   [ -f "$file" ] || { echo "imb-compare: --also $a: $file: no such file" >&2; exit 2; }
   ALSO_TABLE[dropin-$name]=$(readlink -f "$file")
+done
+declare -A DEPLOY_TABLE=()
+for a in ${DEPLOY[@]+"${DEPLOY[@]}"}; do
+  name=${a%%=*}; file=${a#*=}
+  [[ "$a" == *=* && "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || {
+    echo "imb-compare: --deploy $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
+  [ -f "$file" ] || { echo "imb-compare: --deploy $a: $file: no such file" >&2; exit 2; }
+  DEPLOY_TABLE[deploy-$name]=$(readlink -f "$file")
 done
 
 # The library: its compilers, launcher and flags, colltune's build for it.
@@ -313,11 +361,27 @@ jobs/build.sh --mpi "$MPI_NAME" -q -p colltune-preload -p colltune >&2
 BIN=$(readlink -f "$CARGO_TARGET_DIR/release")
 # A broken table would make every drop-in run the library's default (the
 # drop-in falls back): refuse it here, with its problems.
-for t in "$TABLE" ${ALSO_TABLE[@]+"${ALSO_TABLE[@]}"}; do
+for t in "$TABLE" ${ALSO_TABLE[@]+"${ALSO_TABLE[@]}"} ${DEPLOY_TABLE[@]+"${DEPLOY_TABLE[@]}"}; do
   "$BIN/colltune" validate "$t" >&2 || {
     echo "imb-compare: $t is not a valid table (problems above)" >&2; exit 2; }
 done
 PRE=$BIN/libcolltune_preload.so
+# Each --deploy table as a site would deploy it: `colltune deploy`'s
+# environment (its env.sh, read by the shell that would source it).
+declare -A DEPLOY_ENV=() DEPLOY_ROUTE=()
+for c in ${DEPLOY_TABLE[@]+"${!DEPLOY_TABLE[@]}"}; do
+  dir=$(mktemp -d); fam=()
+  case "$MPI_FAMILY" in openmpi | mpich) fam=(--mpi "$MPI_FAMILY") ;; esac
+  out=$("$BIN/colltune" deploy "${DEPLOY_TABLE[$c]}" -o "$dir" ${fam[@]+"${fam[@]}"} --preload "$PRE" 2>&1) || {
+    echo "imb-compare: colltune deploy ${DEPLOY_TABLE[$c]} failed:" >&2; echo "$out" >&2; exit 2; }
+  DEPLOY_ROUTE[$c]=$(echo "$out" | sed -n 's/^route: //p' | head -1)
+  DEPLOY_ENV[$c]=$(
+    # shellcheck disable=SC1091
+    . "$dir/env.sh"
+    for k in $(sed -n 's/^export \([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$dir/env.sh"); do
+      printf '%s=%s;' "$k" "${!k}"
+    done)
+done
 # The floor of interposition, built with the library's own mpicc.
 SHIM=$(mktemp -d)/libpmpi_shim.so
 "$MPICC" -O2 -shared -fPIC -o "$SHIM" benches/callcost/shim.c
@@ -358,7 +422,7 @@ imb() {
 IFS=, read -r -a ranks <<< "$RANKS"
 t0=$(date +%s)
 for np in "${ranks[@]}"; do
-  configs=(default dropin shim ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} "${fnames[@]}")
+  configs=(default dropin shim ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"} ${DEPLOY_TABLE[@]+"${!DEPLOY_TABLE[@]}"} "${fnames[@]}")
   for run in $(seq "$RUNS"); do
     echo "imb-compare: $MPI_NAME, $np ranks, run $run/$RUNS ($(( $(date +%s) - t0 )) s so far)" >&2
     n=${#configs[@]}
@@ -369,6 +433,7 @@ for np in "${ranks[@]}"; do
         dropin) imb "$np" dropin "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
         shim) imb "$np" shim "$run" LD_PRELOAD="$SHIM" ;;
         dropin-*) imb "$np" "$c" "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        deploy-*) IFS=';' read -r -a kv <<< "${DEPLOY_ENV[$c]%;}"; imb "$np" "$c" "$run" "${kv[@]}" ;;
         *) IFS=';' read -r -a kv <<< "${FORCE_ENV[$c]}"; imb "$np" "$c" "$run" "${kv[@]}" ;;
       esac
     done
@@ -378,4 +443,7 @@ rm -f "$log"
 echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
 echo "IMB-MPI1 Bcast ($IMB), -iter $ITER -iter_policy off, $MPI_NAME ($("$BIN/colltune" --version 2>/dev/null | tail -1)), table $TABLE"
 for c in ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"}; do echo "$c: table ${ALSO_TABLE[$c]}"; done
-analyse "$OUT"
+for c in ${DEPLOY_TABLE[@]+"${!DEPLOY_TABLE[@]}"}; do
+  echo "$c: colltune deploy ${DEPLOY_TABLE[$c]}: ${DEPLOY_ROUTE[$c]}; environment ${DEPLOY_ENV[$c]%;}"
+done
+analyse "$OUT" ${PAIRS[@]+"${PAIRS[@]}"}

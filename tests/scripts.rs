@@ -411,6 +411,76 @@ fn every_librarys_forced_algorithms_are_read_as_forced() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--pair A/B@LO-HI`: A over B paired per run, in the size range only;
+/// a deployed table's configuration is never read as a forced algorithm.
+#[test]
+fn pairs_are_paired_per_run_in_their_size_range() {
+    let d = scratch("imb-analyse-pairs");
+    let mut csv = String::new();
+    for b in [1024, 65536, 131072] {
+        lines(&mut csv, 4, "default", b, &[20.0, 20.0, 20.0]);
+        lines(&mut csv, 4, "dropin", b, &[10.0, 10.0, 10.0]);
+        lines(&mut csv, 4, "tuned1_basic_linear", b, &[10.0, 20.0, 40.0]);
+        lines(&mut csv, 4, "tuned6_binomial", b, &[30.0, 30.0, 30.0]);
+    }
+    // dropin-lib names binomial: 1.1x its runs at 64 KiB, 1.0x above; at
+    // 1 KiB (outside the range) 5x.
+    lines(&mut csv, 4, "dropin-lib", 1024, &[150.0, 150.0, 150.0]);
+    lines(&mut csv, 4, "dropin-lib", 65536, &[33.0, 33.0, 33.0]);
+    lines(&mut csv, 4, "dropin-lib", 131072, &[30.0, 30.0, 30.0]);
+    // The deployed configuration follows linear's runs at half its time;
+    // faster than every forced algorithm, it must not be taken for one
+    // (then the best forced would be it, and dropin / best 1.0).
+    for b in [1024, 65536, 131072] {
+        lines(&mut csv, 4, "deploy-lib", b, &[5.0, 10.0, 20.0]);
+    }
+    let f = d.join("compare.csv");
+    std::fs::write(&f, format!("{HEADER}{csv}")).unwrap();
+    let o = Command::new("bash")
+        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
+        .args(["--analyse"])
+        .arg(&f)
+        .args([
+            "--pair",
+            "dropin-lib/tuned6_binomial@65536-",
+            "--pair",
+            "deploy-lib/tuned1_basic_linear",
+            "--pair",
+            "dropin/nosuch",
+        ])
+        .output()
+        .expect("bash runs");
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let lib = line_with(&out, "dropin-lib / tuned6_binomial (paired, 65536-131072 B)");
+    assert!(
+        lib.contains("geomean 1.049") && lib.contains("worst 1.10 at 65536 B"),
+        "{out}"
+    );
+    assert!(lib.contains("above 1.05x: 1 of 2"), "{out}");
+    let dep = line_with(&out, "deploy-lib / tuned1_basic_linear (paired)");
+    assert!(
+        dep.contains("geomean 0.500") && dep.contains("above 1.05x: 0 of 3"),
+        "{out}"
+    );
+    assert!(out.contains("pair dropin/nosuch: no configuration nosuch"), "{out}");
+    // the best forced algorithm is linear's median (20), not the deployed
+    // configuration's: dropin / best forced 10/10, 10/20, 10/40 -> 0.5
+    assert!(
+        line_with(&out, "dropin / best forced: geomean").contains("geomean 0.500"),
+        "{out}"
+    );
+    // a malformed pair is refused before anything runs
+    let o = Command::new("bash")
+        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
+        .args(["--pair", "dropin"])
+        .output()
+        .expect("bash runs");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--pair dropin: give A/B"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `jobs/imb-compare.sh`'s arguments are checked before anything is built
 /// or run: an option without its value, an unknown library, an algorithm
 /// the library does not have.
