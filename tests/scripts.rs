@@ -452,7 +452,10 @@ fn pairs_are_paired_per_run_in_their_size_range() {
         .expect("bash runs");
     let out = text(&o);
     assert!(o.status.success(), "{out}");
-    let lib = line_with(&out, "dropin-lib / tuned6_binomial (paired, 65536-131072 B)");
+    let lib = line_with(
+        &out,
+        "dropin-lib / tuned6_binomial (paired, 65536-131072 B)",
+    );
     assert!(
         lib.contains("geomean 1.049") && lib.contains("worst 1.10 at 65536 B"),
         "{out}"
@@ -463,7 +466,10 @@ fn pairs_are_paired_per_run_in_their_size_range() {
         dep.contains("geomean 0.500") && dep.contains("above 1.05x: 0 of 3"),
         "{out}"
     );
-    assert!(out.contains("pair dropin/nosuch: no configuration nosuch"), "{out}");
+    assert!(
+        out.contains("pair dropin/nosuch: no configuration nosuch"),
+        "{out}"
+    );
     // the best forced algorithm is linear's median (20), not the deployed
     // configuration's: dropin / best forced 10/10, 10/20, 10/40 -> 0.5
     assert!(
