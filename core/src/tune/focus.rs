@@ -10,6 +10,19 @@
 //! of widening the grid (a full search in every launch bisected new sizes
 //! each time, so the grid grew with the launches and never settled).
 //!
+//!
+//! One kind of new size is measured: where the earlier launches' decisions
+//! at two neighbouring measured sizes differ, and one of the two choices is
+//! slower at the other's size by more than the minimum gain (or was not
+//! measured there), the size between them ([`crossover`]), with the library's
+//! decision and the two choices only. A first launch bisects the crossovers
+//! of its fastest medians; the evidence of later launches can move a
+//! choice (a tie resolved by the fixed order, a choice confirmed), and a
+//! crossover no launch measured would otherwise be placed half-way by the
+//! builder: one table chose Open MPI's scatter_allgather_ring from 1 B
+//! measured up to 4 B unmeasured, where that algorithm stops running
+//! linear and takes 60x as long.
+//!
 //! [`PointDecision::further`]: crate::tables::table::evidence::PointDecision::further
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +31,7 @@ use colltune_algorithms::{AlgoSpec, Collective};
 
 use crate::measure::record::Sample;
 use crate::tables::table::build::{label_is_choice, point_decisions};
+use crate::tables::table::evidence::{PointDecision, Times};
 pub use crate::tables::table::evidence::Label;
 
 use super::Candidate;
@@ -35,9 +49,31 @@ impl Focus {
     /// From the earlier launches (one slice of samples each), judged with
     /// `min_gain`; `comm_sizes[i]` is the size of this tune's communicator
     /// `i`.
-    pub fn from_launches(launches: &[&[Sample]], min_gain: f64, comm_sizes: &[u32]) -> Focus {
+    /// `grid` is the tune's size grid (a crossover's size is one of it
+    /// where one lies between, else the geometric mean).
+    pub fn from_launches(
+        launches: &[&[Sample]],
+        min_gain: f64,
+        comm_sizes: &[u32],
+        grid: &[u64],
+    ) -> Focus {
         let mut f = Focus::default();
-        for ((coll, key, bytes), (d, subj)) in point_decisions(launches, min_gain) {
+        let decided = point_decisions(launches, min_gain);
+        // Crossovers between neighbouring measured sizes of one shape.
+        let mut mids: Vec<((usize, Collective), u64, Vec<Label>)> = Vec::new();
+        let mut prev: Option<(&(Collective, _, u64), &_)> = None;
+        for (k, v) in &decided {
+            if let Some((pk, pv)) = prev.filter(|(pk, _)| (pk.0, pk.1) == (k.0, k.1)) {
+                if let (Some(ci), Some((mid, who))) = (
+                    comm_sizes.iter().position(|&r| r == k.1.ranks),
+                    crossover((pk.2, pv), (k.2, v), min_gain, grid),
+                ) {
+                    mids.push(((ci, k.0), mid, who));
+                }
+            }
+            prev = Some((k, v));
+        }
+        for ((coll, key, bytes), (d, subj)) in decided {
             let Some(open) = d.further(&subj, label_is_choice, min_gain) else {
                 continue;
             };
@@ -58,6 +94,9 @@ impl Focus {
                 }
             }
             f.points.entry((ci, coll)).or_default().insert(bytes, who);
+        }
+        for (at, mid, who) in mids {
+            f.points.entry(at).or_default().entry(mid).or_insert(who);
         }
         f
     }
@@ -85,6 +124,64 @@ impl Focus {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The size between two neighbouring measured sizes `lo` < `hi` whose
+/// decisions differ where the choice matters, and the subjects to measure
+/// there (the library's decision, then the two choices); None where the
+/// choices agree, where each is within `min_gain` of the other at both
+/// sizes, or where no size lies between (the grid's nearest to the
+/// geometric mean, else the geometric mean while the two are more than
+/// [`RESOLUTION`](super::RESOLUTION) apart).
+pub fn crossover(
+    lo: (u64, &(PointDecision, BTreeMap<Label, Times>)),
+    hi: (u64, &(PointDecision, BTreeMap<Label, Times>)),
+    min_gain: f64,
+    grid: &[u64],
+) -> Option<(u64, Vec<Label>)> {
+    let ((lo, (dl, tl)), (hi, (dh, th))) = (lo, hi);
+    let (a, b) = (&dl.choice, &dh.choice);
+    if a == b || hi <= lo + 1 {
+        return None;
+    }
+    // How much slower `other` is than `mine` where `mine` was chosen (not
+    // measured there: unknown, so the crossover is measured).
+    let loss = |t: &BTreeMap<Label, Times>, mine: &Label, other: &Label| match (t.get(mine), t.get(other)) {
+        (Some(m), Some(o)) => o.median() / m.median() - 1.0,
+        _ => f64::INFINITY,
+    };
+    if loss(tl, a, b) <= min_gain && loss(th, b, a) <= min_gain {
+        return None;
+    }
+    let geo = ((lo as f64) * (hi as f64)).sqrt();
+    let mid = grid
+        .iter()
+        .copied()
+        .filter(|&s| s > lo && s < hi)
+        .min_by(|x, y| {
+            ((*x as f64).ln() - geo.ln())
+                .abs()
+                .total_cmp(&((*y as f64).ln() - geo.ln()).abs())
+        })
+        .or_else(|| {
+            (hi as f64 / lo.max(1) as f64 > super::RESOLUTION).then(|| geo.round() as u64)
+        })
+        .filter(|&m| m > lo && m < hi)?;
+    let mut who: Vec<Label> = Vec::new();
+    for l in [
+        dl.library_reference.then_some(&dl.reference),
+        dh.library_reference.then_some(&dh.reference),
+        Some(a),
+        Some(b),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !who.contains(l) {
+            who.push(l.clone());
+        }
+    }
+    Some((mid, who))
 }
 
 /// The subject label a candidate's samples carry.

@@ -366,14 +366,14 @@ fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
     let st = settings(0);
     Search::new(&mut m1, &st, 0, cands()).run().unwrap();
     let first = m1.samples.clone();
-    let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4]);
+    let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4], &st.sizes);
     assert_eq!(
         (f.len(), f.sizes(), f.elsewhere),
         (2, vec![64, 4096], 0),
         "{f:?}"
     );
     // Communicator sizes this tune does not measure are counted apart.
-    let g = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[8]);
+    let g = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[8], &st.sizes);
     assert_eq!((g.len(), g.elsewhere), (0, 2), "{g:?}");
 
     let mut m2 = machine(0.02, 0.30);
@@ -410,8 +410,75 @@ fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
     assert!(e.unresolved.is_empty(), "{:?}", e.unresolved);
     assert_eq!(t.bcast[0].rules[0].algorithm, "linear");
     // Nothing open: a focused launch measures nothing.
-    let none = Focus::from_launches(&[&first, &m2.samples], DEFAULT_MIN_GAIN, &[4]);
+    let none = Focus::from_launches(&[&first, &m2.samples], DEFAULT_MIN_GAIN, &[4], &st.sizes);
     assert!(none.is_empty(), "{none:?}");
+}
+
+/// Where the first launch's choices differ between two measured sizes
+/// and it did not measure between them (here its margin let it pass; on
+/// a real machine the evidence of later launches moved a choice), a later
+/// launch measures the crossover with the library's decision and the two
+/// choices: scatter_allgather wins at 1 B but is 10x slower at 4 B, which
+/// the builder would otherwise have given it (the geometric mean of 1 and
+/// 16). Built from both launches, 4 B is linear's.
+#[test]
+fn a_crossover_no_launch_measured_is_measured_between() {
+    use super::focus::Focus;
+    use crate::tables::table::build::build_launches;
+    use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
+    let times = [
+        ("library", 1, 10.0, 0.0),
+        ("scatter_allgather", 1, 5.0, 0.0),
+        ("linear", 1, 6.0, 0.0),
+        ("library", 4, 10.0, 0.0),
+        ("scatter_allgather", 4, 60.0, 0.0),
+        ("linear", 4, 5.5, 0.0),
+        ("library", 16, 10.0, 0.0),
+        ("scatter_allgather", 16, 40.0, 0.0),
+        ("linear", 16, 5.0, 0.0),
+    ];
+    let mut m1 = Machine::new(&times);
+    let st = Settings {
+        sizes: vec![1, 16],
+        ..settings(0)
+    };
+    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
+    assert!(m1.asked.iter().all(|r| r.bytes != 4), "the first launch measured 4 B");
+    let first = m1.samples.clone();
+    let grid = [1, 2, 4, 8, 16];
+    let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4], &grid);
+    let at4 = &f.at(0, Collective::Bcast).expect("points")[&4];
+    let names: Vec<&str> = at4.iter().map(|l| l.0.split(':').next().unwrap()).collect();
+    assert_eq!(names, ["ompi_tuned", "scatter_allgather", "linear"], "{f:?}");
+
+    let mut m2 = Machine::new(&times);
+    let st2 = Settings {
+        focus: Some(f),
+        ..st.clone()
+    };
+    Search::new(&mut m2, &st2, 0, cands()).run().unwrap();
+    let t = build_launches(&[&first, &m2.samples], prov(), &Compact::default());
+    let rule = t.bcast[0]
+        .rules
+        .iter()
+        .find(|r| r.min_bytes <= 4 && r.max_bytes.is_none_or(|m| m >= 4))
+        .expect("a rule for 4 B");
+    assert_eq!(rule.algorithm, "linear", "{:?}", t.bcast[0].rules);
+
+    // Choices within the minimum gain of each other at both sizes: no
+    // crossover worth measuring.
+    let close = [
+        ("library", 1, 10.0, 0.0),
+        ("scatter_allgather", 1, 5.0, 0.0),
+        ("linear", 1, 5.05, 0.0),
+        ("library", 16, 10.0, 0.0),
+        ("scatter_allgather", 16, 5.05, 0.0),
+        ("linear", 16, 5.0, 0.0),
+    ];
+    let mut m3 = Machine::new(&close);
+    Search::new(&mut m3, &st, 0, cands()).run().unwrap();
+    let g = Focus::from_launches(&[&m3.samples], DEFAULT_MIN_GAIN, &[4], &grid);
+    assert!(!g.sizes().contains(&4), "{g:?}");
 }
 
 /// A label names a candidate of the launch, or a segmented one at the

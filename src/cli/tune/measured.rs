@@ -83,7 +83,7 @@ pub fn run(
         None
     } else {
         let f = if lead {
-            match focus_of(&args.focus, &prov, args, &comm_sizes) {
+            match focus_of(&args.focus, &prov, args, &comm_sizes, &sizes) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     eprintln!("colltune: error: {e}");
@@ -379,6 +379,7 @@ fn focus_of(
     prov: &colltune_core::method::Origin,
     args: &Args,
     comm_sizes: &[u32],
+    grid: &[u64],
 ) -> Result<colltune_core::tune::focus::Focus, String> {
     let pattern = args.timing.pattern.to_string();
     let mut launches = Vec::new();
@@ -409,5 +410,6 @@ fn focus_of(
         &per,
         args.min_gain,
         comm_sizes,
+        grid,
     ))
 }
