@@ -31,8 +31,8 @@ use colltune_algorithms::{AlgoSpec, Collective};
 
 use crate::measure::record::Sample;
 use crate::tables::table::build::{label_is_choice, point_decisions};
-use crate::tables::table::evidence::{PointDecision, Times};
 pub use crate::tables::table::evidence::Label;
+use crate::tables::table::evidence::{PointDecision, Times};
 
 use super::Candidate;
 
@@ -146,10 +146,12 @@ pub fn crossover(
     }
     // How much slower `other` is than `mine` where `mine` was chosen (not
     // measured there: unknown, so the crossover is measured).
-    let loss = |t: &BTreeMap<Label, Times>, mine: &Label, other: &Label| match (t.get(mine), t.get(other)) {
-        (Some(m), Some(o)) => o.median() / m.median() - 1.0,
-        _ => f64::INFINITY,
-    };
+    let loss =
+        |t: &BTreeMap<Label, Times>, mine: &Label, other: &Label| match (t.get(mine), t.get(other))
+        {
+            (Some(m), Some(o)) => o.median() / m.median() - 1.0,
+            _ => f64::INFINITY,
+        };
     if loss(tl, a, b) <= min_gain && loss(th, b, a) <= min_gain {
         return None;
     }
@@ -163,9 +165,7 @@ pub fn crossover(
                 .abs()
                 .total_cmp(&((*y as f64).ln() - geo.ln()).abs())
         })
-        .or_else(|| {
-            (hi as f64 / lo.max(1) as f64 > super::RESOLUTION).then(|| geo.round() as u64)
-        })
+        .or_else(|| (hi as f64 / lo.max(1) as f64 > super::RESOLUTION).then(|| geo.round() as u64))
         .filter(|&m| m > lo && m < hi)?;
     let mut who: Vec<Label> = Vec::new();
     for l in [

@@ -443,13 +443,20 @@ fn a_crossover_no_launch_measured_is_measured_between() {
         ..settings(0)
     };
     Search::new(&mut m1, &st, 0, cands()).run().unwrap();
-    assert!(m1.asked.iter().all(|r| r.bytes != 4), "the first launch measured 4 B");
+    assert!(
+        m1.asked.iter().all(|r| r.bytes != 4),
+        "the first launch measured 4 B"
+    );
     let first = m1.samples.clone();
     let grid = [1, 2, 4, 8, 16];
     let f = Focus::from_launches(&[&first], DEFAULT_MIN_GAIN, &[4], &grid);
     let at4 = &f.at(0, Collective::Bcast).expect("points")[&4];
     let names: Vec<&str> = at4.iter().map(|l| l.0.split(':').next().unwrap()).collect();
-    assert_eq!(names, ["ompi_tuned", "scatter_allgather", "linear"], "{f:?}");
+    assert_eq!(
+        names,
+        ["ompi_tuned", "scatter_allgather", "linear"],
+        "{f:?}"
+    );
 
     let mut m2 = Machine::new(&times);
     let st2 = Settings {
