@@ -286,7 +286,8 @@ fn a_back_to_back_tune_records_its_pattern() {
 /// `tune --focus`: a further launch measures only the sizes the earlier
 /// launch left open (those `table unresolved` lists, and choices waiting
 /// for a second launch), at each only subjects the earlier launch measured
-/// there, the library's decision among them; its sidecar says `further`.
+/// there, the library's decision among them, and crossovers between
+/// swept sizes with at most three subjects; its sidecar says `further`.
 /// A CSV of another library is refused, naming it; --focus with --sizes
 /// is a usage error.
 #[test]
@@ -351,11 +352,28 @@ fn a_further_launch_measures_only_what_is_open() {
         );
     }
     let swept: std::collections::BTreeSet<u64> = one.iter().map(|s| s.bytes).collect();
-    assert!(sizes.is_subset(&swept), "{sizes:?} beyond {swept:?}");
+    // A size beyond the sweep is a crossover (`tune::focus::crossover`):
+    // between two swept sizes, with the library's decision and at most
+    // the two choices.
+    for &b in sizes.difference(&swept) {
+        assert!(
+            swept.iter().any(|&x| x < b) && swept.iter().any(|&x| x > b),
+            "{b} B: not between swept sizes {swept:?}"
+        );
+        let who: std::collections::BTreeSet<_> = two
+            .iter()
+            .filter(|s| s.bytes == b)
+            .map(|s| (s.spec.clone(), s.execution.clone()))
+            .collect();
+        assert!(
+            who.len() <= 3 && who.iter().any(|(s, _)| s.contains("name=default")),
+            "{b} B: {who:?}"
+        );
+    }
     // (At a size where every subject's interval straddles, all of them
     // are measured again; not at every size.)
     let (mut measured_now, mut measured_before) = (0, 0);
-    for &b in &sizes {
+    for &b in sizes.intersection(&swept) {
         let subjects = |v: &[colltune_core::record::Sample]| {
             v.iter()
                 .filter(|s| s.bytes == b)
