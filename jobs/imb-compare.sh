@@ -262,22 +262,23 @@ if [ -z "$TABLE" ]; then
 fi
 [ -f "$TABLE" ] || { echo "imb-compare: table $TABLE: no such file (give --table)" >&2; exit 2; }
 TABLE=$(readlink -f "$TABLE")
-declare -A ALSO_TABLE=()
-for a in ${ALSO[@]+"${ALSO[@]}"}; do
-  name=${a%%=*}; file=${a#*=}
-  [[ "$a" == *=* && "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || {
-    echo "imb-compare: --also $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
-  [ -f "$file" ] || { echo "imb-compare: --also $a: $file: no such file" >&2; exit 2; }
-  ALSO_TABLE[dropin-$name]=$(readlink -f "$file")
-done
-declare -A DEPLOY_TABLE=()
-for a in ${DEPLOY[@]+"${DEPLOY[@]}"}; do
-  name=${a%%=*}; file=${a#*=}
-  [[ "$a" == *=* && "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || {
-    echo "imb-compare: --deploy $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
-  [ -f "$file" ] || { echo "imb-compare: --deploy $a: $file: no such file" >&2; exit 2; }
-  DEPLOY_TABLE[deploy-$name]=$(readlink -f "$file")
-done
+# The NAME=FILE values of option OPT into the associative array INTO, as
+# PREFIX-NAME -> the file's absolute path: named_tables OPT PREFIX INTO VALUE...
+named_tables() {
+  local opt=$1 prefix=$2 a name file
+  local -n into=$3
+  shift 3
+  for a in "$@"; do
+    name=${a%%=*}; file=${a#*=}
+    [[ "$a" == *=* && "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || {
+      echo "imb-compare: $opt $a: give NAME=FILE (NAME of letters, digits, . _ -)" >&2; exit 2; }
+    [ -f "$file" ] || { echo "imb-compare: $opt $a: $file: no such file" >&2; exit 2; }
+    into[$prefix-$name]=$(readlink -f "$file")
+  done
+}
+declare -A ALSO_TABLE=() DEPLOY_TABLE=()
+named_tables --also dropin ALSO_TABLE ${ALSO[@]+"${ALSO[@]}"}
+named_tables --deploy deploy DEPLOY_TABLE ${DEPLOY[@]+"${DEPLOY[@]}"}
 
 # The library: its compilers, launcher and flags, colltune's build for it.
 # shellcheck source=jobs/mpi-env.sh
