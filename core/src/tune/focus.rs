@@ -5,13 +5,12 @@
 //! and this launch measures only those points, and at each only the
 //! subjects that decide it: the library's own decision (every gain is
 //! measured against it), the choice, and every candidate whose interval
-//! against them is open. No screening, no segment search, no new sizes:
-//! a later launch sharpens the decisions the first one left open instead
+//! against them is open. No screening, no segment search, no new sizes
+//! but the crossovers below: a later launch sharpens the decisions the first one left open instead
 //! of widening the grid (a full search in every launch bisected new sizes
 //! each time, so the grid grew with the launches and never settled).
 //!
-//!
-//! One kind of new size is measured: where the earlier launches' decisions
+//! The one kind of new size: where the earlier launches' decisions
 //! at two neighbouring measured sizes differ, and one of the two choices is
 //! slower at the other's size by more than the minimum gain (or was not
 //! measured there), the size between them ([`crossover`]), with the library's
