@@ -154,18 +154,7 @@ pub fn crossover(
     if loss(tl, a, b) <= min_gain && loss(th, b, a) <= min_gain {
         return None;
     }
-    let geo = ((lo as f64) * (hi as f64)).sqrt();
-    let mid = grid
-        .iter()
-        .copied()
-        .filter(|&s| s > lo && s < hi)
-        .min_by(|x, y| {
-            ((*x as f64).ln() - geo.ln())
-                .abs()
-                .total_cmp(&((*y as f64).ln() - geo.ln()).abs())
-        })
-        .or_else(|| (hi as f64 / lo.max(1) as f64 > super::RESOLUTION).then(|| geo.round() as u64))
-        .filter(|&m| m > lo && m < hi)?;
+    let mid = super::between(lo, hi, grid)?;
     let mut who: Vec<Label> = Vec::new();
     for l in [
         dl.library_reference.then_some(&dl.reference),

@@ -160,6 +160,28 @@ impl Settings {
 /// powers of two).
 pub const RESOLUTION: f64 = 1.2;
 
+/// The size to measure between two measured sizes `lo` < `hi`: the grid's
+/// nearest to their geometric mean, else the geometric mean while the two
+/// are more than [`RESOLUTION`] apart; None where none lies strictly
+/// between.
+pub(crate) fn between(lo: u64, hi: u64, grid: &[u64]) -> Option<u64> {
+    let geo = ((lo as f64) * (hi as f64)).sqrt();
+    let mid = match grid
+        .iter()
+        .copied()
+        .filter(|&s| s > lo && s < hi)
+        .min_by(|a, b| {
+            ((*a as f64).ln() - geo.ln())
+                .abs()
+                .total_cmp(&((*b as f64).ln() - geo.ln()).abs())
+        }) {
+        Some(m) => m,
+        None if hi as f64 / lo.max(1) as f64 > RESOLUTION && hi > lo + 1 => geo.round() as u64,
+        None => return None,
+    };
+    (mid > lo && mid < hi).then_some(mid)
+}
+
 /// Times per candidate per run, per size.
 type Data = BTreeMap<u64, BTreeMap<Candidate, BTreeMap<u32, Vec<f64>>>>;
 
@@ -452,26 +474,9 @@ impl<'a, O: Oracle> Search<'a, O> {
         if !self.contested(lo, hi) {
             return Ok(());
         }
-        let geo = ((lo as f64) * (hi as f64)).sqrt();
-        let inner: Vec<u64> = self
-            .settings
-            .sizes
-            .iter()
-            .copied()
-            .filter(|&s| s > lo && s < hi)
-            .collect();
-        let mid = match inner.iter().min_by(|a, b| {
-            ((**a as f64).ln() - geo.ln())
-                .abs()
-                .total_cmp(&((**b as f64).ln() - geo.ln()).abs())
-        }) {
-            Some(&m) => m,
-            None if hi as f64 / lo.max(1) as f64 > RESOLUTION && hi > lo + 1 => geo.round() as u64,
-            None => return Ok(()),
-        };
-        if mid <= lo || mid >= hi {
+        let Some(mid) = between(lo, hi, &self.settings.sizes) else {
             return Ok(());
-        }
+        };
         let mut live: Vec<Candidate> = survivors_at.get(&lo).cloned().unwrap_or_default();
         for c in survivors_at.get(&hi).cloned().unwrap_or_default() {
             if !live.contains(&c) {
