@@ -34,4 +34,54 @@ fn mpi_bcast_starts_a_cache_line() {
         0,
         "MPI_Bcast at {bcast:#x}: not at the start of a cache line"
     );
+    handed_off_path_fits_two_lines(&pre, bcast);
+}
+
+/// The handed-off path as built: from the entry, a straight run to its
+/// tail call through the address the line holds (`jmp *%reg`: no global
+/// offset table entry), with no stack frame (no push, no call before it),
+/// ending within the first 128 bytes, two instruction lines. Before the
+/// ranges were compared as `last - count < len` it ended 4 bytes past them;
+/// before the cold path was a tail call it pushed a register.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn handed_off_path_fits_two_lines(pre: &std::path::Path, at: u64) {
+    let o = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(format!("--start-address={at:#x}"))
+        .arg(format!("--stop-address={:#x}", at + 192))
+        .arg(pre)
+        .output()
+        .expect("objdump (binutils) runs");
+    assert!(
+        o.status.success(),
+        "objdump {}: {}",
+        pre.display(),
+        text(&o)
+    );
+    let dis = String::from_utf8_lossy(&o.stdout);
+    // "   5fc7c:\tjmp    *%rax": (address, mnemonic and operands)
+    let code: Vec<(u64, String)> = dis
+        .lines()
+        .filter_map(|l| {
+            let (a, rest) = l.trim_start().split_once(":\t")?;
+            Some((u64::from_str_radix(a, 16).ok()?, rest.trim().to_string()))
+        })
+        .collect();
+    let tail = code
+        .iter()
+        .position(|(_, i)| i.starts_with("jmp") && i.contains("*%r") && !i.contains("(%rip)"))
+        .unwrap_or_else(|| panic!("no tail call through a register in MPI_Bcast:\n{dis}"));
+    let frame = code[..tail]
+        .iter()
+        .find(|(_, i)| i.starts_with("push") || i.starts_with("call"));
+    assert!(
+        frame.is_none(),
+        "a stack frame on the handed-off path: {frame:?}\n{dis}"
+    );
+    let end = code[tail + 1].0;
+    assert!(
+        end - at <= 128,
+        "the handed-off path ends {} bytes into MPI_Bcast: a third instruction line\n{dis}",
+        end - at
+    );
 }

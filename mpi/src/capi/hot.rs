@@ -61,28 +61,36 @@ const SLOTS: usize = 4;
 const RANGES: usize = 3;
 const FRANGES: usize = 2;
 /// `each`'s bit for "contiguous".
-const DENSE: u64 = 1 << 63;
+const DENSE: u32 = 1 << 31;
 /// `each`'s bit for "a derived datatype": its line serves the handed-off
 /// path only (the library checks such a call itself); a call kept by
 /// colltune has the library check the type per call (committed or not).
-const DERIVED: u64 = 1 << 62;
+const DERIVED: u32 = 1 << 30;
 /// The most elements of one call (`count` is a C int).
 const MAX_COUNT: u64 = i32::MAX as u64;
 /// A Fortran line's key that no call's handles make (both -1).
 const NO_KEY: u64 = u64::MAX;
 
-/// One cache line: a sequence (odd while written), the key, the
-/// datatype's size (bit 63: contiguous), up to [`RANGES`] handed-off count
-/// ranges (see [`counts`]), and the communicator's state (0: not known).
+/// One cache line: a sequence (odd while written), the datatype's size
+/// (bit 31: contiguous, bit 30: derived; a datatype of 2^30 bytes or more
+/// gets no line), the key, up to [`RANGES`] handed-off count ranges (see
+/// [`counts`]), the communicator's state (0: not known) and the address
+/// of the library's `PMPI_Bcast`: a handed-off call jumps there from the
+/// line it has read already, with no global offset table entry (one data
+/// line per call, as few as a one-line `PMPI_Bcast` shim touches).
 #[repr(C, align(64))]
 struct Slot {
-    seq: AtomicU64,
+    seq: AtomicU32,
+    each: AtomicU32,
     comm: AtomicUsize,
     dtype: AtomicUsize,
-    each: AtomicU64,
     counts: [Range; RANGES],
     state: AtomicUsize,
+    pass: AtomicUsize,
 }
+
+/// The library's `PMPI_Bcast`, with handles at register width.
+pub type Pass = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
 
 /// One cache line for the Fortran entry: a sequence, the key (the Fortran
 /// communicator << 32 | the Fortran datatype), the C handles, up to
@@ -98,46 +106,69 @@ struct FSlot {
     bottom: [AtomicUsize; 2],
 }
 
-/// A range of counts, lo..lo + len (len 0: none), as two words that the
-/// hot path compares in place (see [`counts`]).
+/// A range of counts, lo..lo + len (len 0: none), held as its last count
+/// (lo + len - 1, wrapping) and its length, two words that the hot path
+/// compares in place (see [`counts`]): `last - c < len` needs no copy of
+/// `c` (the subtraction's destination is the loaded word), three bytes of
+/// code fewer per range than `c - lo < len` (the handed-off path fits two
+/// instruction lines, `tests/preload_layout.rs`).
 #[repr(C)]
 struct Range {
-    lo: AtomicU32,
+    last: AtomicU32,
     len: AtomicU32,
 }
 
 impl Range {
     #[allow(clippy::declare_interior_mutable_const)]
     const NONE: Range = Range {
-        lo: AtomicU32::new(0),
+        last: AtomicU32::new(0),
         len: AtomicU32::new(0),
     };
 
-    /// Whether the count `c` is in the range. A negative count (as u32,
-    /// at least 2^31) is in none: every range ends below 2^31.
+    /// Whether the count `c` is in the range: `last - c` (wrapping) is
+    /// below `len` exactly for `c` in lo..=last. Every range ends below
+    /// 2^31, so a negative count (as u32, at least 2^31) wraps to at least
+    /// `last + 1 >= len` and is in none; so does any count above `last`.
     #[inline(always)]
     fn has(&self, c: u32) -> bool {
-        c.wrapping_sub(self.lo.load(Ordering::Relaxed)) < self.len.load(Ordering::Relaxed)
+        self.last.load(Ordering::Relaxed).wrapping_sub(c) < self.len.load(Ordering::Relaxed)
     }
 
+    /// The range as a count word, `lo << 32 | len`.
     fn word(&self) -> u64 {
-        (self.lo.load(Ordering::Relaxed) as u64) << 32 | self.len.load(Ordering::Relaxed) as u64
+        let (last, len) = (
+            self.last.load(Ordering::Relaxed),
+            self.len.load(Ordering::Relaxed),
+        );
+        let lo = if len == 0 {
+            0
+        } else {
+            last.wrapping_sub(len).wrapping_add(1)
+        };
+        (lo as u64) << 32 | len as u64
     }
 
     fn set(&self, w: u64) {
-        self.lo.store((w >> 32) as u32, Ordering::Relaxed);
-        self.len.store(w as u32, Ordering::Relaxed);
+        let (lo, len) = ((w >> 32) as u32, w as u32);
+        let last = if len == 0 {
+            0
+        } else {
+            lo.wrapping_add(len).wrapping_sub(1)
+        };
+        self.last.store(last, Ordering::Relaxed);
+        self.len.store(len, Ordering::Relaxed);
     }
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
-    seq: AtomicU64::new(0),
+    seq: AtomicU32::new(0),
+    each: AtomicU32::new(0),
     comm: AtomicUsize::new(0),
     dtype: AtomicUsize::new(0),
-    each: AtomicU64::new(0),
     counts: [Range::NONE; RANGES],
     state: AtomicUsize::new(0),
+    pass: AtomicUsize::new(0),
 };
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -248,32 +279,42 @@ fn counts(ranges: &[(u64, u64)], each: u64, n: usize) -> Option<Vec<u64>> {
 /// Whether `count` is in one of the count words' ranges (as [`Range::has`]).
 #[cfg(test)]
 fn matches<const N: usize>(words: &[u64; N], count: c_int) -> bool {
-    let c = count as u32;
-    words
-        .iter()
-        .any(|&w| c.wrapping_sub((w >> 32) as u32) < w as u32)
+    // through a line's own ranges, as the hot path compares them
+    words.iter().any(|&w| {
+        let r = Range::NONE;
+        r.set(w);
+        assert_eq!(r.word(), w, "{w:#x} read back");
+        r.has(count as u32)
+    })
 }
 
-/// Whether the call is handed off (the handoff gave Open MPI its bytes on
-/// its communicator's size): then the caller passes it to `PMPI_Bcast`
-/// unchanged. One cache line of `lines` (the interposition library's own),
-/// no call.
+/// The library's `PMPI_Bcast` where the call is handed off (the handoff
+/// gave Open MPI its bytes on its communicator's size): the caller passes
+/// the call there unchanged. One cache line of `lines` (the interposition
+/// library's own), no call.
 #[inline(always)]
-pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> bool {
+pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> Option<Pass> {
     let s = &lines.c[index(comm, dtype)];
     let q = s.seq.load(Ordering::Acquire);
     if s.comm.load(Ordering::Relaxed) != comm || s.dtype.load(Ordering::Relaxed) != dtype {
-        return false;
+        return None;
     }
     // Each word tested as it is read, the next only where needed: few
     // registers live (the call's arguments stay in theirs for the tail
     // call), no stack frame.
     let c = count as u32;
     if q & 1 != 0 || !(s.counts[0].has(c) || s.counts[1].has(c) || s.counts[2].has(c)) {
-        return false;
+        return None;
     }
     fence(Ordering::Acquire);
-    s.seq.load(Ordering::Relaxed) == q
+    if s.seq.load(Ordering::Relaxed) != q {
+        return None;
+    }
+    // A range matched in a consistent read: the line was written ([`write`]:
+    // never 0 there), and `pass` with it (before the release of `q`).
+    let pass = s.pass.load(Ordering::Relaxed);
+    // SAFETY: the address of the library's `PMPI_Bcast`, of this type.
+    (pass != 0).then(|| unsafe { std::mem::transmute::<usize, Pass>(pass) })
 }
 
 /// What the line of (`comm`, `dtype`) knows of a call not handed off: the
@@ -298,7 +339,7 @@ pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, TypeI
         return None;
     }
     let info = TypeInfo {
-        size: each & !(DENSE | DERIVED),
+        size: (each & !(DENSE | DERIVED)) as u64,
         dense: Some(each & DENSE != 0),
         derived: each & DERIVED != 0,
     };
@@ -355,7 +396,7 @@ pub unsafe fn fortran_handed(
 }
 
 /// Writes one line (the caller holds [`FILL`]).
-fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64], state: usize) {
+fn write(s: &Slot, key: (usize, usize), each: u32, words: &[u64], state: usize) {
     let q = s.seq.load(Ordering::Relaxed);
     s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
@@ -370,6 +411,8 @@ fn write(s: &Slot, key: (usize, usize), each: u64, words: &[u64], state: usize) 
         r.set(w);
     }
     s.state.store(state, Ordering::Relaxed);
+    s.pass
+        .store(abi::raw::PMPI_Bcast as Pass as usize, Ordering::Relaxed);
     s.seq.store(q.wrapping_add(2), Ordering::Release);
 }
 
@@ -493,7 +536,7 @@ pub(crate) fn fill(
 ) {
     let key = KEY.load(Ordering::Acquire);
     let attached = !ATTACHED.load(Ordering::Acquire).is_null();
-    if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED {
+    if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED as u64 {
         return;
     }
     let Some(words) = counts(ranges, size, RANGES).or_else(|| counts(handed, size, RANGES)) else {
@@ -517,7 +560,7 @@ pub(crate) fn fill(
             return;
         }
     }
-    let each = info.size
+    let each = info.size as u32
         | if info.dense == Some(true) { DENSE } else { 0 }
         | if info.derived { DERIVED } else { 0 };
     write(
@@ -724,10 +767,32 @@ mod tests {
     }
 
     #[test]
+    fn a_written_line_hands_its_counts_to_the_library() {
+        let l = Lines::new();
+        let (c, d) = (0x7f00_1000usize, 0x7f00_2040usize);
+        let w = words(&[(0, 256), (4096, 8191)], 4);
+        write(&l.c[index(c, d)], (c, d), 4 | DENSE, &w, 0);
+        let pass = handed(&l, 64, d, c).expect("64 x 4 B is handed off");
+        assert_eq!(pass as usize, abi::raw::PMPI_Bcast as Pass as usize);
+        for count in [0, 1, 64, 1024, 2047] {
+            assert!(handed(&l, count, d, c).is_some(), "{count}");
+        }
+        for count in [65, 1023, 2048, -1, i32::MIN, i32::MAX] {
+            assert!(handed(&l, count, d, c).is_none(), "{count}");
+        }
+        // another key in the same line is not this one
+        assert!(handed(&l, 1, d, c ^ 0x1_0000_0000).is_none());
+        // mid-write (odd sequence): nothing is handed off
+        let s = &l.c[index(c, d)];
+        s.seq.fetch_add(1, Ordering::Relaxed);
+        assert!(handed(&l, 1, d, c).is_none());
+    }
+
+    #[test]
     fn an_empty_table_hands_nothing_off() {
         let l = Lines::new();
         for (count, d, c) in [(0, 0, 0), (1, 8, 16), (-1, 0, 0)] {
-            assert!(!handed(&l, count, d, c));
+            assert!(handed(&l, count, d, c).is_none());
             assert!(kept(d, c).is_none());
         }
     }

@@ -56,8 +56,8 @@ pub unsafe fn bcast(
     // colltune's cache (lines exist only for this build's own handles,
     // never in a foreign program). A call the handoff gave to Open MPI
     // goes there, unchanged: one line, a range check, a tail call.
-    if hot::handed(lines, count, datatype, comm) {
-        return abi::raw::PMPI_Bcast(buffer, count, datatype, root, comm);
+    if let Some(pass) = hot::handed(lines, count, datatype, comm) {
+        return pass(buffer, count, datatype, root, comm);
     }
     bcast_cold(buffer, count, datatype, root, comm)
 }
@@ -67,11 +67,14 @@ pub unsafe fn bcast(
 /// them, else the whole path. Out of line: the handed-off path stays a
 /// few instructions with no stack frame.
 ///
+/// `extern "C"`: a call that cannot unwind, so that [`bcast`] tail-calls
+/// it (a Rust call would need a landing pad, the caller a stack frame).
+///
 /// # Safety
 /// As for [`bcast`].
 #[cold]
 #[inline(never)]
-unsafe fn bcast_cold(
+unsafe extern "C" fn bcast_cold(
     buffer: *mut c_void,
     count: c_int,
     datatype: usize,
