@@ -49,11 +49,11 @@ pub unsafe extern "C" fn MPI_Init_thread(
     capi::preload::mpi_init_thread(&LINES, argc, argv, required, provided)
 }
 
-// `MPI_Bcast` starts a cache line: its handed-off path (about 130 bytes)
-// then spans three instruction lines wherever the compiler placed it, not
-// four (an application's calls find them cold: `benches/callcost.sh`). The section
-// is the function's own; the directive only raises its alignment (one
-// codegen unit for this crate, Cargo.toml, keeps both in one object).
+// `MPI_Bcast` starts a cache line: its handed-off path (126 bytes) then
+// spans two instruction lines, not three (an application's calls find
+// them cold: `benches/callcost.sh`). The section is the function's own;
+// the directive only raises its alignment (one codegen unit for this
+// crate, Cargo.toml, keeps both in one object).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 core::arch::global_asm!(
     ".pushsection .text.colltune_mpi_bcast,\"ax\",@progbits",
