@@ -12,9 +12,12 @@
 //!
 //! The one kind of new size: where the earlier launches' decisions
 //! at two neighbouring measured sizes differ, and one of the two choices is
-//! slower at the other's size by more than the minimum gain (or was not
-//! measured there), the size between them ([`crossover`]), with the library's
-//! decision and the two choices only. A first launch bisects the crossovers
+//! slower at the other's size by more than the minimum gain, the size
+//! between them ([`crossover`]), with the library's decision and the two
+//! choices only. Where a neighbour never measured the other's choice, that
+//! neighbour is measured with it first (a choice that a later launch moved
+//! to an algorithm measured nowhere near would otherwise only ever be
+//! measured between, and the neighbour's decision never met it). A first launch bisects the crossovers
 //! of its fastest medians; the evidence of later launches can move a
 //! choice (a tie resolved by the fixed order, a choice confirmed), and a
 //! crossover no launch measured would otherwise be placed half-way by the
@@ -60,14 +63,15 @@ impl Focus {
         let decided = point_decisions(launches, min_gain);
         // Crossovers between neighbouring measured sizes of one shape.
         let mut mids: Vec<((usize, Collective), u64, Vec<Label>)> = Vec::new();
+        // (each crossover: the neighbours first, where one has not measured
+        // the other's choice; the size between once both have)
         let mut prev: Option<(&(Collective, _, u64), &_)> = None;
         for (k, v) in &decided {
             if let Some((pk, pv)) = prev.filter(|(pk, _)| (pk.0, pk.1) == (k.0, k.1)) {
-                if let (Some(ci), Some((mid, who))) = (
-                    comm_sizes.iter().position(|&r| r == k.1.ranks),
-                    crossover((pk.2, pv), (k.2, v), min_gain, grid),
-                ) {
-                    mids.push(((ci, k.0), mid, who));
+                if let Some(ci) = comm_sizes.iter().position(|&r| r == k.1.ranks) {
+                    for (at, who) in crossover((pk.2, pv), (k.2, v), min_gain, grid) {
+                        mids.push(((ci, k.0), at, who));
+                    }
                 }
             }
             prev = Some((k, v));
@@ -94,8 +98,14 @@ impl Focus {
             }
             f.points.entry((ci, coll)).or_default().insert(bytes, who);
         }
-        for (at, mid, who) in mids {
-            f.points.entry(at).or_default().entry(mid).or_insert(who);
+        // Merged into the open points of the same sizes: each subject once.
+        for (at, size, who) in mids {
+            let have = f.points.entry(at).or_default().entry(size).or_default();
+            for l in who {
+                if !have.contains(&l) {
+                    have.push(l);
+                }
+            }
         }
         f
     }
@@ -125,11 +135,18 @@ impl Focus {
     }
 }
 
-/// The size between two neighbouring measured sizes `lo` < `hi` whose
-/// decisions differ where the choice matters, and the subjects to measure
-/// there (the library's decision, then the two choices); None where the
-/// choices agree, where each is within `min_gain` of the other at both
-/// sizes, or where no size lies between (the grid's nearest to the
+/// What to measure where two neighbouring measured sizes `lo` < `hi` have
+/// different choices `a` and `b` and the choice matters, each with its
+/// subjects (the library's decision, then the two choices):
+/// - a neighbour that has not measured the other's choice, first (`lo`
+///   where `b` was never measured there, `hi` where `a` was not): its own
+///   decision is open until it has (a choice that a later launch moved to
+///   a new algorithm was never measured at the sizes around it);
+/// - else the size between them, where one of the two is slower at the
+///   other's size by more than `min_gain`.
+///
+/// None where the choices agree, where each is within `min_gain` of the
+/// other at both sizes, or where no size lies between (the grid's nearest to the
 /// geometric mean, else the geometric mean while the two are more than
 /// [`RESOLUTION`](super::RESOLUTION) apart).
 pub fn crossover(
@@ -137,11 +154,11 @@ pub fn crossover(
     hi: (u64, &(PointDecision, BTreeMap<Label, Times>)),
     min_gain: f64,
     grid: &[u64],
-) -> Option<(u64, Vec<Label>)> {
+) -> Vec<(u64, Vec<Label>)> {
     let ((lo, (dl, tl)), (hi, (dh, th))) = (lo, hi);
     let (a, b) = (&dl.choice, &dh.choice);
     if a == b || hi <= lo + 1 {
-        return None;
+        return Vec::new();
     }
     // How much slower `other` is than `mine` where `mine` was chosen (not
     // measured there: unknown, so the crossover is measured).
@@ -152,9 +169,8 @@ pub fn crossover(
             _ => f64::INFINITY,
         };
     if loss(tl, a, b) <= min_gain && loss(th, b, a) <= min_gain {
-        return None;
+        return Vec::new();
     }
-    let mid = super::between(lo, hi, grid)?;
     let mut who: Vec<Label> = Vec::new();
     for l in [
         dl.library_reference.then_some(&dl.reference),
@@ -169,7 +185,17 @@ pub fn crossover(
             who.push(l.clone());
         }
     }
-    Some((mid, who))
+    let unmeasured: Vec<u64> = [(lo, tl, b), (hi, th, a)]
+        .into_iter()
+        .filter(|(_, t, other)| !t.contains_key(*other))
+        .map(|(at, _, _)| at)
+        .collect();
+    if !unmeasured.is_empty() {
+        return unmeasured.into_iter().map(|at| (at, who.clone())).collect();
+    }
+    super::between(lo, hi, grid)
+        .map(|mid| vec![(mid, who)])
+        .unwrap_or_default()
 }
 
 /// The subject label a candidate's samples carry.

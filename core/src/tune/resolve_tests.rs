@@ -536,3 +536,56 @@ fn labels_name_this_launchs_candidates() {
     assert_eq!(candidate_of(&c, &l("linear", "nonblocking")), None);
     assert_eq!(candidate_of(&c, &l("binomial:segment=0", "blocking")), None);
 }
+
+/// Neighbouring sizes whose choices were each never measured at the
+/// other's size: each neighbour measures the other's choice first (its own
+/// decision is open until it has), and nothing is measured between them
+/// yet; once both have, the size between them.
+#[test]
+fn a_neighbours_choice_never_measured_there_is_measured_there_first() {
+    use super::focus::Focus;
+    use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
+    let times = [
+        ("library", 1, 10.0, 0.0),
+        ("scatter_allgather", 1, 5.0, 0.0),
+        ("linear", 1, 6.0, 0.0),
+        ("library", 16, 10.0, 0.0),
+        ("scatter_allgather", 16, 40.0, 0.0),
+        ("linear", 16, 5.0, 0.0),
+    ];
+    let mut m1 = Machine::new(&times);
+    let st = Settings {
+        sizes: vec![1, 16],
+        ..settings(0)
+    };
+    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
+    let all = m1.samples.clone();
+    let named = |s: &Sample, name: &str| s.algorithm.starts_with(name) || s.spec.starts_with(name);
+    // as a launch that never measured linear at 1 B nor
+    // scatter_allgather at 16 B would have left it
+    let part: Vec<Sample> = all
+        .iter()
+        .filter(|s| !(s.bytes == 1 && named(s, "linear")))
+        .filter(|s| !(s.bytes == 16 && named(s, "scatter_allgather")))
+        .cloned()
+        .collect();
+    assert!(part.len() < all.len(), "nothing left out");
+    let grid = [1, 2, 4, 8, 16];
+    let names = |f: &Focus, at: u64| -> Option<Vec<String>> {
+        let p = f.at(0, Collective::Bcast)?.get(&at)?;
+        Some(
+            p.iter()
+                .map(|l| l.0.split(':').next().unwrap().to_string())
+                .collect(),
+        )
+    };
+    let f = Focus::from_launches(&[&part], DEFAULT_MIN_GAIN, &[4], &grid);
+    let at1 = names(&f, 1).unwrap_or_else(|| panic!("1 B not measured again: {f:?}"));
+    assert!(at1.iter().any(|n| n == "linear"), "{at1:?}");
+    let at16 = names(&f, 16).unwrap_or_else(|| panic!("16 B not measured again: {f:?}"));
+    assert!(at16.iter().any(|n| n == "scatter_allgather"), "{at16:?}");
+    assert!(names(&f, 4).is_none(), "measured between first: {f:?}");
+    // With both measured at both sizes: the size between.
+    let g = Focus::from_launches(&[&all], DEFAULT_MIN_GAIN, &[4], &grid);
+    assert!(names(&g, 4).is_some(), "{g:?}");
+}
