@@ -425,6 +425,31 @@ fn a_further_launch_measures_only_the_open_points_and_their_contenders() {
     assert!(none.is_empty(), "{none:?}");
 }
 
+/// Times where scatter_allgather wins at 1 B, linear at 16 B, and at 4 B
+/// scatter_allgather takes 10x linear's time.
+const CROSSING: [(&str, u64, f64, f64); 9] = [
+    ("library", 1, 10.0, 0.0),
+    ("scatter_allgather", 1, 5.0, 0.0),
+    ("linear", 1, 6.0, 0.0),
+    ("library", 4, 10.0, 0.0),
+    ("scatter_allgather", 4, 60.0, 0.0),
+    ("linear", 4, 5.5, 0.0),
+    ("library", 16, 10.0, 0.0),
+    ("scatter_allgather", 16, 40.0, 0.0),
+    ("linear", 16, 5.0, 0.0),
+];
+
+/// One launch over 1 B and 16 B alone on [`CROSSING`]'s machine.
+fn crossing_launch() -> (Machine, Settings) {
+    let mut m = Machine::new(&CROSSING);
+    let st = Settings {
+        sizes: vec![1, 16],
+        ..settings(0)
+    };
+    Search::new(&mut m, &st, 0, cands()).run().unwrap();
+    (m, st)
+}
+
 /// Where the first launch's choices differ between two measured sizes
 /// and it did not measure between them (here its margin let it pass; on
 /// a real machine the evidence of later launches moved a choice), a later
@@ -437,23 +462,8 @@ fn a_crossover_no_launch_measured_is_measured_between() {
     use super::focus::Focus;
     use crate::tables::table::build::build_launches;
     use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
-    let times = [
-        ("library", 1, 10.0, 0.0),
-        ("scatter_allgather", 1, 5.0, 0.0),
-        ("linear", 1, 6.0, 0.0),
-        ("library", 4, 10.0, 0.0),
-        ("scatter_allgather", 4, 60.0, 0.0),
-        ("linear", 4, 5.5, 0.0),
-        ("library", 16, 10.0, 0.0),
-        ("scatter_allgather", 16, 40.0, 0.0),
-        ("linear", 16, 5.0, 0.0),
-    ];
-    let mut m1 = Machine::new(&times);
-    let st = Settings {
-        sizes: vec![1, 16],
-        ..settings(0)
-    };
-    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
+    let times = CROSSING;
+    let (m1, st) = crossing_launch();
     assert!(
         m1.asked.iter().all(|r| r.bytes != 4),
         "the first launch measured 4 B"
@@ -529,21 +539,7 @@ fn labels_name_this_launchs_candidates() {
 fn a_neighbours_choice_never_measured_there_is_measured_there_first() {
     use super::focus::Focus;
     use crate::tables::table::evidence::DEFAULT_MIN_GAIN;
-    let times = [
-        ("library", 1, 10.0, 0.0),
-        ("scatter_allgather", 1, 5.0, 0.0),
-        ("linear", 1, 6.0, 0.0),
-        ("library", 16, 10.0, 0.0),
-        ("scatter_allgather", 16, 40.0, 0.0),
-        ("linear", 16, 5.0, 0.0),
-    ];
-    let mut m1 = Machine::new(&times);
-    let st = Settings {
-        sizes: vec![1, 16],
-        ..settings(0)
-    };
-    Search::new(&mut m1, &st, 0, cands()).run().unwrap();
-    let all = m1.samples.clone();
+    let all = crossing_launch().0.samples;
     let named = |s: &Sample, name: &str| s.algorithm.starts_with(name) || s.spec.starts_with(name);
     // as a launch that never measured linear at 1 B nor
     // scatter_allgather at 16 B would have left it
