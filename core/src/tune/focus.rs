@@ -12,14 +12,14 @@
 //!
 //! The one kind of new size: where the earlier launches' decisions
 //! at two neighbouring measured sizes differ (each settled: neither open),
-//! and one of the two choices is
-//! slower at the other's size by more than the minimum gain, the size
-//! between them ([`crossover`]), with the library's decision and the two
-//! choices only. Where a neighbour never measured the other's choice, that
-//! neighbour is measured with it first (a choice that a later launch moved
-//! to an algorithm measured nowhere near would otherwise only ever be
-//! measured between, and the neighbour's decision never met it). A first launch bisects the crossovers
-//! of its fastest medians; the evidence of later launches can move a
+//! and one of the two choices is slower at the other's size by more than
+//! the minimum gain, the size between them ([`crossover`]), with the
+//! library's decision and the two choices only. Where a neighbour never
+//! measured the other's choice, that neighbour is measured with it first
+//! (a choice that a later launch moved to an algorithm measured nowhere
+//! near would otherwise only ever be measured between, and the
+//! neighbour's decision never met it). A first launch bisects the
+//! crossovers of its fastest medians; the evidence of later launches can move a
 //! choice (a tie resolved by the fixed order, a choice confirmed), and a
 //! crossover no launch measured would otherwise be placed half-way by the
 //! builder: one table chose Open MPI's scatter_allgather_ring from 1 B
@@ -62,23 +62,20 @@ impl Focus {
     ) -> Focus {
         let mut f = Focus::default();
         let decided = point_decisions(launches, min_gain);
-        // Crossovers between neighbouring measured sizes of one shape.
+        // Crossovers between neighbouring measured sizes of one shape (the
+        // neighbours first, where one has not measured the other's choice;
+        // the size between once both have), only between settled
+        // decisions: where either neighbour is still open it is measured
+        // again anyway, and its choice may yet move (on this VM the band
+        // where Open MPI's default, basic linear and chain swap places
+        // launch to launch gained a size between each two at every launch,
+        // each measured by the few launches left).
         let mut mids: Vec<((usize, Collective), u64, Vec<Label>)> = Vec::new();
-        // (each crossover: the neighbours first, where one has not measured
-        // the other's choice; the size between once both have)
-        let mut prev: Option<(&(Collective, _, u64), &_)> = None;
-        // Only between settled decisions: where either neighbour is still
-        // open it is measured again anyway, and its choice may yet move (on
-        // this VM the band where Open MPI's default, basic linear and chain
-        // swap places launch to launch gained a size between each two at
-        // every launch, each measured by the few launches left).
-        let settled = |(d, subj): &(PointDecision, BTreeMap<Label, Times>)| {
-            d.open(subj, label_is_choice, min_gain).is_none()
-        };
+        let mut prev: Option<(&(Collective, _, u64), &_, bool)> = None;
         for (k, v) in &decided {
-            if let Some((pk, pv)) = prev
-                .filter(|(pk, _)| (pk.0, pk.1) == (k.0, k.1))
-                .filter(|(_, pv)| settled(pv) && settled(v))
+            let settled = v.0.open(&v.1, label_is_choice, min_gain).is_none();
+            if let Some((pk, pv, _)) =
+                prev.filter(|(pk, _, was)| (pk.0, pk.1) == (k.0, k.1) && *was && settled)
             {
                 if let Some(ci) = comm_sizes.iter().position(|&r| r == k.1.ranks) {
                     for (at, who) in crossover((pk.2, pv), (k.2, v), min_gain, grid) {
@@ -86,7 +83,7 @@ impl Focus {
                     }
                 }
             }
-            prev = Some((k, v));
+            prev = Some((k, v, settled));
         }
         for ((coll, key, bytes), (d, subj)) in decided {
             let Some(open) = d.further(&subj, label_is_choice, min_gain) else {
@@ -103,21 +100,15 @@ impl Focus {
                 .then(|| d.reference.clone())
                 .into_iter()
                 .collect();
-            for l in open.contenders {
-                if !who.contains(&l) {
-                    who.push(l);
-                }
-            }
+            add_new(&mut who, open.contenders);
             f.points.entry((ci, coll)).or_default().insert(bytes, who);
         }
         // Merged into the open points of the same sizes: each subject once.
         for (at, size, who) in mids {
-            let have = f.points.entry(at).or_default().entry(size).or_default();
-            for l in who {
-                if !have.contains(&l) {
-                    have.push(l);
-                }
-            }
+            add_new(
+                f.points.entry(at).or_default().entry(size).or_default(),
+                who,
+            );
         }
         f
     }
@@ -184,19 +175,17 @@ pub fn crossover(
         return Vec::new();
     }
     let mut who: Vec<Label> = Vec::new();
-    for l in [
-        dl.library_reference.then_some(&dl.reference),
-        dh.library_reference.then_some(&dh.reference),
-        Some(a),
-        Some(b),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        if !who.contains(l) {
-            who.push(l.clone());
-        }
-    }
+    let refs = [
+        (dl.library_reference, &dl.reference),
+        (dh.library_reference, &dh.reference),
+    ];
+    add_new(
+        &mut who,
+        refs.into_iter()
+            .filter(|(is, _)| *is)
+            .map(|(_, r)| r.clone())
+            .chain([a.clone(), b.clone()]),
+    );
     let unmeasured: Vec<u64> = [(lo, tl, b), (hi, th, a)]
         .into_iter()
         .filter(|(_, t, other)| !t.contains_key(*other))
@@ -208,6 +197,15 @@ pub fn crossover(
     super::between(lo, hi, grid)
         .map(|mid| vec![(mid, who)])
         .unwrap_or_default()
+}
+
+/// Appends the labels `who` lacks, in order, each once.
+fn add_new(who: &mut Vec<Label>, labels: impl IntoIterator<Item = Label>) {
+    for l in labels {
+        if !who.contains(&l) {
+            who.push(l);
+        }
+    }
 }
 
 /// The subject label a candidate's samples carry.
