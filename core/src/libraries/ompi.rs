@@ -284,6 +284,21 @@ impl Forced {
         })
     }
 
+    /// What coll/tuned runs when this algorithm is forced for `count`
+    /// elements on `ranks` ranks: itself, except where Open MPI runs
+    /// another. The scatter-allgathers (8, 9) need an element per rank;
+    /// below that they call basic linear (1) (coll_base_bcast.c in Open MPI
+    /// 4.1 and 5.0: "count ... switching to basic linear bcast"), so a
+    /// table names basic linear there, and two tunes that measured the same
+    /// code under two names do not write two rules.
+    pub fn runs_as(&self, ranks: u32, count: u64) -> Forced {
+        if matches!(self.id, 8 | 9) && count < u64::from(ranks) {
+            Forced { id: 1, segment: 0 }
+        } else {
+            *self
+        }
+    }
+
     /// The canonical specification, as tables, samples and labels write it:
     /// `ompi_tuned:algorithm=6,name=binomial,segment=0`.
     pub fn spec(&self) -> AlgoSpec {

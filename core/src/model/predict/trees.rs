@@ -116,13 +116,18 @@ pub fn tree(alg: u32, vr: usize, size: usize, chain_fanout: usize) -> Option<Tre
 
 /// The algorithm and chain fanout a call of coll/tuned algorithm `alg`
 /// runs: a forced one with the forced defaults, 0 as the fixed decision
-/// chooses (its chain fanout 0: one chain).
+/// chooses (its chain fanout 0: one chain); the scatter-allgathers below a
+/// byte per rank as basic linear, which they run there
+/// ([`crate::libraries::ompi::Forced::runs_as`]; `osu_bcast` sends bytes).
 pub fn resolved(alg: u32, ranks: usize, bytes: u64) -> (u32, usize) {
-    if alg == 0 {
+    let (id, fanout) = if alg == 0 {
         (tuned_bcast_decision(ranks, bytes), 1)
     } else {
         (alg, CHAIN_FANOUT)
-    }
+    };
+    let forced = crate::libraries::ompi::Forced { id, segment: 0 };
+    let ranks = u32::try_from(ranks).unwrap_or(u32::MAX);
+    (forced.runs_as(ranks, bytes).id, fanout)
 }
 
 /// Simulates one `MPI_Bcast` of `bytes` from rank 0 under coll/tuned

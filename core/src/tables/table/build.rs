@@ -663,11 +663,35 @@ pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
                 subj.entry(l.clone()).or_insert(t);
             }
         }
+        as_run(k.1.ranks, k.2, &mut subj);
         if let Some(d) = evidence::decide(k.0, k.2, &subj, label_is_choice, min_gain) {
             out.insert(k, (d, subj));
         }
     }
     out
+}
+
+/// Open MPI's forced algorithms under the name of what coll/tuned runs at
+/// a point ([`crate::libraries::ompi::Forced::runs_as`]; the tuner's
+/// broadcasts are of bytes, so a count is the bytes): one that runs another
+/// measured here too is left out (the same code, so no rule between them
+/// can be more than chance), one whose other is not measured takes its name.
+fn as_run(ranks: u32, bytes: u64, subj: &mut BTreeMap<Label, Times>) {
+    use crate::libraries::ompi;
+    let renamed: Vec<(Label, Label)> = subj
+        .keys()
+        .filter(|l| l.1 == ompi::LIBRARY_EXECUTION)
+        .filter_map(|l| {
+            let f = ompi::Forced::from_spec(&AlgoSpec::parse(&l.0).ok()?).ok()?;
+            let r = f.runs_as(ranks, bytes);
+            (r != f).then(|| (l.clone(), (r.spec().to_string(), l.1.clone())))
+        })
+        .collect();
+    for (from, to) in renamed {
+        if let Some(t) = subj.remove(&from) {
+            subj.entry(to).or_insert(t);
+        }
+    }
 }
 
 /// The median of a subject's launch medians (each launch one vote).
