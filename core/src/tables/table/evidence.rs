@@ -23,6 +23,10 @@
 //!   9-11, ...). Each is a 97.5% lower bound (of the mean, of the median
 //!   launch), so the higher holds with at least 95% (Bonferroni); the
 //!   upper end stays t's.
+//! - `launches, pooled with the neighbouring size` ([`pooled_gain`]): the
+//!   same over launches whose ratio is the mean of the log ratios at a
+//!   size and its neighbour; only for a size that takes a neighbour's
+//!   choice (`build::pooled_decisions`).
 //! - `runs of one launch`: runs inside a launch share its state and are
 //!   not independent, so their spread says little about the next launch.
 //!   Conservatively, the interval is a *prediction* interval for one more
@@ -130,6 +134,9 @@ pub fn is_reference(label: &Label) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Basis {
     Launches,
+    /// Launches, each one's ratio pooled over a point and its neighbour
+    /// ([`pooled_gain`]).
+    Pooled,
     RunsOfOneLaunch,
     SamplesOfOneRun,
     Exact,
@@ -141,6 +148,7 @@ impl Basis {
     pub fn name(self) -> &'static str {
         match self {
             Basis::Launches => "launches",
+            Basis::Pooled => "launches, pooled with the neighbouring size",
             Basis::RunsOfOneLaunch => "runs of one launch",
             Basis::SamplesOfOneRun => "samples of one run",
             Basis::Exact => "exact",
@@ -266,15 +274,7 @@ pub fn gain(r: &Times, x: &Times) -> Option<Gain> {
         if v.len() < 2 {
             return v.first().map(|&m| unbounded(m));
         }
-        let (m, sd) = mean_sd(&v);
-        let half = t975(v.len() - 1) * sd / (v.len() as f64).sqrt();
-        let mut g = make(m, half, Basis::Launches);
-        if let Some(k) = order_low(v.len()) {
-            let mut sorted = v.clone();
-            sorted.sort_by(f64::total_cmp);
-            g.low = g.low.max(sorted[k - 1].exp() - 1.0);
-        }
-        return Some(g);
+        return Some(over_launches(&v, runs, Basis::Launches));
     }
     let l = common[0];
     let paired: Vec<f64> = x
@@ -301,6 +301,57 @@ pub fn gain(r: &Times, x: &Times) -> Option<Gain> {
     };
     let half = 1.96 * (robust_var(&rs) + robust_var(&xs)).sqrt();
     Some(make(m, half, Basis::SamplesOfOneRun))
+}
+
+/// The interval over per-launch log ratios `v` (two or more): Student's t,
+/// its lower end raised to the sign test's order statistic where that is
+/// higher (the module documentation).
+fn over_launches(v: &[f64], runs: u32, basis: Basis) -> Gain {
+    let (m, sd) = mean_sd(v);
+    let half = t975(v.len() - 1) * sd / (v.len() as f64).sqrt();
+    let mut low = m - half;
+    if let Some(k) = order_low(v.len()) {
+        let mut sorted = v.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        low = low.max(sorted[k - 1]);
+    }
+    Gain {
+        gain: m.exp() - 1.0,
+        low: low.exp() - 1.0,
+        high: (m + half).exp() - 1.0,
+        launches: v.len() as u32,
+        runs,
+        basis,
+    }
+}
+
+/// The gain of a candidate over the reference at neighbouring points
+/// taken as one (each pair: a point's reference and candidate): per
+/// launch, the mean of its log ratios at the points it measured both,
+/// then the interval over launches as [`gain`] makes it. It assumes the
+/// points share one gain, so it is used only where a rule's own measured
+/// size supports it ([`Basis::Pooled`]). None with fewer than two launches
+/// or on simulated samples (exact: nothing to pool).
+pub fn pooled_gain(pairs: &[(&Times, &Times)]) -> Option<Gain> {
+    let mut by: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut runs = 0u32;
+    for (r, x) in pairs {
+        if r.simulated || x.simulated {
+            return None;
+        }
+        let rl = r.launches();
+        for l in x.launches().into_iter().filter(|l| rl.contains(l)) {
+            if let Some(v) = ln_ratio(&r.of_launch(l), &x.of_launch(l)) {
+                by.entry(l).or_default().push(v);
+                runs += x.runs.range((l, 0)..=(l, u32::MAX)).count() as u32;
+            }
+        }
+    }
+    let v: Vec<f64> = by
+        .values()
+        .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+        .collect();
+    (v.len() >= 2).then(|| over_launches(&v, runs, Basis::Pooled))
 }
 
 /// How simple a choice is, smaller first: segmented parameters (nested

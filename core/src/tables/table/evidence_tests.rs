@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use colltune_algorithms::Collective;
 
 use super::build::{build_launches, Compact};
-use super::evidence::{gain, point_times, Label, DEFAULT_MIN_GAIN};
+use super::evidence::{gain, point_times, pooled_gain, Label, DEFAULT_MIN_GAIN};
 use super::validate::{check, load_str};
 use super::{test_provenance as prov, Table};
 use crate::measure::noise::Rng;
@@ -270,8 +270,18 @@ fn no_rule_replaces_the_library_without_a_clearing_gain() {
                 .get(&label)
                 .unwrap_or_else(|| panic!("seed {seed}: {label:?} not measured at {bytes}"));
             let g = gain(&subj[&mpi], x).expect("measured with the library");
+            // alone, or pooled with a neighbouring size (its estimate here
+            // above the minimum gain)
+            let pooled = || {
+                pt.range((Collective::Bcast, key, 0)..=(Collective::Bcast, key, u64::MAX))
+                    .filter(|(k, _)| k.2 != bytes)
+                    .filter_map(|(_, n)| {
+                        pooled_gain(&[(&subj[&mpi], x), (n.get(&mpi)?, n.get(&label)?)])
+                    })
+                    .any(|p| p.low > DEFAULT_MIN_GAIN)
+            };
             assert!(
-                g.low > DEFAULT_MIN_GAIN,
+                g.low > DEFAULT_MIN_GAIN || (g.gain > DEFAULT_MIN_GAIN && pooled()),
                 "seed {seed}: {bytes} B given to {label:?} on {g:?}"
             );
         }
@@ -319,4 +329,65 @@ fn a_library_algorithm_is_named_by_what_the_library_runs() {
     let t = build(&launches);
     assert_eq!(choice(&t, 2), lin);
     assert_eq!(choice(&t, 8), format!("{RING} [library]"));
+}
+
+/// A size measured in two launches only (the tuner added it late) beside
+/// a size measured in all six: alone its interval straddles the minimum
+/// gain, pooled with the neighbour whose choice cleared the library's
+/// decision on its own launches it clears, and the rule is not split.
+/// Where its own estimate is below the minimum gain, it stays the
+/// library's, however clearly the neighbour gains.
+#[test]
+fn a_thinly_measured_size_takes_its_neighbours_choice_on_their_pooled_evidence() {
+    let subjects = [(MPI, "library"), (LIN, "blocking")];
+    let build_with = |flat_at_256: bool, seed: u64| {
+        let truth = move |spec: &str, b: u64| match spec {
+            MPI => 10.0,
+            _ if flat_at_256 && b == 256 => 10.0,
+            _ => 7.0,
+        };
+        let mut g = Rng::new(seed);
+        let launches: Vec<Vec<Sample>> = (0..6)
+            .map(|l| {
+                let sizes: &[u64] = if l < 4 { &[16, 64] } else { &[16, 64, 256] };
+                // the late size's second launch in the other state: linear
+                // only 1% faster there
+                let state = move |spec: &str| if l == 5 && spec == LIN { 1.4 } else { 1.0 };
+                let mut v = launch(&mut g, &subjects, &sizes[..2], 3, &truth, &|_| 1.0);
+                if sizes.len() == 3 {
+                    v.extend(launch(&mut g, &subjects, &[256], 3, &truth, &state));
+                }
+                v
+            })
+            .collect();
+        let l: Vec<&[Sample]> = launches.iter().map(Vec::as_slice).collect();
+        let alone = super::build::point_decisions(&l, DEFAULT_MIN_GAIN);
+        (build(&launches), alone)
+    };
+    let lin = format!("{LIN} [blocking]");
+    let (t, alone) = build_with(false, 3);
+    let at256 = alone
+        .iter()
+        .find(|(k, _)| k.2 == 256)
+        .expect("256 B measured")
+        .1;
+    assert!(
+        at256.0.keeps_reference(),
+        "alone it straddles: {:?}",
+        at256.0.evidence
+    );
+    assert_eq!(choice(&t, 64), lin);
+    assert_eq!(choice(&t, 256), lin, "{:#?}", t.bcast[0].rules);
+    assert_eq!(t.bcast[0].rules.len(), 1, "{:#?}", t.bcast[0].rules);
+    let e = t.bcast[0].rules[0].evidence.as_ref().unwrap();
+    assert_eq!(e.basis, "launches, pooled with the neighbouring size");
+    assert!(e.low > DEFAULT_MIN_GAIN, "{e:?}");
+    // no gain of its own at 256 B: the library's
+    let (t, _) = build_with(true, 3);
+    assert_eq!(choice(&t, 64), lin);
+    assert!(
+        choice(&t, 256).starts_with("ompi_tuned:algorithm=0"),
+        "{:#?}",
+        t.bcast[0].rules
+    );
 }
