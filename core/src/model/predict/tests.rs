@@ -165,3 +165,39 @@ fn the_glitch_rule_leaves_out_times_several_times_what_more_took() {
     m3.entry((r, hi)).or_default().insert(0, 10.0);
     assert!(screen(&m3).1.is_empty());
 }
+
+/// Shared-memory copies queue on their memory domain's aggregate rate,
+/// except a copy between two cores of one cache, which stays in it: a
+/// chain of 4 ranks inside one cache is not slowed by a slow memory; the
+/// same chain over ranks of one socket that share no cache is.
+#[test]
+fn copies_inside_a_cache_do_not_queue_on_memory() {
+    let mut m = model();
+    m.levels = vec![
+        LevelLink {
+            shares: Level::Cache.name().into(),
+            link: link(0.1, 8.0),
+        },
+        LevelLink {
+            shares: Level::Socket.name().into(),
+            link: link(0.1, 8.0),
+        },
+    ];
+    let l = Layout::parse("node:1,socket:1,cache:2,core:4").unwrap();
+    let chain = |m: &Model, map| {
+        // pipeline: one chain, 0 -> 1 -> 2 -> 3
+        trees::simulate(m, &l, map, 3, 4, 1 << 20)
+            .map(|e| trees::osu_time(&e))
+            .unwrap()
+    };
+    let fast = chain(&m, Mapping::Core);
+    let mut slow = m.clone();
+    slow.memory_copy_gbs = Some(0.5);
+    // mapped by core, ranks 0-3 share the first cache: no change
+    assert!((chain(&slow, Mapping::Core) - fast).abs() < 1e-9);
+    // every level alike but not a cache: the memory bounds each copy
+    let mut flat = slow.clone();
+    flat.levels[0].shares = Level::Socket.name().into();
+    let bound = chain(&flat, Mapping::Core);
+    assert!(bound > 4.0 * fast, "{bound} vs {fast}");
+}

@@ -15,7 +15,8 @@
 //! puts it closes. Shared memory (the `shm` broadcast): a load out of a
 //! peer's part of the node's shared window copies at the copy bandwidth,
 //! and queues with every shared-memory copy into the reader's memory domain on
-//! `memory_copy_gbs` when the model gives it; a
+//! `memory_copy_gbs` when the model gives it (a copy between two ranks of one
+//! cache level stays in that cache and does not queue); a
 //! flag raised is seen one intra-node latency later (a cache line between
 //! cores). The dataflow execution does copies, loads and signals at once
 //! when it starts them, as the MPI executor does. The call's time is the slowest rank's finish.

@@ -14,6 +14,9 @@
 //! the request optionally carrying a first fragment. The engine asks here
 //! for times and never looks at a [`Link`]'s figures itself.
 
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included, Unbounded};
+
 use colltune_algorithms::NodeMap;
 
 use super::model::{Link, Model};
@@ -47,7 +50,11 @@ pub(super) struct Network {
     /// queued on it.
     mem_per_byte: f64,
     mem_of: Vec<u32>,
-    mem_free: Vec<f64>,
+    mem_free: Vec<Calendar>,
+    /// Per level (as `levels`): whether its ranks share a cache, whose
+    /// copies between them stay in it and do not queue on the memory
+    /// domain.
+    in_cache: Vec<bool>,
 }
 
 /// A send just posted.
@@ -109,7 +116,8 @@ impl Network {
             shm_in: vec![0.0; p],
             mem_per_byte: m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b),
             mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
-            mem_free: vec![0.0; nodes.num_nodes()],
+            mem_free: vec![Calendar::default(); nodes.num_nodes()],
+            in_cache: m.levels.iter().map(|l| l.shares == "cache").collect(),
         }
     }
 
@@ -126,7 +134,8 @@ impl Network {
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
         self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
-        self.mem_free.fill(0.0);
+        self.mem_free.iter_mut().for_each(Calendar::clear);
+        self.in_cache = m.levels.iter().map(|l| l.shares == "cache").collect();
     }
 
     /// Where each rank sits: `groups[k][r]` is rank r's group at the
@@ -137,7 +146,7 @@ impl Network {
         self.groups = groups;
         let domains = memory.iter().map(|&d| d as usize + 1).max().unwrap_or(0);
         self.mem_of = memory;
-        self.mem_free = vec![0.0; domains];
+        self.mem_free = vec![Calendar::default(); domains];
     }
 
     #[inline]
@@ -151,6 +160,15 @@ impl Network {
             }
         }
         &self.intra
+    }
+
+    /// Whether ranks `a` and `b` (of one node) share a cache.
+    #[inline]
+    fn share_cache(&self, a: u32, b: u32) -> bool {
+        self.groups
+            .iter()
+            .zip(&self.in_cache)
+            .any(|(g, &c)| c && g[a as usize] == g[b as usize])
     }
 
     /// L between ranks `a` and `b`.
@@ -193,12 +211,13 @@ impl Network {
             self.shm_out[ra] = out_end;
             let land_start = (start + lat).max(self.shm_in[rb]);
             let mut arrival = land_start + wire;
-            if self.mem_per_byte > 0.0 {
+            if self.mem_per_byte > 0.0 && !self.share_cache(a, b) {
                 // The node's memory moves its copies at an aggregate rate:
-                // they queue on it (as messages on a network port).
-                let m = &mut self.mem_free[self.mem_of[rb] as usize];
-                let end = land_start.max(*m) + bytes as f64 * self.mem_per_byte;
-                *m = end;
+                // they take their turns on it (as messages on a network
+                // port); a copy between two cores of one cache stays in
+                // that cache.
+                let d = bytes as f64 * self.mem_per_byte;
+                let end = self.mem_free[self.mem_of[rb] as usize].reserve(land_start, d);
                 arrival = arrival.max(end);
             }
             self.shm_in[rb] = arrival;
@@ -317,10 +336,8 @@ impl Network {
         let start = ts.max(self.shm_in[r as usize]);
         let mut end = self.copy_end(start, bytes);
         if self.mem_per_byte > 0.0 {
-            let m = &mut self.mem_free[self.mem_of[r as usize] as usize];
-            let mem_end = start.max(*m) + bytes as f64 * self.mem_per_byte;
-            *m = mem_end;
-            end = end.max(mem_end);
+            let d = bytes as f64 * self.mem_per_byte;
+            end = end.max(self.mem_free[self.mem_of[r as usize] as usize].reserve(start, d));
         }
         self.shm_in[r as usize] = end;
         end
@@ -345,5 +362,97 @@ impl Network {
         let ppn = (ranks / self.nodes.max(1)).max(1);
         2.0 * (log(self.nodes) * (self.inter.latency_us + 2.0 * self.inter.overhead_us)
             + log(ppn) * (self.intra.latency_us + 2.0 * self.intra.overhead_us))
+    }
+}
+
+/// A resource's busy intervals, reserved in any order: the simulation
+/// lets a blocking rank run ahead through its program (a root posts all
+/// its sends at once), so copies are not booked in time order; a
+/// first-come queue then made a copy that landed earlier wait behind one
+/// booked earlier that landed later. Each reservation takes the earliest
+/// gap from its time that holds it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Calendar {
+    /// start -> end, disjoint and not touching; a start as its f64 bits
+    /// (times are >= 0, whose bits order as the times do).
+    busy: BTreeMap<u64, f64>,
+}
+
+impl Calendar {
+    pub(super) fn clear(&mut self) {
+        self.busy.clear();
+    }
+
+    /// Books `dur` at the earliest time from `at` when the resource is free
+    /// that long; when it ends.
+    pub(super) fn reserve(&mut self, at: f64, dur: f64) -> f64 {
+        let key = |t: f64| t.max(0.0).to_bits();
+        let mut s = at.max(0.0);
+        if let Some((_, &e)) = self.busy.range(..=key(s)).next_back() {
+            s = s.max(e);
+        }
+        while let Some((&k, &e)) = self.busy.range((Excluded(key(s)), Unbounded)).next() {
+            if f64::from_bits(k) >= s + dur {
+                break;
+            }
+            s = e;
+        }
+        let end = s + dur;
+        if dur <= 0.0 {
+            return end;
+        }
+        // merge with the intervals it touches
+        let (mut lo, mut hi) = (s, end);
+        if let Some((&k, &e)) = self.busy.range(..=key(s)).next_back() {
+            if e >= s {
+                lo = f64::from_bits(k);
+                hi = hi.max(e);
+                self.busy.remove(&k);
+            }
+        }
+        let touching: Vec<u64> = self
+            .busy
+            .range((Included(key(s)), Included(key(end))))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in touching {
+            if let Some(e) = self.busy.remove(&k) {
+                hi = hi.max(e);
+            }
+        }
+        self.busy.insert(key(lo), hi);
+        end
+    }
+}
+
+#[cfg(test)]
+mod calendar_tests {
+    use super::Calendar;
+
+    #[test]
+    fn reservations_take_the_earliest_gap_in_any_order() {
+        let mut c = Calendar::default();
+        // booked first, later in time
+        assert_eq!(c.reserve(10.0, 2.0), 12.0);
+        // booked next, earlier: it fits before, and is not pushed behind
+        assert_eq!(c.reserve(1.0, 3.0), 4.0);
+        // 4..10 is free and 6 long: it fits
+        assert_eq!(c.reserve(4.0, 5.0), 9.0);
+        // 9..10 is too short for 2: after 12
+        assert_eq!(c.reserve(8.5, 2.0), 14.0);
+        // from inside a busy interval: its end
+        assert_eq!(c.reserve(2.0, 0.5), 9.5);
+        // zero length: at its time where free, else at the busy end
+        assert_eq!(c.reserve(20.0, 0.0), 20.0);
+        assert_eq!(c.reserve(11.0, 0.0), 14.0);
+        // everything booked is disjoint
+        let v: Vec<(f64, f64)> = c
+            .busy
+            .iter()
+            .map(|(&k, &e)| (f64::from_bits(k), e))
+            .collect();
+        assert!(v.windows(2).all(|w| w[0].1 < w[1].0), "{v:?}");
+        c.clear();
+        assert_eq!(c.reserve(0.0, 1.0), 1.0);
     }
 }
