@@ -35,7 +35,7 @@
 # size is unresolved and JUDGE_LAUNCHES (3) referee launches (separate
 # bench mpiruns measuring both choices, their runs interleaved) are added
 # there, then one more at a time where it still is, up to
-# JUDGE_MAX_LAUNCHES (8); sizes still unresolved are reported apart,
+# JUDGE_MAX_LAUNCHES (16); sizes still unresolved are reported apart,
 # never as agreement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -172,10 +172,10 @@ PY
   }
   # JUDGE_LAUNCHES (3) referee launches at every unresolved size, then one
   # more at a time at the sizes still unresolved, up to
-  # JUDGE_MAX_LAUNCHES (8): enough to resolve WITHIN where the two
+  # JUDGE_MAX_LAUNCHES (16): enough to resolve WITHIN where the two
   # choices' ratio lets itself be resolved.
   unresolved_list "$OUT/agreement-tunes.txt" > "$OUT/judge.list"
-  first=${JUDGE_LAUNCHES:-3} most=${JUDGE_MAX_LAUNCHES:-8}
+  first=${JUDGE_LAUNCHES:-3} most=${JUDGE_MAX_LAUNCHES:-16}
   [ "$most" -ge "$first" ] || most=$first
   for k in $(seq 1 "$most"); do
     if [ "$k" -gt "$first" ]; then

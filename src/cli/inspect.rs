@@ -189,12 +189,13 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
         }
     };
     outln!(
-        "\nagreement (the same choice, or the 95% interval of their time ratio within {:.0}%): {agree} of {total} grid sizes ({:.0}%); differ: {}; unresolved (?: no CSV measured both, or the interval straddles {:.0}%; not counted as agreement): {}",
+        "\nagreement (the same choice, or the 95% interval of their time ratio within {:.0}%): {agree} of {total} grid sizes ({:.0}%); differ: {}; unresolved (?: no CSV measured both, or the interval straddles {:.0}%; not counted as agreement): {}; of the {judged} sizes resolved, {agree} agree ({:.0}%)",
         100.0 * a.within,
         pct(agree, total),
         judged - agree,
         100.0 * a.within,
-        total - judged
+        total - judged,
+        pct(agree, judged)
     );
 }
 
