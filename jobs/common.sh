@@ -2,14 +2,15 @@
 # colltune_batch_tune also expects OUT (shared results directory), TAG
 # (names the CSV: e.g. N2-np8), LAUNCH (array: the MPI launcher with its
 # options), BUDGET (minutes), TUNE_ARGS (extra tune arguments), TABLE
-# (combined table to rebuild from every CSV in OUT), LAUNCHES (default 8).
+# (combined table to rebuild from every CSV in OUT), LAUNCHES (default 16).
 
-# LAUNCHES: the launches of one tune, 8 unless set (the launch is the unit
-# of replication, and a launch takes seconds: docs/evidence.md); anything
+# LAUNCHES: the most launches of one tune, 16 unless set (the launch is the
+# unit of replication, and a launch takes seconds: docs/evidence.md; the
+# later ones run only while sizes are unresolved and budget is left); anything
 # but a whole number of 1 or more exits 2 with SCRIPT's name.
 # Usage: colltune_launches SCRIPT
 colltune_launches() {
-  LAUNCHES=${LAUNCHES:-8}
+  LAUNCHES=${LAUNCHES:-16}
   case "$LAUNCHES" in
     *[!0-9]*|0) echo "$1: LAUNCHES=$LAUNCHES: a whole number of launches, 1 or more" >&2; exit 2 ;;
   esac

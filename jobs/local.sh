@@ -10,7 +10,9 @@
 #                table used "4 8"); each is one mpirun job, pinned
 #   BUDGET       wall-time budget per rank count, minutes, its launches
 #                together (default 30)
-#   LAUNCHES     separate mpirun launches per rank count (default 8): on a
+#   LAUNCHES     at most this many separate mpirun launches per rank count
+#                (default 16; the later ones only while sizes stay
+#                unresolved and budget is left): on a
 #                shared or oversubscribed machine one launch can run 1.5x
 #                slower than the next, and the fastest algorithm can change
 #                with it. The first launch sweeps every size (tune-npN.csv);
@@ -61,8 +63,8 @@ mpirun -n "$first" "${MPIRUN_FLAGS[@]}" "$BIN" verify
 
 csvs=()
 open=""
-declare -A mine spent   # per rank count: its CSVs, its seconds so far
-for n in $RANKS; do mine[$n]=""; spent[$n]=0; done
+declare -A mine spent over   # per rank count: its CSVs, its seconds so far, whether it is done
+for n in $RANKS; do mine[$n]=""; spent[$n]=0; over[$n]=0; done
 for l in $(seq 1 "$LAUNCHES"); do
   for n in $RANKS; do
     suffix=""
@@ -71,10 +73,12 @@ for l in $(seq 1 "$LAUNCHES"); do
     budget=$BUDGET
     # shellcheck disable=SC2086
     set -- ${TUNE_ARGS:-}
+    [ "${over[$n]}" = 1 ] && continue   # nothing left open, or no budget
     if [ "$l" -gt 1 ]; then
       # shellcheck disable=SC2086
       if ! colltune_further "$csv.sizes" "$OUT/table-np$n-so-far.yaml" "$BUDGET" "${spent[$n]}" ${mine[$n]}; then
         echo "== tune: $n ranks, launch $l of $LAUNCHES: $WHY_NOT"
+        over[$n]=1
         continue
       fi
       open=$OPEN budget=$BUDGET_LEFT

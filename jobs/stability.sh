@@ -15,7 +15,7 @@
 # (do not measure, with `bench`, the two choices at sizes where neither tune
 # measured both; by default they are, so every size is judged), JUDGE_RUNS
 # (5: that bench's runs, each measuring both choices in turn, so a drift
-# hits both alike), LAUNCHES (8, as jobs/local.sh and the batch jobs: each
+# hits both alike), LAUNCHES (16, as jobs/local.sh and the batch jobs: each
 # tune is that many launches, a and b alternating (a, b, a, b, ...); the
 # first sweeps every size, each later one measures only the sizes its
 # tune's launches so far leave unresolved (`colltune table unresolved
@@ -55,8 +55,8 @@ colltune_launches stability.sh
 [ -z "${EXTRA_LAUNCHES:-}" ] ||
   { echo "stability.sh: EXTRA_LAUNCHES is gone: LAUNCHES counts every launch of a tune, the later ones at its unresolved sizes (LAUNCHES=$((LAUNCHES + EXTRA_LAUNCHES)) for the same number)" >&2; exit 2; }
 mkdir -p "$OUT"
-declare -A mine spent   # per tune: its launches' CSVs, its seconds so far
-mine[a]="" mine[b]="" spent[a]=0 spent[b]=0
+declare -A mine spent over   # per tune: its launches' CSVs, its seconds so far, whether it is done
+mine[a]="" mine[b]="" spent[a]=0 spent[b]=0 over[a]=0 over[b]=0
 for l in $(seq 1 "$LAUNCHES"); do
   for t in a b; do
     if [ "$l" = 1 ]; then csv="$OUT/$t.csv"; else csv="$OUT/$t-l$l.csv"; fi
@@ -66,6 +66,7 @@ for l in $(seq 1 "$LAUNCHES"); do
       mine[$t]="${mine[$t]} $csv"
       continue
     fi
+    [ "${over[$t]}" = 1 ] && continue   # nothing left open, or no budget
     rm -f "$csv" "$csv.tune.yaml" "$csv.sizes"
     budget=$BUDGET open=""
     sizes=(--sizes "$SIZES")
@@ -73,6 +74,7 @@ for l in $(seq 1 "$LAUNCHES"); do
       # shellcheck disable=SC2086
       if ! colltune_further "$csv.sizes" "$OUT/$t-so-far.yaml" "$BUDGET" "${spent[$t]}" ${mine[$t]}; then
         echo "== tune $t, launch $l of $LAUNCHES: $WHY_NOT"
+        over[$t]=1
         continue
       fi
       open=$OPEN budget=$BUDGET_LEFT

@@ -322,7 +322,7 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
     let o = run(&[("EXTRA_LAUNCHES", "2")]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("LAUNCHES=10 for the same number"),
+        text(&o).contains("LAUNCHES=18 for the same number"),
         "{}",
         text(&o)
     );
@@ -357,8 +357,8 @@ fn stability_tunes_launch_again_only_at_their_unresolved_sizes() {
         );
     }
     assert!(
-        out.contains("tune a, launch 3 of 8: no size unresolved after 2 launch(es)")
-            && out.contains("tune b, launch 3 of 8: no size unresolved after 2 launch(es)")
+        out.contains("tune a, launch 3 of 16: no size unresolved after 2 launch(es)")
+            && out.contains("tune b, launch 3 of 16: no size unresolved after 2 launch(es)")
             && out.contains("table a: 0 size(s) left unresolved"),
         "{out}"
     );
