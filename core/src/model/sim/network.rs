@@ -91,6 +91,12 @@ fn rate(l: &Link, bytes: u64, rdv: bool) -> f64 {
     }
 }
 
+/// Per level of `m`: whether its ranks share a cache.
+fn cache_levels(m: &Model) -> Vec<bool> {
+    let cache = crate::model::placement::Level::Cache.name();
+    m.levels.iter().map(|l| l.shares == cache).collect()
+}
+
 /// A link's token-bucket size in bytes (0: none).
 fn burst(l: &Link) -> f64 {
     l.burst_bytes.map_or(0.0, |b| b as f64)
@@ -117,7 +123,7 @@ impl Network {
             mem_per_byte: m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b),
             mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             mem_free: vec![Calendar::default(); nodes.num_nodes()],
-            in_cache: m.levels.iter().map(|l| l.shares == "cache").collect(),
+            in_cache: cache_levels(m),
         }
     }
 
@@ -135,7 +141,7 @@ impl Network {
         self.shm_in.fill(0.0);
         self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
         self.mem_free.iter_mut().for_each(Calendar::clear);
-        self.in_cache = m.levels.iter().map(|l| l.shares == "cache").collect();
+        self.in_cache = cache_levels(m);
     }
 
     /// Where each rank sits: `groups[k][r]` is rank r's group at the

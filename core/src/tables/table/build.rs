@@ -707,11 +707,7 @@ fn as_run(ranks: u32, bytes: u64, subj: &mut BTreeMap<Label, Times>) {
 /// it 1.54x faster), and the rule it sits in is split by chance. Only the
 /// neighbours' own decisions count (no chains of pooling); where both
 /// neighbours' choices qualify, the fixed order picks.
-pub fn pooled_decisions(
-    c: Collective,
-    points: &[(u64, &Point)],
-    min_gain: f64,
-) -> Vec<PointDecision> {
+fn pooled_decisions(c: Collective, points: &[(u64, &Point)], min_gain: f64) -> Vec<PointDecision> {
     let pooled = |i: usize, j: usize| -> Option<(Label, evidence::Gain)> {
         let ((_, (d, here)), (_, (n, there))) = (points[i], points.get(j)?);
         let x = &n.choice;
