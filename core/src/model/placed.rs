@@ -8,10 +8,11 @@
 //!   (ranks dealt round-robin over the nodes: `--map-by node`);
 //! - sockets, inside each node: `block` (a socket filled before the next)
 //!   or `cyclic` (the node's ranks dealt round-robin over its sockets:
-//!   `--map-by socket`).
+//!   `--map-by socket`, and `--map-by node`, whose ranks Open MPI binds
+//!   to a node's sockets in turn: [`Mapping::Node`]).
 //!
 //! Written `nodes` or `nodes/sockets`: `block/block` (`--map-by core`),
-//! `block/cyclic` (`--map-by socket`), `cyclic/block` (`--map-by node`);
+//! `block/cyclic` (`--map-by socket`), `cyclic/cyclic` (`--map-by node`);
 //! `block` alone holds whatever the sockets' order. Each published mapping
 //! is a distinct class, found from the ranks' node and socket ids alone
 //! ([`detect`]), so the runtime finds the class a table was tuned for.
@@ -20,7 +21,9 @@
 //! count: one group (one node, or a node's ranks on one socket) is `block`;
 //! groups of one rank each in turn (`0,1`) are `cyclic`; at the socket
 //! level a node whose ranks sit on one socket says nothing, so a
-//! `--map-by socket` run that put one rank on its last node stays `cyclic`.
+//! `--map-by socket` run that put one rank on its last node stays `cyclic`,
+//! and where no node says anything, one rank per node on several nodes is
+//! `cyclic` at both levels (`--map-by node`), anything else a `block`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -108,7 +111,7 @@ impl Placement {
         let (nodes, sockets) = match m {
             Mapping::Core => (Order::Block, Order::Block),
             Mapping::Socket => (Order::Block, Order::Cyclic),
-            Mapping::Node => (Order::Cyclic, Order::Block),
+            Mapping::Node => (Order::Cyclic, Order::Cyclic),
         };
         Placement {
             nodes,
@@ -265,7 +268,17 @@ pub fn detect<N: Eq + Hash, S: Eq + Hash>(node_of: &[N], socket_of: Option<&[S]>
                 }
                 agreed = Some(o);
             }
-            Some(agreed.unwrap_or(Order::Block))
+            // No node says (one rank each, or each node's on one socket):
+            // one rank per node is dealt round-robin at both levels, as
+            // `--map-by node` deals them; otherwise a block.
+            let one_each = per.values().all(|on| on.len() == 1);
+            Some(
+                agreed.unwrap_or(if one_each && nodes == Some(Order::Cyclic) {
+                    Order::Cyclic
+                } else {
+                    Order::Block
+                }),
+            )
         });
     Detected { nodes, sockets }
 }
@@ -358,12 +371,13 @@ mod tests {
             "block/block",
             "block/cyclic",
             "cyclic/block",
+            "cyclic/cyclic",
         ] {
             assert_eq!(p(s).to_string(), s);
         }
         assert_eq!(p("core"), p("block/block"));
         assert_eq!(p("Socket"), p("block/cyclic"));
-        assert_eq!(p("bynode"), p("cyclic/block"));
+        assert_eq!(p("bynode"), p("cyclic/cyclic"));
         let e = Placement::parse("blok").unwrap_err();
         assert!(e.contains("`blok`") && e.contains("block/cyclic"), "{e}");
         assert!(Placement::parse("block/").is_err());

@@ -202,7 +202,11 @@ pub enum Mapping {
     Core,
     /// Round-robin over a node's sockets, a node filled before the next.
     Socket,
-    /// Round-robin over the nodes.
+    /// Round-robin over the nodes and, inside each node, over its sockets:
+    /// `--map-by node` maps to no object below the node, so Open MPI 4
+    /// binds more than two ranks to sockets by default, each next rank of a
+    /// node to its socket with the fewest ranks bound
+    /// (`rmaps_base_binding.c`, `bind_downwards`), i.e. in turn.
     Node,
 }
 
@@ -239,15 +243,14 @@ impl Mapping {
         let c = layout.cores_per_node();
         let n = layout.nodes();
         let s = layout.sockets_per_node();
+        // The `i`-th rank of a node dealt round-robin over its sockets,
+        // each socket's ranks on its cores in order.
+        let over_sockets = |node: usize, i: usize| node * c + (i % s) * (c / s) + i / s;
         Ok((0..ranks)
             .map(|r| match self {
                 Mapping::Core => r,
-                Mapping::Socket => {
-                    let (node, i) = (r / c, r % c);
-                    let (socket, j) = (i % s, i / s);
-                    node * c + socket * (c / s) + j
-                }
-                Mapping::Node => (r % n) * c + r / n,
+                Mapping::Socket => over_sockets(r / c, r % c),
+                Mapping::Node => over_sockets(r % n, r / n),
             })
             .collect())
     }
@@ -326,8 +329,11 @@ mod tests {
         let s = Mapping::Socket.place(&l, 130).unwrap();
         assert_eq!(&s[..4], &[0, 64, 1, 65]);
         assert_eq!(&s[128..], &[128, 192]);
-        let n = Mapping::Node.place(&l, 5).unwrap();
-        assert_eq!(n, vec![0, 128, 1, 129, 2]);
+        let n = Mapping::Node.place(&l, 6).unwrap();
+        assert_eq!(n, vec![0, 128, 64, 192, 1, 129]);
+        // Without sockets in the layout: a node's cores in order.
+        let flat = Layout::parse("node:3,core:4").unwrap();
+        assert_eq!(Mapping::Node.place(&flat, 5).unwrap(), vec![0, 4, 8, 1, 5]);
         let e = Mapping::Core.place(&l, 300).unwrap_err();
         assert!(e.contains("300 ranks") && e.contains("256 cores"), "{e}");
         assert_eq!(Mapping::Node.node_map(&l, 5).unwrap().to_string(), "3+2");
