@@ -231,14 +231,26 @@ impl Network {
         }
         let l = &self.inter;
         let per_byte = rate(l, bytes, rdv);
-        let start = t.max(self.nic_out[na]);
+        let mut start = t.max(self.nic_out[na]);
+        if !rdv && bytes <= l.eager_limit {
+            // An eager message is copied by the sender's process into a
+            // buffer the network card reads: its copies, to its node and to
+            // the network, take turns.
+            let ra = a as usize;
+            start = start.max(self.shm_out[ra]);
+            self.shm_out[ra] = start + bytes as f64 * 1e-3 / self.copy_gbs;
+        }
         let land_start = (start + l.latency_us).max(self.nic_in[nb]);
         let Some(cap) = l.burst_bytes.map(|b| b as f64) else {
             let wire = bytes as f64 * per_byte;
             let inject_end = start + wire;
-            self.nic_out[na] = inject_end.max(start + l.gap_us);
+            // The cards are held at the wire's rate (the link's sustained
+            // one); an eager regime's slower rate is the copies at the ends,
+            // which the card does not wait for.
+            let occupy = bytes as f64 * per_byte.min(l.per_byte());
+            self.nic_out[na] = (start + occupy).max(start + l.gap_us);
             let arrival = land_start + wire;
-            self.nic_in[nb] = arrival;
+            self.nic_in[nb] = land_start + occupy;
             return (inject_end, arrival);
         };
         // Token buckets: each port's credit grew at the link's rate while it

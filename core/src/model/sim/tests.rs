@@ -514,3 +514,63 @@ fn an_eager_sender_copies_locally_and_single_copy_reads_queue_on_it() {
     let rdv = t(&m, n);
     assert!(rdv >= 7.0 * n as f64 * l.per_byte(), "{rdv}");
 }
+
+/// Between nodes, an eager message's slower regime is the copies at its
+/// ends: the network card is held at the wire's (sustained) rate, so two
+/// processes of one node sending at once land one wire time apart, not one
+/// eager transfer apart; and one process copies its eager messages, to
+/// its node and to the network, one at a time.
+#[test]
+fn network_cards_run_at_the_wire_and_a_sender_copies_in_turn() {
+    use colltune_algorithms::{Builder, Region};
+    let mut m = model();
+    m.inter.eager_limit = 65536;
+    m.inter.eager_bandwidth_gbs = Some(0.5);
+    m.inter.bandwidth_gbs = 5.0;
+    m.copy_gbs = 1.0;
+    let n = 32768u64;
+    let run = |m: &Model, sends: &[(usize, usize)], ranks: usize, nodes: &NodeMap| {
+        let plans: Vec<Plan> = (0..ranks)
+            .map(|r| {
+                let mut b = Builder::new();
+                for &(from, to) in sends {
+                    if from == r {
+                        b.send(to, Region::data(0, n), Post::Immediate);
+                    } else if to == r {
+                        b.recv(from, Region::data(0, n), Post::Immediate);
+                    }
+                }
+                b.wait_all();
+                Plan::new(b.finish())
+            })
+            .collect();
+        Engine::new(m, nodes, &plans, Execution::Blocking)
+            .run_each()
+            .unwrap()
+    };
+    // Ranks 0, 1 on node 0 send to 2, 3 on node 1 at once.
+    let two = NodeMap::blocks(&[2, 2]).unwrap();
+    let t = run(&m, &[(0, 2), (1, 3)], 4, &two);
+    let (wire, eager) = (
+        n as f64 * m.inter.per_byte(),
+        n as f64 * m.inter.per_byte_for(n),
+    );
+    let apart = (t[3] - t[2]).abs();
+    assert!(
+        (apart - wire).abs() < 1e-6,
+        "{apart} vs wire {wire}, eager {eager}"
+    );
+    // Rank 0 sends (eager both) to rank 1 of its node, then to rank 2 of
+    // the other: the second copy starts when the first ends, where alone
+    // it would start as soon as posted.
+    m.intra.eager_limit = 65536;
+    let three = NodeMap::blocks(&[2, 1]).unwrap();
+    let alone = run(&m, &[(0, 2)], 3, &three)[2];
+    let after = run(&m, &[(0, 1), (0, 2)], 3, &three)[2];
+    let copy = n as f64 * 1e-3 / m.copy_gbs;
+    let posted = m.intra.overhead_us;
+    assert!(
+        (after - alone - (copy + posted - m.inter.overhead_us)).abs() < 1e-6,
+        "{after} - {alone} vs {copy}"
+    );
+}
