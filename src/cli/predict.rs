@@ -188,6 +188,11 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             s.default_ratio.len()
         );
     }
+    if let Some((n, g)) = s.default_self {
+        outln!(
+            "the default where it runs a forced algorithm as forced (the same code; {n} points): measured {g:.2}x that algorithm's time (1.00 where the runs were alike)"
+        );
+    }
     if !a.keep_glitches {
         let times: usize = all.values().map(|x| x.len()).sum();
         if !a.quiet {

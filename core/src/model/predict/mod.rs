@@ -187,6 +187,12 @@ pub struct Summary {
     /// Per rank count: (measured, predicted) geometric mean over sizes of
     /// the default's time over the best forced algorithm's.
     pub default_ratio: BTreeMap<usize, (f64, f64)>,
+    /// Where the library's decision runs one of the forced algorithms as
+    /// forced (the same code: [`trees::resolved`] alike): how many points,
+    /// and the geometric mean of the measured default's time over that
+    /// algorithm's. 1 where the two were measured alike; what it is not
+    /// is an offset between the runs that no model can predict.
+    pub default_self: Option<(usize, f64)>,
 }
 
 impl Summary {
@@ -284,7 +290,19 @@ pub fn summarize(points: &[Point]) -> Summary {
             e.1.push(dp / best_pred);
         }
     }
+    let same: Vec<f64> = points
+        .iter()
+        .filter_map(|p| {
+            let d = p.times.get(&0)?.0;
+            let forced = p
+                .times
+                .iter()
+                .find(|(&a, _)| a != 0 && trees::same_run(0, a, p.ranks, p.bytes));
+            forced.map(|(_, x)| d / x.0)
+        })
+        .collect();
     Summary {
+        default_self: (!same.is_empty()).then(|| (same.len(), geomean(&same))),
         points: points.len(),
         agreement: points.iter().filter(|p| p.agrees()).count() as f64 / points.len() as f64,
         regret_geomean: geomean(&regrets),

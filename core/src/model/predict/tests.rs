@@ -126,6 +126,35 @@ fn the_summary_counts_agreement_regret_and_errors() {
     assert!(no_default.line().contains("library default regret -;"));
 }
 
+/// Where Open MPI's decision runs a forced algorithm as forced, the
+/// default's time over that algorithm's says how alike the runs were.
+#[test]
+fn the_default_is_held_against_the_forced_run_of_the_same_code() {
+    // 200 ranks: the decision runs binomial (6) below 2 B, the binary tree
+    // (5) below 16 KiB, k-nomial (7, not forced here) from 64 KiB; on 6
+    // ranks from 1 MiB one chain, not the forced chain's 4.
+    assert!(trees::same_run(0, 6, 200, 1) && trees::same_run(0, 5, 200, 8));
+    assert!(!trees::same_run(0, 2, 6, 1 << 21) && !trees::same_run(0, 5, 200, 1));
+    let pts = vec![
+        point(200, 1, &[(0, 14.0, 3.0), (5, 9.0, 4.0), (6, 10.0, 3.0)]),
+        point(200, 8, &[(0, 9.0, 4.0), (5, 10.0, 4.0), (6, 10.0, 3.0)]),
+        point(
+            200,
+            1 << 17,
+            &[(0, 50.0, 9.0), (5, 10.0, 4.0), (6, 10.0, 3.0)],
+        ),
+        point(
+            6,
+            1 << 21,
+            &[(0, 50.0, 9.0), (2, 10.0, 4.0), (5, 10.0, 3.0)],
+        ),
+    ];
+    let (n, g) = summarize(&pts).default_self.unwrap();
+    assert_eq!(n, 2);
+    assert!((g - (1.4f64 * 0.9).sqrt()).abs() < 1e-12, "{g}");
+    assert_eq!(summarize(&pts[2..]).default_self, None);
+}
+
 #[test]
 fn the_glitch_rule_leaves_out_times_several_times_what_more_took() {
     // Algorithm 5 on 4, 6, 8 ranks at 8, 16, 32 B: times grow a little with

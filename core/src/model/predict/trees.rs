@@ -130,6 +130,14 @@ pub fn resolved(alg: u32, ranks: usize, bytes: u64) -> (u32, usize) {
     (forced.runs_as(ranks, bytes).id, fanout)
 }
 
+/// Whether algorithms `a` and `b` (0: the library's decision) run the same
+/// code at this shape: the same algorithm, and for the chain the same
+/// fanout (the decision's is one chain, the forced one [`CHAIN_FANOUT`]).
+pub fn same_run(a: u32, b: u32, ranks: usize, bytes: u64) -> bool {
+    let (x, y) = (resolved(a, ranks, bytes), resolved(b, ranks, bytes));
+    x.0 == y.0 && (x.0 != 2 || x.1 == y.1)
+}
+
 /// Simulates one `MPI_Bcast` of `bytes` from rank 0 under coll/tuned
 /// algorithm `alg` (0: the library's decision) on `ranks` ranks placed by
 /// `mapping` on `layout`; each rank's time from the call's start to its
