@@ -188,10 +188,10 @@ pub struct Summary {
     /// the default's time over the best forced algorithm's.
     pub default_ratio: BTreeMap<usize, (f64, f64)>,
     /// Where the library's decision runs one of the forced algorithms as
-    /// forced (the same code: [`trees::resolved`] alike): how many points,
-    /// and the geometric mean of the measured default's time over that
-    /// algorithm's. 1 where the two were measured alike; what it is not
-    /// is an offset between the runs that no model can predict.
+    /// forced (the same code: [`trees::same_run`]): how many points, and
+    /// the geometric mean of the measured default's time over that
+    /// algorithm's. It is 1 where the two were measured alike; any other
+    /// value is an offset between the runs that no model can predict.
     pub default_self: Option<(usize, f64)>,
 }
 

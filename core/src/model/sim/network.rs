@@ -40,8 +40,9 @@ pub(super) struct Network {
     /// was last free (`nic_out`/`nic_in`); full at the start.
     tok_out: Vec<f64>,
     tok_in: Vec<f64>,
-    /// Per rank: when its shared-memory copies out (sending) and in
-    /// (receiving) are free: one process copies one message at a time.
+    /// Per rank: when its copies out (sending: into shared memory, or an
+    /// eager message for the network card) and in (receiving, from shared
+    /// memory) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
     shm_in: Vec<f64>,
     /// Microseconds per byte of all shared-memory copies into one memory
