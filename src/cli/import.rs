@@ -17,7 +17,7 @@ pub struct Args {
     files: Vec<PathBuf>,
     /// Where to write: broadcast rows as colltune's raw samples, point-to-point
     /// rows as its point-to-point CSV (whichever the files hold).
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "output")]
     out: PathBuf,
     /// Where to write point-to-point rows when the files hold both kinds.
     #[arg(long)]

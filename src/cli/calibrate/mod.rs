@@ -28,7 +28,7 @@ use report::Measured;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The model to write (YAML).
-    #[arg(long)]
+    #[arg(long, short, visible_alias = "output")]
     out: PathBuf,
     /// The model's name (default: calibrated-<host of rank 0>).
     #[arg(long)]
