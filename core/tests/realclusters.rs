@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use colltune_core::import::{self, Options, P2pRow};
 use colltune_core::levels::fit_model;
 use colltune_core::placement::{Layout, Level, Mapping};
-use colltune_core::predict::{check, measured, screen, Summary};
+use colltune_core::predict::{alike, check, measured, screen, Summary};
 use colltune_core::record::Sample;
 
 fn sets() -> Option<PathBuf> {
@@ -70,7 +70,11 @@ fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Su
     assert!(fit.stand_ins.is_empty(), "{:?}", fit.stand_ins);
     // As `predict` does by default: the glitch rule applied, with a count.
     let (meas, glitches) = screen(&measured(samples, mapping));
-    let (_, s) = check(&fit.model, &layout, mapping, &meas).unwrap();
+    let (points, s) = check(&fit.model, &layout, mapping, &meas).unwrap();
+    // Every run of these sets forced what it says: none measured alike
+    // with another where the two run different code.
+    let flagged = alike(&points);
+    assert!(flagged.is_empty(), "{mapping}: {flagged:?}");
     eprintln!(
         "{mapping}: {} glitches left out; {}",
         glitches.len(),

@@ -60,6 +60,11 @@ pub struct Args {
     /// bytes or more is left out, with a count).
     #[arg(long)]
     keep_glitches: bool,
+    /// Keep an algorithm measured alike with the library's default where
+    /// the two run different code (by default it is left out, with a
+    /// warning: its runs most likely did not force it).
+    #[arg(long)]
+    keep_unforced: bool,
 }
 
 fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -115,13 +120,34 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     for p in &a.measured {
         samples.extend(read_measured(p, &opts, mapping)?);
     }
-    let all = predict::measured(&samples, mapping);
-    let (meas, glitches) = if a.keep_glitches {
+    let mut all = predict::measured(&samples, mapping);
+    let (mut meas, glitches) = if a.keep_glitches {
         (all.clone(), Vec::new())
     } else {
         predict::screen(&all)
     };
-    let (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    let (mut points, mut s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    let mut dropped = Vec::new();
+    for al in predict::alike(&points) {
+        match al.suspect().filter(|_| !a.keep_unforced) {
+            Some(x) => {
+                eprintln!("colltune: warning: {al}: algorithm {x}'s runs most likely did not force it (coll_tuned_use_dynamic_rules true is needed; on Open MPI 5 coll/han takes the call first across nodes); left out of the check (--keep-unforced keeps it)");
+                dropped.push(x);
+            }
+            None if al.a == 0 => eprintln!(
+                "colltune: warning: {al}: algorithm {}'s runs most likely did not force it; kept (--keep-unforced)",
+                al.b
+            ),
+            None => eprintln!("colltune: warning: {al}: the runs of one of them most likely did not force it; check how each was run"),
+        }
+    }
+    if !dropped.is_empty() {
+        for &x in &dropped {
+            meas = predict::without(&meas, x);
+            all = predict::without(&all, x);
+        }
+        (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    }
     if let Some(out) = &a.csv {
         let rows: Vec<import::BcastRow> = points
             .iter()

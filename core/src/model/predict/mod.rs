@@ -106,6 +106,122 @@ pub fn screen(meas: &Measured) -> (Measured, Vec<Glitch>) {
     (out, glitches)
 }
 
+/// Two algorithms whose predicted times are more than this far apart run
+/// different code there ([`alike`]).
+pub const APART: f64 = 1.10;
+/// Two measured times this close are alike ([`alike`]).
+pub const ALIKE_WITHIN: f64 = 1.05;
+/// [`alike`] flags a pair measured alike at this share of the points where
+/// they run different code or more...
+pub const ALIKE_SHARE: f64 = 0.75;
+/// ...and at this many points or more.
+pub const ALIKE_MIN_POINTS: usize = 8;
+
+/// Two algorithms measured alike where they run different code: the runs
+/// of one of them most likely did not force it (`mpirun --mca
+/// coll_tuned_bcast_algorithm N` without `coll_tuned_use_dynamic_rules
+/// true`, or Open MPI 5's coll/han taking the call before coll/tuned), so
+/// its times are another algorithm's, usually the library's default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alike {
+    /// The two algorithms (0: the library's default), `a < b`.
+    pub a: u32,
+    pub b: u32,
+    /// Points where the model puts them more than [`APART`] apart.
+    pub apart: usize,
+    /// Of those, points where their measured times are within
+    /// [`ALIKE_WITHIN`] of each other.
+    pub alike: usize,
+    /// The median of their measured times' ratio (b over a) there.
+    pub ratio: f64,
+}
+
+impl Alike {
+    /// The algorithm to leave out of the check: the forced one of a pair
+    /// with the default (its times are the default's); None for two forced
+    /// algorithms (which one ran as asked cannot be told).
+    pub fn suspect(&self) -> Option<u32> {
+        (self.a == 0).then_some(self.b)
+    }
+}
+
+impl std::fmt::Display for Alike {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = |a: u32| match a {
+            0 => "the default (0)".to_string(),
+            a => format!("algorithm {a}"),
+        };
+        write!(
+            f,
+            "{} and {} measured within {:.0}% of each other at {} of the {} points where they run different code (the model puts them more than {:.0}% apart; median ratio {:.2})",
+            name(self.a),
+            name(self.b),
+            100.0 * (ALIKE_WITHIN - 1.0),
+            self.alike,
+            self.apart,
+            100.0 * (APART - 1.0),
+            self.ratio
+        )
+    }
+}
+
+/// Pairs of algorithms measured alike ([`Alike`]) among `points`: at least
+/// [`ALIKE_MIN_POINTS`] points where the model puts them more than
+/// [`APART`] apart, and at [`ALIKE_SHARE`] of those or more their measured
+/// times within [`ALIKE_WITHIN`] of each other. Two codes that differ are
+/// not measured alike everywhere they differ: one of the runs did not run
+/// what it was asked to.
+pub fn alike(points: &[Point]) -> Vec<Alike> {
+    let algs: std::collections::BTreeSet<u32> = points
+        .iter()
+        .flat_map(|p| p.times.keys().copied())
+        .collect();
+    let ratio = |x: f64, y: f64| x.max(y) / x.min(y);
+    let mut out = Vec::new();
+    for &a in &algs {
+        for &b in algs.range(a + 1..) {
+            let (mut apart, mut same, mut ratios) = (0, 0, Vec::new());
+            for p in points {
+                let (Some(&(ta, pa)), Some(&(tb, pb))) = (p.times.get(&a), p.times.get(&b)) else {
+                    continue;
+                };
+                if ratio(pa, pb) <= APART {
+                    continue;
+                }
+                apart += 1;
+                ratios.push(tb / ta);
+                if ratio(ta, tb) <= ALIKE_WITHIN {
+                    same += 1;
+                }
+            }
+            if apart >= ALIKE_MIN_POINTS && same as f64 >= ALIKE_SHARE * apart as f64 {
+                out.push(Alike {
+                    a,
+                    b,
+                    apart,
+                    alike: same,
+                    ratio: median(&ratios),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `meas` without algorithm `alg`'s times.
+pub fn without(meas: &Measured, alg: u32) -> Measured {
+    meas.iter()
+        .map(|(&k, algs)| {
+            let kept = algs
+                .iter()
+                .filter(|(&a, _)| a != alg)
+                .map(|(&a, &t)| (a, t))
+                .collect();
+            (k, kept)
+        })
+        .collect()
+}
+
 /// The mapping a sample was taken under, where its source says it
 /// (`imported:...:map-by-socket`).
 pub fn sample_mapping(s: &Sample) -> Option<Mapping> {

@@ -230,3 +230,69 @@ fn copies_inside_a_cache_do_not_queue_on_memory() {
     let bound = chain(&flat, Mapping::Core);
     assert!(bound > 4.0 * fast, "{bound} vs {fast}");
 }
+
+#[test]
+fn an_algorithm_measured_as_the_default_where_they_differ_is_flagged() {
+    // Ten points where the model puts linear (1) 3x the default's time:
+    // linear measured at the default's time (1-3% off) at nine of them,
+    // binary (5) measured apart from both everywhere.
+    let pts: Vec<Point> = (0..10u64)
+        .map(|i| {
+            let d = 2.0 + i as f64;
+            let lin = if i == 9 {
+                2.0 * d
+            } else {
+                d * (1.01 + 0.002 * i as f64)
+            };
+            point(
+                64,
+                1 << i,
+                &[(0, d, d), (1, lin, 3.0 * d), (5, 1.5 * d, 1.4 * d)],
+            )
+        })
+        .collect();
+    let found = alike(&pts);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!((f.a, f.b, f.apart, f.alike), (0, 1, 10, 9));
+    assert_eq!(f.suspect(), Some(1));
+    assert!((f.ratio - 1.01).abs() < 0.01, "{f:?}");
+    assert!(f.to_string().contains("at 9 of the 10 points"), "{f}");
+
+    // Left out, the point's winners are the other forced algorithms'.
+    let meas: Measured = pts
+        .iter()
+        .map(|p| {
+            (
+                (p.ranks, p.bytes),
+                p.times.iter().map(|(&a, x)| (a, x.0)).collect(),
+            )
+        })
+        .collect();
+    let kept = without(&meas, 1);
+    assert!(kept.values().all(|m| !m.contains_key(&1) && m.len() == 2));
+
+    // Where the model says the two run alike, a match proves nothing: not
+    // flagged; nor with fewer than ALIKE_MIN_POINTS points apart; nor at
+    // a share below ALIKE_SHARE.
+    let same_code: Vec<Point> = (0..10u64)
+        .map(|i| point(64, 1 << i, &[(0, 2.0, 2.0), (1, 2.0, 2.1), (5, 3.0, 3.0)]))
+        .collect();
+    assert!(alike(&same_code).is_empty());
+    assert!(alike(&pts[..ALIKE_MIN_POINTS - 1]).is_empty());
+    let half: Vec<Point> = (0..10u64)
+        .map(|i| {
+            let lin = if i % 2 == 0 { 2.0 } else { 4.0 };
+            point(64, 1 << i, &[(0, 2.0, 2.0), (1, lin, 6.0), (5, 3.0, 3.0)])
+        })
+        .collect();
+    assert!(alike(&half).is_empty());
+    // Two forced algorithms alike: flagged, but which one is wrong cannot
+    // be told.
+    let two: Vec<Point> = (0..10u64)
+        .map(|i| point(64, 1 << i, &[(2, 5.0, 5.0), (5, 5.1, 9.0)]))
+        .collect();
+    let f = alike(&two);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].suspect(), None);
+}
