@@ -469,3 +469,31 @@ fn a_mapping_column_gives_one_rule_set_per_placement() {
         .label()
         .contains("algorithm=5"));
 }
+
+/// OSU's printed output pasted into a CSV by placement, its `#` lines
+/// with it (as a published GENOA set has it): the comment rows are
+/// skipped, each saying so, the data rows kept, the labels mapped.
+#[test]
+fn osu_comment_lines_pasted_into_csv_rows_are_skipped() {
+    let text = "Label,MessageSize,Latency_us
+Same CCX,#,Datatype: MPI_CHAR.
+Same CCX,#,Size       Avg Latency(us)
+Same CCX,1,0.10
+Same CCX,2,0.10
+Different Node,#,Size       Avg Latency(us)
+Different Node,1,1.35
+";
+    let o = with_columns(
+        "placement=Label,bytes=MessageSize,time_us=Latency_us",
+        "Same CCX=cache,Different Node=network",
+    );
+    let r = parse(text, &o).unwrap();
+    assert_eq!((r.kept, r.skipped), (3, 3));
+    assert_eq!(r.p2p.len(), 3);
+    assert_eq!(r.p2p[2].placement, Level::Network);
+    assert!((r.p2p[2].time_us - 1.35).abs() < 1e-12);
+    let w: Vec<&String> = r.warnings.iter().map(|x| &x.what).collect();
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w.iter().all(|w| w.contains("comment line")), "{w:?}");
+    assert_eq!(r.warnings[0].line, 2);
+}

@@ -148,7 +148,14 @@ pub fn parse(text: &str, opts: &Options) -> Result<Imported, (usize, String)> {
             match st.header_of(t, hd, line) {
                 Ok(h) => st.header = Some(h),
                 Err(e) if st.header.is_none() => return Err(e),
-                Err(_) => st.skip(line, format!("`{t}` is neither a data row nor a header")),
+                Err(_) if fields.iter().any(|f| f.starts_with('#')) => st.skip(
+                    line,
+                    format!("`{t}` is a benchmark's comment line (`#`) pasted into a row; skipped, nothing to do"),
+                ),
+                Err(_) => st.skip(
+                    line,
+                    format!("`{t}` is neither a data row nor a header (no number where the header has one); skipped: fix or delete the line if it holds data"),
+                ),
             }
             continue;
         }
