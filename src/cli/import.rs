@@ -29,6 +29,10 @@ pub struct Args {
     /// Ranks of printed broadcast output that does not say them.
     #[arg(long)]
     ranks: Option<u32>,
+    /// The message size of broadcast rows that do not say it (a file of
+    /// one size: `1`, `64K`).
+    #[arg(long, value_parser = colltune_algorithms::parse_size)]
+    bytes: Option<u64>,
     /// How ranks were placed (mpirun --map-by): core, socket or node.
     #[arg(long)]
     mapping: Option<String>,
@@ -82,6 +86,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             Some(v) => import::algorithm_id(v).map_err(|e| usage(format!("--algorithm: {e}")))?,
         },
         ranks: a.ranks,
+        bytes: a.bytes,
         mapping,
         placement: a
             .placement

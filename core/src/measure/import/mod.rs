@@ -112,14 +112,26 @@ impl Field {
     pub(crate) fn known_headers(self) -> &'static [&'static str] {
         match self {
             Field::Algorithm => &["algorithm"],
-            Field::Ranks => &["ranks", "np", "processes"],
-            Field::Bytes => &["bytes", "size", "#bytes", "msg_size"],
+            Field::Ranks => &["ranks", "np", "processes", "cores", "nprocs", "procs"],
+            Field::Bytes => &[
+                "bytes",
+                "size",
+                "#bytes",
+                "msg_size",
+                "messagesize",
+                "message_size",
+                "msgsize",
+            ],
+            // OSU and IMB report microseconds: a bare `latency` is theirs.
             Field::TimeUs => &[
                 "time_us",
                 "avglatency(us)",
                 "latency(us)",
                 "t_avg[usec]",
                 "t[usec]",
+                "latency_us",
+                "latency",
+                "avg_latency",
             ],
             Field::MinUs => &["min_us", "minlatency(us)", "t_min[usec]"],
             Field::MaxUs => &["max_us", "maxlatency(us)", "t_max[usec]"],
@@ -139,6 +151,8 @@ pub struct Options {
     /// broadcast output.
     pub algorithm: Option<u32>,
     pub ranks: Option<u32>,
+    /// The message size of broadcast rows that do not say it.
+    pub bytes: Option<u64>,
     pub mapping: Option<Mapping>,
     /// What the two ranks of printed point-to-point output share.
     pub placement: Option<Level>,

@@ -80,10 +80,18 @@ fn epyc_broadcast_csv_imports_with_a_column_map() {
 /// Without the column map the EPYC file says what is missing and how.
 #[test]
 fn a_missing_column_names_the_header_and_the_fix() {
-    let e = parse(EPYC_BCAST, &opts()).unwrap_err();
+    // The EPYC file's own names are known (`cores`, `size`, `latency`);
+    // with its time column called `avg` it says what is missing and how.
+    let r = parse(EPYC_BCAST, &opts()).unwrap();
+    assert_eq!(
+        (r.kept, r.bcast[0].ranks, r.bcast[0].time_us),
+        (5, 206, 7.49)
+    );
+    let renamed = EPYC_BCAST.replacen("latency", "avg", 1);
+    let e = parse(&renamed, &opts()).unwrap_err();
     assert_eq!(e.0, 1);
     assert!(
-        e.1.contains("no time column") && e.1.contains("latency") && e.1.contains("--columns"),
+        e.1.contains("no time column") && e.1.contains("avg") && e.1.contains("--columns"),
         "{}",
         e.1
     );
@@ -496,4 +504,57 @@ Different Node,1,1.35
     assert_eq!(w.len(), 3, "{w:?}");
     assert!(w.iter().all(|w| w.contains("comment line")), "{w:?}");
     assert_eq!(r.warnings[0].line, 2);
+}
+
+/// A wide table, one column per algorithm (as R and pandas write them):
+/// the columns named after algorithms (coll/tuned's names, spaces and
+/// hyphens as underscores, or labels) are each an algorithm's times; an
+/// empty cell is no measurement, a bad one a warning; a file of one size
+/// takes it from `--bytes`.
+#[test]
+fn a_wide_table_gives_a_row_per_algorithm_column() {
+    let text = "\"\",\"cores\",\"basic_linear\",\"chain\",\"Binary Tree\",\"flat\"
+\"1\",2,0.19,0.2,0.21,9
+\"2\",3,0.38,,0.41,9
+\"3\",4,0.19,x,0.34,9
+";
+    let o = Options {
+        bytes: Some(1),
+        ..with_columns("", "flat=skip")
+    };
+    let r = parse(text, &o).unwrap();
+    let got: Vec<(u32, u32, u64, f64)> = r
+        .bcast
+        .iter()
+        .map(|b| (b.algorithm, b.ranks, b.bytes, b.time_us))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1, 2, 1, 0.19),
+            (2, 2, 1, 0.2),
+            (5, 2, 1, 0.21),
+            (1, 3, 1, 0.38),
+            (5, 3, 1, 0.41),
+            (1, 4, 1, 0.19),
+            (5, 4, 1, 0.34),
+        ]
+    );
+    assert_eq!(r.skipped, 1);
+    assert!(r.warnings[0].what.contains("chain `x`"), "{:?}", r.warnings);
+    // Without --bytes the file says what it lacks.
+    let e = parse(text, &with_columns("", "flat=skip")).unwrap_err();
+    assert!(e.1.contains("no message-size column"), "{}", e.1);
+    // A time column makes it a long table: algorithm names as columns are
+    // then nothing special.
+    let long = "size,np,latency,chain\n8,4,1.5,2\n";
+    let r = parse(
+        long,
+        &Options {
+            algorithm: Some(6),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!((r.bcast.len(), r.bcast[0].algorithm), (1, 6));
 }

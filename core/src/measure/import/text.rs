@@ -36,6 +36,24 @@ struct Header {
     names: Vec<String>,
     delim: Delim,
     line: usize,
+    /// A wide broadcast table: (column, algorithm) for each column that
+    /// holds one algorithm's times (`cores,basic_linear,chain,binary_tree`).
+    wide: Vec<(usize, u32)>,
+}
+
+/// The algorithm a column's name names, if it names one: coll/tuned's
+/// names and ids as [`algorithm_of`] reads them (through the label map),
+/// spaces and hyphens read as underscores (`Basic Linear`, `binary-tree`).
+/// None for any other column, and for a column labelled `skip`.
+fn algorithm_column(name: &str, labels: &[(String, String)]) -> Option<u32> {
+    if name.trim().is_empty() || is_number(name) {
+        return None;
+    }
+    algorithm_of(name, labels).ok().flatten().or_else(|| {
+        algorithm_of(&name.trim().replace([' ', '-'], "_"), labels)
+            .ok()
+            .flatten()
+    })
 }
 
 impl Header {
@@ -370,14 +388,27 @@ impl State<'_> {
                 cols[at] = Some(f);
             }
         }
+        // No time column: a wide table, if columns name algorithms.
+        let timed = cols.contains(&Some(Field::TimeUs)) || cols.contains(&Some(Field::Mbps));
+        let wide = if timed {
+            Vec::new()
+        } else {
+            names
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| cols[*k].is_none())
+                .filter_map(|(k, n)| algorithm_column(n, &self.opts.labels).map(|a| (k, a)))
+                .collect()
+        };
         let h = Header {
             cols,
             names,
             delim: d,
             line,
+            wide,
         };
         let hint = "; name the file's columns with --columns, e.g. --columns bytes=Size,time_us=\"Latency (us)\"";
-        if h.at(Field::Bytes).is_none() {
+        if h.at(Field::Bytes).is_none() && self.opts.bytes.is_none() {
             return Err((
                 line,
                 format!(
@@ -386,11 +417,11 @@ impl State<'_> {
                 ),
             ));
         }
-        if h.at(Field::TimeUs).is_none() && h.at(Field::Mbps).is_none() {
+        if h.at(Field::TimeUs).is_none() && h.at(Field::Mbps).is_none() && h.wide.is_empty() {
             return Err((
                 line,
                 format!(
-                    "no time column (or bandwidth) in the header ({}){hint}",
+                    "no time column (or bandwidth), nor columns named after algorithms (a wide table), in the header ({}){hint}",
                     h.names.join(", ")
                 ),
             ));
@@ -405,7 +436,8 @@ impl State<'_> {
             Bench::Latency | Bench::Bandwidth => return Ok(false),
             _ => {}
         }
-        let bcast = h.at(Field::Algorithm).is_some() || h.at(Field::Ranks).is_some();
+        let bcast =
+            h.at(Field::Algorithm).is_some() || h.at(Field::Ranks).is_some() || !h.wide.is_empty();
         let p2p = h.at(Field::Placement).is_some();
         match (bcast, p2p) {
             (true, false) => Ok(true),
@@ -441,6 +473,28 @@ impl State<'_> {
             self.skip(line, why);
             return Ok(());
         }
+        if h.wide.is_empty() {
+            return self.cell(f, line, None);
+        }
+        for (k, a) in h.wide.clone() {
+            self.cell(f, line, Some((k, a)))?;
+        }
+        Ok(())
+    }
+
+    /// One row of the table, or of a wide table one algorithm's cell
+    /// (`wide`: its column and algorithm).
+    fn cell(
+        &mut self,
+        f: &[String],
+        line: usize,
+        wide: Option<(usize, u32)>,
+    ) -> Result<(), (usize, String)> {
+        if wide.is_some_and(|(k, _)| f[k].trim().is_empty()) {
+            // An empty cell of a wide table: nothing measured there.
+            return Ok(());
+        }
+        let h = self.header.as_ref().expect("a header before rows");
         let get = |fld: Field| h.at(fld).map(|k| f[k].as_str());
         let num = |fld: Field| -> Result<Option<f64>, String> {
             match get(fld) {
@@ -457,7 +511,9 @@ impl State<'_> {
         };
         let is_bcast = self.is_bcast(h).map_err(|e| (h.line, e))?;
         let parsed = (|| -> Result<Option<Parsed>, String> {
-            let bytes = num(Field::Bytes)?.ok_or("no message size")?;
+            let bytes = num(Field::Bytes)?
+                .or(self.opts.bytes.map(|b| b as f64))
+                .ok_or("no message size")?;
             if bytes < 0.0 || bytes.fract() != 0.0 {
                 return Err(format!(
                     "message size `{bytes}` is not a whole number of bytes"
@@ -467,7 +523,19 @@ impl State<'_> {
             if bytes == 0 {
                 return Err("a 0-byte row (colltune's sizes start at 1 byte)".into());
             }
-            let (time, test) = match (num(Field::TimeUs)?, num(Field::Mbps)?) {
+            let timed = match wide {
+                None => num(Field::TimeUs)?,
+                Some((k, _)) => {
+                    let v = f[k].trim();
+                    Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|x| x.is_finite())
+                            .ok_or_else(|| format!("{} `{v}` is not a number", h.names[k]))?,
+                    )
+                }
+            };
+            let (time, test) = match (timed, num(Field::Mbps)?) {
                 (Some(t), _) => (t, P2pTest::Latency),
                 (None, Some(bw)) if bw > 0.0 => (bytes as f64 / bw, P2pTest::Bandwidth),
                 (None, _) => return Err("no time".into()),
@@ -491,11 +559,15 @@ impl State<'_> {
                 .filter(|x| *x >= 1.0 && x.fract() == 0.0)
                 .map(|x| x as u32);
             if is_bcast {
-                let algorithm = match get(Field::Algorithm) {
-                    Some(v) => match algorithm_of(v, &self.opts.labels)? {
-                        Some(a) => a,
-                        None => return Ok(None),
-                    },
+                let from_column = match wide {
+                    Some((_, a)) => Some(Some(a)),
+                    None => get(Field::Algorithm)
+                        .map(|v| algorithm_of(v, &self.opts.labels))
+                        .transpose()?,
+                };
+                let algorithm = match from_column {
+                    Some(Some(a)) => a,
+                    Some(None) => return Ok(None),
                     None => self.algorithm.ok_or(
                         "no algorithm: the output does not say which; give --algorithm (Open MPI's coll/tuned id, 0 for its own decision)",
                     )?,
