@@ -46,6 +46,12 @@ enum TableCommand {
         /// before schema 2), not on the evidence; no gains recorded.
         #[arg(long)]
         no_evidence: bool,
+        /// Keep an Open MPI algorithm measured as the library's default
+        /// where the two run different code (by default its samples are
+        /// left out, with a warning: its runs most likely did not force it,
+        /// and a rule naming it would force the real one).
+        #[arg(long)]
+        keep_unforced: bool,
     },
     /// List a table's unresolved sizes (its provenance's), one
     /// `collective ranks ppn nodes bytes` per line: where job scripts
@@ -69,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             compact_tolerance,
             min_gain,
             no_evidence,
+            keep_unforced,
         } => {
             for (flag, v) in [
                 ("--compact-tolerance", compact_tolerance),
@@ -94,6 +101,18 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
                     pattern_of.push((pat, p));
                 }
                 launches.push(got);
+            }
+            let every: Vec<record::Sample> = launches.iter().flatten().cloned().collect();
+            for al in colltune_core::predict::unforced(&every) {
+                let b = al.b;
+                if keep_unforced {
+                    eprintln!("colltune: warning: {al}: algorithm {b}'s runs most likely did not force it; kept (--keep-unforced)");
+                    continue;
+                }
+                eprintln!("colltune: warning: {al}: algorithm {b}'s runs most likely did not force it (coll_tuned_use_dynamic_rules true is needed), and a rule naming it would force the real one; its samples are left out (--keep-unforced keeps them)");
+                for l in &mut launches {
+                    l.retain(|s| !colltune_core::predict::is_forced(s, b));
+                }
             }
             let samples: Vec<&record::Sample> = launches.iter().flatten().collect();
             // One table is for one call pattern: medians of both would

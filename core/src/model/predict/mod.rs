@@ -107,7 +107,7 @@ pub fn screen(meas: &Measured) -> (Measured, Vec<Glitch>) {
 }
 
 /// Two algorithms whose predicted times are more than this far apart run
-/// different code there ([`alike`]).
+/// different code there ([`alike`]; [`BY_MODEL`] says it in words).
 pub const APART: f64 = 1.10;
 /// Two measured times this close are alike ([`alike`]).
 pub const ALIKE_WITHIN: f64 = 1.05;
@@ -134,7 +134,14 @@ pub struct Alike {
     pub alike: usize,
     /// The median of their measured times' ratio (b over a) there.
     pub ratio: f64,
+    /// What says they run different code at a point.
+    pub basis: &'static str,
 }
+
+/// [`Alike::basis`] of [`alike`].
+const BY_MODEL: &str = "the model puts them more than 10% apart";
+/// [`Alike::basis`] of [`alike_default`].
+const BY_DECISION: &str = "Open MPI's fixed decision runs another algorithm there, 8 ranks or more";
 
 impl Alike {
     /// The algorithm to leave out of the check: the forced one of a pair
@@ -153,13 +160,13 @@ impl std::fmt::Display for Alike {
         };
         write!(
             f,
-            "{} and {} measured within {:.0}% of each other at {} of the {} points where they run different code (the model puts them more than {:.0}% apart; median ratio {:.2})",
+            "{} and {} measured within {:.0}% of each other at {} of the {} points where they run different code ({}; median ratio {:.2})",
             name(self.a),
             name(self.b),
             100.0 * (ALIKE_WITHIN - 1.0),
             self.alike,
             self.apart,
-            100.0 * (APART - 1.0),
+            self.basis,
             self.ratio
         )
     }
@@ -201,7 +208,74 @@ pub fn alike(points: &[Point]) -> Vec<Alike> {
                     apart,
                     alike: same,
                     ratio: median(&ratios),
+                    basis: BY_MODEL,
                 });
+            }
+        }
+    }
+    out
+}
+
+/// [`alike_default`] counts points of this many ranks or more: on fewer,
+/// different trees are nearly one shape (a root and two or three sends).
+/// [`BY_DECISION`] says it in words.
+pub const ALIKE_MIN_RANKS: usize = 8;
+
+/// [`alike`] from measurements alone (`table build`, where no model
+/// says where two algorithms differ): each forced algorithm against the
+/// library's default (0) at the points of [`ALIKE_MIN_RANKS`] ranks or
+/// more where Open MPI's fixed decision runs other code than it
+/// ([`trees::same_run`]).
+pub fn alike_default(meas: &Measured) -> Vec<Alike> {
+    let mut pairs: BTreeMap<u32, (usize, usize, Vec<f64>)> = BTreeMap::new();
+    for (&(ranks, bytes), algs) in meas {
+        let Some(&d) = algs.get(&0) else { continue };
+        if ranks < ALIKE_MIN_RANKS {
+            continue;
+        }
+        for (&b, &t) in algs.range(1..) {
+            if trees::same_run(0, b, ranks, bytes) {
+                continue;
+            }
+            let e = pairs.entry(b).or_default();
+            e.0 += 1;
+            e.2.push(t / d);
+            if t.max(d) / t.min(d) <= ALIKE_WITHIN {
+                e.1 += 1;
+            }
+        }
+    }
+    pairs
+        .into_iter()
+        .filter(|(_, (apart, same, _))| {
+            *apart >= ALIKE_MIN_POINTS && *same as f64 >= ALIKE_SHARE * *apart as f64
+        })
+        .map(|(b, (apart, alike, r))| Alike {
+            a: 0,
+            b,
+            apart,
+            alike,
+            ratio: median(&r),
+            basis: BY_DECISION,
+        })
+        .collect()
+}
+
+/// The forced algorithms of Open MPI's measured in `samples` whose runs
+/// most likely did not force them ([`alike_default`], under each mapping
+/// the samples were taken with), each once.
+pub fn unforced(samples: &[Sample]) -> Vec<Alike> {
+    let mut mappings: Vec<Mapping> = samples.iter().filter_map(sample_mapping).collect();
+    mappings.sort();
+    mappings.dedup();
+    if mappings.is_empty() {
+        mappings.push(Mapping::Core);
+    }
+    let mut out: Vec<Alike> = Vec::new();
+    for m in mappings {
+        for al in alike_default(&measured(samples, m)) {
+            if !out.iter().any(|x| x.b == al.b) {
+                out.push(al);
             }
         }
     }
@@ -230,6 +304,15 @@ pub fn sample_mapping(s: &Sample) -> Option<Mapping> {
         .next()
         .and_then(|t| t.strip_prefix("map-by-"))
         .and_then(|m| Mapping::parse(m).ok())
+}
+
+/// Whether `s` is a sample of Open MPI's coll/tuned algorithm `alg` (0:
+/// the library's default).
+pub fn is_forced(s: &Sample, alg: u32) -> bool {
+    colltune_algorithms::AlgoSpec::parse(&s.spec)
+        .ok()
+        .and_then(|spec| Forced::from_spec(&spec).ok())
+        .is_some_and(|f| f.id == alg)
 }
 
 /// The measured broadcast times of Open MPI's algorithms in `samples`

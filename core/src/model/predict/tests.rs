@@ -296,3 +296,37 @@ fn an_algorithm_measured_as_the_default_where_they_differ_is_flagged() {
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].suspect(), None);
 }
+
+#[test]
+fn without_a_model_the_default_is_held_against_each_forced_algorithm() {
+    // 16 and 64 ranks, 1 B to 512 B: the fixed decision runs a binomial or
+    // a chain there, never basic linear (1) nor the pipeline (3).
+    let mut meas = Measured::new();
+    for &r in &[16usize, 64] {
+        for i in 0..10u32 {
+            let b = 1u64 << i;
+            let d = 1.0 + f64::from(i);
+            let mut m = BTreeMap::new();
+            m.insert(0, d);
+            m.insert(1, d * 1.02); // the default's times: unforced
+            m.insert(3, d * 4.0); // a pipeline, really run
+            meas.insert((r, b), m);
+        }
+        // 4 ranks do not count (fewer than ALIKE_MIN_RANKS).
+        meas.insert((4, 1), BTreeMap::from([(0, 1.0), (3, 1.0)]));
+    }
+    let found = alike_default(&meas);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].a, found[0].b, found[0].apart, found[0].alike),
+        (0, 1, 20, 20)
+    );
+    assert_eq!(found[0].suspect(), Some(1));
+    // Measured apart from the default: nothing to say.
+    for m in meas.values_mut() {
+        if let Some(t) = m.get_mut(&1) {
+            *t *= 1.3;
+        }
+    }
+    assert!(alike_default(&meas).is_empty());
+}
