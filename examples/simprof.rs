@@ -54,6 +54,7 @@ fn slow_model() -> Model {
         copy_gbs: 7.0,
         levels: Vec::new(),
         memory_copy_gbs: None,
+        intra_load_per_rank: None,
     }
 }
 

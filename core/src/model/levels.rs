@@ -187,6 +187,14 @@ fn stand_in(missing: Level, measured: &[Level]) -> Option<Level> {
     }
 }
 
+/// What each rank of a node in a call beyond two adds to a message inside
+/// it ([`Model::intra_load_per_rank`]), in a model fitted to published
+/// ping-pong: 1/128, a message between two ranks of a node with 130 ranks
+/// in the call costs twice what the two-rank ping-pong says. Chosen on the
+/// shared sets' broadcasts and held out of sample on five other sets
+/// (docs/real-clusters-figures.md): a two-rank ping-pong cannot measure it.
+pub const INTRA_LOAD_PER_RANK: f64 = 1.0 / 128.0;
+
 /// Fits every level `rows` measure and builds the model for `layout`: the
 /// levels finer than a node in `levels`, two sockets of a node `intra`,
 /// two nodes `inter`; a level of the layout with no measured pair takes a
@@ -297,6 +305,7 @@ pub fn fit_model(
         copy_gbs,
         levels,
         memory_copy_gbs: Some(memory_copy_gbs),
+        intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
     };
     model.check()?;
     Ok(LevelsFit {

@@ -256,6 +256,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         copy_gbs,
         levels: Vec::new(),
         memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
+        intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
     };
     model
         .check()

@@ -29,6 +29,7 @@ fn model() -> Model {
             link: link(0.1, 8.0),
         }],
         memory_copy_gbs: None,
+        intra_load_per_rank: None,
     }
 }
 

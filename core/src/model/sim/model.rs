@@ -89,6 +89,14 @@ pub struct Model {
     /// one alone. None: no limit beyond each process copying one message
     /// at a time.
     pub memory_copy_gbs: Option<f64>,
+    /// How much a message inside a node costs more for each rank of the
+    /// node in the call beyond two, as a fraction of what two ranks alone
+    /// pay (its links' latency and overhead): a node's ranks busy in one
+    /// call load its caches' coherence traffic, which a two-rank ping-pong
+    /// does not show. None: no such term (a model calibrated by colltune's
+    /// own ping-pong, or written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_load_per_rank: Option<f64>,
 }
 
 /// One level of distance inside a node and its link.
@@ -171,6 +179,11 @@ impl Model {
         if let Some(b) = self.memory_copy_gbs {
             if !(b.is_finite() && b > 0.0) {
                 return Err(format!("memory_copy_gbs = {b}: must be > 0"));
+            }
+        }
+        if let Some(k) = self.intra_load_per_rank {
+            if !(k.is_finite() && k >= 0.0) {
+                return Err(format!("intra_load_per_rank = {k}: must be a number >= 0"));
             }
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {

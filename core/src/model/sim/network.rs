@@ -56,6 +56,8 @@ pub(super) struct Network {
     /// copies between them stay in it and do not queue on the memory
     /// domain.
     in_cache: Vec<bool>,
+    /// How many ranks of the call the busiest node has ([`load`]).
+    busiest: usize,
 }
 
 /// A send just posted.
@@ -98,6 +100,37 @@ fn cache_levels(m: &Model) -> Vec<bool> {
     m.levels.iter().map(|l| l.shares == cache).collect()
 }
 
+/// The model's links inside a node (`intra`, then `levels`) with their
+/// latency and overhead `load` times what two ranks alone pay.
+fn loaded(m: &Model, load: f64) -> (Link, Vec<Link>) {
+    let scale = |l: &Link| Link {
+        latency_us: l.latency_us * load,
+        overhead_us: l.overhead_us * load,
+        ..l.clone()
+    };
+    (
+        scale(&m.intra),
+        m.levels.iter().map(|l| scale(&l.link)).collect(),
+    )
+}
+
+/// What a message inside a node costs over two ranks' (1: as much) when
+/// the busiest node has `busiest` ranks in the call: 1 + the model's
+/// `intra_load_per_rank` for each of them beyond two.
+fn load(m: &Model, busiest: usize) -> f64 {
+    m.intra_load_per_rank
+        .map_or(1.0, |k| 1.0 + k * busiest.saturating_sub(2) as f64)
+}
+
+/// How many ranks the node with most of them has.
+fn busiest(nodes: &NodeMap) -> usize {
+    let mut per_node = vec![0usize; nodes.num_nodes()];
+    for r in 0..nodes.size() {
+        per_node[nodes.node_of(r)] += 1;
+    }
+    per_node.into_iter().max().unwrap_or(0)
+}
+
 /// A link's token-bucket size in bytes (0: none).
 fn burst(l: &Link) -> f64 {
     l.burst_bytes.map_or(0.0, |b| b as f64)
@@ -107,10 +140,13 @@ impl Network {
     /// Model `m` on `nodes`, every port and copy resource free at time 0.
     pub fn new(m: &Model, nodes: &NodeMap) -> Self {
         let p = nodes.size();
+        let busiest = busiest(nodes);
+        let (intra, levels) = loaded(m, load(m, busiest));
         Network {
-            intra: m.intra.clone(),
+            busiest,
+            intra,
             inter: m.inter.clone(),
-            levels: m.levels.iter().map(|l| l.link.clone()).collect(),
+            levels,
             groups: Vec::new(),
             copy_gbs: m.copy_gbs,
             node_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
@@ -130,9 +166,8 @@ impl Network {
 
     /// The same nodes on model `m`, everything free at time 0 again.
     pub fn reset(&mut self, m: &Model) {
-        self.intra = m.intra.clone();
+        (self.intra, self.levels) = loaded(m, load(m, self.busiest));
         self.inter = m.inter.clone();
-        self.levels = m.levels.iter().map(|l| l.link.clone()).collect();
         self.copy_gbs = m.copy_gbs;
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);

@@ -32,6 +32,7 @@ pub fn model() -> Model {
         copy_gbs: 10.0,
         levels: Vec::new(),
         memory_copy_gbs: None,
+        intra_load_per_rank: None,
     }
 }
 
@@ -573,4 +574,56 @@ fn network_cards_run_at_the_wire_and_a_sender_copies_in_turn() {
         (after - alone - (copy + posted - m.inter.overhead_us)).abs() < 1e-6,
         "{after} - {alone} vs {copy}"
     );
+}
+
+/// `intra_load_per_rank`: a small message between two ranks of a node
+/// costs `1 + k (n - 2)` times its latency and overheads when the busiest
+/// node has n ranks in the call; between nodes nothing changes; a model
+/// without the term is as before; a negative one is refused.
+#[test]
+fn a_node_busy_with_more_ranks_makes_its_messages_dearer() {
+    use colltune_algorithms::{Builder, Region};
+    let one_message = |m: &Model, nodes: &NodeMap, from: usize, to: usize| {
+        let plans: Vec<Plan> = (0..nodes.size())
+            .map(|r| {
+                let mut b = Builder::new();
+                if r == from {
+                    b.send(to, Region::data(0, 1), Post::Blocking);
+                } else if r == to {
+                    b.recv(from, Region::data(0, 1), Post::Blocking);
+                }
+                Plan::new(b.finish())
+            })
+            .collect();
+        Engine::new(m, nodes, &plans, Execution::Blocking)
+            .run_each()
+            .unwrap()[to]
+    };
+    let mut m = model();
+    let (two, ten) = (
+        NodeMap::blocks(&[2]).unwrap(),
+        NodeMap::blocks(&[10]).unwrap(),
+    );
+    let alone = one_message(&m, &two, 0, 1);
+    assert_eq!(alone, one_message(&m, &ten, 0, 1), "no term: no change");
+    m.intra_load_per_rank = Some(0.25);
+    assert_eq!(
+        alone,
+        one_message(&m, &two, 0, 1),
+        "two ranks pay the ping-pong's"
+    );
+    let busy = one_message(&m, &ten, 0, 1);
+    let small = m.intra.latency_us + 2.0 * m.intra.overhead_us;
+    let wire = busy - alone - small * (0.25 * 8.0);
+    assert!(wire.abs() < 1e-9, "{busy} vs {alone}: {wire}");
+    // Across nodes: the network's message is not a node's.
+    let apart = NodeMap::blocks(&[1, 9]).unwrap();
+    let mut plain = m.clone();
+    plain.intra_load_per_rank = None;
+    assert_eq!(
+        one_message(&m, &apart, 0, 1),
+        one_message(&plain, &apart, 0, 1)
+    );
+    m.intra_load_per_rank = Some(-0.1);
+    assert!(m.check().unwrap_err().contains("intra_load_per_rank"));
 }
