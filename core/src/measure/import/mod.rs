@@ -62,10 +62,14 @@ pub enum Field {
     P50Us,
     /// A bandwidth in MB/s (10^6 bytes per second), as `osu_bw` prints it.
     Mbps,
+    /// The two cores of a point-to-point pair, numbered as the layout
+    /// numbers them (`--layout`): their placement is what the two share.
+    CoreA,
+    CoreB,
 }
 
 impl Field {
-    pub const ALL: [Field; 11] = [
+    pub const ALL: [Field; 13] = [
         Field::Algorithm,
         Field::Ranks,
         Field::Bytes,
@@ -77,6 +81,8 @@ impl Field {
         Field::Placement,
         Field::P50Us,
         Field::Mbps,
+        Field::CoreA,
+        Field::CoreB,
     ];
 
     pub fn name(self) -> &'static str {
@@ -92,6 +98,8 @@ impl Field {
             Field::Placement => "placement",
             Field::P50Us => "p50_us",
             Field::Mbps => "mbps",
+            Field::CoreA => "core_a",
+            Field::CoreB => "core_b",
         }
     }
 
@@ -150,6 +158,8 @@ impl Field {
             Field::Mapping => &["mapping"],
             Field::Iterations => &["iterations", "#repetitions"],
             Field::Placement => &["placement"],
+            Field::CoreA => &["core_a", "core1", "core_1", "corea", "cpu1", "cpu_a"],
+            Field::CoreB => &["core_b", "core2", "core_2", "coreb", "cpu2", "cpu_b"],
             Field::P50Us => &["p50_us", "p50taillat(us)", "p50"],
             Field::Mbps => &["bandwidth(mb/s)", "mbytes/sec"],
         }

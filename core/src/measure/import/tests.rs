@@ -558,3 +558,37 @@ fn a_wide_table_gives_a_row_per_algorithm_column() {
     .unwrap();
     assert_eq!((r.bcast.len(), r.bcast[0].algorithm), (1, 6));
 }
+
+/// A latency matrix by core pair (`Core 1,Core 2,Message Size,Latency`,
+/// as a THIN set publishes its 276 pairs): with the layout, each pair's
+/// placement is what its two cores share; without it, the file says what
+/// it needs; a pair on one core and a core the layout lacks are skipped.
+#[test]
+fn core_pairs_take_their_placement_from_the_layout() {
+    let text = "Core 1,Core 2,Message Size,Latency
+0,1,1,0.21
+0,13,1,0.45
+0,0,1,3967.2
+0,30,1,1.0
+";
+    let o = Options {
+        layout: Some(Layout::parse("node:1,socket:2,core:12").unwrap()),
+        ..opts()
+    };
+    let r = parse(text, &o).unwrap();
+    let got: Vec<(Level, f64)> = r.p2p.iter().map(|p| (p.placement, p.time_us)).collect();
+    assert_eq!(got, vec![(Level::Socket, 0.21), (Level::Node, 0.45)]);
+    assert_eq!(r.skipped, 2);
+    assert!(
+        r.warnings[0].what.contains("both ranks on core 0"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        r.warnings[1].what.contains("core 30 is not a core"),
+        "{:?}",
+        r.warnings
+    );
+    let e = parse(text, &opts()).unwrap_err();
+    assert!(e.1.contains("give --layout"), "{}", e.1);
+}

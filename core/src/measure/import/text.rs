@@ -438,7 +438,8 @@ impl State<'_> {
         }
         let bcast =
             h.at(Field::Algorithm).is_some() || h.at(Field::Ranks).is_some() || !h.wide.is_empty();
-        let p2p = h.at(Field::Placement).is_some();
+        let p2p = h.at(Field::Placement).is_some()
+            || (h.at(Field::CoreA).is_some() && h.at(Field::CoreB).is_some());
         match (bcast, p2p) {
             (true, false) => Ok(true),
             (false, true) => Ok(false),
@@ -595,12 +596,28 @@ impl State<'_> {
                     line,
                 })))
             } else {
-                let placement = match get(Field::Placement) {
-                    Some(v) => match placement_of(v, &self.opts.labels)? {
+                let pair = (num(Field::CoreA)?, num(Field::CoreB)?);
+                let placement = match (get(Field::Placement), pair) {
+                    (Some(v), _) => match placement_of(v, &self.opts.labels)? {
                         Some(p) => p,
                         None => return Ok(None),
                     },
-                    None => self.placement.ok_or(
+                    (None, (Some(a), Some(b))) => {
+                        let l = self.opts.layout.as_ref().ok_or(
+                            "the rows name two cores, not what they share: give --layout (the machine, its cores numbered as the file numbers them) to say it",
+                        )?;
+                        let core = |c: f64| -> Result<usize, String> {
+                            (c >= 0.0 && c.fract() == 0.0 && (c as usize) < l.cores())
+                                .then_some(c as usize)
+                                .ok_or_else(|| format!("core {c} is not a core of the layout {l} (0 to {})", l.cores() - 1))
+                        };
+                        let (a, b) = (core(a)?, core(b)?);
+                        if a == b {
+                            return Err(format!("both ranks on core {a}: not a pair of cores"));
+                        }
+                        l.level_between(a, b)
+                    }
+                    _ => self.placement.ok_or(
                         "no placement: the output does not say what the two ranks share; give --placement (cache, numa, socket, node, network)",
                     )?,
                 };
