@@ -62,6 +62,11 @@ impl Header {
     }
 }
 
+/// The warning of a row that holds a benchmark's `#` line (OSU's banner
+/// or column header pasted into a CSV by a script).
+const COMMENT_ROW: &str =
+    "a benchmark's comment line (`#`) pasted into a row; skipped, nothing to do";
+
 /// A column name as compared: lower case, no spaces or quotes.
 fn norm(s: &str) -> String {
     s.chars()
@@ -166,10 +171,9 @@ pub fn parse(text: &str, opts: &Options) -> Result<Imported, (usize, String)> {
             match st.header_of(t, hd, line) {
                 Ok(h) => st.header = Some(h),
                 Err(e) if st.header.is_none() => return Err(e),
-                Err(_) if fields.iter().any(|f| f.starts_with('#')) => st.skip(
-                    line,
-                    format!("`{t}` is a benchmark's comment line (`#`) pasted into a row; skipped, nothing to do"),
-                ),
+                Err(_) if fields.iter().any(|f| f.starts_with('#')) => {
+                    st.skip(line, COMMENT_ROW.into())
+                }
                 Err(_) => st.skip(
                     line,
                     format!("`{t}` is neither a data row nor a header (no number where the header has one); skipped: fix or delete the line if it holds data"),
@@ -472,6 +476,10 @@ impl State<'_> {
                 h.names.len()
             );
             self.skip(line, why);
+            return Ok(());
+        }
+        if f.iter().any(|x| x.trim_start().starts_with('#')) {
+            self.skip(line, COMMENT_ROW.into());
             return Ok(());
         }
         if h.wide.is_empty() {
