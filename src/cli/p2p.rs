@@ -131,6 +131,12 @@ pub fn calibrate(
     if let Some(b) = f.model.memory_copy_gbs {
         outln!("  memory: a socket's shared-memory copies together at most {b:.1} GB/s");
     }
+    if let Some(k) = f.model.intra_load_per_rank {
+        outln!(
+            "    load: a message inside a node costs {:.2}% more per rank of the node in the call beyond two (assumed, not in the ping-pong)",
+            100.0 * k
+        );
+    }
     std::fs::write(out, f.model.to_yaml())
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", out.display()))?;
     outln!("wrote {}", out.display());
