@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     sizes: Option<String>,
     /// Segment size used for the segmented variants and the default sizes.
-    #[arg(long, default_value = "64K", value_parser = parse_bytes)]
+    #[arg(long, default_value = "64K", value_parser = colltune_algorithms::parse_size)]
     segment: u64,
     /// Abort (exit 4) if one case takes longer than this many seconds.
     #[arg(long, default_value_t = 120)]
@@ -39,10 +39,6 @@ pub struct Args {
     /// receives in every non-empty case, so verify must report a failure.
     #[arg(long, hide = true)]
     inject_fault: Option<usize>,
-}
-
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    colltune_algorithms::parse_size(s)
 }
 
 /// Every (collective, resolved spec) the arguments ask for.

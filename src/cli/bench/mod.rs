@@ -65,7 +65,7 @@ pub struct Args {
     /// Segment sizes for the forced Open MPI algorithms that segment
     /// (coll/tuned's segmented ones, every coll/adapt one, coll/han's
     /// intra).
-    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = parse_bytes)]
+    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = colltune_algorithms::parse_size)]
     ompi_segment: Vec<u64>,
     /// Raw samples go here (CSV, streamed as they are taken).
     #[arg(long)]
@@ -76,10 +76,6 @@ pub struct Args {
     /// Print only the comparison, not the per-algorithm tables.
     #[arg(long)]
     summary_only: bool,
-}
-
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    colltune_algorithms::parse_size(s)
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<Code> {
