@@ -505,19 +505,19 @@ impl State<'_> {
         }
         let h = self.header.as_ref().expect("a header before rows");
         let get = |fld: Field| h.at(fld).map(|k| f[k].as_str());
-        let num = |fld: Field| -> Result<Option<f64>, String> {
-            match get(fld) {
-                None | Some("") => Ok(None),
-                Some(v) => v
+        // Column k's value, empty as None.
+        let number = |k: usize| -> Result<Option<f64>, String> {
+            match f[k].as_str() {
+                "" => Ok(None),
+                v => v
                     .parse::<f64>()
                     .ok()
                     .filter(|x| x.is_finite())
                     .map(Some)
-                    .ok_or_else(|| {
-                        format!("{} `{v}` is not a number", h.names[h.at(fld).unwrap()])
-                    }),
+                    .ok_or_else(|| format!("{} `{v}` is not a number", h.names[k])),
             }
         };
+        let num = |fld: Field| h.at(fld).map_or(Ok(None), number);
         let is_bcast = self.is_bcast(h).map_err(|e| (h.line, e))?;
         let parsed = (|| -> Result<Option<Parsed>, String> {
             let bytes = num(Field::Bytes)?
@@ -534,15 +534,7 @@ impl State<'_> {
             }
             let timed = match wide {
                 None => num(Field::TimeUs)?,
-                Some((k, _)) => {
-                    let v = f[k].trim();
-                    Some(
-                        v.parse::<f64>()
-                            .ok()
-                            .filter(|x| x.is_finite())
-                            .ok_or_else(|| format!("{} `{v}` is not a number", h.names[k]))?,
-                    )
-                }
+                Some((k, _)) => number(k)?,
             };
             let (time, test) = match (timed, num(Field::Mbps)?) {
                 (Some(t), _) => (t, P2pTest::Latency),

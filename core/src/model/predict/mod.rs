@@ -172,6 +172,39 @@ impl std::fmt::Display for Alike {
     }
 }
 
+/// The counts behind an [`Alike`]: the points where two algorithms run
+/// different code, and those where they measured alike.
+#[derive(Default)]
+struct Tally {
+    apart: usize,
+    alike: usize,
+    ratios: Vec<f64>,
+}
+
+impl Tally {
+    /// A point where they run different code, measured `ta` and `tb`.
+    fn add(&mut self, ta: f64, tb: f64) {
+        self.apart += 1;
+        self.ratios.push(tb / ta);
+        if ta.max(tb) / ta.min(tb) <= ALIKE_WITHIN {
+            self.alike += 1;
+        }
+    }
+
+    /// The pair, if it was measured alike often enough to flag.
+    fn flag(self, a: u32, b: u32, basis: &'static str) -> Option<Alike> {
+        (self.apart >= ALIKE_MIN_POINTS && self.alike as f64 >= ALIKE_SHARE * self.apart as f64)
+            .then(|| Alike {
+                a,
+                b,
+                apart: self.apart,
+                alike: self.alike,
+                ratio: median(&self.ratios),
+                basis,
+            })
+    }
+}
+
 /// Pairs of algorithms measured alike ([`Alike`]) among `points`: at least
 /// [`ALIKE_MIN_POINTS`] points where the model puts them more than
 /// [`APART`] apart, and at [`ALIKE_SHARE`] of those or more their measured
@@ -183,34 +216,19 @@ pub fn alike(points: &[Point]) -> Vec<Alike> {
         .iter()
         .flat_map(|p| p.times.keys().copied())
         .collect();
-    let ratio = |x: f64, y: f64| x.max(y) / x.min(y);
     let mut out = Vec::new();
     for &a in &algs {
         for &b in algs.range(a + 1..) {
-            let (mut apart, mut same, mut ratios) = (0, 0, Vec::new());
+            let mut tally = Tally::default();
             for p in points {
                 let (Some(&(ta, pa)), Some(&(tb, pb))) = (p.times.get(&a), p.times.get(&b)) else {
                     continue;
                 };
-                if ratio(pa, pb) <= APART {
-                    continue;
-                }
-                apart += 1;
-                ratios.push(tb / ta);
-                if ratio(ta, tb) <= ALIKE_WITHIN {
-                    same += 1;
+                if pa.max(pb) / pa.min(pb) > APART {
+                    tally.add(ta, tb);
                 }
             }
-            if apart >= ALIKE_MIN_POINTS && same as f64 >= ALIKE_SHARE * apart as f64 {
-                out.push(Alike {
-                    a,
-                    b,
-                    apart,
-                    alike: same,
-                    ratio: median(&ratios),
-                    basis: BY_MODEL,
-                });
-            }
+            out.extend(tally.flag(a, b, BY_MODEL));
         }
     }
     out
@@ -227,7 +245,7 @@ pub const ALIKE_MIN_RANKS: usize = 8;
 /// more where Open MPI's fixed decision runs other code than it
 /// ([`trees::same_run`]).
 pub fn alike_default(meas: &Measured) -> Vec<Alike> {
-    let mut pairs: BTreeMap<u32, (usize, usize, Vec<f64>)> = BTreeMap::new();
+    let mut pairs: BTreeMap<u32, Tally> = BTreeMap::new();
     for (&(ranks, bytes), algs) in meas {
         let Some(&d) = algs.get(&0) else { continue };
         if ranks < ALIKE_MIN_RANKS {
@@ -237,27 +255,12 @@ pub fn alike_default(meas: &Measured) -> Vec<Alike> {
             if trees::same_run(0, b, ranks, bytes) {
                 continue;
             }
-            let e = pairs.entry(b).or_default();
-            e.0 += 1;
-            e.2.push(t / d);
-            if t.max(d) / t.min(d) <= ALIKE_WITHIN {
-                e.1 += 1;
-            }
+            pairs.entry(b).or_default().add(d, t);
         }
     }
     pairs
         .into_iter()
-        .filter(|(_, (apart, same, _))| {
-            *apart >= ALIKE_MIN_POINTS && *same as f64 >= ALIKE_SHARE * *apart as f64
-        })
-        .map(|(b, (apart, alike, r))| Alike {
-            a: 0,
-            b,
-            apart,
-            alike,
-            ratio: median(&r),
-            basis: BY_DECISION,
-        })
+        .filter_map(|(b, tally)| tally.flag(0, b, BY_DECISION))
         .collect()
 }
 
@@ -306,13 +309,16 @@ pub fn sample_mapping(s: &Sample) -> Option<Mapping> {
         .and_then(|m| Mapping::parse(m).ok())
 }
 
+/// The coll/tuned algorithm a sample of Open MPI's ran, if it is one.
+fn forced_of(s: &Sample) -> Option<Forced> {
+    let spec = colltune_algorithms::AlgoSpec::parse(&s.spec).ok()?;
+    Forced::from_spec(&spec).ok()
+}
+
 /// Whether `s` is a sample of Open MPI's coll/tuned algorithm `alg` (0:
 /// the library's default).
 pub fn is_forced(s: &Sample, alg: u32) -> bool {
-    colltune_algorithms::AlgoSpec::parse(&s.spec)
-        .ok()
-        .and_then(|spec| Forced::from_spec(&spec).ok())
-        .is_some_and(|f| f.id == alg)
+    forced_of(s).is_some_and(|f| f.id == alg)
 }
 
 /// The measured broadcast times of Open MPI's algorithms in `samples`
@@ -325,10 +331,7 @@ pub fn measured(samples: &[Sample], mapping: Mapping) -> Measured {
         if s.collective != "bcast" || sample_mapping(s).is_some_and(|m| m != mapping) {
             continue;
         }
-        let Ok(spec) = colltune_algorithms::AlgoSpec::parse(&s.spec) else {
-            continue;
-        };
-        let Ok(f) = Forced::from_spec(&spec) else {
+        let Some(f) = forced_of(s) else {
             continue;
         };
         if f.segment != 0 {

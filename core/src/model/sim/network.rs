@@ -122,15 +122,6 @@ fn load(m: &Model, busiest: usize) -> f64 {
         .map_or(1.0, |k| 1.0 + k * busiest.saturating_sub(2) as f64)
 }
 
-/// How many ranks the node with most of them has.
-fn busiest(nodes: &NodeMap) -> usize {
-    let mut per_node = vec![0usize; nodes.num_nodes()];
-    for r in 0..nodes.size() {
-        per_node[nodes.node_of(r)] += 1;
-    }
-    per_node.into_iter().max().unwrap_or(0)
-}
-
 /// A link's token-bucket size in bytes (0: none).
 fn burst(l: &Link) -> f64 {
     l.burst_bytes.map_or(0.0, |b| b as f64)
@@ -140,7 +131,7 @@ impl Network {
     /// Model `m` on `nodes`, every port and copy resource free at time 0.
     pub fn new(m: &Model, nodes: &NodeMap) -> Self {
         let p = nodes.size();
-        let busiest = busiest(nodes);
+        let busiest = nodes.max_ppn();
         let (intra, levels) = loaded(m, load(m, busiest));
         Network {
             busiest,
