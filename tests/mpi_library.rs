@@ -714,7 +714,12 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
         for (k, v) in &vars {
             c.args(["-x", &format!("{k}={v}")]);
         }
-        c.args(["--mca", "pml_monitoring_enable", "1"])
+        // Each rank's output in a file of its own as well: rank 0's
+        // monitoring records read from its file cannot be cut by another
+        // rank's output (mpirun's merged stdout can split a line).
+        let ranks_out = out.join("ranks");
+        c.args(["--output-filename", &ranks_out.display().to_string()])
+            .args(["--mca", "pml_monitoring_enable", "1"])
             .args(["--mca", "pml_monitoring_enable_output", "1"])
             .arg(&exe)
             .arg("-1");
@@ -730,7 +735,8 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
         // own, and not a line per write: another rank's output may precede
         // a record on its line, as in "DE\t0\t1\t10485776 bytes", so
         // records are found anywhere in the text)
-        let mon = text(&o);
+        let mon =
+            std::fs::read_to_string(ranks_out.join("1/rank.0/stdout")).unwrap_or_else(|_| text(&o));
         let peers = mon
             .match_indices("E\t0\t")
             .filter_map(|(i, m)| {
