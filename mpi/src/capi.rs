@@ -229,8 +229,9 @@ pub fn init() -> c_int {
         report("colltune_init: MPI is not initialised: call it after MPI_Init");
         return ERR_OTHER;
     }
-    // First, whatever else fails: the rules handed to Open MPI at MPI_Init
-    // are the same on every rank (or the job stops, saying why).
+    // First, whatever else fails: whether the rules handed to Open MPI at
+    // MPI_Init are the same on every rank (where not, colltune's own
+    // routes wherever the library's broadcast could differ).
     handoff::agree();
     let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
     let self_keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_self_attr));
