@@ -855,3 +855,81 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
     assert_eq!(keys, ["LD_PRELOAD", "COLLTUNE_TABLE"], "{said}");
     assert!(out.join("table.yaml").is_file());
 }
+
+/// Device buffers (issue: a GPU buffer crashes a job): with a stand-in GPU
+/// runtime whose "device" memory faults on any host access
+/// (`tests/c/gpu/fake_cuda.c`, loaded by the program after `MPI_Init`) and a
+/// stand-in GPU-aware library's broadcast (`fake_gpu_mpi.c`), broadcasts of
+/// device memory under the drop-in, with `shm` or `binomial` forced and
+/// with a table, as bytes and as a derived datatype, complete through the
+/// library, every byte right. Without the GPU-aware stand-in the library
+/// itself faults: the stand-in's memory is what the test claims.
+#[test]
+fn device_buffers_go_to_the_library_untouched() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the stand-ins are built with Open MPI's mpicc");
+    }
+    let dir = scratch("device-buffers");
+    let libs = shared_libs();
+    let rt = dir.join("libcuda.so.1");
+    mpicc(
+        &format!("{ROOT}/tests/c/gpu/fake_cuda.c"),
+        &rt,
+        &["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1"],
+    );
+    let gpu_mpi = dir.join("libfakegpumpi.so");
+    mpicc(
+        &format!("{ROOT}/tests/c/gpu/fake_gpu_mpi.c"),
+        &gpu_mpi,
+        &["-shared", "-fPIC", "-ldl"],
+    );
+    let exe = dir.join("device_bcast");
+    mpicc(&format!("{ROOT}/tests/c/device_bcast.c"), &exe, &["-ldl"]);
+    let tbl = table(&dir);
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    let sizes = ["1", "100", "2048", "4096", "70000"];
+    let run_with = |ranks: usize, preload: &str, env: &[(&str, &str)]| {
+        let mut c = mpirun(ranks);
+        c.args(["-x", &format!("LD_PRELOAD={preload}")]);
+        for (k, v) in env {
+            c.args(["-x", &format!("{k}={v}")]);
+        }
+        c.arg(&exe).arg(&rt).args(sizes);
+        let o = run(c);
+        (
+            o.status.success(),
+            format!(
+                "--- stdout ---\n{}\n--- stderr ---\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    // The stand-in's memory faults where the library is not GPU-aware.
+    let (ok, all) = run_with(3, "", &[]);
+    assert!(!ok, "a host access to the stand-in's device memory must fault:\n{all}");
+    let both = format!("{pre}:{}", gpu_mpi.display());
+    let tbl = tbl.display().to_string();
+    let mut failures = Vec::new();
+    for ranks in [3, 4] {
+        let plain = run_with(ranks, &gpu_mpi.display().to_string(), &[]);
+        let cases: [(&str, Vec<(&str, &str)>); 4] = [
+            ("shm forced", vec![("COLLTUNE_BCAST", "shm")]),
+            ("binomial forced", vec![("COLLTUNE_BCAST", "binomial")]),
+            ("a table", vec![("COLLTUNE_TABLE", tbl.as_str())]),
+            (
+                "a table, traced",
+                vec![("COLLTUNE_TABLE", tbl.as_str()), ("COLLTUNE_TRACE", "1")],
+            ),
+        ];
+        for (what, env) in cases {
+            let (ok, all) = run_with(ranks, &both, &env);
+            let traced_ok = !what.ends_with("traced") || all.contains("CUDA device memory");
+            if !ok || !all.contains("device_bcast: all bytes correct") || !traced_ok {
+                failures.push(format!("{ranks} ranks, {what}:\n{all}"));
+            }
+        }
+        assert!(plain.0, "{ranks} ranks, the stand-in library alone:\n{}", plain.1);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

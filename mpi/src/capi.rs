@@ -30,6 +30,7 @@
 //! recycled handle never finds stale state, and nothing is rebuilt per call.
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
+mod device;
 mod handoff;
 pub mod hot;
 pub mod preload;
@@ -845,6 +846,18 @@ unsafe fn bcast_on(
         }
         if routes.tracing() {
             lock(sel).trace("bcast", bytes, Some(root), choice);
+        }
+        return library();
+    }
+    // colltune's own route reads and writes the buffer from the host: a
+    // GPU's memory goes to the (GPU-aware) library instead, unchanged.
+    if bytes > 0 && device::is_device(buffer) {
+        if routes.tracing() {
+            let why = format!(
+                "the MPI library's own collective (the buffer is {} device memory, which colltune's routes do not touch)",
+                device::runtime().unwrap_or("GPU")
+            );
+            lock(sel).trace("bcast", bytes, Some(root), &why);
         }
         return library();
     }
