@@ -25,6 +25,9 @@ const SKIP: &str = "<!-- docs-check: skip";
 /// The README's and each guide page's length limit (issue 31).
 const README_MAX: usize = 200;
 const PAGE_MAX: usize = 400;
+/// The longest line of prose (outside fenced blocks and tables): a page
+/// stays under its length limit by saying less, not by longer lines.
+const LINE_MAX: usize = 200;
 /// A block that takes longer than this is a mistake (a real tune left
 /// runnable): on CI's 2 cores every block takes seconds; the limit leaves
 /// room for a loaded machine.
@@ -255,6 +258,25 @@ fn fence_problems(md: &str) -> Vec<(usize, String)> {
     bad
 }
 
+/// Prose lines longer than [`LINE_MAX`] characters (fenced and indented
+/// code blocks and table rows apart): (line, characters).
+fn long_lines(md: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (n, l) in md.lines().enumerate() {
+        if l.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let len = l.chars().count();
+        let code = l.starts_with("    ") || l.trim_start().starts_with('|');
+        if !fenced && !code && len > LINE_MAX {
+            out.push((n + 1, len));
+        }
+    }
+    out
+}
+
 /// The file names a text writes, with their line: words ending in `.rs`
 /// or `.md` (`hot.rs`, `tests/common/mod.rs`, `docs/runtime.md`). Written
 /// after `$`, `<`, `{` or `*` they are variables or patterns
@@ -448,6 +470,12 @@ fn form_problems(root: &Path) -> Vec<String> {
                 page.display()
             ));
         }
+        for (n, len) in long_lines(&md) {
+            bad.push(format!(
+                "{}:{n}: a line of {len} characters, more than {LINE_MAX}: wrap it",
+                page.display()
+            ));
+        }
         for b in blocks(&md) {
             if let Some(s) = &b.skip {
                 let reason = s
@@ -590,7 +618,11 @@ fn the_check_catches_what_it_should() {
     .unwrap();
     std::fs::write(
         dir.join("docs/a.md"),
-        "# The A page: it's `here`\n\n[up](../README.md#top)\n",
+        format!(
+            "# The A page: it's `here`\n\n[up](../README.md#top)\n\n{}\n\n| {} |\n",
+            "word ".repeat(LINE_MAX / 5 + 1),
+            "cell ".repeat(LINE_MAX / 5 + 1)
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -615,7 +647,8 @@ fn the_check_catches_what_it_should() {
     assert!(has("src/lib.rs:1: `hot.rs` does not exist"), "{bad:?}");
     assert!(has("src/lib.rs:1: `tests/common/gone.rs` does not exist"), "{bad:?}");
     assert!(has("README.md:4: `docs/gone.md` does not exist"), "{bad:?}");
-    assert_eq!(bad.len(), 8, "nothing else is wrong: {bad:?}");
+    assert!(has("docs/a.md:5: a line of 205 characters"), "{bad:?}");
+    assert_eq!(bad.len(), 9, "nothing else is wrong (a long table row is no prose): {bad:?}");
     assert!(anchors("# The A page: it's `here`\n").contains("the-a-page-its-here"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
