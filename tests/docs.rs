@@ -73,19 +73,26 @@ fn blocks(md: &str) -> Vec<Block> {
     out
 }
 
-/// The text of a page outside fenced blocks and inline code spans, line by
-/// line (links are looked for there only).
-fn prose(md: &str) -> Vec<(usize, String)> {
+/// The lines of a page outside fenced blocks (the fences too left out),
+/// with their numbers.
+fn unfenced(md: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut fenced = false;
     for (n, l) in md.lines().enumerate() {
         if l.starts_with("```") {
             fenced = !fenced;
-            continue;
+        } else if !fenced {
+            out.push((n + 1, l));
         }
-        if fenced {
-            continue;
-        }
+    }
+    out
+}
+
+/// The text of a page outside fenced blocks and inline code spans, line by
+/// line (links are looked for there only).
+fn prose(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, l) in unfenced(md) {
         let mut s = String::new();
         let mut code = false;
         for c in l.chars() {
@@ -95,7 +102,7 @@ fn prose(md: &str) -> Vec<(usize, String)> {
                 s.push(c);
             }
         }
-        out.push((n + 1, s));
+        out.push((n, s));
     }
     out
 }
@@ -105,15 +112,7 @@ fn prose(md: &str) -> Vec<(usize, String)> {
 fn anchors(md: &str) -> HashSet<String> {
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
     let mut out = HashSet::new();
-    let mut fenced = false;
-    for l in md.lines() {
-        if l.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for (_, l) in unfenced(md) {
         let t = l.trim_start();
         let hashes = t.chars().take_while(|&c| c == '#').count();
         if hashes == 0 || hashes > 6 || !t[hashes..].starts_with(' ') {
@@ -261,20 +260,12 @@ fn fence_problems(md: &str) -> Vec<(usize, String)> {
 /// Prose lines longer than [`LINE_MAX`] characters (fenced and indented
 /// code blocks and table rows apart): (line, characters).
 fn long_lines(md: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut fenced = false;
-    for (n, l) in md.lines().enumerate() {
-        if l.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        let len = l.chars().count();
-        let code = l.starts_with("    ") || l.trim_start().starts_with('|');
-        if !fenced && !code && len > LINE_MAX {
-            out.push((n + 1, len));
-        }
-    }
-    out
+    unfenced(md)
+        .into_iter()
+        .filter(|(_, l)| !l.starts_with("    ") && !l.trim_start().starts_with('|'))
+        .map(|(n, l)| (n, l.chars().count()))
+        .filter(|&(_, len)| len > LINE_MAX)
+        .collect()
 }
 
 /// The file names a text writes, with their line: words ending in `.rs`
@@ -367,18 +358,10 @@ fn names_a_file(files: &[String], name: &str) -> bool {
 /// by line: where a page writes a file's name (links are checked apart).
 fn code_spans(md: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut fenced = false;
-    for (n, l) in md.lines().enumerate() {
-        if l.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for (n, l) in unfenced(md) {
         for (i, span) in l.split('`').enumerate() {
             if i % 2 == 1 {
-                out.push((n + 1, span.to_string()));
+                out.push((n, span.to_string()));
             }
         }
     }
