@@ -39,7 +39,7 @@
 //! library rules too (where colltune alone would give it the library's
 //! default); sizes with several layouts in the table are not handed off.
 //!
-//! Nothing else changes (docs/notes-issue-26.md lists what an application
+//! Nothing else changes (docs/transparency.md lists what an application
 //! reading MPI_T sees): `coll_tuned_use_dynamic_rules` is turned on, and a
 //! rules file given, only where the table has a rule naming one of
 //! coll/tuned's algorithms (not Open MPI's own decision, which needs
