@@ -115,6 +115,8 @@ bcast_tests! {
     bcast_knomial: "knomial",
     bcast_binary: "binary",
     bcast_split_binary: "split_binary",
+    bcast_bine: "bine",
+    bcast_bine_bdw: "bine_bdw",
     bcast_chain: "chain",
     bcast_pipeline: "pipeline",
     bcast_scatter_allgather: "scatter_allgather",

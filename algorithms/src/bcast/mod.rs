@@ -1,6 +1,7 @@
 //! Broadcast algorithms, one file each.
 
 pub mod binary;
+pub mod bine;
 pub mod binomial;
 pub mod chain;
 pub mod hierarchical;
