@@ -250,6 +250,15 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         build: bcast::pipeline::build,
     },
     AlgorithmInfo {
+        name: "circulant",
+        collective: Collective::Bcast,
+        summary: "Traff's circulant-graph pipeline (TOPC 2025): n blocks in n - 1 + ceil(log2 p) rounds, any p",
+        params: &[segment(65536)],
+        restrictions: &[],
+        tuning: Tuning::Candidate,
+        build: bcast::circulant::build,
+    },
+    AlgorithmInfo {
         name: "scatter_allgather",
         collective: Collective::Bcast,
         summary: "binomial scatter of p chunks, then recursive-doubling allgather",

@@ -117,6 +117,7 @@ bcast_tests! {
     bcast_split_binary: "split_binary",
     bcast_bine: "bine",
     bcast_bine_bdw: "bine_bdw",
+    bcast_circulant: "circulant",
     bcast_chain: "chain",
     bcast_pipeline: "pipeline",
     bcast_scatter_allgather: "scatter_allgather",

@@ -4,6 +4,7 @@ pub mod binary;
 pub mod bine;
 pub mod binomial;
 pub mod chain;
+pub mod circulant;
 pub mod hierarchical;
 pub mod knomial;
 pub mod linear;
