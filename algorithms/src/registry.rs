@@ -381,7 +381,6 @@ const PHASE_VARIANTS: &[&str] = &[
     "scatter_allgather_ring",
     "split_binary",
     "shm",
-    "bine_bdw",
     "circulant",
 ];
 
