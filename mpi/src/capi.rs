@@ -30,6 +30,7 @@
 //! recycled handle never finds stale state, and nothing is rebuilt per call.
 //! `MPI_COMM_WORLD`'s is set up by [`init`] and kept until [`finalize`].
 
+mod device;
 mod handoff;
 pub mod hot;
 pub mod preload;
@@ -229,8 +230,9 @@ pub fn init() -> c_int {
         report("colltune_init: MPI is not initialised: call it after MPI_Init");
         return ERR_OTHER;
     }
-    // First, whatever else fails: the rules handed to Open MPI at MPI_Init
-    // are the same on every rank (or the job stops, saying why).
+    // First, whatever else fails: whether the rules handed to Open MPI at
+    // MPI_Init are the same on every rank (where not, colltune's own
+    // routes wherever the library's broadcast could differ).
     handoff::agree();
     let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
     let self_keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_self_attr));
@@ -844,6 +846,18 @@ unsafe fn bcast_on(
         }
         if routes.tracing() {
             lock(sel).trace("bcast", bytes, Some(root), choice);
+        }
+        return library();
+    }
+    // colltune's own route reads and writes the buffer from the host: a
+    // GPU's memory goes to the (GPU-aware) library instead, unchanged.
+    if bytes > 0 && device::is_device(buffer) {
+        if routes.tracing() {
+            let why = format!(
+                "the MPI library's own collective (the buffer is {} device memory, which colltune's routes do not touch)",
+                device::runtime().unwrap_or("GPU")
+            );
+            lock(sel).trace("bcast", bytes, Some(root), &why);
         }
         return library();
     }
