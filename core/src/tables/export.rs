@@ -117,6 +117,18 @@ fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
             );
             ("binomial", 0)
         }
+        "bine" => {
+            notes.add("bine: Open MPI has no Bine tree; its binomial tree (the same rounds, other partners) is the nearest".into());
+            ("binomial", 0)
+        }
+        "bine_bdw" => {
+            notes.add("bine_bdw: Open MPI has no Bine scatter-allgather; its scatter_allgather (binomial scatter, recursive-doubling allgather) is the nearest".into());
+            ("scatter_allgather", 0)
+        }
+        "circulant" => {
+            notes.add("circulant: Open MPI has no circulant-graph broadcast; its pipeline (segments down one chain, also each block sent once per rank) is the nearest".into());
+            ("pipeline", 0)
+        }
         other => (other, 0),
     };
     let t = by_name(ours);
@@ -545,6 +557,26 @@ fn to_mpich(
         }
         "scatter_allgather" => simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather"),
         "scatter_allgather_ring" => simple("MPIR_Bcast_intra_scatter_ring_allgather"),
+        "bine" => {
+            notes.add("bine: MPICH has no Bine tree; its binomial tree (the same rounds, other partners) is the nearest".into());
+            if seg > 0 {
+                tree("knomial_1", 2, notes)
+            } else {
+                simple("MPIR_Bcast_intra_binomial")
+            }
+        }
+        "bine_bdw" => {
+            notes.add("bine_bdw: MPICH has no Bine scatter-allgather; its scatter with recursive-doubling allgather is the nearest".into());
+            simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather")
+        }
+        "circulant" if known.is_empty() || known.iter().any(|k| k == "MPIR_Bcast_intra_circ_graph") => {
+            notes.add("circulant: MPICH 5's circ_graph is the same schedule; its block size is MPICH's own (MPIR_CVAR_CIRC_GRAPH_CHUNK_SIZE), not the table's".into());
+            simple("MPIR_Bcast_intra_circ_graph")
+        }
+        "circulant" => {
+            notes.add("circulant: this MPICH has no circ_graph broadcast (it came with MPICH 5); its ring allgather after a scatter is the nearest pipeline-like one".into());
+            simple("MPIR_Bcast_intra_scatter_ring_allgather")
+        }
         "hierarchical" => {
             notes.add("hierarchical: mapped to MPICH's own node-aware MPIR_Bcast_intra_smp (its phases are MPICH's choice)".into());
             simple("MPIR_Bcast_intra_smp")
