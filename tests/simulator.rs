@@ -665,7 +665,10 @@ fn the_scale_path_counts_every_level_and_prices_the_ring_by_formula() {
     );
     let rows = traffic_rows(&out);
     assert_eq!(rows.len(), 1, "{out}");
-    assert!(rows[0].0.contains("(closed form)"), "{out}");
+    assert!(
+        rows[0].0.starts_with("closed form: scatter_allgather_ring"),
+        "{out}"
+    );
     // The ring: p - 1 chunks of 64 B (1 MiB / 16,384) around 16,384 ranks.
     let msgs: u64 = rows[0].1[2] + rows[0].1[4] + rows[0].1[6];
     assert!(msgs >= 16383 * 16383, "{out}");

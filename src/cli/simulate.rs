@@ -121,7 +121,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                                 f.formula,
                                 f.time_us
                             );
-                            traffic.push((format!("{} (closed form)", s.label()), b, r, f.traffic));
+                            traffic.push((format!("closed form: {}", s.label()), b, r, f.traffic));
                             continue 'sizes;
                         }
                         Err(e) => return Err(e.into()),
