@@ -12,7 +12,7 @@ use colltune_core::method::expand;
 use colltune_core::method::{RootPolicy, Subject};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series};
-use colltune_core::sim::{rotation_roots, simulate_counted, Model, Tier, Traffic};
+use colltune_core::sim::{closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic};
 use colltune_core::simulate::sample;
 
 #[derive(clap::Args, Debug)]
@@ -109,8 +109,20 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                             t.expect("no limit")
                         }
                         Err(e @ colltune_core::sim::SimError::TooLarge { .. }) => {
-                            outln!("skipped {}: {e}", s.label());
-                            break 'sizes;
+                            // Priced by its closed form where it has one
+                            // (said so; no sample row: not simulated).
+                            let Some(f) = closed_form(&m, c, spec, &nodes, b, r) else {
+                                outln!("skipped {}: {e}", s.label());
+                                break 'sizes;
+                            };
+                            outln!(
+                                "{} at {b} bytes from root {r}: {e}; {}: {:.1} us",
+                                s.label(),
+                                f.formula,
+                                f.time_us
+                            );
+                            traffic.push((format!("closed form: {}", s.label()), b, r, f.traffic));
+                            continue 'sizes;
                         }
                         Err(e) => return Err(e.into()),
                     };
@@ -164,13 +176,18 @@ fn traffic_table(m: &Model, rows: &[(String, u64, usize, Traffic)]) -> String {
         Tier::Group.describe(),
         Tier::Global.describe()
     );
-    let _ = write!(o, "{:<34} {:>10} {:>5}", "algorithm", "bytes", "root");
+    let _ = write!(o, "{:<44} {:>10} {:>5}", "algorithm", "bytes", "root");
     for t in Tier::ALL {
-        let _ = write!(o, " {:>9} {:>14}", format!("{}-msgs", t.name()), format!("{}-bytes", t.name()));
+        let _ = write!(
+            o,
+            " {:>9} {:>14}",
+            format!("{}-msgs", t.name()),
+            format!("{}-bytes", t.name())
+        );
     }
     o.push('\n');
     for (label, bytes, root, tr) in rows {
-        let _ = write!(o, "{:<34} {:>10} {:>5}", trunc(label, 34), bytes, root);
+        let _ = write!(o, "{:<44} {:>10} {:>5}", trunc(label, 44), bytes, root);
         for t in Tier::ALL {
             let _ = write!(o, " {:>9} {:>14}", tr.messages_at(t), tr.bytes_at(t));
         }

@@ -98,7 +98,12 @@ impl Layout {
         let mut named = [false; 5];
         let mut last = None;
         let mut groups = None;
-        for (i, part) in text.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        for (i, part) in text
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .enumerate()
+        {
             let (obj, n) = part
                 .split_once(':')
                 .ok_or_else(|| bad(format!("`{part}` has no count")))?;
@@ -364,7 +369,11 @@ mod tests {
         assert_eq!(Mapping::Core.node_map(&l, 1024).unwrap().num_nodes(), 256);
         let flat = epyc();
         assert_eq!((flat.groups(), flat.group_of_node(1)), (None, 0));
-        for bad in ["node:2,group:2,core:4", "group:0,node:2,core:4", "group:x,node:1,core:1"] {
+        for bad in [
+            "node:2,group:2,core:4",
+            "group:0,node:2,core:4",
+            "group:x,node:1,core:1",
+        ] {
             let e = Layout::parse(bad).unwrap_err();
             assert!(e.contains(bad) && e.contains("group"), "{e}");
         }

@@ -246,7 +246,11 @@ pub fn simulate_counted(
     let per_group = m.group.as_ref().map(|g| g.nodes);
     // Take the kept call; drop it at once unless it is this one.
     let last = LAST.with(|l| l.borrow_mut().take()).filter(|l| {
-        l.c == c && l.bytes == bytes && l.root == root && l.spec == spec && l.nodes == *nodes
+        l.c == c
+            && l.bytes == bytes
+            && l.root == root
+            && l.spec == spec
+            && l.nodes == *nodes
             && l.per_group == per_group
     });
     if last.is_none() && nodes.size() > 1024 {

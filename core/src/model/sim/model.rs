@@ -198,10 +198,16 @@ impl Model {
                 }
             }
         }
-        if self.group.as_ref().is_some_and(|g| g.link.burst_bytes.is_some()) {
-            return Err("group.link.burst_bytes: a node's port is one token bucket whichever \
+        if self
+            .group
+            .as_ref()
+            .is_some_and(|g| g.link.burst_bytes.is_some())
+        {
+            return Err(
+                "group.link.burst_bytes: a node's port is one token bucket whichever \
                  group a message goes to; give burst_bytes on inter only"
-                .into());
+                    .into(),
+            );
         }
         if self.intra.burst_bytes.is_some()
             || self.levels.iter().any(|l| l.link.burst_bytes.is_some())
@@ -281,11 +287,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("colltune-group-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = [
-            ("  nodes: 180", "  nodes: 0", "group.nodes = 0", "how many nodes"),
+            (
+                "  nodes: 180",
+                "  nodes: 0",
+                "group.nodes = 0",
+                "how many nodes",
+            ),
             ("  nodes: 180", "  nodes: -3", "nodes", "line"),
             ("  nodes: 180", "  nodez: 180", "nodez", "unknown field"),
-            ("    bandwidth_gbs: 24.0\n    eager_limit: 32768\ncopy", "    bandwidth_gbs: 0\n    eager_limit: 32768\ncopy", "group.link.bandwidth_gbs = 0", "must be > 0"),
-            ("    eager_limit: 32768\ncopy", "    eager_limit: 32768\n    burst_bytes: 100\ncopy", "group.link.burst_bytes", "inter only"),
+            (
+                "    bandwidth_gbs: 24.0\n    eager_limit: 32768\ncopy",
+                "    bandwidth_gbs: 0\n    eager_limit: 32768\ncopy",
+                "group.link.bandwidth_gbs = 0",
+                "must be > 0",
+            ),
+            (
+                "    eager_limit: 32768\ncopy",
+                "    eager_limit: 32768\n    burst_bytes: 100\ncopy",
+                "group.link.burst_bytes",
+                "inter only",
+            ),
         ];
         for (k, (from, to, field, what)) in cases.into_iter().enumerate() {
             assert!(good.contains(from), "{from}");

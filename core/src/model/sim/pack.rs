@@ -14,6 +14,9 @@ use colltune_algorithms::{Channel, ChannelNumbering, Direction, Op, OpKind, Plan
 
 use super::engine::{u32_of, ChanSide, Engine, FOp, Rank, RankCold, St, Wait, K, NONE};
 
+/// A window synchronisation's group: (start, length) in `Engine::groups`.
+type WindowGroup = Option<(u32, u32)>;
+
 /// Where the rank being packed starts in the engine's arrays.
 struct Start {
     me: u32,
@@ -151,7 +154,7 @@ impl Engine<'_> {
         i: usize,
         op: &Op,
         at: &Start,
-        sync: &mut (Option<(u32, u32)>, Option<(u32, u32)>),
+        sync: &mut (WindowGroup, WindowGroup),
         number: &mut impl FnMut(&mut ChannelNumbering, usize, Channel) -> u32,
     ) -> (K, u32, u64, u32, u32) {
         let (mut peer, mut len, mut cs, mut pos) = (NONE, 0, NONE, 0);

@@ -93,7 +93,13 @@ mod tests {
     use super::super::{simulate_counted, GroupLevel, Model};
     use super::{Tier, Traffic};
 
-    fn count(m: &Model, spec: &str, exec: Execution, nodes: &NodeMap, bytes: u64) -> (f64, Traffic) {
+    fn count(
+        m: &Model,
+        spec: &str,
+        exec: Execution,
+        nodes: &NodeMap,
+        bytes: u64,
+    ) -> (f64, Traffic) {
         let (t, tr) = simulate_counted(
             m,
             Collective::Bcast,
@@ -143,7 +149,13 @@ mod tests {
         assert_eq!(t.messages_at(Tier::Global), 2);
         // scatter_allgather moves more bytes than the message in all,
         // every one of them counted once.
-        let (_, t) = count(&model(), "scatter_allgather", Execution::Blocking, &nodes, 4096);
+        let (_, t) = count(
+            &model(),
+            "scatter_allgather",
+            Execution::Blocking,
+            &nodes,
+            4096,
+        );
         assert_eq!(t.messages[0], 0);
         assert!(t.total_bytes() > 4096 && t.bytes[2] == 0, "{t:?}");
     }
