@@ -44,7 +44,7 @@
 
 use crate::builder::Builder;
 use crate::error::SpecError;
-use crate::schedule::Region;
+use crate::schedule::{Post, Region};
 use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
@@ -196,14 +196,30 @@ pub fn build(sh: &Shape, spec: &AlgoSpec, b: &mut Builder) -> Result<(), SpecErr
         let o = blk.min(n as i64 - 1) as u64 * block;
         Region::data(o, block.min(sh.bytes - o))
     };
-    let none = Region::data(0, 0);
+    // One port: each send waits for the one before, so that the dataflow
+    // execution keeps to the rounds instead of sharing the link between
+    // blocks of several rounds (the receives are posted early).
+    let mut last_send = None;
     for (k, offset) in c.rounds(n) {
         let (to, from) = ((vr + c.skip[k]) % p, (vr + p - c.skip[k]) % p);
-        let out = s.send[k] + offset;
-        let inn = s.recv[k] + offset;
-        let give = if out >= 0 && to != 0 { region(out) } else { none };
-        let take = if inn >= 0 && vr != 0 { region(inn) } else { none };
-        b.exchange(sh.real(to), give, sh.real(from), take);
+        let (out, inn) = (s.send[k] + offset, s.recv[k] + offset);
+        let give = (out >= 0 && to != 0).then(|| region(out));
+        let take = (inn >= 0 && vr != 0).then(|| region(inn));
+        let post = if take.is_some() {
+            Post::ExchangeWithNext
+        } else {
+            Post::Blocking
+        };
+        if let Some(g) = give {
+            let id = b.send(sh.real(to), g, post);
+            if let Some(prev) = last_send {
+                b.depend(id, prev);
+            }
+            last_send = Some(id);
+        }
+        if let Some(t) = take {
+            b.recv(sh.real(from), t, Post::Blocking);
+        }
     }
     Ok(())
 }
