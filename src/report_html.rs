@@ -9,7 +9,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use colltune_algorithms::Collective;
-use colltune_core::figure::{self, decision_map, regimes, versus, wins, LineKind, Selection};
+use colltune_core::figure::{
+    self, decision_map, regimes, versus, wins, Line, LineKind, Selection,
+};
 use colltune_core::fit::fit_table;
 use colltune_core::record::Sample;
 use colltune_core::report::{comparison, contexts, kept, Series, SeriesKey};
@@ -51,49 +53,7 @@ pub fn page(
     );
     let _ = writeln!(h, "<h1>colltune report: {}</h1>", esc(&name));
 
-    // Provenance.
-    let _ = writeln!(h, "<h2>Provenance</h2><table>");
-    let row = |h: &mut String, k: &str, v: &str| {
-        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
-    };
-    row(
-        &mut h,
-        "samples",
-        &format!("{} ({} rows)", csv.display(), samples.len()),
-    );
-    let distinct = |f: fn(&Sample) -> &str| {
-        let mut v: Vec<&str> = samples.iter().map(f).collect();
-        v.sort_unstable();
-        v.dedup();
-        v.join(", ")
-    };
-    row(&mut h, "MPI library", &distinct(|s| &s.mpi));
-    row(&mut h, "host", &distinct(|s| &s.host));
-    row(&mut h, "source", &distinct(|s| &s.source));
-    row(&mut h, "colltune", &distinct(|s| &s.colltune));
-    if let Some((p, t)) = table {
-        let pv = &t.provenance;
-        row(&mut h, "table", &p.display().to_string());
-        row(
-            &mut h,
-            "table made",
-            &format!(
-                "{} on {}{}, {} ({}, {} sweep) by colltune {}",
-                pv.mpi,
-                pv.host,
-                pv.cluster
-                    .as_deref()
-                    .map(|c| format!(" ({c})"))
-                    .unwrap_or_default(),
-                pv.date,
-                pv.source,
-                pv.sweep.mode,
-                pv.colltune
-            ),
-        );
-        row(&mut h, "table command", &pv.command);
-    }
-    let _ = writeln!(h, "</table>");
+    provenance(&mut h, csv, samples, table);
 
     let contexts = contexts(all, &keep);
 
@@ -105,56 +65,7 @@ pub fn page(
         per_ctx.push((ctx.clone(), ls));
     }
     for (ctx, ls) in &per_ctx {
-        let w = wins(ls, ctx);
-        let _ = writeln!(
-            h,
-            "<h3>{} on {} ranks ({} node(s) x {})</h3>",
-            esc(&ctx.collective),
-            ctx.ranks,
-            ctx.nodes,
-            ctx.ppn
-        );
-        for (kind, what) in [
-            (LineKind::Library, "the MPI library's own call"),
-            (
-                LineKind::LibraryForced,
-                "the library's best forced algorithm",
-            ),
-        ] {
-            if let Some(v) = versus(ls, kind) {
-                let _ = writeln!(
-                    h,
-                    "<p class=\"headline\">colltune's best is faster than {what} at <b>{} of {} sizes ({:.0}%)</b>; \
-                     time ratio colltune / library, geometric mean <b>{:.2}x</b>.</p>",
-                    v.faster,
-                    v.sizes,
-                    100.0 * v.faster as f64 / v.sizes.max(1) as f64,
-                    v.geomean
-                );
-            }
-        }
-        if ls.iter().all(|l| l.kind == LineKind::Algorithm) {
-            let _ = writeln!(
-                h,
-                "<p>These samples have no MPI library line (bench with <code>--baseline mpi</code> adds one).</p>"
-            );
-        }
-        let _ = writeln!(
-            h,
-            "<table><tr><th>fastest</th><th>at sizes</th><th>share</th><th>winning variant (most sizes)</th></tr>"
-        );
-        for (line, variant, n) in &w.rows {
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{:.0}%</td><td>{}</td></tr>",
-                esc(line),
-                n,
-                w.sizes,
-                100.0 * *n as f64 / w.sizes.max(1) as f64,
-                esc(variant)
-            );
-        }
-        let _ = writeln!(h, "</table>");
+        summary(&mut h, ctx, ls);
     }
 
     // The decision map.
@@ -204,4 +115,107 @@ pub fn page(
     );
     let _ = writeln!(h, "</body></html>");
     Ok(h)
+}
+
+/// The provenance section: the samples' file, library, host, source and
+/// version, and the table's where there is one.
+fn provenance(h: &mut String, csv: &Path, samples: &[Sample], table: Option<(&Path, &Table)>) {
+    let _ = writeln!(h, "<h2>Provenance</h2><table>");
+    let row = |h: &mut String, k: &str, v: &str| {
+        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    };
+    row(
+        h,
+        "samples",
+        &format!("{} ({} rows)", csv.display(), samples.len()),
+    );
+    let distinct = |f: fn(&Sample) -> &str| {
+        let mut v: Vec<&str> = samples.iter().map(f).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.join(", ")
+    };
+    row(h, "MPI library", &distinct(|s| &s.mpi));
+    row(h, "host", &distinct(|s| &s.host));
+    row(h, "source", &distinct(|s| &s.source));
+    row(h, "colltune", &distinct(|s| &s.colltune));
+    if let Some((p, t)) = table {
+        let pv = &t.provenance;
+        row(h, "table", &p.display().to_string());
+        row(
+            h,
+            "table made",
+            &format!(
+                "{} on {}{}, {} ({}, {} sweep) by colltune {}",
+                pv.mpi,
+                pv.host,
+                pv.cluster
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                pv.date,
+                pv.source,
+                pv.sweep.mode,
+                pv.colltune
+            ),
+        );
+        row(h, "table command", &pv.command);
+    }
+    let _ = writeln!(h, "</table>");
+
+}
+
+/// One communicator's summary: how often colltune's best beats the
+/// library, and which algorithm was fastest at how many sizes.
+fn summary(h: &mut String, ctx: &SeriesKey, ls: &[Line]) {
+    let w = wins(ls, ctx);
+    let _ = writeln!(
+        h,
+        "<h3>{} on {} ranks ({} node(s) x {})</h3>",
+        esc(&ctx.collective),
+        ctx.ranks,
+        ctx.nodes,
+        ctx.ppn
+    );
+    for (kind, what) in [
+        (LineKind::Library, "the MPI library's own call"),
+        (
+            LineKind::LibraryForced,
+            "the library's best forced algorithm",
+        ),
+    ] {
+        if let Some(v) = versus(ls, kind) {
+            let _ = writeln!(
+                h,
+                "<p class=\"headline\">colltune's best is faster than {what} at <b>{} of {} sizes ({:.0}%)</b>; \
+                 time ratio colltune / library, geometric mean <b>{:.2}x</b>.</p>",
+                v.faster,
+                v.sizes,
+                100.0 * v.faster as f64 / v.sizes.max(1) as f64,
+                v.geomean
+            );
+        }
+    }
+    if ls.iter().all(|l| l.kind == LineKind::Algorithm) {
+        let _ = writeln!(
+            h,
+            "<p>These samples have no MPI library line (bench with <code>--baseline mpi</code> adds one).</p>"
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<table><tr><th>fastest</th><th>at sizes</th><th>share</th><th>winning variant (most sizes)</th></tr>"
+    );
+    for (line, variant, n) in &w.rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{:.0}%</td><td>{}</td></tr>",
+            esc(line),
+            n,
+            w.sizes,
+            100.0 * *n as f64 / w.sizes.max(1) as f64,
+            esc(variant)
+        );
+    }
+    let _ = writeln!(h, "</table>");
 }

@@ -88,23 +88,7 @@ fn read_measured(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<V
 pub fn run(a: Args) -> anyhow::Result<Code> {
     let layout = Layout::parse(&a.layout).map_err(usage)?;
     let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
-    let model = match (&a.model, a.p2p.p2p.is_empty()) {
-        (Some(p), _) => Model::load(p).map_err(usage)?,
-        (None, false) => {
-            super::p2p::fit(
-                &super::p2p::read(&a.p2p)?,
-                &layout,
-                "from-p2p",
-                a.p2p.memory_copy_gbs,
-            )?
-            .model
-        }
-        (None, true) => {
-            return Err(usage(
-                "give --p2p FILE... (point-to-point results) or --model MODEL.yaml",
-            ))
-        }
-    };
+    let model = model_of(&a, &layout)?;
     if a.measured.is_empty() {
         return predict_only(&a, &model, &layout, mapping);
     }
@@ -149,48 +133,10 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
     }
     if let Some(out) = &a.csv {
-        let rows: Vec<import::BcastRow> = points
-            .iter()
-            .flat_map(|p| {
-                p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
-                    algorithm: al,
-                    ranks: p.ranks as u32,
-                    bytes: p.bytes,
-                    time_us: q,
-                    min_us: None,
-                    max_us: None,
-                    mapping: Some(mapping),
-                    iterations: None,
-                    line: 0,
-                })
-            })
-            .collect();
-        let source = format!("simulated:{}", model.name);
-        let samples = import::to_samples(&rows, Some(&layout), Some(mapping), "Open MPI", &source)
-            .map_err(|(_, w)| usage(w))?;
-        record::Writer::open(out, false)
-            .and_then(|mut w| w.write(&samples))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        write_predicted(out, &points, &model, &layout, mapping)?;
     }
     if !a.quiet {
-        outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
-        for p in &points {
-            let d = p.default_regret.map_or("-".into(), |d| format!("{d:.2}"));
-            let algs: Vec<String> = p
-                .times
-                .iter()
-                .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
-                .collect();
-            outln!(
-                "{:>5} {:>8} {:>2} {:>2} {:.2} {d} | {}",
-                p.ranks,
-                p.bytes,
-                p.measured_winner,
-                p.predicted_winner,
-                p.regret,
-                algs.join(", ")
-            );
-        }
+        print_points(&points);
     }
     let errs: Vec<String> = s
         .time_error_by_algorithm
@@ -294,4 +240,82 @@ fn predict_only(a: &Args, m: &Model, layout: &Layout, mapping: Mapping) -> anyho
         }
     }
     Ok(Code::Ok)
+}
+
+/// The model to predict with: `--model`, or fitted to `--p2p` results.
+fn model_of(a: &Args, layout: &Layout) -> anyhow::Result<Model> {
+    Ok(match (&a.model, a.p2p.p2p.is_empty()) {
+        (Some(p), _) => Model::load(p).map_err(usage)?,
+        (None, false) => {
+            super::p2p::fit(
+                &super::p2p::read(&a.p2p)?,
+                layout,
+                "from-p2p",
+                a.p2p.memory_copy_gbs,
+            )?
+            .model
+        }
+        (None, true) => {
+            return Err(usage(
+                "give --p2p FILE... (point-to-point results) or --model MODEL.yaml",
+            ))
+        }
+    })
+}
+
+/// The predicted times as a raw CSV (`--csv`): one sample per point and
+/// algorithm, its source the model.
+fn write_predicted(
+    out: &std::path::Path,
+    points: &[predict::Point],
+    model: &Model,
+    layout: &Layout,
+    mapping: Mapping,
+) -> anyhow::Result<()> {
+    let rows: Vec<import::BcastRow> = points
+        .iter()
+        .flat_map(|p| {
+            p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
+                algorithm: al,
+                ranks: p.ranks as u32,
+                bytes: p.bytes,
+                time_us: q,
+                min_us: None,
+                max_us: None,
+                mapping: Some(mapping),
+                iterations: None,
+                line: 0,
+            })
+        })
+        .collect();
+    let source = format!("simulated:{}", model.name);
+    let samples = import::to_samples(&rows, Some(layout), Some(mapping), "Open MPI", &source)
+        .map_err(|(_, w)| usage(w))?;
+    record::Writer::open(out, false)
+        .and_then(|mut w| w.write(&samples))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// Per point: the measured and predicted winners, the regrets, and per
+/// algorithm the measured and predicted times and the error.
+fn print_points(points: &[predict::Point]) {
+    outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
+    for p in points {
+        let d = p.default_regret.map_or("-".into(), |d| format!("{d:.2}"));
+        let algs: Vec<String> = p
+            .times
+            .iter()
+            .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
+            .collect();
+        outln!(
+            "{:>5} {:>8} {:>2} {:>2} {:.2} {d} | {}",
+            p.ranks,
+            p.bytes,
+            p.measured_winner,
+            p.predicted_winner,
+            p.regret,
+            algs.join(", ")
+        );
+    }
 }

@@ -250,25 +250,50 @@ pub fn comparison(all: &Series) -> String {
             v.dedup();
             v
         };
-        let has_native = all.keys().any(|k| k.context() == ctx && k.is_native());
-        let has_tuned = all.keys().any(|k| k.context() == ctx && k.is_forced());
-        let has_interposed = all.keys().any(|k| k.context() == ctx && k.is_interposed());
-        // The library the forced algorithms are of (one, unless CSVs of
-        // several libraries were merged).
-        let forced_lib = {
-            let mut libs: Vec<&str> = all
-                .keys()
-                .filter(|k| k.context() == ctx && k.is_forced())
-                .map(|k| crate::libraries::mpich::library_of(&k.spec))
-                .collect();
-            libs.sort_unstable();
-            libs.dedup();
-            match libs.as_slice() {
+        let cols = Columns::of(all, &ctx);
+        cols.header(&ctx, &mut out);
+        let mut tally = Tally::default();
+        for &b in &sizes {
+            comparison_row(all, &ctx, &cols, b, &mut tally, &mut out);
+        }
+        tally.footer(&cols, &mut out);
+        out.push('\n');
+    }
+    out
+}
+
+/// The columns of one context's comparison: which baselines it measured,
+/// and the library its forced algorithms are of.
+struct Columns<'a> {
+    native: bool,
+    tuned: bool,
+    interposed: bool,
+    /// One library, unless CSVs of several libraries were merged.
+    forced_lib: &'a str,
+}
+
+impl<'a> Columns<'a> {
+    fn of(all: &'a Series, ctx: &SeriesKey) -> Columns<'a> {
+        let mut libs: Vec<&str> = all
+            .keys()
+            .filter(|k| k.context() == *ctx && k.is_forced())
+            .map(|k| crate::libraries::mpich::library_of(&k.spec))
+            .collect();
+        libs.sort_unstable();
+        libs.dedup();
+        Columns {
+            native: all.keys().any(|k| k.context() == *ctx && k.is_native()),
+            tuned: all.keys().any(|k| k.context() == *ctx && k.is_forced()),
+            interposed: all.keys().any(|k| k.context() == *ctx && k.is_interposed()),
+            forced_lib: match libs.as_slice() {
                 [one] => *one,
                 _ => "library",
-            }
-        };
-        let ratio_head = match forced_lib {
+            },
+        }
+    }
+
+    fn header(&self, ctx: &SeriesKey, out: &mut String) {
+        let ratio_head = match self.forced_lib {
             "Open MPI" => "ours/omp",
             "MPICH" => "ours/mch",
             "Intel MPI" => "ours/imp",
@@ -284,19 +309,19 @@ pub fn comparison(all: &Series) -> String {
             "{:>10}  {:<46} {:>10}",
             "bytes", "best of colltune", "t_med"
         );
-        if has_native {
+        if self.native {
             let _ = write!(out, " {:>10} {:>8}", "mpi", "ours/mpi");
         }
-        if has_tuned {
+        if self.tuned {
             let _ = write!(
                 out,
                 "  {:<28} {:>10} {:>8}",
-                format!("best forced {forced_lib}"),
+                format!("best forced {}", self.forced_lib),
                 "t_med",
                 ratio_head
             );
         }
-        if has_interposed {
+        if self.interposed {
             let _ = write!(
                 out,
                 "  {:>10} {:>8} {:>8}",
@@ -304,99 +329,135 @@ pub fn comparison(all: &Series) -> String {
             );
         }
         out.push('\n');
-        let (mut r_native, mut r_tuned) = (Vec::new(), Vec::new());
-        // The interposed call against the default and the best forced.
-        let (mut i_native, mut i_tuned) = (Vec::new(), Vec::new());
-        let mut i_worst: Option<(u64, f64)> = None;
-        let mut worst: Option<(u64, f64)> = None;
-        let mut noisy = Vec::new();
-        for &b in &sizes {
-            // The interposed call is a library subject, never "ours"; with
-            // only baselines measured (the drop-in against the library's
-            // algorithms), "ours" is empty and the interposed columns remain.
-            let ours = best_at(all, &ctx, b, |k| !k.is_library());
-            if ours.is_none() && !has_interposed {
-                continue;
+    }
+}
+
+/// What one context's rows add up to: the ratios, the worst sizes, the
+/// noisy points.
+#[derive(Default)]
+struct Tally {
+    /// Best of colltune over the library's default, and over its best forced.
+    r_native: Vec<f64>,
+    r_tuned: Vec<f64>,
+    /// The interposed call against the default and the best forced.
+    i_native: Vec<f64>,
+    i_tuned: Vec<f64>,
+    i_worst: Option<(u64, f64)>,
+    worst: Option<(u64, f64)>,
+    noisy: Vec<String>,
+}
+
+/// A ratio column: `0.50x`, or `-` where a side is missing.
+fn ratio_cell(r: Option<f64>) -> String {
+    r.map_or(format!(" {:>8}", "-"), |r| format!(" {r:>7.2}x"))
+}
+
+/// One size's row of the comparison.
+fn comparison_row(
+    all: &Series,
+    ctx: &SeriesKey,
+    cols: &Columns,
+    b: u64,
+    t: &mut Tally,
+    out: &mut String,
+) {
+    // The interposed call is a library subject, never "ours"; with
+    // only baselines measured (the drop-in against the library's
+    // algorithms), "ours" is empty and the interposed columns remain.
+    let ours = best_at(all, ctx, b, |k| !k.is_library());
+    if ours.is_none() && !cols.interposed {
+        return;
+    }
+    match ours {
+        Some((ok, os)) => {
+            let _ = write!(out, "{:>10}  {:<46} {:>10.2}", b, ok.label(), os.median);
+        }
+        None => {
+            let _ = write!(out, "{:>10}  {:<46} {:>10}", b, "-", "-");
+        }
+    }
+    let os = ours.map(|o| o.1);
+    let over = |t: f64, base: Option<&Summary>| base.map(|s| t / s.median);
+    if cols.native {
+        match best_at(all, ctx, b, SeriesKey::is_native) {
+            Some((_, ns)) => {
+                let r = os.map(|o| o.median / ns.median);
+                if let Some(r) = r {
+                    t.r_native.push(r);
+                    if t.worst.is_none_or(|(_, w)| r > w) {
+                        t.worst = Some((b, r));
+                    }
+                }
+                let _ = write!(out, " {:>10.2}{}", ns.median, ratio_cell(r));
             }
-            match ours {
-                Some((ok, os)) => {
-                    let _ = write!(out, "{:>10}  {:<46} {:>10.2}", b, ok.label(), os.median);
-                }
-                None => {
-                    let _ = write!(out, "{:>10}  {:<46} {:>10}", b, "-", "-");
-                }
-            }
-            let os = ours.map(|o| o.1);
-            // A ratio column: `0.50x`, or `-` where a side is missing.
-            let ratio =
-                |r: Option<f64>| r.map_or(format!(" {:>8}", "-"), |r| format!(" {r:>7.2}x"));
-            let over = |t: f64, base: Option<&Summary>| base.map(|s| t / s.median);
-            if has_native {
-                match best_at(all, &ctx, b, SeriesKey::is_native) {
-                    Some((_, ns)) => {
-                        let r = os.map(|o| o.median / ns.median);
-                        if let Some(r) = r {
-                            r_native.push(r);
-                            if worst.is_none_or(|(_, w)| r > w) {
-                                worst = Some((b, r));
-                            }
-                        }
-                        let _ = write!(out, " {:>10.2}{}", ns.median, ratio(r));
-                    }
-                    None => {
-                        let _ = write!(out, " {:>10} {:>8}", "-", "-");
-                    }
-                }
-            }
-            if has_tuned {
-                match best_at(all, &ctx, b, SeriesKey::is_forced) {
-                    Some((tk, ts)) => {
-                        let r = os.map(|o| o.median / ts.median);
-                        r_tuned.extend(r);
-                        let name = tk.forced_name();
-                        let _ = write!(out, "  {:<28} {:>10.2}{}", name, ts.median, ratio(r));
-                    }
-                    None => {
-                        let _ = write!(out, "  {:<28} {:>10} {:>8}", "-", "-", "-");
-                    }
-                }
-            }
-            if has_interposed {
-                match best_at(all, &ctx, b, SeriesKey::is_interposed) {
-                    Some((_, is)) => {
-                        let native = best_at(all, &ctx, b, SeriesKey::is_native).map(|x| x.1);
-                        let forced = best_at(all, &ctx, b, SeriesKey::is_forced).map(|x| x.1);
-                        let (rn, rf) = (over(is.median, native), over(is.median, forced));
-                        i_native.extend(rn);
-                        i_tuned.extend(rf);
-                        if let Some(r) = rf {
-                            if i_worst.is_none_or(|(_, w)| r > w) {
-                                i_worst = Some((b, r));
-                            }
-                        }
-                        let _ = write!(out, "  {:>10.2}{}{}", is.median, ratio(rn), ratio(rf));
-                    }
-                    None => {
-                        let _ = write!(out, "  {:>10} {:>8} {:>8}", "-", "-", "-");
-                    }
-                }
-            }
-            out.push('\n');
-            for (k, pts) in all.iter().filter(|(k, _)| k.context() == ctx) {
-                if let Some(s) = pts.get(&b) {
-                    if s.run_medians.len() > 1 && s.run_spread() > NOISY_SPREAD {
-                        noisy.push(format!("{} at {b} B ({:.2}x)", k.label(), s.run_spread()));
-                    }
-                }
+            None => {
+                let _ = write!(out, " {:>10} {:>8}", "-", "-");
             }
         }
+    }
+    if cols.tuned {
+        match best_at(all, ctx, b, SeriesKey::is_forced) {
+            Some((tk, ts)) => {
+                let r = os.map(|o| o.median / ts.median);
+                t.r_tuned.extend(r);
+                let name = tk.forced_name();
+                let _ = write!(out, "  {:<28} {:>10.2}{}", name, ts.median, ratio_cell(r));
+            }
+            None => {
+                let _ = write!(out, "  {:<28} {:>10} {:>8}", "-", "-", "-");
+            }
+        }
+    }
+    if cols.interposed {
+        match best_at(all, ctx, b, SeriesKey::is_interposed) {
+            Some((_, is)) => {
+                let native = best_at(all, ctx, b, SeriesKey::is_native).map(|x| x.1);
+                let forced = best_at(all, ctx, b, SeriesKey::is_forced).map(|x| x.1);
+                let (rn, rf) = (over(is.median, native), over(is.median, forced));
+                t.i_native.extend(rn);
+                t.i_tuned.extend(rf);
+                if let Some(r) = rf {
+                    if t.i_worst.is_none_or(|(_, w)| r > w) {
+                        t.i_worst = Some((b, r));
+                    }
+                }
+                let _ = write!(
+                    out,
+                    "  {:>10.2}{}{}",
+                    is.median,
+                    ratio_cell(rn),
+                    ratio_cell(rf)
+                );
+            }
+            None => {
+                let _ = write!(out, "  {:>10} {:>8} {:>8}", "-", "-", "-");
+            }
+        }
+    }
+    out.push('\n');
+    for (k, pts) in all.iter().filter(|(k, _)| k.context() == *ctx) {
+        if let Some(s) = pts.get(&b) {
+            if s.run_medians.len() > 1 && s.run_spread() > NOISY_SPREAD {
+                t.noisy
+                    .push(format!("{} at {b} B ({:.2}x)", k.label(), s.run_spread()));
+            }
+        }
+    }
+}
+
+impl Tally {
+    /// The geometric means and the noise warning under the rows.
+    fn footer(&self, cols: &Columns, out: &mut String) {
+        let forced_lib = cols.forced_lib;
+        let (r_native, r_tuned) = (&self.r_native, &self.r_tuned);
+        let (i_native, i_tuned, noisy) = (&self.i_native, &self.i_tuned, &self.noisy);
         if !r_native.is_empty() {
             let _ = writeln!(
                 out,
                 "geometric mean, best of colltune / MPI library default: {:.3}x over {} sizes{}",
-                geomean(&r_native),
+                geomean(r_native),
                 r_native.len(),
-                worst
+                self.worst
                     .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
                     .unwrap_or_default()
             );
@@ -405,7 +466,7 @@ pub fn comparison(all: &Series) -> String {
             let _ = writeln!(
                 out,
                 "geometric mean, best of colltune / best forced {forced_lib} algorithm: {:.3}x over {} sizes",
-                geomean(&r_tuned),
+                geomean(r_tuned),
                 r_tuned.len()
             );
         }
@@ -413,7 +474,7 @@ pub fn comparison(all: &Series) -> String {
             let _ = writeln!(
                 out,
                 "geometric mean, interposed MPI_Bcast / MPI library default: {:.3}x over {} sizes",
-                geomean(&i_native),
+                geomean(i_native),
                 i_native.len()
             );
         }
@@ -421,10 +482,10 @@ pub fn comparison(all: &Series) -> String {
             let _ = writeln!(
                 out,
                 "geometric mean, interposed MPI_Bcast / best forced {forced_lib} algorithm: {:.3}x over {} sizes; {} above 1.15x{}",
-                geomean(&i_tuned),
+                geomean(i_tuned),
                 i_tuned.len(),
                 i_tuned.iter().filter(|&&r| r > 1.15).count(),
-                i_worst
+                self.i_worst
                     .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
                     .unwrap_or_default()
             );
@@ -439,9 +500,7 @@ pub fn comparison(all: &Series) -> String {
                 if noisy.len() > 6 { ", ..." } else { "" }
             );
         }
-        out.push('\n');
     }
-    out
 }
 
 /// Run-to-run spread over every point: (median, max) of largest/smallest

@@ -10,7 +10,7 @@ use super::args::{Selected, Selection, Timing};
 use super::measure::{measure_runs, skipped_lines};
 use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
-use colltune_core::method::{expand, Pattern, Subject, SyncMode};
+use colltune_core::method::{expand, Pattern, RootPolicy, Subject, SyncMode};
 use colltune_core::mpich::check_label;
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series, spread_overall};
@@ -94,38 +94,7 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         sweeps,
         execs,
     } = args.sel.resolve()?;
-    if let Some(&b) = sizes.iter().find(|&&b| b > MAX_BYTES) {
-        return Err(UsageError(format!(
-            "--sizes: {b} bytes is more than one MPI message can carry ({MAX_BYTES})"
-        ))
-        .into());
-    }
-    if args.runs == 0 {
-        return Err(UsageError("--runs must be at least 1".into()).into());
-    }
-    let root = args.timing.check()?;
-    if args.iterations.contains(&0) || args.overlap_us.iter().any(|o| !o.is_finite() || *o < 0.0) {
-        return Err(UsageError(
-            "--iterations must be at least 1 and --overlap-us at least 0".into(),
-        )
-        .into());
-    }
-    if args.timing.pattern == Pattern::BackToBack && args.iterations != [1] {
-        return Err(UsageError(
-            "--iterations with --pattern back-to-back: that pattern sizes its blocks of calls itself; drop --iterations".into(),
-        )
-        .into());
-    }
-    let want = Wanted::of(&args.baseline);
-    if let Some(l) = &args.baseline_label {
-        check_label(l).map_err(|e| UsageError(format!("--baseline-label {e}")))?;
-        if !want.mpi {
-            return Err(UsageError(
-                "--baseline-label names the `mpi` baseline: add --baseline mpi".into(),
-            )
-            .into());
-        }
-    }
+    let (root, want) = check(&args, &sizes)?;
     let has_bcast = per_coll.iter().any(|(c, _)| *c == Collective::Bcast);
     if want.tuned && has_bcast {
         // Open MPI reads this when MPI starts; with nothing forced it keeps
@@ -232,4 +201,42 @@ pub fn run(mut args: Args) -> anyhow::Result<Code> {
         }
     }
     Ok(Code::Ok)
+}
+
+/// Refuses what cannot be measured as asked (before MPI starts): the
+/// root policy and the baselines wanted.
+fn check(args: &Args, sizes: &[u64]) -> anyhow::Result<(RootPolicy, Wanted)> {
+    if let Some(&b) = sizes.iter().find(|&&b| b > MAX_BYTES) {
+        return Err(UsageError(format!(
+            "--sizes: {b} bytes is more than one MPI message can carry ({MAX_BYTES})"
+        ))
+        .into());
+    }
+    if args.runs == 0 {
+        return Err(UsageError("--runs must be at least 1".into()).into());
+    }
+    let root = args.timing.check()?;
+    if args.iterations.contains(&0) || args.overlap_us.iter().any(|o| !o.is_finite() || *o < 0.0) {
+        return Err(UsageError(
+            "--iterations must be at least 1 and --overlap-us at least 0".into(),
+        )
+        .into());
+    }
+    if args.timing.pattern == Pattern::BackToBack && args.iterations != [1] {
+        return Err(UsageError(
+            "--iterations with --pattern back-to-back: that pattern sizes its blocks of calls itself; drop --iterations".into(),
+        )
+        .into());
+    }
+    let want = Wanted::of(&args.baseline);
+    if let Some(l) = &args.baseline_label {
+        check_label(l).map_err(|e| UsageError(format!("--baseline-label {e}")))?;
+        if !want.mpi {
+            return Err(UsageError(
+                "--baseline-label names the `mpi` baseline: add --baseline mpi".into(),
+            )
+            .into());
+        }
+    }
+    Ok((root, want))
 }

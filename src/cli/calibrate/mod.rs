@@ -21,7 +21,7 @@ use colltune_core::fit::human_bytes;
 use colltune_core::sim::Model;
 use colltune_core::table::now_iso8601;
 use colltune_mpi::calibrate::STREAM_MIN_BYTES;
-use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pairs};
+use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pair, Pairs};
 use colltune_mpi::transport::mpi::{processor_name, Comm, Control};
 use report::Measured;
 
@@ -165,100 +165,21 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             );
             let _ = std::io::stdout().flush();
         }
-        let data = measure_link(&comm, pair, &sizes, a.runs, a.budget_ms)
-            .with_context(|| format!("measuring the {what} link"))?;
-        let fit = |stream, bucket| {
-            fit_link(
-                &data.points,
-                data.overhead_us,
-                data.gap_us,
-                stream,
-                bucket,
-                known(what),
-            )
-            .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))
-        };
-        // Only links between nodes may be token buckets (shaped ports).
-        let (fit, free) = (
-            fit(data.stream_per_byte, what == "inter")?,
-            fit(None, false)?,
-        );
-        let note = match data.stream_per_byte {
-            Some(_) => format!(
-                "  rendezvous bandwidth from a stream of back-to-back {} messages: {:.3} GB/s \
-                 (the ping-pong alone fits {:.3} GB/s to every size)",
-                human_bytes(*sizes.last().expect("sizes")),
-                fit.link.bandwidth_gbs,
-                free.link.bandwidth_gbs
-            ),
-            None => format!(
-                "  bandwidth from the ping-pong (sizes below {} measure no stream)",
-                human_bytes(STREAM_MIN_BYTES)
-            ),
-        };
-        measured.push(Some(Measured {
-            what,
-            pair,
-            data,
-            fit,
-            note,
-        }));
+        measured.push(Some(measure_one(&comm, what, pair, &sizes, &a, known(what))?));
     }
     let copy_gbs = copy_bandwidth();
     comm.barrier()?;
     if !lead {
         return Ok(Code::Ok);
     }
-    let now = now_iso8601();
-    let mut source = format!(
-        "calibrated by `colltune calibrate` on {host} ({} ranks, layout {nodes}), {}, {} {} UTC; \
-         ping-pong {}..{}, median of {} runs per size.",
-        comm.size(),
-        colltune_mpi::bench::library_short(),
-        &now[..10],
-        &now[11..16],
-        human_bytes(sizes[0]),
-        human_bytes(*sizes.last().expect("sizes")),
-        a.runs
-    );
-    for ((what, _), m) in links.iter().zip(&measured) {
-        let _ = match m {
-            Some(m) => write!(
-                source,
-                " {what} (ranks {}-{}): fit max relative error {:.1}%, median {:.1}%.",
-                m.pair.leader,
-                m.pair.follower,
-                100.0 * m.fit.max_rel_error,
-                100.0 * m.fit.median_rel_error
-            ),
-            None => write!(
-                source,
-                " {what}: not measurable in this job, taken from {}.",
-                a.base.as_ref().expect("checked").display()
-            ),
-        };
-    }
-    let b = base.as_ref();
-    let model = Model {
-        name: a
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("calibrated-{host}")),
-        source,
-        intra: measured[0].as_ref().map_or_else(
-            || b.expect("checked above").intra.clone(),
-            |m| m.fit.link.clone(),
-        ),
-        inter: measured[1].as_ref().map_or_else(
-            || b.expect("checked above").inter.clone(),
-            |m| m.fit.link.clone(),
-        ),
+    let model = model_of(
+        &a,
+        (&host, comm.size(), &nodes),
+        &sizes,
+        &measured,
+        base.as_ref(),
         copy_gbs,
-        levels: Vec::new(),
-        memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
-        intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
-        group: b.and_then(|b| b.group.clone()),
-    };
+    );
     model
         .check()
         .map_err(|e| anyhow::anyhow!("the fitted model is not valid: {e}"))?;
@@ -281,4 +202,117 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         t0.elapsed().as_secs_f64()
     );
     Ok(Code::Ok)
+}
+
+/// Measures the link between `pair`'s ranks (every rank joins) and fits
+/// it: a token bucket allowed only between nodes (shaped ports).
+fn measure_one(
+    comm: &Comm,
+    what: &'static str,
+    pair: Pair,
+    sizes: &[u64],
+    a: &Args,
+    known: Option<Protocol>,
+) -> anyhow::Result<Measured> {
+    let data = measure_link(comm, pair, sizes, a.runs, a.budget_ms)
+        .with_context(|| format!("measuring the {what} link"))?;
+    let fit = |stream, bucket| {
+        fit_link(
+            &data.points,
+            data.overhead_us,
+            data.gap_us,
+            stream,
+            bucket,
+            known,
+        )
+        .map_err(|e| anyhow::anyhow!("fitting the {what} link: {e}"))
+    };
+    // Only links between nodes may be token buckets (shaped ports).
+    let (fit, free) = (
+        fit(data.stream_per_byte, what == "inter")?,
+        fit(None, false)?,
+    );
+    let note = match data.stream_per_byte {
+        Some(_) => format!(
+            "  rendezvous bandwidth from a stream of back-to-back {} messages: {:.3} GB/s \
+             (the ping-pong alone fits {:.3} GB/s to every size)",
+            human_bytes(*sizes.last().expect("sizes")),
+            fit.link.bandwidth_gbs,
+            free.link.bandwidth_gbs
+        ),
+        None => format!(
+            "  bandwidth from the ping-pong (sizes below {} measure no stream)",
+            human_bytes(STREAM_MIN_BYTES)
+        ),
+    };
+    Ok(Measured {
+        what,
+        pair,
+        data,
+        fit,
+        note,
+    })
+}
+
+/// The fitted model: the measured links (those not measurable in this
+/// job from `base`), and a source line that says how it was made.
+fn model_of(
+    a: &Args,
+    job: (&str, usize, &colltune_algorithms::NodeMap),
+    sizes: &[u64],
+    measured: &[Option<Measured>],
+    base: Option<&Model>,
+    copy_gbs: f64,
+) -> Model {
+    let (host, ranks, nodes) = job;
+    let now = now_iso8601();
+    let mut source = format!(
+        "calibrated by `colltune calibrate` on {host} ({} ranks, layout {nodes}), {}, {} {} UTC; \
+         ping-pong {}..{}, median of {} runs per size.",
+        ranks,
+        colltune_mpi::bench::library_short(),
+        &now[..10],
+        &now[11..16],
+        human_bytes(sizes[0]),
+        human_bytes(*sizes.last().expect("sizes")),
+        a.runs
+    );
+    for (what, m) in ["intra", "inter"].iter().zip(measured) {
+        let _ = match m {
+            Some(m) => write!(
+                source,
+                " {what} (ranks {}-{}): fit max relative error {:.1}%, median {:.1}%.",
+                m.pair.leader,
+                m.pair.follower,
+                100.0 * m.fit.max_rel_error,
+                100.0 * m.fit.median_rel_error
+            ),
+            None => write!(
+                source,
+                " {what}: not measurable in this job, taken from {}.",
+                a.base.as_ref().expect("checked").display()
+            ),
+        };
+    }
+    let b = base;
+    Model {
+        name: a
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("calibrated-{host}")),
+        source,
+        intra: measured[0].as_ref().map_or_else(
+            || b.expect("checked above").intra.clone(),
+            |m| m.fit.link.clone(),
+        ),
+        inter: measured[1].as_ref().map_or_else(
+            || b.expect("checked above").inter.clone(),
+            |m| m.fit.link.clone(),
+        ),
+        copy_gbs,
+        levels: Vec::new(),
+        memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
+        intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
+        group: b.and_then(|b| b.group.clone()),
+    }
 }

@@ -75,36 +75,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             multi_node: n.num_nodes() > 1,
         };
         for &bytes in &sizes {
-            let rule = table
-                .lookup_placed(c, key, &placed, bytes)
-                .expect("validated tables cover every size");
-            let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
-                .map_err(|e| UsageError(e.to_string()))?;
-            let choice = Candidate(Variant {
-                collective: c,
-                spec,
-                exec: rule.execution().map_err(UsageError)?,
-            });
-            let mut set = candidates(c, &opts);
-            if args.segments {
-                for cand in set.clone() {
-                    if cand.segment().is_some() {
-                        set.extend(
-                            segment_grid(bytes)
-                                .into_iter()
-                                .map(|g| cand.with_segment(g)),
-                        );
-                    }
-                }
-            }
-            if !set.contains(&choice) {
-                set.push(choice.clone());
-            }
-            choices.push((c, bytes, choice.label()));
-            let mut subjects: Vec<Subject> = set.into_iter().map(|x| Subject::Ours(x.0)).collect();
-            if c == Collective::Bcast {
-                subjects.push(Subject::Library);
-            }
+            let (subjects, label) = subjects_at(&args, &table, (c, key, &placed), bytes, &opts)?;
+            choices.push((c, bytes, label));
             let points: Vec<Point> = subjects
                 .iter()
                 .map(|subject| Point {
@@ -129,7 +101,58 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
     if !lead {
         return Ok(Code::Ok);
     }
-    let all = series(&samples);
+    print_regret(&samples, &choices);
+    Ok(Code::Ok)
+}
+
+/// What is measured at one size: every candidate of the tuning space
+/// (with `--segments` each segmented one at every segment size of the
+/// grid), the table's choice, and for a broadcast the library's own; and
+/// the choice's label.
+fn subjects_at(
+    args: &Args,
+    table: &table::Table,
+    (c, key, placed): (Collective, CommKey, &colltune_core::placed::Detected),
+    bytes: u64,
+    opts: &SpaceOptions,
+) -> anyhow::Result<(Vec<Subject>, String)> {
+    let rule = table
+        .lookup_placed(c, key, placed, bytes)
+        .expect("validated tables cover every size");
+    let spec = resolve(c, &rule.spec().map_err(|e| UsageError(e.to_string()))?)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let choice = Candidate(Variant {
+        collective: c,
+        spec,
+        exec: rule.execution().map_err(UsageError)?,
+    });
+    let mut set = candidates(c, opts);
+    if args.segments {
+        for cand in set.clone() {
+            if cand.segment().is_some() {
+                set.extend(
+                    segment_grid(bytes)
+                        .into_iter()
+                        .map(|g| cand.with_segment(g)),
+                );
+            }
+        }
+    }
+    if !set.contains(&choice) {
+        set.push(choice.clone());
+    }
+    let mut subjects: Vec<Subject> = set.into_iter().map(|x| Subject::Ours(x.0)).collect();
+    if c == Collective::Bcast {
+        subjects.push(Subject::Library);
+    }
+    Ok((subjects, choice.label()))
+}
+
+/// The table's choice at each size against the best measured there
+/// (regret) and against the library's own broadcast, with their
+/// geometric means.
+fn print_regret(samples: &[colltune_core::record::Sample], choices: &[(Collective, u64, String)]) {
+    let all = series(samples);
     let mut regrets = Vec::new();
     let mut vs_mpi = Vec::new();
     outln!(
@@ -144,7 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         "mpi",
         "ours/mpi"
     );
-    for (c, bytes, label) in &choices {
+    for (c, bytes, label) in choices {
         let at = |k: &SeriesKey| all.get(k).and_then(|p| p.get(bytes)).map(|s| s.median);
         let mine: Vec<(&SeriesKey, f64)> = all
             .keys()
@@ -191,5 +214,4 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         outln!("table's choice / MPI library default (bcast): geometric mean {:.3}x, worst {:.2}x at {} B",
             geomean(&vs_mpi.iter().map(|x| x.0).collect::<Vec<_>>()), worst.0, worst.1);
     }
-    Ok(Code::Ok)
 }

@@ -25,28 +25,7 @@ pub fn run(
 ) -> anyhow::Result<Code> {
     let m = colltune_core::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
     let world = args.cluster.nodes()?;
-    if let RootPolicy::Fixed(r) = root {
-        if r >= world.size() {
-            return Err(UsageError(format!(
-                "--root {r}: the simulated communicator has ranks 0..{}",
-                world.size() - 1
-            ))
-            .into());
-        }
-    }
-    let mut comms = vec![world.clone()];
-    for &k in &args.comm_sizes {
-        if k == 0 || k as usize > world.size() {
-            return Err(UsageError(format!(
-                "--comm-sizes {k}: must be between 1 and {}",
-                world.size()
-            ))
-            .into());
-        }
-        // ranks 0..k-1 of the simulated cluster
-        let labels: Vec<usize> = (0..k as usize).map(|r| world.node_of(r)).collect();
-        comms.push(colltune_algorithms::NodeMap::from_labels(&labels));
-    }
+    let comms = comms_of(args, &world, root)?;
     let csv = args
         .csv
         .clone()
@@ -175,4 +154,36 @@ pub fn run(
         csv.display()
     );
     Ok(Code::Ok)
+}
+
+/// The simulated communicators: the whole cluster, then ranks 0..k-1 of
+/// it for each `--comm-sizes` k; refuses a root or a size out of range.
+fn comms_of(
+    args: &Args,
+    world: &colltune_algorithms::NodeMap,
+    root: RootPolicy,
+) -> anyhow::Result<Vec<colltune_algorithms::NodeMap>> {
+    if let RootPolicy::Fixed(r) = root {
+        if r >= world.size() {
+            return Err(UsageError(format!(
+                "--root {r}: the simulated communicator has ranks 0..{}",
+                world.size() - 1
+            ))
+            .into());
+        }
+    }
+    let mut comms = vec![world.clone()];
+    for &k in &args.comm_sizes {
+        if k == 0 || k as usize > world.size() {
+            return Err(UsageError(format!(
+                "--comm-sizes {k}: must be between 1 and {}",
+                world.size()
+            ))
+            .into());
+        }
+        // ranks 0..k-1 of the simulated cluster
+        let labels: Vec<usize> = (0..k as usize).map(|r| world.node_of(r)).collect();
+        comms.push(colltune_algorithms::NodeMap::from_labels(&labels));
+    }
+    Ok(comms)
 }

@@ -504,136 +504,15 @@ impl State<'_> {
             return Ok(());
         }
         let h = self.header.as_ref().expect("a header before rows");
-        let get = |fld: Field| h.at(fld).map(|k| f[k].as_str());
-        // Column k's value, empty as None.
-        let number = |k: usize| -> Result<Option<f64>, String> {
-            match f[k].as_str() {
-                "" => Ok(None),
-                v => v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite())
-                    .map(Some)
-                    .ok_or_else(|| format!("{} `{v}` is not a number", h.names[k])),
-            }
-        };
-        let num = |fld: Field| h.at(fld).map_or(Ok(None), number);
+        let row = Fields { h, f };
         let is_bcast = self.is_bcast(h).map_err(|e| (h.line, e))?;
-        let parsed = (|| -> Result<Option<Parsed>, String> {
-            let bytes = num(Field::Bytes)?
-                .or(self.opts.bytes.map(|b| b as f64))
-                .ok_or("no message size")?;
-            if bytes < 0.0 || bytes.fract() != 0.0 {
-                return Err(format!(
-                    "message size `{bytes}` is not a whole number of bytes"
-                ));
-            }
-            let bytes = bytes as u64;
-            if bytes == 0 {
-                return Err("a 0-byte row (colltune's sizes start at 1 byte)".into());
-            }
-            let timed = match wide {
-                None => num(Field::TimeUs)?,
-                Some((k, _)) => number(k)?,
-            };
-            let (time, test) = match (timed, num(Field::Mbps)?) {
-                (Some(t), _) => (t, P2pTest::Latency),
-                (None, Some(bw)) if bw > 0.0 => (bytes as f64 / bw, P2pTest::Bandwidth),
-                (None, _) => return Err("no time".into()),
-            };
-            if time <= 0.0 {
-                return Err(format!("time {time} us is not positive"));
-            }
-            // colltune's own point-to-point CSV says which test each row is.
-            let said = h
-                .names
-                .iter()
-                .position(|n| norm(n) == "test")
-                .map(|k| f[k].eq_ignore_ascii_case("bandwidth"));
-            let test = if self.bench == Bench::Bandwidth || said == Some(true) {
-                P2pTest::Bandwidth
-            } else {
-                test
-            };
-            let (min_us, max_us) = (num(Field::MinUs)?, num(Field::MaxUs)?);
-            let iterations = num(Field::Iterations)?
-                .filter(|x| *x >= 1.0 && x.fract() == 0.0)
-                .map(|x| x as u32);
+        let parsed = self.timing(&row, wide).and_then(|t| {
             if is_bcast {
-                let from_column = match wide {
-                    Some((_, a)) => Some(Some(a)),
-                    None => get(Field::Algorithm)
-                        .map(|v| algorithm_of(v, &self.opts.labels))
-                        .transpose()?,
-                };
-                let algorithm = match from_column {
-                    Some(Some(a)) => a,
-                    Some(None) => return Ok(None),
-                    None => self.algorithm.ok_or(
-                        "no algorithm: the output does not say which; give --algorithm (Open MPI's coll/tuned id, 0 for its own decision)",
-                    )?,
-                };
-                let ranks = match num(Field::Ranks)? {
-                    Some(r) if r >= 1.0 && r.fract() == 0.0 => r as u32,
-                    Some(r) => return Err(format!("ranks `{r}` is not a whole number")),
-                    None => self
-                        .ranks
-                        .ok_or("no rank count: the output does not say it; give --ranks")?,
-                };
-                let mapping = match get(Field::Mapping) {
-                    Some(v) if !v.is_empty() => Some(Mapping::parse(v)?),
-                    _ => self.mapping,
-                };
-                Ok(Some(Parsed::Bcast(BcastRow {
-                    algorithm,
-                    ranks,
-                    bytes,
-                    time_us: time,
-                    min_us,
-                    max_us,
-                    mapping,
-                    iterations,
-                    line,
-                })))
+                self.bcast_row(&row, wide, t, line)
             } else {
-                let pair = (num(Field::CoreA)?, num(Field::CoreB)?);
-                let placement = match (get(Field::Placement), pair) {
-                    (Some(v), _) => match placement_of(v, &self.opts.labels)? {
-                        Some(p) => p,
-                        None => return Ok(None),
-                    },
-                    (None, (Some(a), Some(b))) => {
-                        let l = self.opts.layout.as_ref().ok_or(
-                            "the rows name two cores, not what they share: give --layout (the machine, its cores numbered as the file numbers them) to say it",
-                        )?;
-                        let core = |c: f64| -> Result<usize, String> {
-                            (c >= 0.0 && c.fract() == 0.0 && (c as usize) < l.cores())
-                                .then_some(c as usize)
-                                .ok_or_else(|| format!("core {c} is not a core of the layout {l} (0 to {})", l.cores() - 1))
-                        };
-                        let (a, b) = (core(a)?, core(b)?);
-                        if a == b {
-                            return Err(format!("both ranks on core {a}: not a pair of cores"));
-                        }
-                        l.level_between(a, b)
-                    }
-                    _ => self.placement.ok_or(
-                        "no placement: the output does not say what the two ranks share; give --placement (cache, numa, socket, node, network)",
-                    )?,
-                };
-                Ok(Some(Parsed::P2p(P2pRow {
-                    placement,
-                    bytes,
-                    time_us: time,
-                    min_us,
-                    max_us,
-                    p50_us: num(Field::P50Us)?,
-                    test,
-                    outlier: false,
-                    line,
-                })))
+                self.p2p_row(&row, t, line)
             }
-        })();
+        });
         match parsed {
             Ok(Some(Parsed::Bcast(r))) => {
                 if let Some(l) = &self.opts.layout {
@@ -668,6 +547,186 @@ impl State<'_> {
         }
         Ok(())
     }
+
+    /// What every row says: its size, its time (or its bandwidth), which
+    /// test, the spread and the iterations.
+    fn timing(&self, row: &Fields, wide: Option<(usize, u32)>) -> Result<Timing, String> {
+        let bytes = row
+            .num(Field::Bytes)?
+            .or(self.opts.bytes.map(|b| b as f64))
+            .ok_or("no message size")?;
+        if bytes < 0.0 || bytes.fract() != 0.0 {
+            return Err(format!(
+                "message size `{bytes}` is not a whole number of bytes"
+            ));
+        }
+        let bytes = bytes as u64;
+        if bytes == 0 {
+            return Err("a 0-byte row (colltune's sizes start at 1 byte)".into());
+        }
+        let timed = match wide {
+            None => row.num(Field::TimeUs)?,
+            Some((k, _)) => row.number(k)?,
+        };
+        let (time, test) = match (timed, row.num(Field::Mbps)?) {
+            (Some(t), _) => (t, P2pTest::Latency),
+            (None, Some(bw)) if bw > 0.0 => (bytes as f64 / bw, P2pTest::Bandwidth),
+            (None, _) => return Err("no time".into()),
+        };
+        if time <= 0.0 {
+            return Err(format!("time {time} us is not positive"));
+        }
+        // colltune's own point-to-point CSV says which test each row is.
+        let said = row
+            .h
+            .names
+            .iter()
+            .position(|n| norm(n) == "test")
+            .map(|k| row.f[k].eq_ignore_ascii_case("bandwidth"));
+        let test = if self.bench == Bench::Bandwidth || said == Some(true) {
+            P2pTest::Bandwidth
+        } else {
+            test
+        };
+        Ok(Timing {
+            bytes,
+            time,
+            test,
+            min_us: row.num(Field::MinUs)?,
+            max_us: row.num(Field::MaxUs)?,
+            iterations: row
+                .num(Field::Iterations)?
+                .filter(|x| *x >= 1.0 && x.fract() == 0.0)
+                .map(|x| x as u32),
+        })
+    }
+
+    /// A broadcast row: its algorithm (None: a label the import leaves
+    /// out), ranks and mapping, from the row or the options.
+    fn bcast_row(
+        &self,
+        row: &Fields,
+        wide: Option<(usize, u32)>,
+        t: Timing,
+        line: usize,
+    ) -> Result<Option<Parsed>, String> {
+        let from_column = match wide {
+            Some((_, a)) => Some(Some(a)),
+            None => row
+                .get(Field::Algorithm)
+                .map(|v| algorithm_of(v, &self.opts.labels))
+                .transpose()?,
+        };
+        let algorithm = match from_column {
+            Some(Some(a)) => a,
+            Some(None) => return Ok(None),
+            None => self.algorithm.ok_or(
+                "no algorithm: the output does not say which; give --algorithm (Open MPI's coll/tuned id, 0 for its own decision)",
+            )?,
+        };
+        let ranks = match row.num(Field::Ranks)? {
+            Some(r) if r >= 1.0 && r.fract() == 0.0 => r as u32,
+            Some(r) => return Err(format!("ranks `{r}` is not a whole number")),
+            None => self
+                .ranks
+                .ok_or("no rank count: the output does not say it; give --ranks")?,
+        };
+        let mapping = match row.get(Field::Mapping) {
+            Some(v) if !v.is_empty() => Some(Mapping::parse(v)?),
+            _ => self.mapping,
+        };
+        Ok(Some(Parsed::Bcast(BcastRow {
+            algorithm,
+            ranks,
+            bytes: t.bytes,
+            time_us: t.time,
+            min_us: t.min_us,
+            max_us: t.max_us,
+            mapping,
+            iterations: t.iterations,
+            line,
+        })))
+    }
+
+    /// A point-to-point row: what the two ranks share, named or from the
+    /// two cores and `--layout` (None: a label the import leaves out).
+    fn p2p_row(&self, row: &Fields, t: Timing, line: usize) -> Result<Option<Parsed>, String> {
+        let pair = (row.num(Field::CoreA)?, row.num(Field::CoreB)?);
+        let placement = match (row.get(Field::Placement), pair) {
+            (Some(v), _) => match placement_of(v, &self.opts.labels)? {
+                Some(p) => p,
+                None => return Ok(None),
+            },
+            (None, (Some(a), Some(b))) => {
+                let l = self.opts.layout.as_ref().ok_or(
+                    "the rows name two cores, not what they share: give --layout (the machine, its cores numbered as the file numbers them) to say it",
+                )?;
+                let core = |c: f64| -> Result<usize, String> {
+                    (c >= 0.0 && c.fract() == 0.0 && (c as usize) < l.cores())
+                        .then_some(c as usize)
+                        .ok_or_else(|| format!("core {c} is not a core of the layout {l} (0 to {})", l.cores() - 1))
+                };
+                let (a, b) = (core(a)?, core(b)?);
+                if a == b {
+                    return Err(format!("both ranks on core {a}: not a pair of cores"));
+                }
+                l.level_between(a, b)
+            }
+            _ => self.placement.ok_or(
+                "no placement: the output does not say what the two ranks share; give --placement (cache, numa, socket, node, network)",
+            )?,
+        };
+        Ok(Some(Parsed::P2p(P2pRow {
+            placement,
+            bytes: t.bytes,
+            time_us: t.time,
+            min_us: t.min_us,
+            max_us: t.max_us,
+            p50_us: row.num(Field::P50Us)?,
+            test: t.test,
+            outlier: false,
+            line,
+        })))
+    }
+}
+
+/// One row's fields under its header.
+struct Fields<'a> {
+    h: &'a Header,
+    f: &'a [String],
+}
+
+impl Fields<'_> {
+    fn get(&self, fld: Field) -> Option<&str> {
+        self.h.at(fld).map(|k| self.f[k].as_str())
+    }
+
+    /// Column k's value, empty as None.
+    fn number(&self, k: usize) -> Result<Option<f64>, String> {
+        match self.f[k].as_str() {
+            "" => Ok(None),
+            v => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .map(Some)
+                .ok_or_else(|| format!("{} `{v}` is not a number", self.h.names[k])),
+        }
+    }
+
+    fn num(&self, fld: Field) -> Result<Option<f64>, String> {
+        self.h.at(fld).map_or(Ok(None), |k| self.number(k))
+    }
+}
+
+/// What every row says ([`State::timing`]).
+struct Timing {
+    bytes: u64,
+    time: f64,
+    test: P2pTest,
+    min_us: Option<f64>,
+    max_us: Option<f64>,
+    iterations: Option<u32>,
 }
 
 enum Parsed {

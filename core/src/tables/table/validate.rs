@@ -213,6 +213,9 @@ pub fn check(table: &Table, text: &str) -> Vec<Problem> {
     check_with(table, |c, ci, ri| lines.get(c, ci, ri))
 }
 
+/// A rule's algorithm as written: (collective, name, parameters).
+type Seen<'t> = (Collective, &'t str, &'t BTreeMap<String, Param>);
+
 /// Every semantic problem of a parsed table; `line_of(collective, entry,
 /// rule)` gives source lines.
 pub fn check_with(
@@ -221,23 +224,15 @@ pub fn check_with(
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     // Rules share few distinct algorithms: resolve each once.
-    type Seen<'t> = (Collective, &'t str, &'t BTreeMap<String, Param>);
     let mut resolved: HashMap<Seen, Option<String>> = HashMap::new();
     for c in Collective::ALL {
         let entries = table.rules(c);
         let mut keys = HashSet::new();
         for (ci, cr) in entries.iter().enumerate() {
             let at = line_of(c, ci, None);
-            let mut p = |line: Option<usize>, what: String, fix: &str| {
-                out.push(Problem {
-                    line,
-                    what,
-                    fix: fix.into(),
-                })
-            };
             let key = cr.key();
             if cr.ranks == 0 || cr.ppn == 0 || cr.nodes == 0 {
-                p(
+                push(&mut out, 
                     at,
                     format!("{c} entry {key}: ranks, ppn and nodes must be at least 1"),
                     "correct the communicator key",
@@ -246,17 +241,17 @@ pub fn check_with(
                 || cr.nodes > cr.ranks
                 || cr.ppn > cr.ranks
             {
-                p(at, format!("{c} entry {key}: impossible shape ({} nodes of at most {} ranks cannot hold {} ranks)", cr.nodes, cr.ppn, cr.ranks), "correct ranks, ppn or nodes");
+                push(&mut out, at, format!("{c} entry {key}: impossible shape ({} nodes of at most {} ranks cannot hold {} ranks)", cr.nodes, cr.ppn, cr.ranks), "correct ranks, ppn or nodes");
             }
             if !keys.insert(key) {
-                p(
+                push(&mut out, 
                     at,
                     format!("{c} entry {key} appears twice"),
                     "merge the two entries or delete one",
                 );
             }
             if cr.rules.is_empty() {
-                p(
+                push(&mut out, 
                     at,
                     format!("{c} entry {key} has no rules"),
                     "add rules or delete the entry",
@@ -268,9 +263,9 @@ pub fn check_with(
                 let at = line_of(c, ci, Some(ri)).or(at);
                 let here = || format!("{c} {key} rule {} ({})", ri + 1, r.range());
                 if ended {
-                    p(at, format!("{}: comes after a rule with no upper bound, so it is never used (overlapping ranges)", here()), "give the earlier rule a max_bytes or delete this one");
+                    push(&mut out, at, format!("{}: comes after a rule with no upper bound, so it is never used (overlapping ranges)", here()), "give the earlier rule a max_bytes or delete this one");
                 } else if r.min_bytes > expect_min {
-                    p(
+                    push(&mut out, 
                         at,
                         format!(
                             "{}: sizes {expect_min}..={} are covered by no rule (a gap)",
@@ -280,7 +275,7 @@ pub fn check_with(
                         "make min_bytes follow the previous rule's max_bytes + 1",
                     );
                 } else if r.min_bytes < expect_min {
-                    p(
+                    push(&mut out, 
                         at,
                         format!(
                             "{}: overlaps the previous rule (which ends at {})",
@@ -292,7 +287,7 @@ pub fn check_with(
                 }
                 match r.max_bytes {
                     Some(m) if m < r.min_bytes => {
-                        p(
+                        push(&mut out, 
                             at,
                             format!(
                                 "{}: max_bytes {m} is below min_bytes {}",
@@ -305,54 +300,7 @@ pub fn check_with(
                     Some(m) => expect_min = m.saturating_add(1),
                     None => ended = true,
                 }
-                if let Some(lib) = r.library() {
-                    // The MPI library's own algorithm (broadcast only).
-                    if c != Collective::Bcast {
-                        p(
-                            at,
-                            format!("{}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", here(), r.algorithm),
-                            "choose a colltune algorithm (`colltune list`)",
-                        );
-                    } else if let Err(e) = lib {
-                        p(
-                            at,
-                            format!("{}: {e}", here()),
-                            crate::libraries::library::LibraryChoice::reference(&r.algorithm),
-                        );
-                    }
-                } else if let Some(e) = resolved
-                    .entry((c, &r.algorithm, &r.params))
-                    .or_insert_with(|| match r.spec() {
-                        Err(e) => Some(e.to_string()),
-                        Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
-                    })
-                    .clone()
-                {
-                    p(
-                        at,
-                        format!("{}: {e}", here()),
-                        "write a registry algorithm and parameters (`colltune list`)",
-                    );
-                }
-                if let (false, Err(e)) = (r.is_library(), r.execution()) {
-                    p(
-                        at,
-                        format!("{}: {e}", here()),
-                        "use blocking or nonblocking",
-                    );
-                }
-                if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
-                    || r.margin.is_some_and(|m| !m.is_finite())
-                {
-                    p(
-                        at,
-                        format!(
-                            "{}: time_us and margin must be finite, non-negative numbers",
-                            here()
-                        ),
-                        "correct or delete them",
-                    );
-                }
+                check_choice(c, r, &here(), at, &mut resolved, &mut out);
             }
             if !cr.rules.is_empty() && !ended {
                 // The last rule's end (expect_min is 0 when no rule had
@@ -361,7 +309,7 @@ pub fn check_with(
                     Some(e) => format!("ends at {e} bytes"),
                     None => "covers no size".into(),
                 };
-                p(
+                push(&mut out, 
                     at,
                     format!(
                         "{c} entry {key}: the last rule {end}, so larger messages have no rule"
@@ -372,6 +320,76 @@ pub fn check_with(
         }
     }
     out
+}
+
+/// A rule's choice: a library algorithm only for a broadcast and one the
+/// library has, else a registry algorithm and parameters (each distinct
+/// one resolved once, in `resolved`); an execution; finite figures.
+fn check_choice<'t>(
+    c: Collective,
+    r: &'t super::Rule,
+    here: &str,
+    at: Option<usize>,
+    resolved: &mut HashMap<Seen<'t>, Option<String>>,
+    out: &mut Vec<Problem>,
+) {
+    if let Some(lib) = r.library() {
+        // The MPI library's own algorithm (broadcast only).
+        if c != Collective::Bcast {
+            push(out, 
+                at,
+                format!("{}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", here, r.algorithm),
+                "choose a colltune algorithm (`colltune list`)",
+            );
+        } else if let Err(e) = lib {
+            push(out, 
+                at,
+                format!("{}: {e}", here),
+                crate::libraries::library::LibraryChoice::reference(&r.algorithm),
+            );
+        }
+    } else if let Some(e) = resolved
+        .entry((c, &r.algorithm, &r.params))
+        .or_insert_with(|| match r.spec() {
+            Err(e) => Some(e.to_string()),
+            Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
+        })
+        .clone()
+    {
+        push(out, 
+            at,
+            format!("{}: {e}", here),
+            "write a registry algorithm and parameters (`colltune list`)",
+        );
+    }
+    if let (false, Err(e)) = (r.is_library(), r.execution()) {
+        push(out, 
+            at,
+            format!("{}: {e}", here),
+            "use blocking or nonblocking",
+        );
+    }
+    if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
+        || r.margin.is_some_and(|m| !m.is_finite())
+    {
+        push(out, 
+            at,
+            format!(
+                "{}: time_us and margin must be finite, non-negative numbers",
+                here
+            ),
+            "correct or delete them",
+        );
+    }
+}
+
+/// Adds a problem at `line`: what is wrong and what to do.
+fn push(out: &mut Vec<Problem>, line: Option<usize>, what: String, fix: &str) {
+    out.push(Problem {
+        line,
+        what,
+        fix: fix.into(),
+    })
 }
 
 #[cfg(test)]
