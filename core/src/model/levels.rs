@@ -306,6 +306,7 @@ pub fn fit_model(
         levels,
         memory_copy_gbs: Some(memory_copy_gbs),
         intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
+        group: None,
     };
     model.check()?;
     Ok(LevelsFit {

@@ -417,38 +417,9 @@ impl<'c> Measurer<'c> {
         let (rank, size) = (self.comm.rank(), self.comm.size());
         let coll = pt.subject.collective();
         let n = pt.bytes as usize;
-        if pt.bytes > MAX_BYTES {
-            return Err(BenchError::Invalid(format!(
-                "{} bytes is more than one MPI message can carry ({MAX_BYTES})",
-                pt.bytes
-            )));
-        }
-        if self.method.pattern == Pattern::BackToBack && pt.iterations != 1 {
-            return Err(BenchError::Invalid(format!(
-                "{} calls per repetition with the back-to-back pattern: it sizes its blocks of calls itself; measure with 1",
-                pt.iterations
-            )));
-        }
-        if self.method.pattern == Pattern::Imb && self.method.sync != SyncMode::Barrier {
-            return Err(BenchError::Invalid(
-                "the imb pattern times each rank's call after a barrier (IMB, OSU): use --sync barrier".into(),
-            ));
-        }
-        // Library and forced algorithms: set Open MPI's variables for this
-        // subject (they may be read per call), on their own communicator.
-        self.make_tuned_comm(pt.subject)?;
+        self.check(pt)?;
+        self.set_tuned(pt.subject)?;
         let ctl = self.comm_for(pt.subject);
-        match pt.subject {
-            Subject::OmpiTuned { tuned, segment } => {
-                crate::forcing::tuned::write(tuned.id, *segment)?
-            }
-            Subject::Library | Subject::LibraryLabelled { .. } | Subject::Interposed
-                if !self.tuned_comms.is_empty() =>
-            {
-                crate::forcing::tuned::write(0, 0)?
-            }
-            _ => {}
-        }
 
         // Schedules for every root this point uses, built before timing.
         let roots: Vec<usize> = match (coll, self.method.root) {
@@ -468,33 +439,7 @@ impl<'c> Measurer<'c> {
             }
             _ => None,
         };
-        if let Subject::Ours(v) = pt.subject {
-            // Decided from the layout alone: every rank skips alike.
-            self.comm
-                .shared_memory_fits(coll, &v.spec)
-                .map_err(BenchError::NotApplicable)?;
-        }
-        let plans: Vec<Plan> = match pt.subject {
-            Subject::Ours(v) if direct.is_none() => roots
-                .iter()
-                .map(|&root| {
-                    build_resolved(
-                        coll,
-                        &v.spec,
-                        &Shape {
-                            rank,
-                            size,
-                            root,
-                            bytes: pt.bytes,
-                            nodes: self.comm.nodes(),
-                        },
-                    )
-                    .map(Plan::new)
-                })
-                .collect::<Result<_, _>>()
-                .map_err(TransportError::from)?,
-            _ => Vec::new(),
-        };
+        let plans = self.plans(pt, direct.is_some(), &roots)?;
         let mut data = Pool::new(pt.bytes, self.method.cache);
         let mut recv = Pool::new(
             if coll == Collective::Swap {
@@ -565,8 +510,108 @@ impl<'c> Measurer<'c> {
             }
             Ok(())
         };
-        let root_of = |rep: usize| rep % nroots;
+        let timed = self.time(pt, ctl, nroots, &mut calls)?;
+        // The slowest rank's time per repetition; for `imb`, the mean over
+        // ranks (no rank is late under barrier synchronisation, so the flags
+        // sum to zero).
+        let (op, scale) = match self.method.pattern {
+            Pattern::Imb => (Op::Sum, 1.0 / size as f64),
+            _ => (Op::Max, 1.0),
+        };
+        let mut all = self.unforced(pt.subject, || ctl.reduce(&timed.local, op, 0))?;
+        if rank != 0 {
+            return Ok(Vec::new());
+        }
+        all[..timed.reps].iter_mut().for_each(|t| *t *= scale);
+        Ok(self.samples(pt, run, &roots, timed.per_call_rep, &all))
+    }
 
+    /// Refuses a point this measurer cannot time as asked.
+    fn check(&self, pt: &Point) -> Result<(), BenchError> {
+        if pt.bytes > MAX_BYTES {
+            return Err(BenchError::Invalid(format!(
+                "{} bytes is more than one MPI message can carry ({MAX_BYTES})",
+                pt.bytes
+            )));
+        }
+        if self.method.pattern == Pattern::BackToBack && pt.iterations != 1 {
+            return Err(BenchError::Invalid(format!(
+                "{} calls per repetition with the back-to-back pattern: it sizes its blocks of calls itself; measure with 1",
+                pt.iterations
+            )));
+        }
+        if self.method.pattern == Pattern::Imb && self.method.sync != SyncMode::Barrier {
+            return Err(BenchError::Invalid(
+                "the imb pattern times each rank's call after a barrier (IMB, OSU): use --sync barrier".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Library and forced algorithms: sets Open MPI's variables for this
+    /// subject (they may be read per call), on their own communicator.
+    fn set_tuned(&mut self, subject: &Subject) -> Result<(), BenchError> {
+        self.make_tuned_comm(subject)?;
+        match subject {
+            Subject::OmpiTuned { tuned, segment } => {
+                crate::forcing::tuned::write(tuned.id, *segment)?
+            }
+            Subject::Library | Subject::LibraryLabelled { .. } | Subject::Interposed
+                if !self.tuned_comms.is_empty() =>
+            {
+                crate::forcing::tuned::write(0, 0)?
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The schedules of colltune's own algorithm from each root (none for
+    /// the library's subjects, and none where the call runs as a `direct`
+    /// tree). Decided from the layout alone, so every rank skips alike
+    /// where shared memory does not fit.
+    fn plans(&self, pt: &Point, direct: bool, roots: &[usize]) -> Result<Vec<Plan>, BenchError> {
+        let Subject::Ours(v) = pt.subject else {
+            return Ok(Vec::new());
+        };
+        let (rank, size, coll) = (self.comm.rank(), self.comm.size(), pt.subject.collective());
+        self.comm
+            .shared_memory_fits(coll, &v.spec)
+            .map_err(BenchError::NotApplicable)?;
+        if direct {
+            return Ok(Vec::new());
+        }
+        Ok(roots
+            .iter()
+            .map(|&root| {
+                build_resolved(
+                    coll,
+                    &v.spec,
+                    &Shape {
+                        rank,
+                        size,
+                        root,
+                        bytes: pt.bytes,
+                        nodes: self.comm.nodes(),
+                    },
+                )
+                .map(Plan::new)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(TransportError::from)?)
+    }
+
+    /// Times `calls` (warm-up, a probe, then the repetitions under the
+    /// method's synchronisation): this rank's time per repetition, then
+    /// per repetition whether it started late (window).
+    fn time(
+        &self,
+        pt: &Point,
+        ctl: &CommHandle,
+        nroots: usize,
+        calls: &mut impl FnMut(usize, u32, bool) -> Result<(), BenchError>,
+    ) -> Result<Timed, BenchError> {
+        let (rank, size) = (self.comm.rank(), self.comm.size());
         for w in 0..self.method.warmup as usize {
             ctl.barrier()?;
             calls(w, pt.iterations, false)?;
@@ -634,19 +679,25 @@ impl<'c> Measurer<'c> {
                 }
             }
         }
-        // The slowest rank's time per repetition; for `imb`, the mean over
-        // ranks (no rank is late under barrier synchronisation, so the flags
-        // sum to zero).
-        let (op, scale) = match self.method.pattern {
-            Pattern::Imb => (Op::Sum, 1.0 / size as f64),
-            _ => (Op::Max, 1.0),
-        };
-        let mut all = self.unforced(pt.subject, || ctl.reduce(&local, op, 0))?;
-        if rank != 0 {
-            return Ok(Vec::new());
-        }
-        all[..reps].iter_mut().for_each(|t| *t *= scale);
-        let (times, late) = all.split_at(reps);
+        Ok(Timed {
+            local,
+            reps,
+            per_call_rep,
+        })
+    }
+
+    /// Rank 0's samples of one run from `all` (every repetition's time,
+    /// then whether it started late): outliers flagged within the run.
+    fn samples(
+        &self,
+        pt: &Point,
+        run: u32,
+        roots: &[usize],
+        per_call_rep: u32,
+        all: &[f64],
+    ) -> Vec<Sample> {
+        let coll = pt.subject.collective();
+        let (times, late) = all.split_at(all.len() / 2);
         let flags: Vec<bool> = stats::outlier_flags(times)
             .into_iter()
             .zip(late)
@@ -662,7 +713,7 @@ impl<'c> Measurer<'c> {
             .placement()
             .map(|p| p.to_string())
             .unwrap_or_default();
-        Ok(times
+        times
             .iter()
             .zip(flags)
             .enumerate()
@@ -671,7 +722,7 @@ impl<'c> Measurer<'c> {
                 algorithm: pt.subject.algorithm(),
                 spec: pt.subject.spec(),
                 execution: pt.subject.execution().into(),
-                ranks: size as u32,
+                ranks: self.comm.size() as u32,
                 ppn: nodes.max_ppn() as u32,
                 nodes: nodes.num_nodes() as u32,
                 layout: nodes.to_string(),
@@ -679,7 +730,7 @@ impl<'c> Measurer<'c> {
                 root: if coll == Collective::Swap {
                     -1
                 } else {
-                    roots[root_of(rep)] as i64
+                    roots[rep % roots.len()] as i64
                 },
                 cache: match self.method.cache {
                     CacheMode::Warm => "warm".into(),
@@ -698,8 +749,16 @@ impl<'c> Measurer<'c> {
                 colltune: env!("CARGO_PKG_VERSION").into(),
                 placement: placement.clone(),
             })
-            .collect())
+            .collect()
     }
+}
+
+/// One point's timing on this rank: per repetition its time, then (the
+/// window) whether it started late; the calls per repetition.
+struct Timed {
+    local: Vec<f64>,
+    reps: usize,
+    per_call_rep: u32,
 }
 
 /// The origin of samples measured on this communicator now.

@@ -223,11 +223,20 @@ fn warn_who_read_what(
         )),
         None => msg.push_str("\ncolltune: no rank could use its table"),
     }
-    if let Some(d) = LIBRARY_DIFFERS.get().filter(|d| d.count() > 0 || d.above) {
+    if let Some(d) = LIBRARY_DIFFERS.get().filter(|d| d.count() > 0) {
+        let sizes: Vec<String> = d
+            .by_size
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let more = sizes.len().saturating_sub(8);
         msg.push_str(&format!(
-            "; the ranks handed Open MPI different broadcast rules at MPI_Init, so broadcasts on communicators of {} size{} run colltune's own algorithms (Open MPI's fixed decision's twins where the table keeps the library's), the same on every rank",
-            d.count(),
-            if d.count() == 1 { "" } else { "s" }
+            "; the ranks handed Open MPI different broadcast rules at MPI_Init, so broadcasts on communicators of {} rank{}{} run colltune's own algorithms (Open MPI's fixed decision's twins where the table keeps the library's), the same on every rank",
+            sizes.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+            if sizes.len() == 1 && sizes[0] == "1" { "" } else { "s" },
+            if more > 0 { format!(" and {more} more sizes") } else { String::new() },
         ));
     }
     msg.push_str(". Make the table the same file on every node to silence this.");

@@ -257,6 +257,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         levels: Vec::new(),
         memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
         intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
+        group: b.and_then(|b| b.group.clone()),
     };
     model
         .check()

@@ -1,25 +1,30 @@
-//! `colltune tune` measured under mpirun: rank 0 checks the CSV, every rank
-//! joins the search's measurements (`colltune_mpi::driver`), rank 0 writes
-//! the table.
+//! `colltune tune` measured under mpirun: rank 0 checks the CSV and the
+//! focus ([`super::launch`]), every rank joins the search's measurements
+//! (`colltune_mpi::driver`), rank 0 writes the table.
+//!
+//! ```text
+//! comm sizes -> further launch? -> CSV checked -> communicators
+//!     -> search (rank 0 leads, the others serve) -> table, marker
+//! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
-use colltune_core::method::RootPolicy;
+use colltune_core::method::{Origin, RootPolicy};
 use colltune_core::record::Writer;
 use colltune_core::table::{self, build::build_with, Provenance, Sweep};
-use colltune_core::tune::resume::{read_for_resume, TuneConfig};
-use colltune_core::tune::{search_all, Settings};
+use colltune_core::tune::resume::TuneConfig;
+use colltune_core::tune::{search_all, Campaign, Settings};
 use colltune_core::units::hms;
 use colltune_mpi::bench::{llc_bytes, provenance};
 use colltune_mpi::driver::MpiOracle;
-use colltune_mpi::transport::mpi::{Comm, Control};
+use colltune_mpi::transport::mpi::Comm;
 
-use super::{library, Args};
+use super::{launch, library, Args};
 use crate::cli::{init_mpi, Code};
 use crate::progress::Reporter;
 
@@ -58,132 +63,25 @@ pub fn run(
         .table
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("tuning-tables/{host}.yaml")));
-
-    let mut comm_sizes: Vec<u32> = vec![world.size() as u32];
-    for &k in &args.comm_sizes {
-        if k == 0 || k as usize > world.size() {
-            if lead {
-                eprintln!(
-                    "colltune: error: --comm-sizes {k}: must be between 1 and the job's {} ranks",
-                    world.size()
-                );
-            }
-            // The others exit once rank 0 has said why (see calibrate).
-            world.barrier()?;
-            return Ok(Code::Usage);
-        }
-        if !comm_sizes.contains(&k) {
-            comm_sizes.push(k);
-        }
-    }
+    let Some(comm_sizes) = launch::comm_sizes_of(args, &world)? else {
+        return Ok(Code::Usage);
+    };
     // A further launch: the open points of the earlier launches (rank 0
     // reads them; the others only serve its measurements).
-    let mut sizes = sizes;
-    let focus = if args.focus.is_empty() {
-        None
-    } else {
-        let f = if lead {
-            match focus_of(&args.focus, &prov, args, &comm_sizes, &sizes) {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    eprintln!("colltune: error: {e}");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        // 0: refused (said why), 1: measure, 2: nothing is open.
-        let go = match &f {
-            Some(f) if f.is_empty() => 2,
-            Some(_) => 1,
-            None => u64::from(!lead),
-        };
-        match world.bcast(go, 0)? {
-            0 => {
-                world.barrier()?;
-                return Ok(Code::Usage);
-            }
-            2 => {
-                if lead {
-                    outln!(
-                    "colltune tune: nothing is open in {} earlier launch(es) ({} point(s) of other communicator sizes): no further launch needed; nothing written",
-                    args.focus.len(),
-                        f.as_ref().map_or(0, |f| f.elsewhere)
-                    );
-                }
-                return Ok(Code::Ok);
-            }
-            _ => {}
-        }
-        if let Some(f) = &f {
-            sizes = f.sizes();
-            outln!(
-                "colltune tune: a further launch at {} open point(s) of {} earlier launch(es), sizes {}{}",
-                f.len(),
-                args.focus.len(),
-                sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
-                if f.elsewhere > 0 {
-                    format!(
-                        " ({} open point(s) of communicator sizes this tune does not measure left as they are)",
-                        f.elsewhere
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        }
-        f
+    let (sizes, focus) = match launch::further(args, &world, &prov, &comm_sizes, sizes)? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
     };
-    let config = TuneConfig {
-        colltune: env!("CARGO_PKG_VERSION").into(),
-        mpi: prov.mpi.clone(),
-        world_ranks: world.size() as u32,
-        comm_sizes: comm_sizes.clone(),
-        collectives: collectives.iter().map(|c| c.to_string()).collect(),
-        sizes: sizes.clone(),
-        executions: executions.iter().map(|e| e.to_string()).collect(),
-        pairing: args.pairing.name().into(),
-        mode: if args.exhaustive {
-            "exhaustive"
-        } else if !args.focus.is_empty() {
-            "further"
-        } else {
-            "adaptive"
-        }
-        .into(),
-        screen_runs: args.screen_runs,
-        full_runs: args.full_runs,
-        screen_scale: 0.25,
-        margin: args.margin,
-        stride: args.stride,
-        budget_ms: args.timing.budget_ms,
-        min_reps: args.timing.min_reps,
-        max_reps: args.timing.max_reps,
-        cache: args.timing.cache.to_string(),
-        root: args.timing.root.clone(),
-        sync: args.timing.sync.to_string(),
-        pattern: args.timing.pattern.to_string(),
+    let what = Covered {
+        comm_sizes: &comm_sizes,
+        collectives: &collectives,
+        sizes: &sizes,
+        executions: &executions,
     };
-
-    // Rank 0 checks the CSV (refusing to overwrite, or checking that a
-    // resume matches) and tells everyone whether to go on.
-    let mut resumed = Vec::new();
-    let mut problem: Option<String> = None;
-    if lead {
-        match prepare_csv(&csv, &config, args.resume) {
-            Ok(s) => resumed = s,
-            Err(e) => problem = Some(e),
-        }
-    }
-    let go = world.bcast(u64::from(problem.is_none()), 0)?;
-    if go == 0 {
-        if let Some(p) = problem {
-            eprintln!("colltune: error: {p}");
-        }
-        world.barrier()?;
+    let config = tune_config(args, &prov, world.size() as u32, &what);
+    let Some(mut resumed) = launch::check_csv(&world, &csv, &config, args.resume)? else {
         return Ok(Code::Usage);
-    }
+    };
 
     // Sub-communicators: ranks 0..k-1.
     let mut comms: Vec<Option<Comm>> = vec![Some(world)];
@@ -267,7 +165,74 @@ pub fn run(
     )?;
     oracle.finish()?;
     let seconds = started.elapsed().as_secs_f64();
+    let written = Written {
+        csv: &csv,
+        table: &table_path,
+        seconds,
+    };
+    write_table(args, &oracle, &campaign, &prov, &config, &written)
+}
 
+/// What the sweep covers.
+struct Covered<'a> {
+    comm_sizes: &'a [u32],
+    collectives: &'a [Collective],
+    sizes: &'a [u64],
+    executions: &'a [Execution],
+}
+
+/// The settings a resume must match (the CSV's sidecar).
+fn tune_config(args: &Args, prov: &Origin, world_ranks: u32, what: &Covered) -> TuneConfig {
+    TuneConfig {
+        colltune: env!("CARGO_PKG_VERSION").into(),
+        mpi: prov.mpi.clone(),
+        world_ranks,
+        comm_sizes: what.comm_sizes.to_vec(),
+        collectives: what.collectives.iter().map(|c| c.to_string()).collect(),
+        sizes: what.sizes.to_vec(),
+        executions: what.executions.iter().map(|e| e.to_string()).collect(),
+        pairing: args.pairing.name().into(),
+        mode: if args.exhaustive {
+            "exhaustive"
+        } else if !args.focus.is_empty() {
+            "further"
+        } else {
+            "adaptive"
+        }
+        .into(),
+        screen_runs: args.screen_runs,
+        full_runs: args.full_runs,
+        screen_scale: 0.25,
+        margin: args.margin,
+        stride: args.stride,
+        budget_ms: args.timing.budget_ms,
+        min_reps: args.timing.min_reps,
+        max_reps: args.timing.max_reps,
+        cache: args.timing.cache.to_string(),
+        root: args.timing.root.clone(),
+        sync: args.timing.sync.to_string(),
+        pattern: args.timing.pattern.to_string(),
+    }
+}
+
+/// Where a tune writes, and how long it took.
+struct Written<'a> {
+    csv: &'a Path,
+    table: &'a Path,
+    seconds: f64,
+}
+
+/// Rank 0, after the sweep: the table built from the samples, saved, the
+/// incomplete marker set or cleared, the summary printed.
+fn write_table(
+    args: &Args,
+    oracle: &MpiOracle,
+    campaign: &Campaign,
+    prov: &Origin,
+    config: &TuneConfig,
+    w: &Written,
+) -> anyhow::Result<Code> {
+    let (csv, table_path, seconds) = (w.csv, w.table, w.seconds);
     let mut made = Provenance::made_now(
         prov.host.clone(),
         None,
@@ -281,7 +246,7 @@ pub fn run(
         Provenance {
             sweep: Sweep {
                 mode: config.mode.clone(),
-                sizes: sizes.clone(),
+                sizes: config.sizes.clone(),
                 runs: args.screen_runs + args.full_runs,
                 budget_ms: args.timing.budget_ms,
                 executions: config.executions.clone(),
@@ -295,10 +260,10 @@ pub fn run(
         },
         &args.compact(),
     );
-    super::record_further(&mut table, &campaign);
-    table.save(&table_path)?;
+    super::record_further(&mut table, campaign);
+    table.save(table_path)?;
     // A marker batch jobs check to decide whether to run again.
-    let marker = TuneConfig::incomplete_marker(&csv);
+    let marker = TuneConfig::incomplete_marker(csv);
     if campaign.cut_short {
         std::fs::write(
             &marker,
@@ -325,91 +290,4 @@ pub fn run(
         csv.display()
     );
     Ok(Code::Ok)
-}
-
-/// Checks the raw CSV before a tune: refuses to overwrite one, and for a
-/// resume checks that it was made with the same configuration.
-fn prepare_csv(
-    csv: &std::path::Path,
-    config: &TuneConfig,
-    resume: bool,
-) -> Result<Vec<colltune_core::record::Sample>, String> {
-    let side = TuneConfig::sidecar(csv);
-    let exists = csv.metadata().map(|m| m.len() > 0).unwrap_or(false);
-    if !resume {
-        if exists {
-            return Err(format!(
-                "{} already holds samples: continue that sweep with --resume, or name a new file with --csv (nothing was overwritten)",
-                csv.display()
-            ));
-        }
-        if let Some(d) = csv.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
-        let text = serde_yaml::to_string(config).map_err(|e| e.to_string())?;
-        std::fs::write(&side, text).map_err(|e| format!("{}: {e}", side.display()))?;
-        return Ok(Vec::new());
-    }
-    if !exists {
-        return Err(format!(
-            "--resume: {} does not exist or is empty: start without --resume",
-            csv.display()
-        ));
-    }
-    let text = std::fs::read_to_string(&side).map_err(|e| {
-        format!("--resume: {} cannot be read ({e}): it records the sweep's settings; without it the CSV cannot be resumed safely", side.display())
-    })?;
-    let theirs: TuneConfig =
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", side.display()))?;
-    let diff = config.differences(&theirs);
-    if !diff.is_empty() {
-        return Err(format!(
-            "--resume: {} comes from a different configuration, so its samples cannot continue this sweep (nothing was changed):\n  {}\nresume with the same options, or start a new --csv",
-            csv.display(),
-            diff.join("\n  ")
-        ));
-    }
-    read_for_resume(csv).map_err(|e| e.to_string())
-}
-
-/// The open points of the earlier launches `csv` (`tune --focus`), which
-/// must come from this library, host and call pattern.
-fn focus_of(
-    csv: &[PathBuf],
-    prov: &colltune_core::method::Origin,
-    args: &Args,
-    comm_sizes: &[u32],
-    grid: &[u64],
-) -> Result<colltune_core::tune::focus::Focus, String> {
-    let pattern = args.timing.pattern.to_string();
-    let mut launches = Vec::new();
-    for p in csv {
-        let (got, _) =
-            colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
-        // (Not the host: a batch job's later launch may land on other
-        // nodes of the same cluster.)
-        if let Some(s) = got.iter().find(|s| s.mpi != prov.mpi) {
-            return Err(format!(
-                "--focus: {} was measured with {}, this launch runs {}: a further launch continues a tune of this library",
-                p.display(),
-                s.mpi,
-                prov.mpi
-            ));
-        }
-        if let Some(s) = got.iter().find(|s| s.pattern != pattern) {
-            return Err(format!(
-                "--focus: {} holds samples of the {} call pattern, this launch measures {pattern}: give the same --pattern",
-                p.display(),
-                s.pattern
-            ));
-        }
-        launches.push(got);
-    }
-    let per: Vec<&[colltune_core::record::Sample]> = launches.iter().map(Vec::as_slice).collect();
-    Ok(colltune_core::tune::focus::Focus::from_launches(
-        &per,
-        args.min_gain,
-        comm_sizes,
-        grid,
-    ))
 }

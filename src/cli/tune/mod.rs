@@ -3,6 +3,8 @@
 //! network model (`--model`, no MPI needed).
 
 #[cfg(feature = "mpi")]
+mod launch;
+#[cfg(feature = "mpi")]
 mod library;
 #[cfg(feature = "mpi")]
 mod measured;

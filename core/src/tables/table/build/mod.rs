@@ -36,13 +36,21 @@
 //! the time lost ((chosen - fastest) / fastest, max and mean over the
 //! measured sizes) go to the table's provenance.
 
+//!
+//! One builder ([`build_launches`]) walks the collectives and
+//! communicators and sums what the provenance records; per communicator
+//! the rules come from the evidence ([`evidenced`], the default) or, with
+//! `min_gain: None`, from the fastest medians merged within noise
+//! ([`noise`]).
+
+mod evidenced;
+mod noise;
+
 use std::collections::BTreeMap;
 
 use colltune_algorithms::{AlgoSpec, Collective};
 
-use super::evidence::{
-    self, point_times, EvidenceSummary, Label, PointDecision, RuleEvidence, Times, Unresolved,
-};
+use super::evidence::{self, EvidenceSummary, Unresolved};
 use super::{
     spec_to_fields, CommKey, CommRules, Compaction, Provenance, Rule, Table, SCHEMA_VERSION,
 };
@@ -240,337 +248,11 @@ pub const DEFAULT_TOLERANCE: f64 = 0.03;
 /// The most a measured spread widens the band.
 pub const MAX_NOISE: f64 = 0.10;
 
-/// One subject at one measured size: its median and relative noise.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stat {
-    pub median: f64,
-    /// Run-to-run spread (largest run median / smallest - 1), or with a
-    /// single run the interquartile range over the median.
-    pub noise: f64,
-}
-
-/// Every subject's statistics at one point, by (spec, execution).
-pub type PointStats = BTreeMap<(String, String), Stat>;
-/// Per (collective, comm, bytes): every subject's statistics.
-pub type Stats = BTreeMap<(Collective, CommKey, u64), PointStats>;
-
-/// Median and noise of every colltune subject at every measured point.
-pub fn point_stats(samples: &[Sample]) -> Stats {
-    point_stats_of(&[samples])
-}
-
-/// As [`point_stats`], from several launches of the tune (separate `mpirun`
-/// jobs, one CSV each): a shared or oversubscribed machine can run one
-/// launch 1.5x slower than the next and reorder the algorithms with it, so
-/// a choice should hold in every launch. Where more than one launch
-/// measured a point:
-/// - a subject counts there only if every one of those launches measured
-///   it (an adaptive tune stops measuring what its screening found slow:
-///   a subject seen by one launch alone would be judged by that launch's
-///   state alone, and a fast launch's leftovers would win);
-/// - its median is the median of the launches' medians, each launch one
-///   vote (pooled samples would let the faster launch, which fits more
-///   repetitions into the same budget, outvote the slower);
-/// - its noise is the spread over every run of every launch.
-///
-/// Where the launches share no subject at a point (two benches of
-/// different algorithms), every subject counts there, its median the
-/// median of the medians of the launches that measured it.
-pub fn point_stats_of(launches: &[&[Sample]]) -> Stats {
-    // (simulated, times per (launch, run)): a model is deterministic, its
-    // spread over repetitions is the roots', not noise.
-    type Runs = (bool, BTreeMap<(usize, u32), Vec<f64>>);
-    type Subjects = BTreeMap<(String, String), Runs>;
-    let mut raw: BTreeMap<(Collective, CommKey, u64), Subjects> = BTreeMap::new();
-    for (launch, samples) in launches.iter().enumerate() {
-        for s in samples.iter().filter(|s| is_choice(s)) {
-            let Some(c) = s.collective() else { continue };
-            let key = CommKey::of(s);
-            let e = raw
-                .entry((c, key, s.bytes))
-                .or_default()
-                .entry((s.spec.clone(), s.execution.clone()))
-                .or_default();
-            e.0 |= s.source.starts_with("simulated");
-            e.1.entry((launch, s.run)).or_default().push(s.time_us);
-        }
-    }
-    raw.into_iter()
-        .map(|(k, subj)| {
-            // Each subject's launches, and its times per launch, once.
-            let subj: Vec<_> = subj
-                .into_iter()
-                .map(|(label, (simulated, runs))| {
-                    let mut by_launch: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-                    for (&(l, _), v) in &runs {
-                        by_launch.entry(l).or_default().extend_from_slice(v);
-                    }
-                    (label, simulated, runs, by_launch)
-                })
-                .collect();
-            let launches = |b: &BTreeMap<usize, Vec<f64>>| b.keys().copied().collect::<Vec<_>>();
-            let mut here: Vec<usize> = subj.iter().flat_map(|s| launches(&s.3)).collect();
-            here.sort_unstable();
-            here.dedup();
-            // CSVs that share no subject at this point (two benches of
-            // different algorithms, say) are not launches of one sweep:
-            // then every subject counts, by the launches that measured it.
-            let shared = subj.iter().any(|s| launches(&s.3) == here);
-            let v = subj
-                .into_iter()
-                .filter(|s| !shared || launches(&s.3) == here)
-                .map(|(label, simulated, runs, by_launch)| {
-                    let mut st = stat_of(&runs.into_values().collect::<Vec<_>>());
-                    if by_launch.len() > 1 {
-                        let per_launch: Vec<f64> =
-                            by_launch.values().map(|v| stats::median(v)).collect();
-                        st.median = stats::median(&per_launch);
-                    }
-                    if simulated {
-                        st.noise = 0.0;
-                    }
-                    (label, st)
-                })
-                .collect();
-            (k, v)
-        })
-        .collect()
-}
-
-fn stat_of(runs: &[Vec<f64>]) -> Stat {
-    let sum = stats::summarize(runs);
-    let noise = if sum.run_medians.len() >= 2 {
-        sum.run_spread() - 1.0
-    } else {
-        let mut all: Vec<f64> = runs.iter().flatten().copied().collect();
-        all.sort_by(f64::total_cmp);
-        let q = |f: f64| all[((all.len() - 1) as f64 * f).round() as usize];
-        if all.len() >= 4 && sum.median > 0.0 {
-            (q(0.75) - q(0.25)) / sum.median
-        } else {
-            0.0
-        }
-    };
-    Stat {
-        median: sum.median,
-        noise: if noise.is_finite() {
-            noise.max(0.0)
-        } else {
-            0.0
-        },
-    }
-}
-
 pub use super::evidence::complexity;
-use super::evidence::LIBRARY_FIRST_ABOVE;
-
-/// The complexity of a candidate at one measured size: the MPI library's
-/// forced algorithms rank first (by segmentation only) where their loss to
-/// the fastest is within the floor `tolerance` (a few percent: there the
-/// cheaper call in situ, a tail call to the library, outweighs the
-/// difference); elsewhere they rank as [`complexity`] says (unknown to the
-/// registry, after colltune's own), so a wide noise band at a point never
-/// hands it to a library algorithm that was measured clearly slower.
-fn complexity_at(base: u64, execution: &str, loss: f64, tolerance: f64) -> u64 {
-    if execution == crate::libraries::ompi::LIBRARY_EXECUTION && loss <= tolerance + 1e-12 {
-        // [`complexity`]'s segmentation term, alone
-        base.saturating_sub(LIBRARY_FIRST_ABOVE) / 1000
-    } else {
-        base
-    }
-}
-
-/// The rules of one collective and communicator, and what compaction did.
-struct Built {
-    rules: Vec<Rule>,
-    before: usize,
-    /// (chosen - fastest) / fastest at each measured size.
-    losses: Vec<f64>,
-}
-
-/// One candidate at one measured size in the cover.
-struct Cell {
-    allowed: bool,
-    loss: f64,
-    /// [`complexity_at`] this point.
-    simple: u64,
-}
-
-/// Rules for one collective and communicator: the fewest segments whose
-/// choice is within noise at every measured size they cover.
-fn compacted(st: &Stats, c: Collective, key: CommKey, opts: &Compact) -> Built {
-    let points: Vec<(u64, &PointStats)> = st
-        .range((c, key, 0)..=(c, key, u64::MAX))
-        .map(|(&(_, _, b), m)| (b, m))
-        .collect();
-    let plain = rules_from(&decisions_of(&points));
-    if !opts.enabled || points.is_empty() {
-        return Built {
-            before: plain.len(),
-            losses: vec![0.0; points.len()],
-            rules: plain,
-        };
-    }
-    let mut labels: Vec<&(String, String)> = points.iter().flat_map(|(_, m)| m.keys()).collect();
-    labels.sort();
-    labels.dedup();
-    let simple: Vec<u64> = labels.iter().map(|(s, e)| complexity(c, s, e)).collect();
-    let ceiling = opts.max_noise.max(opts.tolerance);
-    // cells[i][k]: candidate k at point i.
-    let cells: Vec<Vec<Cell>> = points
-        .iter()
-        .map(|(_, m)| {
-            let best = m
-                .values()
-                .min_by(|a, b| a.median.total_cmp(&b.median))
-                .expect("a measured point has a subject");
-            labels
-                .iter()
-                .zip(&simple)
-                .map(|(l, &base)| match m.get(*l) {
-                    Some(x) => {
-                        let tol = x.noise.max(best.noise).clamp(opts.tolerance, ceiling);
-                        let loss = if best.median > 0.0 {
-                            x.median / best.median - 1.0
-                        } else if x.median > 0.0 {
-                            f64::INFINITY
-                        } else {
-                            0.0
-                        };
-                        Cell {
-                            allowed: loss <= tol + 1e-12,
-                            loss: loss.max(0.0),
-                            simple: complexity_at(base, &l.1, loss.max(0.0), opts.tolerance),
-                        }
-                    }
-                    None => Cell {
-                        allowed: false,
-                        loss: f64::INFINITY,
-                        simple: base,
-                    },
-                })
-                .collect()
-        })
-        .collect();
-    let n = points.len();
-    // best[j]: (segments, complexity, loss, start of last segment, choice)
-    // of the best cover of points 0..j.
-    type Cost = (usize, u64, f64);
-    let better = |a: &Cost, b: &Cost| {
-        a.0.cmp(&b.0)
-            .then(a.1.cmp(&b.1))
-            .then(a.2.total_cmp(&b.2))
-            .is_lt()
-    };
-    let mut best: Vec<Option<(Cost, usize, usize)>> = vec![None; n + 1];
-    best[0] = Some(((0, 0, 0.0), 0, 0));
-    for i in 0..n {
-        let Some((base, _, _)) = best[i] else {
-            continue;
-        };
-        // Candidates allowed at every point of i..=j, with their losses
-        // and complexities summed.
-        let mut alive: Vec<(usize, f64, u64)> = (0..labels.len()).map(|k| (k, 0.0, 0)).collect();
-        for j in i..n {
-            alive.retain_mut(|(k, sum, cx)| {
-                let cell = &cells[j][*k];
-                *sum += cell.loss;
-                *cx += cell.simple;
-                cell.allowed
-            });
-            if alive.is_empty() {
-                break;
-            }
-            let (k, sum, cx) = alive
-                .iter()
-                .min_by(|a, b| {
-                    (a.2, a.1)
-                        .partial_cmp(&(b.2, b.1))
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                        .then(a.0.cmp(&b.0))
-                })
-                .copied()
-                .expect("non-empty");
-            let cost = (base.0 + 1, base.1 + cx, base.2 + sum);
-            if best[j + 1].is_none_or(|(b, _, _)| better(&cost, &b)) {
-                best[j + 1] = Some((cost, i, k));
-            }
-        }
-    }
-    // Walk back the segments.
-    let mut segs: Vec<(usize, usize, usize)> = Vec::new();
-    let mut j = n;
-    while j > 0 {
-        let (_, i, k) = best[j].expect("every prefix has a cover: single points");
-        segs.push((i, j - 1, k));
-        j = i;
-    }
-    segs.reverse();
-    let mut rules = Vec::new();
-    let mut losses = Vec::new();
-    for &(i, j, k) in &segs {
-        let (spec, exec) = labels[k];
-        let (algorithm, params) = AlgoSpec::parse(spec)
-            .map(|s| spec_to_fields(&s))
-            .unwrap_or((spec.clone(), BTreeMap::new()));
-        let mut rule = Rule {
-            min_bytes: if i == 0 {
-                0
-            } else {
-                geo_mid(points[i - 1].0, points[i].0) + 1
-            },
-            max_bytes: points.get(j + 1).map(|nx| geo_mid(points[j].0, nx.0)),
-            algorithm,
-            params,
-            execution: exec.clone(),
-            time_us: None,
-            at_bytes: None,
-            runner_up: None,
-            margin: None,
-            evidence: None,
-        };
-        // The figures of the most contested size: the smallest margin of
-        // the best other subject over the choice (negative where another
-        // was faster, within noise).
-        let mut contested: Option<(f64, Decision)> = None;
-        for (p, cell) in points[i..=j].iter().zip(&cells[i..=j]) {
-            losses.push(cell[k].loss);
-            let mine = p.1[labels[k]].median;
-            let other =
-                p.1.iter()
-                    .filter(|(l, _)| *l != labels[k])
-                    .min_by(|a, b| a.1.median.total_cmp(&b.1.median).then(a.0.cmp(b.0)));
-            let d = Decision {
-                bytes: p.0,
-                spec: spec.clone(),
-                execution: exec.clone(),
-                time_us: mine,
-                runner_up: other.map(|((s, e), x)| (colltune_algorithms::label(s, e), x.median)),
-            };
-            let m = d.margin().unwrap_or(f64::INFINITY);
-            if contested.as_ref().is_none_or(|(cm, _)| m < *cm) {
-                contested = Some((m, d));
-            }
-        }
-        if let Some((_, d)) = contested {
-            set_figures(&mut rule, &d);
-        }
-        rules.push(rule);
-    }
-    Built {
-        rules,
-        before: plain.len(),
-        losses,
-    }
-}
-
-/// The fastest subject and the runner-up at each point.
-fn decisions_of(points: &[(u64, &PointStats)]) -> Vec<Decision> {
-    points
-        .iter()
-        .filter_map(|(bytes, subj)| fastest(*bytes, subj.iter().map(|(k, x)| (k, x.median))))
-        .collect()
-}
+pub use evidenced::{
+    label_is_choice, library_default, point_decisions, Decided, Point,
+};
+pub use noise::{point_stats, point_stats_of, PointStats, Stat, Stats};
 
 /// The call patterns the samples were measured under, distinct, sorted.
 pub fn patterns(samples: &[Sample]) -> Vec<String> {
@@ -592,15 +274,121 @@ pub fn build_with(samples: &[Sample], provenance: Provenance, opts: &Compact) ->
     build_launches(&[samples], provenance, opts)
 }
 
-/// As [`build_with`], from several launches of the tune, each launch's
-/// samples apart ([`point_stats_of`]: a choice must hold in every launch).
-pub fn build_launches(launches: &[&[Sample]], provenance: Provenance, opts: &Compact) -> Table {
-    match opts.min_gain {
-        Some(g) => build_evidenced(launches, provenance, g),
-        None => build_legacy(launches, provenance, opts),
+/// One collective and communicator's rules, and what the provenance sums
+/// over them.
+struct Built {
+    rules: Vec<Rule>,
+    /// The rules the fastest median alone would write.
+    before: usize,
+    /// (chosen - fastest) / fastest at each measured size.
+    losses: Vec<f64>,
+    /// The points the evidence left open.
+    unresolved: Vec<Unresolved>,
+}
+
+/// Where a communicator's rules come from: the decisions the evidence
+/// supports, or the fastest medians merged within noise.
+enum Decider {
+    Evidence { decided: Decided, min_gain: f64 },
+    Noise { stats: Stats, opts: Compact },
+}
+
+impl Decider {
+    fn of(launches: &[&[Sample]], opts: &Compact) -> Decider {
+        match opts.min_gain {
+            Some(min_gain) => Decider::Evidence {
+                decided: point_decisions(launches, min_gain),
+                min_gain,
+            },
+            None => Decider::Noise {
+                stats: point_stats_of(launches),
+                opts: *opts,
+            },
+        }
+    }
+
+    /// The collectives and communicators measured, in order.
+    fn keys(&self) -> Vec<(Collective, CommKey)> {
+        let mut keys: Vec<(Collective, CommKey)> = match self {
+            Decider::Evidence { decided, .. } => decided.keys().map(|&(c, k, _)| (c, k)).collect(),
+            Decider::Noise { stats, .. } => stats.keys().map(|&(c, k, _)| (c, k)).collect(),
+        };
+        keys.dedup();
+        keys
+    }
+
+    fn rules(&self, c: Collective, key: CommKey) -> Built {
+        match self {
+            Decider::Evidence { decided, min_gain } => {
+                evidenced::evidenced(decided, c, key, *min_gain)
+            }
+            Decider::Noise { stats, opts } => noise::compacted(stats, c, key, opts),
+        }
     }
 }
 
+/// As [`build_with`], from several launches of the tune, each launch's
+/// samples apart ([`point_stats_of`]: a choice must hold in every launch).
+pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
+    let decider = Decider::of(launches, opts);
+    set_pattern(&mut provenance, launches);
+    let mut table = Table {
+        schema: SCHEMA_VERSION,
+        provenance,
+        bcast: Vec::new(),
+        swap: Vec::new(),
+    };
+    let (mut before, mut after) = (0usize, 0usize);
+    let (mut losses, mut unresolved) = (Vec::new(), Vec::new());
+    for (c, key) in decider.keys() {
+        let b = decider.rules(c, key);
+        before += b.before;
+        after += b.rules.len();
+        losses.extend(b.losses);
+        unresolved.extend(b.unresolved);
+        if !b.rules.is_empty() {
+            table.rules_mut(c).push(CommRules {
+                ranks: key.ranks,
+                ppn: key.ppn,
+                nodes: key.nodes,
+                placement: key.placement,
+                rules: b.rules,
+            });
+        }
+    }
+    let max_loss = round4(losses.iter().copied().fold(0.0, f64::max));
+    let mean_loss = round4(if losses.is_empty() {
+        0.0
+    } else {
+        losses.iter().sum::<f64>() / losses.len() as f64
+    });
+    match decider {
+        Decider::Evidence { min_gain, .. } => {
+            table.provenance.evidence = Some(EvidenceSummary {
+                min_gain,
+                confidence: evidence::CONFIDENCE,
+                launches: launches.len() as u32,
+                rules: after as u32,
+                rules_fastest: before as u32,
+                max_loss,
+                mean_loss,
+                unresolved,
+                partial_launches: Vec::new(),
+                further: None,
+            })
+        }
+        Decider::Noise { opts, .. } => {
+            table.provenance.compaction = opts.enabled.then_some(Compaction {
+                tolerance: opts.tolerance,
+                rules_before: before as u32,
+                rules_after: after as u32,
+                max_loss,
+                mean_loss,
+            })
+        }
+    }
+    table
+}
 /// The provenance's `pattern`: the samples' (several, comma-separated,
 /// when they mix).
 fn set_pattern(provenance: &mut Provenance, launches: &[&[Sample]]) {
@@ -612,351 +400,13 @@ fn set_pattern(provenance: &mut Provenance, launches: &[&[Sample]]) {
     }
 }
 
-/// The label of the library's own decision as a table writes it, for the
-/// library the samples were measured on (Open MPI's algorithm 0, MPICH's
-/// `auto`); None for another library (its `mpi` baseline cannot be named
-/// in a rule).
-pub fn library_default(launches: &[&[Sample]]) -> Option<Label> {
-    let s = launches
-        .iter()
-        .flat_map(|l| l.iter())
-        .find(|s| s.is_library())?;
-    let spec = if crate::libraries::ompi::is_open_mpi(&s.mpi) {
-        crate::libraries::ompi::Forced { id: 0, segment: 0 }.spec()
-    } else if s.mpi.contains("MPICH") {
-        AlgoSpec::parse("mpich:algorithm=auto").ok()?
-    } else {
-        return None;
-    };
-    Some((
-        spec.to_string(),
-        crate::libraries::ompi::LIBRARY_EXECUTION.into(),
-    ))
-}
-
-/// Whether a table may choose a subject (see [`Sample::is_choice`]).
-pub fn label_is_choice(label: &Label) -> bool {
-    label.1 != crate::libraries::ompi::LIBRARY_EXECUTION
-        || AlgoSpec::parse(&label.0).is_ok_and(|s| {
-            crate::libraries::library::is_table_name(&s.name)
-                && crate::libraries::library::LibraryChoice::from_spec(&s).is_ok()
-        })
-}
-
-/// A point's decision and every subject's times there.
-pub type Point = (PointDecision, BTreeMap<Label, Times>);
-/// Per (collective, communicator, bytes), its [`Point`].
-pub type Decided = BTreeMap<(Collective, CommKey, u64), Point>;
-
-/// Per point, the decision the evidence supports ([`evidence::decide`]),
-/// the library's `mpi` baseline standing for its default choice.
-pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
-    let lib = library_default(launches);
-    let mut out = BTreeMap::new();
-    for (k, mut subj) in point_times(launches) {
-        let mpi: Label = (
-            "mpi".into(),
-            crate::libraries::ompi::LIBRARY_EXECUTION.into(),
-        );
-        if let Some(t) = subj.remove(&mpi) {
-            if let Some(l) = &lib {
-                subj.entry(l.clone()).or_insert(t);
-            }
-        }
-        as_run(k.1.ranks, k.2, &mut subj);
-        if let Some(d) = evidence::decide(k.0, k.2, &subj, label_is_choice, min_gain) {
-            out.insert(k, (d, subj));
-        }
-    }
-    out
-}
-
-/// Open MPI's forced algorithms under the name of what coll/tuned runs at
-/// a point ([`crate::libraries::ompi::Forced::runs_as`]; the tuner's
-/// broadcasts are of bytes, so a count is the bytes): one that runs another
-/// measured here too is left out (the same code, so no rule between them
-/// can be more than chance), one whose other is not measured takes its name.
-fn as_run(ranks: u32, bytes: u64, subj: &mut BTreeMap<Label, Times>) {
-    use crate::libraries::ompi;
-    let renamed: Vec<(Label, Label)> = subj
-        .keys()
-        .filter(|l| l.1 == ompi::LIBRARY_EXECUTION)
-        .filter_map(|l| {
-            let f = ompi::Forced::from_spec(&AlgoSpec::parse(&l.0).ok()?).ok()?;
-            let r = f.runs_as(ranks, bytes);
-            (r != f).then(|| (l.clone(), (r.spec().to_string(), l.1.clone())))
-        })
-        .collect();
-    for (from, to) in renamed {
-        if let Some(t) = subj.remove(&from) {
-            subj.entry(to).or_insert(t);
-        }
-    }
-}
-
-/// The decisions at one communicator's measured sizes (in order), where a
-/// size that keeps the library's decision takes a neighbour's choice on
-/// their pooled evidence: the neighbour's choice cleared there on launches
-/// of its own ([`evidence::Basis::Launches`]), was measured here too, its
-/// estimate here is above the minimum gain, and its gain over the two
-/// sizes taken as one ([`evidence::pooled_gain`]) clears the minimum. A
-/// size the tuner added late, between or beside sizes measured in every
-/// launch, has few launches of its own: alone its interval straddles the
-/// minimum gain (one run here: 256 B kept the library's decision on +62%
-/// [-11%, +192%] where basic linear cleared it below and the referee found
-/// it 1.54x faster), and the rule it sits in is split by chance. Only the
-/// neighbours' own decisions count (no chains of pooling); where both
-/// neighbours' choices qualify, the fixed order picks.
-fn pooled_decisions(c: Collective, points: &[(u64, &Point)], min_gain: f64) -> Vec<PointDecision> {
-    let pooled = |i: usize, j: usize| -> Option<(Label, evidence::Gain)> {
-        let ((_, (d, here)), (_, (n, there))) = (points[i], points.get(j)?);
-        let x = &n.choice;
-        let own = n.evidence.as_ref()?;
-        if n.keeps_reference()
-            || own.1.basis != evidence::Basis::Launches
-            || n.reference != d.reference
-        {
-            return None;
-        }
-        let (rh, xh) = (here.get(&d.reference)?, here.get(x)?);
-        if evidence::gain(rh, xh)?.gain <= min_gain {
-            return None;
-        }
-        let g = evidence::pooled_gain(&[(rh, xh), (there.get(&n.reference)?, there.get(x)?)])?;
-        g.clears(min_gain).then(|| (x.clone(), g))
-    };
-    points
-        .iter()
-        .enumerate()
-        .map(|(i, (_, (d, _)))| {
-            if !d.keeps_reference() || !d.library_reference {
-                return d.clone();
-            }
-            let best = [i.checked_sub(1), Some(i + 1)]
-                .into_iter()
-                .flatten()
-                .filter_map(|j| pooled(i, j))
-                .min_by_key(|(l, _)| evidence::order_key(c, l));
-            match best {
-                Some((x, g)) => PointDecision {
-                    choice: x.clone(),
-                    evidence: Some((x, g)),
-                    tied: 1,
-                    tied_with: Vec::new(),
-                    ..d.clone()
-                },
-                None => d.clone(),
-            }
-        })
-        .collect()
-}
-
-/// The median of a subject's launch medians (each launch one vote).
-fn launch_median(t: &Times) -> f64 {
-    let mut by: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for (&(l, _), v) in &t.runs {
-        by.entry(l).or_default().extend_from_slice(v);
-    }
-    let m: Vec<f64> = by.values().map(|v| stats::median(v)).collect();
-    stats::median(&m)
-}
-
-/// A table decided on the evidence ([`super::evidence`]).
-fn build_evidenced(launches: &[&[Sample]], mut provenance: Provenance, min_gain: f64) -> Table {
-    set_pattern(&mut provenance, launches);
-    let decided = point_decisions(launches, min_gain);
-    let mut table = Table {
-        schema: SCHEMA_VERSION,
-        provenance,
-        bcast: Vec::new(),
-        swap: Vec::new(),
-    };
-    let mut keys: Vec<(Collective, CommKey)> = decided.keys().map(|&(c, k, _)| (c, k)).collect();
-    keys.dedup();
-    let mut unresolved = Vec::new();
-    let (mut fastest_rules, mut losses) = (0usize, Vec::new());
-    for (c, key) in keys {
-        let points: Vec<(u64, &Point)> = decided
-            .range((c, key, 0)..=(c, key, u64::MAX))
-            .map(|(&(_, _, b), v)| (b, v))
-            .collect();
-        // Medians of what a table may choose, for the figures and the loss.
-        let medians: Vec<BTreeMap<&Label, f64>> = points
-            .iter()
-            .map(|(_, (_, subj))| {
-                subj.iter()
-                    .filter(|(l, _)| label_is_choice(l))
-                    .map(|(l, t)| (l, launch_median(t)))
-                    .collect()
-            })
-            .collect();
-        let plain: Vec<Decision> = points
-            .iter()
-            .zip(&medians)
-            .filter_map(|((b, _), m)| fastest(*b, m.iter().map(|(l, &t)| (*l, t))))
-            .collect();
-        fastest_rules += rules_from(&plain).len();
-        let mut rules: Vec<Rule> = Vec::new();
-        // (rule index, how weak its evidence is, how contested its figures)
-        let mut weakest: Vec<(f64, f64)> = Vec::new();
-        let pooled = pooled_decisions(c, &points, min_gain);
-        for (i, (((bytes, (_, subj)), m), d)) in
-            points.iter().zip(&medians).zip(&pooled).enumerate()
-        {
-            let mine = m.get(&d.choice).copied().unwrap_or(f64::NAN);
-            let best = m.values().copied().fold(f64::INFINITY, f64::min);
-            if mine.is_finite() && best > 0.0 {
-                losses.push(mine / best - 1.0);
-            }
-            if let Some(o) = d.further(subj, label_is_choice, min_gain) {
-                unresolved.push(Unresolved::of(c, key, *bytes, &o));
-            }
-            let other = m
-                .iter()
-                .filter(|(l, _)| ***l != d.choice)
-                .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(b.0)));
-            let dec = Decision {
-                bytes: *bytes,
-                spec: d.choice.0.clone(),
-                execution: d.choice.1.clone(),
-                time_us: mine,
-                runner_up: other.map(|(l, &t)| (colltune_algorithms::label(&l.0, &l.1), t)),
-            };
-            let margin = dec.margin().unwrap_or(f64::INFINITY);
-            let ev = RuleEvidence::of(d, min_gain);
-            // Weakest evidence: a chosen rule's lowest lower end; a kept
-            // reference's most nearly switched (highest upper end).
-            let weak = match &ev {
-                Some(e) if e.verdict == "clears" => e.low,
-                Some(e) => -e.high.unwrap_or(f64::INFINITY),
-                None => f64::INFINITY,
-            };
-            let same = rules.last().is_some_and(|r: &Rule| {
-                r.execution == d.choice.1
-                    && AlgoSpec::parse(&d.choice.0)
-                        .map(|s| spec_to_fields(&s))
-                        .is_ok_and(|(a, p)| a == r.algorithm && p == r.params)
-            });
-            if same {
-                let r = rules.last_mut().expect("same");
-                let w = weakest.last_mut().expect("one per rule");
-                r.max_bytes = points.get(i + 1).map(|n| geo_mid(*bytes, n.0));
-                if margin < w.1 {
-                    w.1 = margin;
-                    set_figures(r, &dec);
-                }
-                if weak < w.0 {
-                    w.0 = weak;
-                    r.evidence = ev;
-                }
-                continue;
-            }
-            let (algorithm, params) = AlgoSpec::parse(&d.choice.0)
-                .map(|s| spec_to_fields(&s))
-                .unwrap_or((d.choice.0.clone(), BTreeMap::new()));
-            let mut rule = Rule {
-                min_bytes: if i == 0 {
-                    0
-                } else {
-                    geo_mid(points[i - 1].0, *bytes) + 1
-                },
-                max_bytes: points.get(i + 1).map(|n| geo_mid(*bytes, n.0)),
-                algorithm,
-                params,
-                execution: d.choice.1.clone(),
-                time_us: None,
-                at_bytes: None,
-                runner_up: None,
-                margin: None,
-                evidence: ev,
-            };
-            set_figures(&mut rule, &dec);
-            rules.push(rule);
-            weakest.push((weak, margin));
-        }
-        if !rules.is_empty() {
-            table.rules_mut(c).push(CommRules {
-                ranks: key.ranks,
-                ppn: key.ppn,
-                nodes: key.nodes,
-                placement: key.placement,
-                rules,
-            });
-        }
-    }
-    let rules: usize = table
-        .bcast
-        .iter()
-        .chain(&table.swap)
-        .map(|r| r.rules.len())
-        .sum();
-    table.provenance.evidence = Some(EvidenceSummary {
-        min_gain,
-        confidence: evidence::CONFIDENCE,
-        launches: launches.len() as u32,
-        rules: rules as u32,
-        rules_fastest: fastest_rules as u32,
-        max_loss: round4(losses.iter().copied().fold(0.0, f64::max)),
-        mean_loss: round4(if losses.is_empty() {
-            0.0
-        } else {
-            losses.iter().sum::<f64>() / losses.len() as f64
-        }),
-        unresolved,
-        partial_launches: Vec::new(),
-        further: None,
-    });
-    table
-}
-
-/// The builder before schema 2 ([`Compact::legacy`]).
-fn build_legacy(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
-    let st = point_stats_of(launches);
-    set_pattern(&mut provenance, launches);
-    let mut table = Table {
-        schema: SCHEMA_VERSION,
-        provenance,
-        bcast: Vec::new(),
-        swap: Vec::new(),
-    };
-    let mut keys: Vec<(Collective, CommKey)> = st.keys().map(|&(c, k, _)| (c, k)).collect();
-    keys.dedup();
-    let (mut before, mut after, mut losses) = (0usize, 0usize, Vec::new());
-    for (c, key) in keys {
-        let b = compacted(&st, c, key, opts);
-        before += b.before;
-        after += b.rules.len();
-        losses.extend(b.losses);
-        if !b.rules.is_empty() {
-            table.rules_mut(c).push(CommRules {
-                ranks: key.ranks,
-                ppn: key.ppn,
-                nodes: key.nodes,
-                placement: key.placement,
-                rules: b.rules,
-            });
-        }
-    }
-    table.provenance.compaction = opts.enabled.then(|| Compaction {
-        tolerance: opts.tolerance,
-        rules_before: before as u32,
-        rules_after: after as u32,
-        max_loss: round4(losses.iter().copied().fold(0.0, f64::max)),
-        mean_loss: round4(if losses.is_empty() {
-            0.0
-        } else {
-            losses.iter().sum::<f64>() / losses.len() as f64
-        }),
-    });
-    table
-}
-
 fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
 #[cfg(test)]
 mod tests {
+    use super::noise::complexity_at;
     use super::*;
     use crate::measure::record::sample;
     use crate::tables::table::validate::{check, load_str};
@@ -1391,3 +841,4 @@ mod tests {
         assert_eq!(geo_mid(7, 8), 7);
     }
 }
+
