@@ -6,7 +6,7 @@ use colltune_core::method::Subject;
 use colltune_core::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
 use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
 use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
-use colltune_mpi::bench::han::{bcast_algorithms as han_algorithms, HanUnavailable};
+use colltune_mpi::forcing::han::{bcast_algorithms as han_algorithms, HanUnavailable};
 use colltune_mpi::transport::mpi::Comm;
 
 use super::wanted::Wanted;
