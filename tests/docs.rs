@@ -5,8 +5,10 @@
 //! here carries `<!-- docs-check: skip (reason) -->` on the line before it.
 //! Every internal link (file and `#anchor`) of README.md, ARCHITECTURE.md,
 //! docs/**/*.md and tuning-tables/**/README.md resolves, and the pages stay
-//! short. `DOCS_CHECK=links` checks links and lengths only;
-//! `DOCS_CHECK_PAGE=NAME.md` runs one page's blocks.
+//! short; no closing fence has text after its backticks; and every file
+//! name a `.rs` comment or a guide page writes (as `common/mod.rs` or
+//! docs/testing.md here) exists. `DOCS_CHECK=links` checks all that but runs no
+//! block; `DOCS_CHECK_PAGE=runtime.md` runs one page's blocks.
 
 mod common;
 
@@ -23,6 +25,9 @@ const SKIP: &str = "<!-- docs-check: skip";
 /// The README's and each guide page's length limit (issue 31).
 const README_MAX: usize = 200;
 const PAGE_MAX: usize = 400;
+/// The longest line of prose (outside fenced blocks and tables): a page
+/// stays under its length limit by saying less, not by longer lines.
+const LINE_MAX: usize = 200;
 /// A block that takes longer than this is a mistake (a real tune left
 /// runnable): on CI's 2 cores every block takes seconds; the limit leaves
 /// room for a loaded machine.
@@ -68,19 +73,26 @@ fn blocks(md: &str) -> Vec<Block> {
     out
 }
 
-/// The text of a page outside fenced blocks and inline code spans, line by
-/// line (links are looked for there only).
-fn prose(md: &str) -> Vec<(usize, String)> {
+/// The lines of a page outside fenced blocks (the fences too left out),
+/// with their numbers.
+fn unfenced(md: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut fenced = false;
     for (n, l) in md.lines().enumerate() {
         if l.starts_with("```") {
             fenced = !fenced;
-            continue;
+        } else if !fenced {
+            out.push((n + 1, l));
         }
-        if fenced {
-            continue;
-        }
+    }
+    out
+}
+
+/// The text of a page outside fenced blocks and inline code spans, line by
+/// line (links are looked for there only).
+fn prose(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, l) in unfenced(md) {
         let mut s = String::new();
         let mut code = false;
         for c in l.chars() {
@@ -90,7 +102,7 @@ fn prose(md: &str) -> Vec<(usize, String)> {
                 s.push(c);
             }
         }
-        out.push((n + 1, s));
+        out.push((n, s));
     }
     out
 }
@@ -100,15 +112,7 @@ fn prose(md: &str) -> Vec<(usize, String)> {
 fn anchors(md: &str) -> HashSet<String> {
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
     let mut out = HashSet::new();
-    let mut fenced = false;
-    for l in md.lines() {
-        if l.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for (_, l) in unfenced(md) {
         let t = l.trim_start();
         let hashes = t.chars().take_while(|&c| c == '#').count();
         if hashes == 0 || hashes > 6 || !t[hashes..].starts_with(' ') {
@@ -224,6 +228,191 @@ fn linked_pages(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Fences that do not close: a line of backticks that would end a block
+/// but has text after them ("``` Before ...") is no closing fence in
+/// Markdown, so the block runs on and the headings after it render as
+/// code. "line: why" for each.
+fn fence_problems(md: &str) -> Vec<(usize, String)> {
+    let mut bad = Vec::new();
+    let mut open: Option<usize> = None;
+    for (n, l) in md.lines().enumerate() {
+        let Some(rest) = l.strip_prefix("```") else {
+            continue;
+        };
+        match open {
+            None => open = Some(n + 1),
+            Some(_) if rest.trim().is_empty() => open = None,
+            Some(start) => bad.push((
+                n + 1,
+                format!(
+                    "text after the backticks that should close the block of line {start}: \
+                     put the fence alone on its line"
+                ),
+            )),
+        }
+    }
+    if let Some(start) = open {
+        bad.push((start, "a fenced block that never closes".into()));
+    }
+    bad
+}
+
+/// Prose lines longer than [`LINE_MAX`] characters (fenced and indented
+/// code blocks and table rows apart): (line, characters).
+fn long_lines(md: &str) -> Vec<(usize, usize)> {
+    unfenced(md)
+        .into_iter()
+        .filter(|(_, l)| !l.starts_with("    ") && !l.trim_start().starts_with('|'))
+        .map(|(n, l)| (n, l.chars().count()))
+        .filter(|&(_, len)| len > LINE_MAX)
+        .collect()
+}
+
+/// The file names a text writes, with their line: words ending in `.rs`
+/// or `.md` (`hot.rs`, `tests/common/mod.rs`, `docs/runtime.md`). Written
+/// after `$`, `<`, `{` or `*` they are variables or patterns
+/// (`$OUT_DIR/x.rs`, `<page>.md`), not names.
+fn file_names(line: &str) -> Vec<String> {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    let mut out = Vec::new();
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if !name_char(chars[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && name_char(chars[i]) {
+            i += 1;
+        }
+        let word: String = chars[start..i].iter().collect();
+        let word = word.trim_end_matches('.').trim_start_matches("./");
+        let marked = start > 0 && matches!(chars[start - 1], '$' | '<' | '{' | '*' | '>');
+        let named = [".rs", ".md"].iter().any(|e| {
+            word.strip_suffix(e)
+                .is_some_and(|stem| stem.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        });
+        if named && !marked && !word.contains("//") {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// Every file of the tree (relative paths), `target/` and `.git` apart.
+fn tree_files(root: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// Where a line's comment starts: the first `//` outside a string
+/// literal (an even number of unescaped quotes before it), if any.
+fn comment_at(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    let mut quoted = false;
+    let mut i = 0;
+    while i + 1 < b.len() {
+        match b[i] {
+            b'\\' if quoted => i += 1,
+            b'"' => quoted = !quoted,
+            b'/' if !quoted && b[i + 1] == b'/' => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `name` is a file of the tree: a bare name anywhere, a path as
+/// the end of one (`capi/hot.rs` for `mpi/src/capi/hot.rs`).
+fn names_a_file(files: &[String], name: &str) -> bool {
+    let mut name = name;
+    while let Some(rest) = name.strip_prefix("../").or_else(|| name.strip_prefix("./")) {
+        name = rest;
+    }
+    let tail = format!("/{name}");
+    files.iter().any(|f| f == name || f.ends_with(&tail))
+}
+
+/// The inline code spans of a page's prose (outside fenced blocks), line
+/// by line: where a page writes a file's name (links are checked apart).
+fn code_spans(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, l) in unfenced(md) {
+        for (i, span) in l.split('`').enumerate() {
+            if i % 2 == 1 {
+                out.push((n, span.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// File names that do not exist: in the comments of every `.rs` file
+/// (after `//`) and in the code spans of the guide's pages ("file:line:
+/// name"). The dated records under docs/measurements/ name files as they
+/// were then, and are not read.
+fn stale_file_names(root: &Path) -> Vec<String> {
+    let files = tree_files(root);
+    let missing = |file: &str, n: usize, name: &str| {
+        (!names_a_file(&files, name))
+            .then(|| format!("{file}:{n}: `{name}` does not exist (renamed, moved or gone?)"))
+    };
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| f.ends_with(".rs")) {
+        let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+        for (n, l) in text.lines().enumerate() {
+            if let Some(at) = comment_at(l) {
+                for name in file_names(&l[at + 2..]) {
+                    bad.extend(missing(f, n + 1, &name));
+                }
+            }
+        }
+    }
+    // A page names other projects' files too (a published data set's
+    // pages): only a bare `.rs` name or a path under one of this tree's
+    // top-level folders is this tree's.
+    let ours = |name: &str| {
+        name.split_once('/')
+            .map_or(name.ends_with(".rs"), |(top, _)| top == ".." || root.join(top).is_dir())
+    };
+    for page in guide_pages(root)
+        .into_iter()
+        .chain([PathBuf::from("ARCHITECTURE.md")])
+        .chain(linked_pages(root).into_iter().filter(|p| p.starts_with("tuning-tables")))
+    {
+        let Ok(md) = std::fs::read_to_string(root.join(&page)) else {
+            continue;
+        };
+        for (n, span) in code_spans(&md) {
+            for name in file_names(&span).into_iter().filter(|x| ours(x)) {
+                bad.extend(missing(&page.to_string_lossy(), n, &name));
+            }
+        }
+    }
+    bad
+}
+
 /// The pages whose command blocks run: README.md and docs/*.md.
 fn guide_pages(root: &Path) -> Vec<PathBuf> {
     let mut out = vec![PathBuf::from("README.md")];
@@ -244,7 +433,12 @@ fn form_problems(root: &Path) -> Vec<String> {
     let mut bad = Vec::new();
     for page in linked_pages(root) {
         bad.extend(broken_links(root, &page));
+        let md = std::fs::read_to_string(root.join(&page)).unwrap();
+        for (n, why) in fence_problems(&md) {
+            bad.push(format!("{}:{n}: {why}", page.display()));
+        }
     }
+    bad.extend(stale_file_names(root));
     for page in guide_pages(root) {
         let md = std::fs::read_to_string(root.join(&page)).unwrap();
         let lines = md.lines().count();
@@ -256,6 +450,12 @@ fn form_problems(root: &Path) -> Vec<String> {
         if lines > max {
             bad.push(format!(
                 "{}: {lines} lines, more than {max}",
+                page.display()
+            ));
+        }
+        for (n, len) in long_lines(&md) {
+            bad.push(format!(
+                "{}:{n}: a line of {len} characters, more than {LINE_MAX}: wrap it",
                 page.display()
             ));
         }
@@ -394,14 +594,30 @@ fn the_check_catches_what_it_should() {
         dir.join("README.md"),
         format!(
             "# Top\n\n[ok](docs/a.md#the-a-page-its-here) [gone](docs/none.md) [no anchor](docs/a.md#nothing)\n\
-             [self](#top) `[in code](nowhere.md)`\n\n{SKIP} -->\n```sh\nfalse\n```\n{}",
+             [self](#top) `[in code](nowhere.md)` `docs/gone.md`\n\n{SKIP} -->\n```sh\nfalse\n```\n{}",
             "x\n".repeat(README_MAX)
         ),
     )
     .unwrap();
     std::fs::write(
         dir.join("docs/a.md"),
-        "# The A page: it's `here`\n\n[up](../README.md#top)\n",
+        format!(
+            "# The A page: it's `here`\n\n[up](../README.md#top)\n\n{}\n\n| {} |\n",
+            "word ".repeat(LINE_MAX / 5 + 1),
+            "cell ".repeat(LINE_MAX / 5 + 1)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("docs/b.md"),
+        "# B\n\n```sh\ntrue\n``` text after the fence\n\n## Rendered as code\n\n```\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "//! The idea (docs/a.md, src/lib.rs); see hot.rs and tests/common/gone.rs.\n\
+         // $OUT_DIR/made.rs is generated, <page>.md a pattern.\nfn main() {}\n",
     )
     .unwrap();
     let bad = form_problems(&dir);
@@ -410,9 +626,38 @@ fn the_check_catches_what_it_should() {
     assert!(has("has no heading #nothing"), "{bad:?}");
     assert!(has("more than 200"), "{bad:?}");
     assert!(has("must say why"), "{bad:?}");
-    assert_eq!(bad.len(), 4, "nothing else is wrong: {bad:?}");
+    assert!(has("docs/b.md:5: text after the backticks"), "{bad:?}");
+    assert!(has("src/lib.rs:1: `hot.rs` does not exist"), "{bad:?}");
+    assert!(has("src/lib.rs:1: `tests/common/gone.rs` does not exist"), "{bad:?}");
+    assert!(has("README.md:4: `docs/gone.md` does not exist"), "{bad:?}");
+    assert!(has("docs/a.md:5: a line of 205 characters"), "{bad:?}");
+    assert_eq!(bad.len(), 9, "nothing else is wrong (a long table row is no prose): {bad:?}");
     assert!(anchors("# The A page: it's `here`\n").contains("the-a-page-its-here"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The fence of docs/tuning.md:198 as it was (issue 47): a closing fence
+/// with text after it, which left two sections and their headings as
+/// code. The check refuses it, naming the line, and accepts it mended.
+#[test]
+fn a_fence_with_text_after_it_is_refused() {
+    let was = "By hand:\n\n\
+               ```\n\
+               mpirun -n 4 colltune tune --collective bcast --csv l1.csv --table l1.yaml\n\
+               colltune table build l1.csv l2.csv -o table.yaml\n\
+               ``` Before the evidence rule, building one table\n\
+               from two full launches gave 57% of the 23 sizes at 4 ranks.\n\n\
+               ## Budgets, stopping and resuming\n\n\
+               `--exhaustive` measures everything.\n";
+    let bad = fence_problems(was);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert_eq!(bad[0].0, 6, "{bad:?}");
+    assert!(bad[0].1.contains("text after the backticks"), "{bad:?}");
+    assert!(bad[1].1.contains("never closes"), "{bad:?}");
+    let mended = was.replace("``` Before", "```\n\nBefore");
+    assert_eq!(fence_problems(&mended), vec![]);
+    // An opening fence may name its language; only the closing one must be bare.
+    assert_eq!(fence_problems("```sh\ntrue\n```\n```yaml\na: 1\n```  \n"), vec![]);
 }
 
 /// A directory where a page's blocks run: the tree's shipped data and the

@@ -81,7 +81,7 @@ struct Setting {
     /// MCA parameters for mpirun (plain runs of a forced library algorithm).
     mca: Vec<(String, String)>,
     /// For a forced colltune family: the MCA parameters that force the
-    /// library's own algorithm of the same family (see `erroneous_twin`).
+    /// library's own algorithm of the same family (see `twin_outcomes`).
     twin: Option<(String, Vec<(String, String)>)>,
 }
 
@@ -1210,7 +1210,7 @@ fn private_communicators_are_unseen() {
 /// MPI_T reads what it reads without colltune (`coll_tuned_use_dynamic_rules`
 /// stays off unless a table's rule names one of coll/tuned's algorithms;
 /// then, with the handoff, it is on and the rules file is colltune's: the
-/// documented difference, docs/notes-issue-26.md); the program's own
+/// documented difference, docs/transparency.md); the program's own
 /// `MPI_T_init_thread` / `MPI_T_finalize` leave MPI_T finalised (colltune's
 /// sessions are paired); and settings left dormant, in the environment or
 /// in a parameter file, stay dormant: `MPI_Allreduce` of doubles gives the

@@ -396,8 +396,16 @@ fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
     recycled_handles("recycled_types", &runs, &["100", "64"]);
 }
 
+/// A node that cannot read the table (its file system not mounted), or
+/// reads another: no abort, no hang. Rank 1's `COLLTUNE_TABLE` is changed
+/// by a wrapper (to a missing file, or to another table); every rank runs
+/// one route for every call (the table one rank read; colltune's own
+/// algorithms where the library's would differ between ranks), every byte
+/// right on the world and on split communicators, and rank 0 warns once,
+/// naming who read what. At 3 and 4 ranks, with a table of library and
+/// colltune rules, one of library rules alone, and `shm` forced.
 #[test]
-fn ranks_that_handed_open_mpi_different_rules_stop_with_a_message() {
+fn a_node_without_the_table_or_with_another_takes_one_route_on_every_rank() {
     if !is_open_mpi() {
         return skip(
             "openmpi",
@@ -407,35 +415,118 @@ fn ranks_that_handed_open_mpi_different_rules_stop_with_a_message() {
     let dir = scratch("handoff-differs");
     let libs = shared_libs();
     let exe = program(&dir);
-    let tbl = table(&dir);
-    let other = dir.join("other.yaml");
+    let mixed = table(&dir);
+    let text = std::fs::read_to_string(&mixed).unwrap();
+    // Library rules only: Open MPI's binomial in colltune's place.
+    let library_only = dir.join("library-only.yaml");
     std::fs::write(
-        &other,
-        std::fs::read_to_string(&tbl)
-            .unwrap()
-            .replace("algorithm: 7", "algorithm: 1"),
+        &library_only,
+        text.replace(
+            "    algorithm: binomial\n    execution: blocking\n",
+            "    algorithm: ompi_tuned\n    params:\n      algorithm: 6\n      segment: 0\n    execution: library\n",
+        ),
     )
     .unwrap();
-    // Rank 1 reads another table.
+    assert_ne!(std::fs::read_to_string(&library_only).unwrap(), text);
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    let mut failures = Vec::new();
+    for (tbl, forced) in [(&mixed, None), (&library_only, None), (&mixed, Some("shm"))] {
+        // Another table: the same rules with other algorithms.
+        let other = dir.join(format!(
+            "other-{}",
+            tbl.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(
+            &other,
+            std::fs::read_to_string(tbl)
+                .unwrap()
+                .replace("algorithm: 7", "algorithm: 1")
+                .replace("algorithm: 6", "algorithm: 5"),
+        )
+        .unwrap();
+        let missing = dir.join("not-mounted/table.yaml");
+        for (what, rank1) in [("no table", &missing), ("another table", &other)] {
+            for ranks in [3, 4] {
+                let script = format!(
+                    "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then COLLTUNE_TABLE={}; export COLLTUNE_TABLE; fi; exec \"$0\" \"$@\"",
+                    rank1.display()
+                );
+                let mut c = mpirun(ranks);
+                c.args(["-x", &format!("LD_PRELOAD={pre}")])
+                    .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())]);
+                if let Some(f) = forced {
+                    c.args(["-x", &format!("COLLTUNE_BCAST={f}")]);
+                }
+                c.args(["sh", "-c", &script]).arg(&exe).args(SIZES);
+                let o = run(c);
+                let out = String::from_utf8_lossy(&o.stdout);
+                let err = String::from_utf8_lossy(&o.stderr);
+                let case = format!(
+                    "{} ranks, {}{}, rank 1 with {what}",
+                    ranks,
+                    tbl.file_name().unwrap().to_string_lossy(),
+                    forced.map_or(String::new(), |f| format!(", COLLTUNE_BCAST={f}"))
+                );
+                let warnings = err.matches("warning:").count();
+                let named = err.contains("did not all read the same table")
+                    && err.contains("1 rank (1; host")
+                    && err.contains(&format!("{} ranks (", ranks - 1))
+                    && err.contains("every rank runs the table rank 0 read");
+                if !o.status.success()
+                    || !out.contains("library_bcast: all bytes correct")
+                    || warnings != 1
+                    || !named
+                {
+                    failures.push(format!(
+                        "{case}: exit {:?}, {warnings} warnings\n--- stdout ---\n{out}\n--- stderr ---\n{err}",
+                        o.status.code()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Rank 0 is the one that cannot read the table: every rank runs the
+/// table of the lowest rank that could, every byte right, one warning.
+#[test]
+fn rank_0_without_the_table_takes_the_next_ranks() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_tuned rules need Open MPI",
+        );
+    }
+    let dir = scratch("handoff-rank0-unread");
+    let libs = shared_libs();
+    let exe = program(&dir);
+    let tbl = table(&dir);
     let pre = libs.join("libcolltune_preload.so").display().to_string();
     let script = format!(
-        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then COLLTUNE_TABLE={}; export COLLTUNE_TABLE; fi; exec \"$0\" \"$@\"",
-        other.display()
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then COLLTUNE_TABLE={}; export COLLTUNE_TABLE; fi; exec \"$0\" \"$@\"",
+        dir.join("missing.yaml").display()
     );
-    let mut c = mpirun(2);
+    let mut c = mpirun(3);
     c.args(["-x", &format!("LD_PRELOAD={pre}")])
         .args(["-x", &format!("COLLTUNE_TABLE={}", tbl.display())])
+        .args(["-x", "COLLTUNE_TRACE=1"])
         .args(["sh", "-c", &script])
         .arg(&exe)
         .args(SIZES);
     let o = run(c);
+    let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
+    let all = format!("--- stdout ---\n{out}\n--- stderr ---\n{err}");
+    assert!(o.status.success(), "{all}");
+    assert!(out.contains("library_bcast: all bytes correct"), "{all}");
+    assert_eq!(err.matches("warning:").count(), 1, "{all}");
     assert!(
-        err.contains("the ranks handed Open MPI different broadcast rules at MPI_Init")
-            && err.contains("COLLTUNE_HANDOFF=0"),
-        "{err}"
+        err.contains("every rank runs the table rank 1 read"),
+        "{all}"
     );
+    // The table is in use: its colltune rule (binomial, 1-4 KiB) runs.
+    assert!(all.contains("binomial"), "{all}");
 }
 
 /// The user turned Open MPI's dynamic rules off, so its algorithms cannot
@@ -763,4 +854,82 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
     let keys: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, ["LD_PRELOAD", "COLLTUNE_TABLE"], "{said}");
     assert!(out.join("table.yaml").is_file());
+}
+
+/// Device buffers (issue: a GPU buffer crashes a job): with a stand-in GPU
+/// runtime whose "device" memory faults on any host access
+/// (`tests/c/gpu/fake_cuda.c`, loaded by the program after `MPI_Init`) and a
+/// stand-in GPU-aware library's broadcast (`fake_gpu_mpi.c`), broadcasts of
+/// device memory under the drop-in, with `shm` or `binomial` forced and
+/// with a table, as bytes and as a derived datatype, complete through the
+/// library, every byte right. Without the GPU-aware stand-in the library
+/// itself faults: the stand-in's memory is what the test claims.
+#[test]
+fn device_buffers_go_to_the_library_untouched() {
+    if !is_open_mpi() {
+        return skip("openmpi", "ompi_info not found: the stand-ins are built with Open MPI's mpicc");
+    }
+    let dir = scratch("device-buffers");
+    let libs = shared_libs();
+    let rt = dir.join("libcuda.so.1");
+    mpicc(
+        &format!("{ROOT}/tests/c/gpu/fake_cuda.c"),
+        &rt,
+        &["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1"],
+    );
+    let gpu_mpi = dir.join("libfakegpumpi.so");
+    mpicc(
+        &format!("{ROOT}/tests/c/gpu/fake_gpu_mpi.c"),
+        &gpu_mpi,
+        &["-shared", "-fPIC", "-ldl"],
+    );
+    let exe = dir.join("device_bcast");
+    mpicc(&format!("{ROOT}/tests/c/device_bcast.c"), &exe, &["-ldl"]);
+    let tbl = table(&dir);
+    let pre = libs.join("libcolltune_preload.so").display().to_string();
+    let sizes = ["1", "100", "2048", "4096", "70000"];
+    let run_with = |ranks: usize, preload: &str, env: &[(&str, &str)]| {
+        let mut c = mpirun(ranks);
+        c.args(["-x", &format!("LD_PRELOAD={preload}")]);
+        for (k, v) in env {
+            c.args(["-x", &format!("{k}={v}")]);
+        }
+        c.arg(&exe).arg(&rt).args(sizes);
+        let o = run(c);
+        (
+            o.status.success(),
+            format!(
+                "--- stdout ---\n{}\n--- stderr ---\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    // The stand-in's memory faults where the library is not GPU-aware.
+    let (ok, all) = run_with(3, "", &[]);
+    assert!(!ok, "a host access to the stand-in's device memory must fault:\n{all}");
+    let both = format!("{pre}:{}", gpu_mpi.display());
+    let tbl = tbl.display().to_string();
+    let mut failures = Vec::new();
+    for ranks in [3, 4] {
+        let plain = run_with(ranks, &gpu_mpi.display().to_string(), &[]);
+        let cases: [(&str, Vec<(&str, &str)>); 4] = [
+            ("shm forced", vec![("COLLTUNE_BCAST", "shm")]),
+            ("binomial forced", vec![("COLLTUNE_BCAST", "binomial")]),
+            ("a table", vec![("COLLTUNE_TABLE", tbl.as_str())]),
+            (
+                "a table, traced",
+                vec![("COLLTUNE_TABLE", tbl.as_str()), ("COLLTUNE_TRACE", "1")],
+            ),
+        ];
+        for (what, env) in cases {
+            let (ok, all) = run_with(ranks, &both, &env);
+            let traced_ok = !what.ends_with("traced") || all.contains("CUDA device memory");
+            if !ok || !all.contains("device_bcast: all bytes correct") || !traced_ok {
+                failures.push(format!("{ranks} ranks, {what}:\n{all}"));
+            }
+        }
+        assert!(plain.0, "{ranks} ranks, the stand-in library alone:\n{}", plain.1);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -71,6 +71,10 @@ fn verify_hierarchical_layouts() {
                 "hierarchical:inter=pipeline(segment=8K),intra=linear",
                 "-a",
                 "hierarchical:inter=scatter_allgather,intra=chain(fanout=2)",
+                "-a",
+                "hierarchical:inter=bine_bdw,intra=bine",
+                "-a",
+                "hierarchical:inter=circulant(segment=8K),intra=linear",
             ],
         );
     }

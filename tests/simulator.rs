@@ -552,3 +552,118 @@ fn calibrate_measures_and_fits_a_model_under_mpirun() {
         "{y}"
     );
 }
+
+/// The rows of `simulate --traffic`'s table: (label, the table's eight
+/// numbers: bytes, root, then messages and bytes within a node, between
+/// nodes of one group, between groups).
+fn traffic_rows(out: &str) -> Vec<(String, [u64; 8])> {
+    let table = out
+        .split("traffic of one call per level")
+        .nth(1)
+        .expect("a traffic table");
+    table
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with("simulated "))
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let (label, nums) = t.split_at(t.len() - 8);
+            let n: Vec<u64> = nums.iter().map(|x| x.parse().unwrap()).collect();
+            (label.join(" "), n.try_into().unwrap())
+        })
+        .collect()
+}
+
+/// The scale path at a size CI affords: every broadcast of the registry on
+/// 3,584 ranks (64 nodes x 56, four groups of 16 nodes) counted per level,
+/// every rank but the root reached; linear's counts by hand; and the O(p^2)
+/// ring, too large to hold at 16,384 ranks, priced by its closed form and
+/// said to be one.
+#[test]
+fn the_scale_path_counts_every_level_and_prices_the_ring_by_formula() {
+    let dir = tmpdir("scale");
+    let m = model_file(&dir, "grouped", 10.0, 2.0);
+    let mut yaml = std::fs::read_to_string(&m).unwrap();
+    yaml.push_str(
+        "group: {nodes: 16, link: {latency_us: 3, overhead_us: 0.3, gap_us: 0.1, bandwidth_gbs: 10, eager_limit: 65536}}\n",
+    );
+    std::fs::write(&m, yaml).unwrap();
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&m),
+        "--layout",
+        "64x56",
+        "--collective",
+        "bcast",
+        "--sizes",
+        "1M",
+        "--root",
+        "0",
+        "--executions",
+        "blocking",
+        "--summary-only",
+        "--traffic",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    let rows = traffic_rows(&out);
+    assert!(rows.len() >= 8, "{out}");
+    let (p, n) = (3584u64, 1u64 << 20);
+    for (label, [bytes, root, nm, nb, gm, gb, xm, xb]) in &rows {
+        assert_eq!((*bytes, *root), (n, 0), "{label}");
+        // Every rank but the root gets the whole message at least once;
+        // three groups beyond the root's are reached over global links.
+        assert!(
+            nm + gm + xm >= p - 1 && nb + gb + xb >= (p - 1) * n,
+            "{label}"
+        );
+        assert!(*xm >= 3 && *xb >= 3 * n, "{label}");
+    }
+    let linear = rows
+        .iter()
+        .find(|r| r.0.starts_with("linear"))
+        .expect("linear");
+    // 55 ranks of its node, 15 x 56 of its group, 48 x 56 beyond.
+    assert_eq!(
+        linear.1[2..],
+        [55, 55 * n, 15 * 56, 15 * 56 * n, 48 * 56, 48 * 56 * n]
+    );
+
+    let test_ib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning-tables/models/test-ib.yaml");
+    let o = ct(&[
+        "simulate",
+        "--model",
+        s(&test_ib),
+        "--layout",
+        "256x64",
+        "--collective",
+        "bcast",
+        "-a",
+        "scatter_allgather_ring",
+        "--sizes",
+        "1M",
+        "--root",
+        "0",
+        "--executions",
+        "blocking",
+        "--summary-only",
+        "--traffic",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("too large to simulate") && out.contains("closed form (not simulated)"),
+        "{out}"
+    );
+    let rows = traffic_rows(&out);
+    assert_eq!(rows.len(), 1, "{out}");
+    assert!(
+        rows[0].0.starts_with("closed form: scatter_allgather_ring"),
+        "{out}"
+    );
+    // The ring: p - 1 chunks of 64 B (1 MiB / 16,384) around 16,384 ranks.
+    let msgs: u64 = rows[0].1[2] + rows[0].1[4] + rows[0].1[6];
+    assert!(msgs >= 16383 * 16383, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -282,6 +282,8 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
                     "linear",
                     "pipeline",
                     "scatter_allgather_ring",
+                    "bine",
+                    "circulant",
                 ]),
             },
             ParamInfo {
@@ -297,6 +299,33 @@ pub static REGISTRY: &[AlgorithmInfo] = &[
         // Its phases are any registry broadcasts: it builds them through
         // `build_into`, handed to it here.
         build: |sh, spec, b| bcast::hierarchical::build(sh, spec, b, build_into),
+    },
+    AlgorithmInfo {
+        name: "bine",
+        collective: Collective::Bcast,
+        summary: "Bine tree (SC'25): binomial-like, partners from negabinary numbering, most messages between nearby ranks",
+        params: &[segment(0)],
+        restrictions: &[],
+        tuning: Tuning::Candidate,
+        build: bcast::bine::build,
+    },
+    AlgorithmInfo {
+        name: "bine_bdw",
+        collective: Collective::Bcast,
+        summary: "scatter then allgather along the Bine tree, each subtree's blocks contiguous",
+        params: &[],
+        restrictions: &[],
+        tuning: Tuning::Candidate,
+        build: bcast::bine::build_bdw,
+    },
+    AlgorithmInfo {
+        name: "circulant",
+        collective: Collective::Bcast,
+        summary: "Traff's circulant-graph pipeline (TOPC 2025): n blocks in n - 1 + ceil(log2 p) rounds, any p",
+        params: &[segment(65536)],
+        restrictions: &[],
+        tuning: Tuning::Candidate,
+        build: bcast::circulant::build,
     },
     swap_algo(
         "ordered",
@@ -352,6 +381,7 @@ const PHASE_VARIANTS: &[&str] = &[
     "scatter_allgather_ring",
     "split_binary",
     "shm",
+    "circulant",
 ];
 
 /// The configurations of an algorithm worth exercising: its defaults, then

@@ -115,6 +115,9 @@ bcast_tests! {
     bcast_knomial: "knomial",
     bcast_binary: "binary",
     bcast_split_binary: "split_binary",
+    bcast_bine: "bine",
+    bcast_bine_bdw: "bine_bdw",
+    bcast_circulant: "circulant",
     bcast_chain: "chain",
     bcast_pipeline: "pipeline",
     bcast_scatter_allgather: "scatter_allgather",
@@ -230,6 +233,28 @@ fn bcast_shm_small_ring_reused() {
                 for exec in Execution::ALL {
                     if let Err(e) = check_bcast_sequence(&spec, &nodes, &calls, exec) {
                         panic!("bcast shm calls {calls:?}, {p} ranks, {exec}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The newest broadcasts at 1,024 ranks (a power of two: Bine's own tree)
+/// and 1,000 (the window cut off the 1,024-offset range), roots 0, 1, the
+/// middle and the last, a small and a segmented size, both executions.
+#[test]
+fn bcast_bine_and_circulant_at_a_thousand_ranks() {
+    for spec_text in ["bine", "bine:segment=4096", "bine_bdw", "circulant:segment=8192"] {
+        let spec = AlgoSpec::parse(spec_text).unwrap();
+        for p in [1000, 1024] {
+            let nodes = NodeMap::single(p);
+            for root in [0, 1, p / 2, p - 1] {
+                for bytes in [7, 3 * 8192 + 5] {
+                    for exec in Execution::ALL {
+                        if let Err(e) = check_bcast(&spec, &nodes, root, bytes, exec) {
+                            panic!("bcast {spec_text}, {p} ranks, root {root}, {bytes} bytes, {exec}: {e}");
+                        }
                     }
                 }
             }

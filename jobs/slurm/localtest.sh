@@ -20,7 +20,7 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 for b in slurmctld slurmd sbatch squeue sinfo munged; do
   command -v "$b" >/dev/null || skip "$b not installed (apt-get install slurm-wlm munge)"
 done
-[ -x target/release/colltune ] || { echo "build first: cargo build --release" >&2; exit 2; }
+[ -x target/release/colltune ] || { echo "build first: cargo build --release --locked" >&2; exit 2; }
 
 started_munge=0
 if ! pgrep -x munged >/dev/null; then

@@ -139,7 +139,8 @@ pub enum Command {
     /// and the fit table.
     Report(report::Args),
     /// Time and bandwidth against size: one line per algorithm with run
-    /// bands, the library dashed, the table's choice marked (SVG or PNG).
+    /// bands, the library dashed, the table's choice marked; given a table
+    /// alone, its decision map (SVG or PNG).
     Plot(plot::Args),
     /// Times on a network model, in bench's CSV format (no MPI needed).
     Simulate(simulate::Args),

@@ -12,7 +12,7 @@ use colltune_core::method::expand;
 use colltune_core::method::{RootPolicy, Subject};
 use colltune_core::record::Writer;
 use colltune_core::report::{comparison, imb_tables, series};
-use colltune_core::sim::{rotation_roots, simulate_at, Model};
+use colltune_core::sim::{closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic};
 use colltune_core::simulate::sample;
 
 #[derive(clap::Args, Debug)]
@@ -34,6 +34,11 @@ pub struct Args {
     csv: Option<PathBuf>,
     #[arg(long)]
     summary_only: bool,
+    /// Also print each algorithm's messages and bytes per level of the
+    /// network (within a node, between nodes of one group, between groups:
+    /// the model's `group` level) for one call from the first root.
+    #[arg(long)]
+    traffic: bool,
     /// Validate the model: simulate every point of this measured CSV (its
     /// layouts, algorithms and sizes; other selection flags are ignored)
     /// and report per size the measured and the predicted winner, and per
@@ -79,6 +84,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         None => None,
     };
     let mut samples = Vec::new();
+    // Per algorithm and size: the first root's call's traffic.
+    let mut traffic: Vec<(String, u64, usize, Traffic)> = Vec::new();
     let t0 = std::time::Instant::now();
     for (c, mine) in per_coll {
         for s in expand(c, &mine, &sweeps, &execs, nodes.num_nodes() > 1)
@@ -93,11 +100,29 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             };
             'sizes: for &b in &sizes {
                 for (i, &r) in roots.iter().enumerate() {
-                    let t = match simulate_at(&m, c, spec, *exec, &nodes, b, r) {
-                        Ok(t) => t,
+                    let t = match simulate_counted(&m, c, spec, *exec, &nodes, b, r, f64::INFINITY)
+                    {
+                        Ok((t, counted)) => {
+                            if i == 0 {
+                                traffic.push((s.label(), b, r, counted));
+                            }
+                            t.expect("no limit")
+                        }
                         Err(e @ colltune_core::sim::SimError::TooLarge { .. }) => {
-                            outln!("skipped {}: {e}", s.label());
-                            break 'sizes;
+                            // Priced by its closed form where it has one
+                            // (said so; no sample row: not simulated).
+                            let Some(f) = closed_form(&m, c, spec, &nodes, b, r) else {
+                                outln!("skipped {}: {e}", s.label());
+                                break 'sizes;
+                            };
+                            outln!(
+                                "{} at {b} bytes from root {r}: {e}; {}: {:.1} us",
+                                s.label(),
+                                f.formula,
+                                f.time_us
+                            );
+                            traffic.push((format!("closed form: {}", s.label()), b, r, f.traffic));
+                            continue 'sizes;
                         }
                         Err(e) => return Err(e.into()),
                     };
@@ -118,6 +143,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         out!("{}", imb_tables(&all));
     }
     out!("{}", comparison(&all));
+    if a.traffic {
+        out!("{}", traffic_table(&m, &traffic));
+    }
     outln!(
         "simulated {} points on {} ranks ({}) with model {} in {:.2} s",
         samples.len(),
@@ -130,6 +158,42 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         outln!("raw samples: {}", w.path().display());
     }
     Ok(Code::Ok)
+}
+
+/// `simulate --traffic`: per algorithm and size, one call's messages and
+/// bytes within a node, between nodes of one group, between groups.
+fn traffic_table(m: &Model, rows: &[(String, u64, usize, Traffic)]) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let groups = match &m.group {
+        Some(g) => format!("groups of {} nodes", g.nodes),
+        None => "no group level: one group".into(),
+    };
+    let _ = writeln!(
+        o,
+        "\ntraffic of one call per level ({groups}): messages and bytes {}, {}, {}",
+        Tier::Node.describe(),
+        Tier::Group.describe(),
+        Tier::Global.describe()
+    );
+    let _ = write!(o, "{:<44} {:>10} {:>5}", "algorithm", "bytes", "root");
+    for t in Tier::ALL {
+        let _ = write!(
+            o,
+            " {:>9} {:>14}",
+            format!("{}-msgs", t.name()),
+            format!("{}-bytes", t.name())
+        );
+    }
+    o.push('\n');
+    for (label, bytes, root, tr) in rows {
+        let _ = write!(o, "{:<44} {:>10} {:>5}", trunc(label, 44), bytes, root);
+        for t in Tier::ALL {
+            let _ = write!(o, " {:>9} {:>14}", tr.messages_at(t), tr.bytes_at(t));
+        }
+        o.push('\n');
+    }
+    o
 }
 
 /// The self-agreement line, for one group and for all.

@@ -13,9 +13,10 @@ use plotters::prelude::*;
 use colltune_algorithms::Collective;
 use colltune_core::figure::{family_index, Line, LineKind};
 
-/// Colour-blind-safe (Okabe-Ito, then Tol's darker tones for the rest),
-/// each a different lightness where it can be.
-pub(super) const PALETTE: [RGBColor; 10] = [
+/// Colour-blind-safe (Okabe-Ito, then Tol's darker tones, then Tol's
+/// muted ones), each a different lightness where it can be: one colour per
+/// broadcast family.
+pub(super) const PALETTE: [RGBColor; 14] = [
     RGBColor(0, 114, 178),   // blue
     RGBColor(213, 94, 0),    // vermillion
     RGBColor(0, 158, 115),   // bluish green
@@ -26,6 +27,10 @@ pub(super) const PALETTE: [RGBColor; 10] = [
     RGBColor(153, 153, 51),  // olive
     RGBColor(136, 34, 85),   // wine
     RGBColor(68, 170, 153),  // teal
+    RGBColor(17, 119, 51),   // green
+    RGBColor(170, 68, 153),  // purple
+    RGBColor(136, 204, 238), // cyan
+    RGBColor(221, 204, 119), // sand
 ];
 pub(super) const LIBRARY: RGBColor = RGBColor(0, 0, 0);
 pub(super) const FORCED: RGBColor = RGBColor(100, 100, 100);

@@ -21,7 +21,7 @@ pub const ONE_RUN_EACH: &[&str] = &[
     "0",
 ];
 
-/// `mpirun` with the flags DEVELOPERS.md asks for on this machine kind:
+/// `mpirun` with the flags of jobs/mpirun-flags.sh for this machine kind:
 /// oversubscribed ranks pinned to cores, idle ranks yielding, and the
 /// copy-in/copy-out shared-memory path (CMA is slower on these VMs).
 pub fn mpirun(ranks: usize) -> Command {

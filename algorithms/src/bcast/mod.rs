@@ -1,8 +1,10 @@
 //! Broadcast algorithms, one file each.
 
 pub mod binary;
+pub mod bine;
 pub mod binomial;
 pub mod chain;
+pub mod circulant;
 pub mod hierarchical;
 pub mod knomial;
 pub mod linear;

@@ -27,13 +27,13 @@ use crate::spec::AlgoSpec;
 use crate::topo::{binomial_subtree_size, knomial_tree};
 
 /// Bytes of chunks `[c0, c1)` (clipped to the message).
-struct Chunks {
+pub(crate) struct Chunks {
     n: u64,
     chunk: u64,
 }
 
 impl Chunks {
-    fn new(n: u64, p: usize) -> Self {
+    pub(crate) fn new(n: u64, p: usize) -> Self {
         Chunks {
             n,
             chunk: n.div_ceil(p as u64),
@@ -42,7 +42,7 @@ impl Chunks {
     fn at(&self, c: usize) -> u64 {
         (c as u64 * self.chunk).min(self.n)
     }
-    fn range(&self, c0: usize, c1: usize) -> Region {
+    pub(crate) fn range(&self, c0: usize, c1: usize) -> Region {
         let (a, b) = (self.at(c0), self.at(c1.max(c0)));
         Region::data(a, b - a)
     }

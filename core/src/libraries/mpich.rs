@@ -150,6 +150,7 @@ impl Forced {
                 "MPIR_Bcast_intra_scatter_recursive_doubling_allgather"
             }
             "scatter_ring_allgather" => "MPIR_Bcast_intra_scatter_ring_allgather",
+            "circ_graph" => "MPIR_Bcast_intra_circ_graph",
             "pipelined_tree" => "MPIR_Bcast_intra_pipelined_tree",
             "tree" => "MPIR_Bcast_intra_tree",
             _ => return None,
@@ -162,6 +163,8 @@ impl Forced {
         match self.name {
             "scatter_recursive_doubling_allgather" => "scatter_allgather",
             "scatter_ring_allgather" => "scatter_allgather_ring",
+            // MPICH 5's circulant graph, its default chunk (131072 bytes).
+            "circ_graph" => "circulant:segment=131072",
             // MPICH's trees default to a k-ary tree of k = 2.
             "tree" => "binary",
             "pipelined_tree" => "binary:segment=8192",

@@ -4,7 +4,7 @@
 //! baselines, as table choices ([`Forced`]: `algorithm: ompi_tuned`) and to
 //! export tables to Open MPI's formats.
 
-use colltune_algorithms::{AlgoSpec, ParamValue};
+use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution, ParamValue};
 
 /// One coll/tuned broadcast algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,15 +104,42 @@ pub fn tuned_by_id(id: u32) -> Option<&'static TunedBcast> {
 /// coll_base_topo's build_chain makes a fanout below 1 one) and k-nomial
 /// radix 4. Written from the thresholds, not the code.
 pub fn tuned_bcast_decision(ranks: usize, bytes: u64) -> u32 {
-    // (upper bound on bytes, algorithm), the last without a bound.
-    let pick = |steps: &[(u64, u32)], last: u32| {
-        steps
-            .iter()
-            .find(|(below, _)| bytes < *below)
-            .map_or(last, |s| s.1)
-    };
+    let (steps, last) = tuned_bcast_steps(ranks);
+    steps
+        .iter()
+        .find(|(below, _)| bytes < *below)
+        .map_or(last, |s| s.1)
+}
+
+/// [`tuned_bcast_decision`] for a communicator of `ranks` as byte ranges
+/// (inclusive, ascending, covering every size): `(lo, hi, algorithm)`.
+pub fn tuned_bcast_decision_ranges(ranks: usize) -> Vec<(u64, u64, u32)> {
+    let (steps, last) = tuned_bcast_steps(ranks);
+    let mut out: Vec<(u64, u64, u32)> = Vec::new();
+    let mut lo = 0u64;
+    for &(below, alg) in steps {
+        if below > lo {
+            out.push((lo, below - 1, alg));
+            lo = below;
+        }
+    }
+    out.push((lo, u64::MAX, last));
+    // Neighbours of one algorithm are one range.
+    out.dedup_by(|next, prev| {
+        let same = next.2 == prev.2;
+        if same {
+            prev.1 = next.1;
+        }
+        same
+    });
+    out
+}
+
+/// The thresholds of [`tuned_bcast_decision`]: (upper bound on bytes,
+/// algorithm), ascending, and the algorithm above the last bound.
+fn tuned_bcast_steps(ranks: usize) -> (&'static [(u64, u32)], u32) {
     match ranks {
-        0..=3 => pick(
+        0..=3 => (
             &[
                 (32, 3),
                 (256, 5),
@@ -126,16 +153,16 @@ pub fn tuned_bcast_decision(ranks: usize, bytes: u64) -> u32 {
             ],
             5,
         ),
-        4..=7 => pick(&[(64, 5), (128, 6), (2048, 5), (8192, 6), (1048576, 1)], 2),
-        8..=15 => pick(&[(8, 7), (64, 5), (4096, 7), (16384, 5), (32768, 6)], 1),
-        16..=31 => pick(&[(4096, 7), (1048576, 6)], 8),
-        32..=63 => pick(&[(2048, 6)], 7),
-        64..=127 => 7,
-        128..=255 => pick(&[(2, 6), (16384, 5), (32768, 1), (65536, 5)], 7),
-        256..=1023 => pick(&[(16384, 7), (32768, 4)], 7),
-        1024..=2047 => pick(&[(524288, 7)], 8),
-        2048..=4095 => pick(&[(262144, 7)], 8),
-        _ => pick(&[(8192, 7), (16384, 5), (262144, 7)], 8),
+        4..=7 => (&[(64, 5), (128, 6), (2048, 5), (8192, 6), (1048576, 1)], 2),
+        8..=15 => (&[(8, 7), (64, 5), (4096, 7), (16384, 5), (32768, 6)], 1),
+        16..=31 => (&[(4096, 7), (1048576, 6)], 8),
+        32..=63 => (&[(2048, 6)], 7),
+        64..=127 => (&[], 7),
+        128..=255 => (&[(2, 6), (16384, 5), (32768, 1), (65536, 5)], 7),
+        256..=1023 => (&[(16384, 7), (32768, 4)], 7),
+        1024..=2047 => (&[(524288, 7)], 8),
+        2048..=4095 => (&[(262144, 7)], 8),
+        _ => (&[(8192, 7), (16384, 5), (262144, 7)], 8),
     }
 }
 
@@ -297,6 +324,26 @@ impl Forced {
         } else {
             *self
         }
+    }
+
+    /// colltune's algorithm of the same family (its segment; Open MPI's
+    /// default k-nomial radix 4), blocking: what runs in its place where
+    /// the library's own cannot run alike on every rank. Binomial where
+    /// the family takes no such parameters.
+    pub fn twin(&self) -> (AlgoSpec, Execution) {
+        let t = self.tuned();
+        let mut spec = AlgoSpec::new(t.ours);
+        if self.segment > 0 {
+            spec = spec.with_int("segment", u64::from(self.segment));
+        }
+        if t.ours == "knomial" {
+            spec = spec.with_int("radix", 4);
+        }
+        let spec = resolve(Collective::Bcast, &spec)
+            .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new(t.ours)))
+            .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new("binomial")))
+            .expect("binomial resolves");
+        (spec, Execution::Blocking)
     }
 
     /// The canonical specification, as tables, samples and labels write it:
@@ -785,6 +832,24 @@ pub mod han {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fixed_decision_as_ranges_agrees_with_it_at_every_bound() {
+        for ranks in 1..5000 {
+            let r = tuned_bcast_decision_ranges(ranks);
+            assert_eq!(r[0].0, 0);
+            assert_eq!(r.last().unwrap().1, u64::MAX);
+            for w in r.windows(2) {
+                assert_eq!(w[0].1 + 1, w[1].0, "{ranks} ranks: contiguous");
+                assert_ne!(w[0].2, w[1].2, "{ranks} ranks: neighbours merged");
+            }
+            for &(lo, hi, id) in &r {
+                for b in [lo, hi, lo + (hi - lo) / 2] {
+                    assert_eq!(tuned_bcast_decision(ranks, b), id, "{ranks} ranks, {b} B");
+                }
+            }
+        }
+    }
 
     #[test]
     fn han_choices_come_from_the_enumeration() {

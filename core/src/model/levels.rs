@@ -192,7 +192,7 @@ fn stand_in(missing: Level, measured: &[Level]) -> Option<Level> {
 /// ping-pong: 1/128, a message between two ranks of a node with 130 ranks
 /// in the call costs twice what the two-rank ping-pong says. Chosen on the
 /// shared sets' broadcasts and held out of sample on five other sets
-/// (docs/real-clusters-figures.md): a two-rank ping-pong cannot measure it.
+/// (docs/measurements/2026-12-03-real-clusters/README.md): a two-rank ping-pong cannot measure it.
 pub const INTRA_LOAD_PER_RANK: f64 = 1.0 / 128.0;
 
 /// Fits every level `rows` measure and builds the model for `layout`: the
@@ -306,6 +306,7 @@ pub fn fit_model(
         levels,
         memory_copy_gbs: Some(memory_copy_gbs),
         intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
+        group: None,
     };
     model.check()?;
     Ok(LevelsFit {

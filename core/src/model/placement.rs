@@ -1,5 +1,6 @@
 //! Where ranks sit on a cluster: the machine's layout (`--layout
-//! node:2,socket:2,cache:16,core:4`), how `mpirun --map-by core|socket|node`
+//! node:2,socket:2,cache:16,core:4`, optionally groups of nodes above:
+//! `group:8,node:32,core:4`, a dragonfly's groups), how `mpirun --map-by core|socket|node`
 //! places ranks on it, and what two ranks share (a cache, a NUMA domain, a
 //! socket, a node, or nothing but the network): the distance levels of the
 //! point-to-point model.
@@ -69,31 +70,53 @@ const OBJECTS: [&str; 5] = ["node", "socket", "numa", "cache", "core"];
 
 /// A machine: how many of each object the one above holds
 /// (`node:2,socket:2,cache:16,core:4`: 2 nodes of 2 sockets of 16 caches of
-/// 4 cores). Objects left out hold one of the next.
+/// 4 cores). Objects left out hold one of the next. Above the node, groups
+/// of nodes (`group:8,node:32,core:4`: 8 groups of 32 nodes, 256 nodes in
+/// all, numbered group by group): a dragonfly's groups, a fat tree's leaf
+/// switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
-    /// Counts of node, socket, numa, cache, core (1 where not given).
+    /// Counts of node (per group where groups are named), socket, numa,
+    /// cache, core (1 where not given).
     counts: [usize; 5],
     /// Which of the five the text named.
     named: [bool; 5],
+    /// Groups of `counts[0]` nodes, where the text named them.
+    groups: Option<usize>,
 }
 
 impl Layout {
     /// Reads `node:2,socket:2,cache:16,core:4`; objects coarsest first
-    /// (node, socket, numa, cache, core), `node` and `core` required.
+    /// (group, node, socket, numa, cache, core), `node` and `core` required.
     pub fn parse(text: &str) -> Result<Layout, String> {
         let bad = |why: String| {
             format!(
-                "layout `{text}`: {why}; write the objects coarsest first with their counts, e.g. node:2,socket:2,cache:16,core:4 (node, socket, numa, cache, core)"
+                "layout `{text}`: {why}; write the objects coarsest first with their counts, e.g. node:2,socket:2,cache:16,core:4 (group, node, socket, numa, cache, core; group:8,node:32 is 8 groups of 32 nodes)"
             )
         };
         let mut counts = [1usize; 5];
         let mut named = [false; 5];
         let mut last = None;
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut groups = None;
+        for (i, part) in text
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .enumerate()
+        {
             let (obj, n) = part
                 .split_once(':')
                 .ok_or_else(|| bad(format!("`{part}` has no count")))?;
+            if obj.trim().eq_ignore_ascii_case("group") {
+                if i > 0 {
+                    return Err(bad("`group` out of order: it comes first".into()));
+                }
+                let g = n.trim().parse().ok().filter(|&g: &usize| g >= 1);
+                groups = Some(g.ok_or_else(|| {
+                    bad(format!("count `{n}` of group is not a whole number >= 1"))
+                })?);
+                continue;
+            }
             let k = OBJECTS
                 .iter()
                 .position(|o| o.eq_ignore_ascii_case(obj.trim()))
@@ -112,11 +135,29 @@ impl Layout {
         if !named[0] || !named[4] {
             return Err(bad("node and core are required".into()));
         }
-        Ok(Layout { counts, named })
+        Ok(Layout {
+            counts,
+            named,
+            groups,
+        })
     }
 
+    /// Nodes in all (every group's).
     pub fn nodes(&self) -> usize {
-        self.counts[0]
+        self.counts[0] * self.groups.unwrap_or(1)
+    }
+
+    /// Groups of nodes, and nodes per group, where the layout names them.
+    pub fn groups(&self) -> Option<(usize, usize)> {
+        self.groups.map(|g| (g, self.counts[0]))
+    }
+
+    /// The group of node `n` (0 for every node without groups).
+    pub fn group_of_node(&self, n: usize) -> usize {
+        match self.groups {
+            Some(_) => n / self.counts[0],
+            None => 0,
+        }
     }
     /// Cores per node.
     pub fn cores_per_node(&self) -> usize {
@@ -187,9 +228,14 @@ impl Layout {
 
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = (0..5)
-            .filter(|&k| self.named[k])
-            .map(|k| format!("{}:{}", OBJECTS[k], self.counts[k]))
+        let groups = self.groups.map(|g| format!("group:{g}"));
+        let parts: Vec<String> = groups
+            .into_iter()
+            .chain(
+                (0..5)
+                    .filter(|&k| self.named[k])
+                    .map(|k| format!("{}:{}", OBJECTS[k], self.counts[k])),
+            )
             .collect();
         f.write_str(&parts.join(","))
     }
@@ -304,6 +350,32 @@ mod tests {
         ] {
             let e = Layout::parse(bad).unwrap_err();
             assert!(e.contains(bad) && e.contains("e.g."), "{e}");
+        }
+    }
+
+    #[test]
+    fn groups_of_nodes_read_above_the_node() {
+        let l = Layout::parse("group:8,node:32,core:4").unwrap();
+        assert_eq!((l.nodes(), l.cores_per_node(), l.cores()), (256, 4, 1024));
+        assert_eq!(l.groups(), Some((8, 32)));
+        assert_eq!(l.to_string(), "group:8,node:32,core:4");
+        assert_eq!(
+            (l.group_of_node(0), l.group_of_node(31), l.group_of_node(32)),
+            (0, 0, 1)
+        );
+        // Core 4 * 32 is the first core of group 1's first node.
+        assert_eq!(l.level_between(0, 127), Level::Network);
+        assert_eq!(l.group_of(128, Level::Node), 32);
+        assert_eq!(Mapping::Core.node_map(&l, 1024).unwrap().num_nodes(), 256);
+        let flat = epyc();
+        assert_eq!((flat.groups(), flat.group_of_node(1)), (None, 0));
+        for bad in [
+            "node:2,group:2,core:4",
+            "group:0,node:2,core:4",
+            "group:x,node:1,core:1",
+        ] {
+            let e = Layout::parse(bad).unwrap_err();
+            assert!(e.contains(bad) && e.contains("group"), "{e}");
         }
     }
 

@@ -14,6 +14,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
 use crate::libraries::library::LibraryChoice;
+use crate::libraries::ompi::{self, Forced};
 use crate::model::placed::Detected;
 use crate::tables::table::{CommKey, Table};
 
@@ -204,8 +205,10 @@ impl RuntimeSettings {
         })
     }
 
-    /// A digest every rank must share (table content and forced choices).
-    pub fn digest(&self, table_text: &str) -> u64 {
+    /// A digest every rank must share: the forced choices. Not the table's
+    /// path: every rank runs the table one rank read (`colltune_mpi::select`),
+    /// wherever each node keeps its copy.
+    pub fn digest(&self) -> u64 {
         let mut h = 0xcbf2_9ce4_8422_2325u64;
         let mut eat = |s: &str| {
             for b in s.bytes().chain(std::iter::once(0)) {
@@ -213,7 +216,6 @@ impl RuntimeSettings {
                 h = h.wrapping_mul(0x100_0000_01b3);
             }
         };
-        eat(table_text);
         eat(&format!("{:?}{:?}", self.forced_bcast, self.forced_swap));
         h
     }
@@ -408,6 +410,77 @@ impl Decisions {
         }
     }
 
+    /// Runs nothing through Open MPI's coll/tuned broadcast on a
+    /// communicator of `ranks`: where the ranks of a job handed Open MPI
+    /// different rules at `MPI_Init` (a node that could not read the table,
+    /// or read another), the library's `MPI_Bcast` could run different
+    /// algorithms on different ranks for this size, so every call takes
+    /// colltune's own route, the same on every rank. A rule of one of
+    /// coll/tuned's algorithms runs as its twin ([`Forced::twin`]); the
+    /// library's own decision (a rule's, or where no rule applies) as the
+    /// twin of what Open MPI 4.1's fixed decision picks for each byte range
+    /// ([`ompi::tuned_bcast_decision_ranges`]). Other libraries' choices
+    /// (coll/adapt, MPICH) are not coll/tuned's and stay.
+    pub fn without_library(&mut self, ranks: usize) {
+        let fixed = ompi::tuned_bcast_decision_ranges(ranks);
+        let emulate = |lo: u64, hi: u64, source: &Source, out: &mut Vec<Decided>| {
+            for &(a, b, id) in &fixed {
+                let (from, to) = (a.max(lo), b.min(hi));
+                if from > to {
+                    continue;
+                }
+                out.push(Decided {
+                    min: from,
+                    max: (to != u64::MAX).then_some(to),
+                    choice: Choice {
+                        algorithm: Some(Forced { id, segment: 0 }.twin()),
+                        library: None,
+                        source: source.clone(),
+                    },
+                });
+            }
+        };
+        let runs_tuned = |c: &Choice| {
+            c.algorithm.is_none()
+                && matches!(c.library, None | Some(LibraryChoice::Tuned(_)))
+        };
+        let mut rules: Vec<Decided> = Vec::new();
+        let mut next = Some(0u64);
+        let fallback_tuned = runs_tuned(&self.fallback);
+        for r in std::mem::take(&mut self.rules) {
+            if let (true, Some(from)) = (fallback_tuned, next) {
+                if r.min > from {
+                    emulate(from, r.min - 1, &self.fallback.source, &mut rules);
+                }
+            }
+            let hi = r.max.unwrap_or(u64::MAX);
+            next = hi.checked_add(1);
+            match r.choice.library {
+                _ if !runs_tuned(&r.choice) => rules.push(r),
+                Some(LibraryChoice::Tuned(f)) if !f.is_default() => rules.push(Decided {
+                    choice: Choice {
+                        algorithm: Some(f.twin()),
+                        library: None,
+                        ..r.choice
+                    },
+                    ..r
+                }),
+                _ => emulate(r.min, hi, &r.choice.source, &mut rules),
+            }
+        }
+        if let (true, Some(from)) = (fallback_tuned, next) {
+            emulate(from, u64::MAX, &self.fallback.source, &mut rules);
+        }
+        if fallback_tuned {
+            // Never reached (the rules now cover every size), but what a
+            // reader of the fallback expects: colltune's own.
+            self.fallback.algorithm = Some(Forced { id: fixed[0].2, segment: 0 }.twin());
+        }
+        self.mins = rules.iter().map(|r| r.min).collect();
+        self.maxs = rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect();
+        self.rules = rules;
+    }
+
     /// The forced choice (`COLLTUNE_BCAST` / `COLLTUNE_SWAP`), if any.
     pub fn forced(&self) -> Option<&Choice> {
         self.forced.as_ref()
@@ -416,5 +489,103 @@ impl Decisions {
     /// The choice where no rule applies (built-in or the library).
     pub fn fallback(&self) -> &Choice {
         &self.fallback
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decisions(rules: Vec<Decided>) -> Decisions {
+        Decisions {
+            forced: None,
+            mins: rules.iter().map(|r| r.min).collect(),
+            maxs: rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect(),
+            rules,
+            fallback: Choice {
+                algorithm: None,
+                library: None,
+                source: Source::Library,
+            },
+        }
+    }
+
+    fn rule(min: u64, max: Option<u64>, algorithm: Option<&str>, tuned: Option<u32>) -> Decided {
+        Decided {
+            min,
+            max,
+            choice: Choice {
+                algorithm: algorithm.map(|a| {
+                    (
+                        resolve(Collective::Bcast, &AlgoSpec::new(a)).unwrap(),
+                        Execution::Blocking,
+                    )
+                }),
+                library: tuned.map(|id| LibraryChoice::Tuned(Forced { id, segment: 0 })),
+                source: Source::Table {
+                    index: 0,
+                    range: String::new(),
+                },
+            },
+        }
+    }
+
+    fn name(c: &Choice) -> &str {
+        c.algorithm.as_ref().expect("colltune's own").0.name.as_str()
+    }
+
+    #[test]
+    fn without_library_every_call_takes_colltunes_own_route() {
+        // rules: a forced coll/tuned binomial, colltune's linear, Open MPI's
+        // own decision; gaps between and above them are the library's
+        let mut d = decisions(vec![
+            rule(0, Some(99), None, Some(6)),
+            rule(100, Some(999), Some("linear"), None),
+            rule(2000, Some(4999), None, Some(0)),
+        ]);
+        d.without_library(4);
+        for bytes in [0, 50, 99, 100, 500, 999, 1000, 1999, 2000, 4999, 5000, 1 << 20, u64::MAX] {
+            let (c, _) = d.choose(bytes);
+            assert!(c.library.is_none(), "{bytes} B still runs the library's");
+            let want = match bytes {
+                0..=99 => "binomial",
+                100..=999 => "linear",
+                _ => Forced {
+                    id: ompi::tuned_bcast_decision(4, bytes),
+                    segment: 0,
+                }
+                .twin()
+                .0
+                .name
+                .leak(),
+            };
+            assert_eq!(name(c), want, "{bytes} B");
+        }
+        // the rules cover every size, disjoint and ascending
+        let r = d.rules();
+        assert_eq!(r[0].min, 0);
+        assert_eq!(r.last().unwrap().max, None);
+        for w in r.windows(2) {
+            assert_eq!(w[0].max.unwrap() + 1, w[1].min);
+        }
+        // a rule of the library's own decision keeps its source
+        assert!(matches!(d.choose(3000).0.source, Source::Table { .. }));
+        assert_eq!(d.choose(1500).0.source, Source::Library);
+    }
+
+    #[test]
+    fn without_library_emulates_the_fixed_decision_where_there_is_no_table() {
+        for ranks in [1, 3, 4, 8, 17, 100, 300, 5000] {
+            let mut d = decisions(Vec::new());
+            d.without_library(ranks);
+            for bytes in [0, 1, 7, 8, 63, 64, 2047, 2048, 65536, 1 << 20, 1 << 30] {
+                let want = Forced {
+                    id: ompi::tuned_bcast_decision(ranks, bytes),
+                    segment: 0,
+                }
+                .twin();
+                assert_eq!(d.choose(bytes).0.algorithm, Some(want), "{ranks} ranks, {bytes} B");
+            }
+        }
     }
 }

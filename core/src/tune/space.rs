@@ -375,8 +375,9 @@ mod tests {
             multi_node: false,
         };
         let b = candidates(Collective::Bcast, &o);
-        // 24, and shm's 3 ring sizes under 2 executions.
-        assert_eq!(b.len(), 24 + 6);
+        // 30 (15 configurations, 2 executions), and shm's 3 ring sizes
+        // under 2 executions.
+        assert_eq!(b.len(), 30 + 6);
         assert!(b.iter().all(|c| c.spec.name != "hierarchical"));
         let multi = candidates(
             Collective::Bcast,
@@ -385,9 +386,9 @@ mod tests {
                 ..o.clone()
             },
         );
-        // No shm on its own; hierarchical: 4 inter x 4 intra (shm one of
+        // No shm on its own; hierarchical: 6 inter x 4 intra (shm one of
         // them) x 2 executions.
-        assert_eq!(multi.len(), 24 + 32);
+        assert_eq!(multi.len(), 30 + 48);
         assert!(multi.iter().all(|c| c.spec.name != "shm"));
         assert!(multi
             .iter()

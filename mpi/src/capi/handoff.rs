@@ -27,15 +27,19 @@
 //! Every rank must have handed Open MPI the same rules (one that could not
 //! read the table, or read another, would run another algorithm in the
 //! same broadcast): [`agree`], first thing after `MPI_Init`, compares a
-//! digest of them over `MPI_COMM_WORLD`, and stops the job with a message
-//! where they differ, since the library's own broadcasts would hang.
+//! digest of them over `MPI_COMM_WORLD`. Where they differ, nothing is
+//! handed off on any rank, and for every communicator size some rank's
+//! rules name, colltune runs every broadcast with its own algorithms (the
+//! table's library rules as their twins, Open MPI's own decision as the
+//! twins of its fixed decision: `Decisions::without_library`), the same on
+//! every rank; `select::load` warns once, naming who read what.
 //!
 //! Open MPI keys rules by communicator size: a communicator of a size the
 //! table has rules for, but of another node layout, gets that size's
 //! library rules too (where colltune alone would give it the library's
 //! default); sizes with several layouts in the table are not handed off.
 //!
-//! Nothing else changes (docs/notes-issue-26.md lists what an application
+//! Nothing else changes (docs/transparency.md lists what an application
 //! reading MPI_T sees): `coll_tuned_use_dynamic_rules` is turned on, and a
 //! rules file given, only where the table has a rule naming one of
 //! coll/tuned's algorithms (not Open MPI's own decision, which needs
@@ -286,12 +290,26 @@ pub fn before_init() {
             "COLLTUNE_BCAST forces one choice everywhere".into()
         });
     };
-    let Ok(text) = table::read_text(&path) else {
-        return why_not("the table could not be used before MPI_Init".into());
+    let text = match table::read_text(&path) {
+        Ok(text) => text,
+        Err(e) => {
+            crate::select::keep_unread(&path, e.to_string());
+            return why_not("the table could not be used before MPI_Init".into());
+        }
     };
     // Parsed and validated, or its compact form from an earlier start.
-    let Ok(t) = crate::select::cached::load(&text) else {
-        return why_not("the table could not be used before MPI_Init".into());
+    let t = match crate::select::cached::load(&text) {
+        Ok(t) => t,
+        Err(_) => {
+            crate::select::keep_unread(
+                &path,
+                format!(
+                    "not a valid table (content {:016x})",
+                    crate::select::cached::digest(&text)
+                ),
+            );
+            return why_not("the table could not be used before MPI_Init".into());
+        }
     };
     let site = Site::of_process();
     let needed = needs_dynamic_rules(&t);
@@ -474,15 +492,13 @@ pub fn agree() {
         return;
     }
     if got[0] != !got[1] {
-        let rank = cffi::comm_rank(cffi::comm_world()).unwrap_or(0);
-        if rank == 0 {
-            crate::say(&format!(
-                "error: the ranks handed Open MPI different broadcast rules at MPI_Init (COLLTUNE_TABLE={}: some ranks read another file, or none), so the library's own broadcasts would run different algorithms on different ranks and hang. Make the table the same file on every node, or set COLLTUNE_HANDOFF=0.",
-                std::env::var("COLLTUNE_TABLE").unwrap_or_default()
-            ));
-        }
-        let _ = cffi::barrier(cffi::comm_world());
-        cffi::abort(cffi::comm_world(), 3);
+        // The ranks handed Open MPI different rules (one could not read the
+        // table, or read another): no abort. Where some rank gave Open MPI a
+        // rules file, the library's broadcast on communicators of the sizes
+        // it names may run different algorithms on different ranks: colltune
+        // runs every broadcast there with its own algorithms, on every rank
+        // alike, and its control plane avoids the library's broadcast.
+        differ(pending.as_ref(), got[3] != 0);
         return;
     }
     let traced = RuntimeSettings::trace_from_env() != Trace::Off;
@@ -522,6 +538,59 @@ pub fn agree() {
     }
     // Traced calls take the full path, which says where each went.
     publish(&p.handoff, !traced);
+}
+
+/// Where the ranks handed Open MPI different rules ([`agree`]): which
+/// communicator sizes any rank's rules file names, agreed over
+/// `MPI_COMM_WORLD` (one allreduce of a flag per size), published for the
+/// selector (`select::set_library_differs`); no handoff is published on any
+/// rank, so every call takes the full path, whose table is the same on
+/// every rank (`select::load`). The warning, naming who read what, is the
+/// selector's (one, on rank 0).
+fn differ(pending: Option<&Pending>, some_file: bool) {
+    let world = cffi::comm_world();
+    let size = cffi::comm_size(world).unwrap_or(1);
+    let mut flags = vec![0u8; size + 2];
+    if !some_file {
+        // Every rank's Open MPI runs its own decision as it was.
+        crate::select::set_library_differs(crate::select::LibraryDiffers {
+            by_size: vec![false; size + 1],
+            above: false,
+        });
+        return;
+    }
+    if let Some(p) = pending.filter(|p| p.file.is_some()) {
+        for (n, _) in &p.handoff.ranges {
+            let n = *n as usize;
+            flags[n.min(size + 1)] = 1;
+        }
+    }
+    let mut all = vec![0u8; flags.len()];
+    // SAFETY: flags.len() bytes in and out; MPI_COMM_WORLD after MPI_Init.
+    let agreed = unsafe {
+        cffi::allreduce(
+            flags.as_ptr().cast(),
+            all.as_mut_ptr().cast(),
+            flags.len() as u64,
+            Datatype::U8,
+            Op::Max,
+            world,
+        )
+    };
+    // Where even that failed, every size is taken as affected (the safe
+    // side: colltune's own routes on every rank).
+    let differs = match agreed {
+        Ok(()) => crate::select::LibraryDiffers {
+            by_size: all[..=size].iter().map(|&f| f != 0).collect(),
+            above: all[size + 1] != 0,
+        },
+        Err(_) => crate::select::LibraryDiffers {
+            by_size: vec![true; size + 1],
+            above: true,
+        },
+    };
+    cffi::set_p2p_bcasts();
+    crate::select::set_library_differs(differs);
 }
 
 /// The handed-off ranges, for a trace line: `4 ranks 0-1448 B, ...`.

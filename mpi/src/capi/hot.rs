@@ -22,7 +22,7 @@
 //! In an application the interposition's lines are cold at every call
 //! (other ranks and the library run between two calls), so each line
 //! touched costs there what a warm benchmark does not show:
-//! `benches/callcost.sh` counts them (docs/notes-issue-28.md).
+//! `benches/callcost.sh` counts them (docs/call-cost.md).
 //!
 //! Entries are written under a lock as a sequence lock (readers never wait
 //! and never use a half-written entry), only by the interposition library's

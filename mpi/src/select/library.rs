@@ -63,7 +63,7 @@ use std::collections::BTreeSet;
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
+use colltune_algorithms::{AlgoSpec, Execution};
 
 use colltune_core::library::LibraryChoice;
 use colltune_core::mpich;
@@ -255,19 +255,7 @@ pub fn own_routes_reason() -> Option<&'static str> {
 /// segment, and Open MPI's default k-nomial radix 4), blocking; binomial
 /// where the family takes no such parameters.
 pub fn twin(f: Forced) -> (AlgoSpec, Execution) {
-    let t = f.tuned();
-    let mut spec = AlgoSpec::new(t.ours);
-    if f.segment > 0 {
-        spec = spec.with_int("segment", u64::from(f.segment));
-    }
-    if t.ours == "knomial" {
-        spec = spec.with_int("radix", 4);
-    }
-    let spec = resolve(Collective::Bcast, &spec)
-        .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new(t.ours)))
-        .or_else(|_| resolve(Collective::Bcast, &AlgoSpec::new("binomial")))
-        .expect("binomial resolves");
-    (spec, Execution::Blocking)
+    f.twin()
 }
 
 /// The twin of a coll/tuned choice other than Open MPI's own decision.

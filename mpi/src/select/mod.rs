@@ -113,6 +113,137 @@ pub fn keep_preparsed(path: &std::path::Path, text: &str, table: Table) {
     });
 }
 
+/// Why this rank could not use its table before `MPI_Init` (the drop-in
+/// reads it there on Open MPI): for the warning that names who read what.
+static UNREAD: std::sync::Mutex<Option<(std::path::PathBuf, String)>> =
+    std::sync::Mutex::new(None);
+
+/// See [`UNREAD`] (before `MPI_Init`).
+pub fn keep_unread(path: &std::path::Path, why: String) {
+    *UNREAD.lock().unwrap_or_else(|p| p.into_inner()) = Some((path.to_path_buf(), why));
+}
+
+/// What this rank has of its table: a key every rank compares (the same
+/// content read before `MPI_Init`, wherever its file is; else the path it
+/// was given) and the words the warning writes.
+fn read_status(path: &std::path::Path, pre: Option<&Preparsed>) -> (String, String) {
+    if path.as_os_str().is_empty() {
+        return ("none".into(), "had no COLLTUNE_TABLE set".into());
+    }
+    if let Some(p) = pre.filter(|p| p.path == path) {
+        return (
+            format!("content {:016x}", p.digest),
+            format!("read {} (content {:016x})", p.path.display(), p.digest),
+        );
+    }
+    let unread = UNREAD.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match unread.filter(|(p, _)| p == path) {
+        Some((path, why)) => {
+            let prefix = format!("{}: ", path.display());
+            let why = why.strip_prefix(&prefix).unwrap_or(&why).to_string();
+            (
+                format!("unread {why}"),
+                format!("could not use {}: {why}", path.display()),
+            )
+        }
+        None => (
+            format!("path {}", path.display()),
+            format!(
+                "had COLLTUNE_TABLE={} (read by one rank for all)",
+                path.display()
+            ),
+        ),
+    }
+}
+
+/// Bytes per rank of the who-read-what gather.
+const READ_RECORD: usize = 384;
+
+/// Where ranks read different tables, or some none: every rank's host and
+/// what it read, gathered at rank 0 of `world`, which warns once, grouping
+/// the ranks by what they read (`source`: the rank whose table every rank
+/// runs; None: none could be read). Collective.
+fn warn_who_read_what(
+    world: &Comm,
+    mine: &str,
+    source: Option<usize>,
+) -> Result<(), MpiError> {
+    let mut rec = format!("{}\t{mine}", ffi::processor_name()).into_bytes();
+    rec.truncate(READ_RECORD);
+    rec.resize(READ_RECORD, 0);
+    let all = world.gather(&rec, 0)?;
+    if world.rank() != 0 {
+        return Ok(());
+    }
+    let mut groups: Vec<(String, Vec<(usize, String)>)> = Vec::new();
+    for (rank, r) in all.chunks(READ_RECORD).enumerate() {
+        let end = r.iter().position(|&b| b == 0).unwrap_or(r.len());
+        let text = String::from_utf8_lossy(&r[..end]).into_owned();
+        let (host, what) = text.split_once('\t').unwrap_or((&text, ""));
+        let what = if what.is_empty() { "read nothing" } else { what };
+        match groups.iter_mut().find(|g| g.0 == what) {
+            Some(g) => g.1.push((rank, host.to_string())),
+            None => groups.push((what.to_string(), vec![(rank, host.to_string())])),
+        }
+    }
+    if groups.len() < 2 {
+        return Ok(());
+    }
+    let mut msg = String::from(
+        "warning: the ranks did not all read the same table (COLLTUNE_TABLE):",
+    );
+    for (what, ranks) in &groups {
+        let mut hosts: Vec<&str> = Vec::new();
+        for (_, h) in ranks {
+            if !hosts.contains(&h.as_str()) {
+                hosts.push(h);
+            }
+        }
+        let some = |items: Vec<String>| {
+            let more = items.len().saturating_sub(8);
+            let mut s = items.into_iter().take(8).collect::<Vec<_>>().join(", ");
+            if more > 0 {
+                s.push_str(&format!(" and {more} more"));
+            }
+            s
+        };
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        msg.push_str(&format!(
+            "\n  {} rank{} ({}; host{} {}) {what}",
+            ranks.len(),
+            plural(ranks.len()),
+            some(ranks.iter().map(|(r, _)| r.to_string()).collect()),
+            plural(hosts.len()),
+            some(hosts.iter().map(|h| h.to_string()).collect()),
+        ));
+    }
+    match source {
+        Some(r) => msg.push_str(&format!(
+            "\ncolltune: every rank runs the table rank {r} read"
+        )),
+        None => msg.push_str("\ncolltune: no rank could use its table"),
+    }
+    if let Some(d) = LIBRARY_DIFFERS.get().filter(|d| d.count() > 0) {
+        let sizes: Vec<String> = d
+            .by_size
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let more = sizes.len().saturating_sub(8);
+        msg.push_str(&format!(
+            "; the ranks handed Open MPI different broadcast rules at MPI_Init, so broadcasts on communicators of {} rank{}{} run colltune's own algorithms (Open MPI's fixed decision's twins where the table keeps the library's), the same on every rank",
+            sizes.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+            if sizes.len() == 1 && sizes[0] == "1" { "" } else { "s" },
+            if more > 0 { format!(" and {more} more sizes") } else { String::new() },
+        ));
+    }
+    msg.push_str(". Make the table the same file on every node to silence this.");
+    crate::say(&msg);
+    Ok(())
+}
+
 /// The table as rank 0 read and validated it, on every rank (one read of
 /// the file per job, one validation; the others receive it in a compact
 /// form), or why it could not be used (the same on every rank).
@@ -120,26 +251,78 @@ fn load_on_rank0(
     world: &Comm,
     path: &std::path::Path,
 ) -> Result<Result<Table, TableError>, MpiError> {
-    const READ: u8 = b'-';
-    const INVALID: u8 = b'!';
-    const OK: u8 = b'+';
-    let pre = PREPARSED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .filter(|p| p.path == path);
-    // Rank 0's digest (0: it read nothing before MPI_Init); where every
-    // rank read the same text, each keeps its own table.
-    let digest = pre.as_ref().map_or(0, |p| p.digest);
-    let root = world.bcast(digest, 0)?;
-    let differs = u64::from(root == 0 || digest != root);
-    if world.allreduce(differs, Op::Max)? == 0 {
+    let pre = PREPARSED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (key, status) = read_status(path, pre.as_ref());
+    let pre = pre.filter(|p| p.path == path);
+    // Rank 0's key; where every rank has the same (the same content read
+    // before MPI_Init, or the same path), each keeps its own table if it
+    // read one, else rank 0 reads it for everyone.
+    let mine = cached::digest(&key);
+    let root = world.bcast(mine, 0)?;
+    let mixed = world.allreduce(u64::from(mine != root), Op::Max)? != 0;
+    if !mixed {
         if let Some(p) = pre {
             return Ok(Ok(p.table));
         }
     }
-    let mine = if world.rank() == 0 {
-        let read = match pre {
+    let loaded = load_from_some_rank(world, path, pre)?;
+    if mixed {
+        let source = loaded.as_ref().ok().map(|(_, r)| *r);
+        warn_who_read_what(world, &status, source)?;
+    }
+    Ok(loaded.map(|(t, _)| t))
+}
+
+/// The table as rank 0 read it, on every rank; where rank 0 could not read
+/// it, the lowest rank's that could (every rank tries its own file then),
+/// with the rank it came from. Collective.
+fn load_from_some_rank(
+    world: &Comm,
+    path: &std::path::Path,
+    pre: Option<Preparsed>,
+) -> Result<Result<(Table, usize), TableError>, MpiError> {
+    let mut pre = pre;
+    let first = load_at(world, path, 0, &mut pre)?;
+    if first.is_ok() || world.size() == 1 {
+        return Ok(first.map(|t| (t, 0)));
+    }
+    // Rank 0 could not: the lowest rank whose own file is a valid table.
+    let mine = match pre.take() {
+        Some(p) => Some(Ok(p.table)),
+        None if world.rank() == 0 => None,
+        None => table::read_text(path).ok().map(|t| table::load_str(&t)),
+    };
+    let ok = matches!(mine, Some(Ok(_)));
+    let vote = if ok { world.rank() as u64 } else { u64::MAX };
+    let src = world.allreduce(vote, Op::Min)?;
+    if src == u64::MAX {
+        return Ok(first.map(|t| (t, 0)));
+    }
+    let src = src as usize;
+    let mut pre = match mine {
+        Some(Ok(table)) if world.rank() == src => Some(Preparsed {
+            path: path.to_path_buf(),
+            table,
+            digest: 0,
+        }),
+        _ => None,
+    };
+    Ok(load_at(world, path, src, &mut pre)?.map(|t| (t, src)))
+}
+
+/// The table as `src` read it (from `pre` where it has it, else from its
+/// file), on every rank, or why it could not be used. Collective.
+fn load_at(
+    world: &Comm,
+    path: &std::path::Path,
+    src: usize,
+    pre: &mut Option<Preparsed>,
+) -> Result<Result<Table, TableError>, MpiError> {
+    const READ: u8 = b'-';
+    const INVALID: u8 = b'!';
+    const OK: u8 = b'+';
+    let mine = if world.rank() == src {
+        let read = match pre.take() {
             Some(p) => Ok(Ok(p.table)),
             None => table::read_text(path).map(|t| table::load_str(&t)),
         };
@@ -155,7 +338,7 @@ fn load_on_rank0(
     } else {
         Vec::new()
     };
-    let got = world.bcast_bytes(&mine, 0)?;
+    let got = world.bcast_bytes(&mine, src)?;
     let body = got.get(1..).unwrap_or_default();
     let read_error = |why: String| {
         // Rank 0's message names the file; say it once.
@@ -209,7 +392,7 @@ pub fn load_with(
     let mine = if broken {
         u64::MAX
     } else {
-        settings.digest(&format!("{:?}", settings.table))
+        settings.digest()
     };
     let lo = world.allreduce(mine, Op::Min)?;
     let hi = world.allreduce(mine, Op::Max)?;
@@ -279,6 +462,49 @@ fn warn_unfit_once(rank: usize, why: &str) {
     }
 }
 
+/// Per communicator size, whether the library's `MPI_Bcast` may run
+/// different algorithms on different ranks: the ranks of the job handed
+/// Open MPI different broadcast rules at `MPI_Init` (a node that could not
+/// read the table, or read another; `capi::handoff::agree`), and some rank's
+/// rules name this size. Set once, right after `MPI_Init`, agreed by every
+/// rank; read when a communicator is set up.
+static LIBRARY_DIFFERS: std::sync::OnceLock<LibraryDiffers> = std::sync::OnceLock::new();
+
+/// See [`LIBRARY_DIFFERS`].
+#[derive(Debug)]
+pub struct LibraryDiffers {
+    /// By communicator size up to the world's.
+    pub by_size: Vec<bool>,
+    /// Sizes above the world's (an intercommunicator's merge, a spawn).
+    pub above: bool,
+}
+
+impl LibraryDiffers {
+    /// Whether a communicator of `size` ranks is affected.
+    pub fn at(&self, size: usize) -> bool {
+        self.by_size.get(size).copied().unwrap_or(self.above)
+    }
+
+    /// How many communicator sizes are affected (for the warning).
+    pub fn count(&self) -> usize {
+        self.by_size.iter().filter(|&&b| b).count()
+    }
+}
+
+/// Records which communicator sizes the library's broadcast may differ on
+/// (see [`LIBRARY_DIFFERS`]; the first record wins).
+pub fn set_library_differs(d: LibraryDiffers) {
+    let _ = LIBRARY_DIFFERS.set(d);
+}
+
+/// Whether the library's `MPI_Bcast` may run different algorithms on
+/// different ranks for a communicator of `size` ranks: then colltune runs
+/// every broadcast there with its own algorithms
+/// ([`Decisions::without_library`]).
+pub fn library_differs(size: usize) -> bool {
+    LIBRARY_DIFFERS.get().is_some_and(|d| d.at(size))
+}
+
 /// Dispatching on one communicator.
 pub struct CommSelector {
     sel: Arc<Selector>,
@@ -317,7 +543,9 @@ impl CommSelector {
             )
         };
         let mut bcast = sel.decisions(Collective::Bcast, key);
-        if own_routes_reason().is_some() {
+        if library_differs(shape.size()) {
+            bcast.without_library(shape.size());
+        } else if own_routes_reason().is_some() {
             bcast.replace_library(library::twin_of);
         }
         CommSelector {
@@ -481,17 +709,28 @@ impl CommSelector {
             Err(TransportError::SharedMemoryUnfit(why)) => {
                 warn_unfit_once(self.shape().rank(), &why);
                 // SAFETY: buf holds buf.len() bytes.
-                unsafe {
-                    ffi::library_bcast(
-                        buf.as_mut_ptr(),
-                        buf.len() as u64,
-                        root,
-                        self.private.user(),
-                    )?
-                };
+                unsafe { self.library_or_own(buf, root)? };
                 Ok(())
             }
             ran => ran,
+        }
+    }
+
+    /// The library's broadcast of `buf` on the application's communicator,
+    /// where colltune's chosen route cannot run (agreed on every rank);
+    /// where the library's may differ between ranks ([`library_differs`]),
+    /// a binomial tree of plain messages on the private communicator
+    /// instead (the library's, where there is none: every rank alike).
+    ///
+    /// # Safety
+    /// The communicator is alive.
+    unsafe fn library_or_own(&self, buf: &mut [u8], root: usize) -> Result<(), MpiError> {
+        let len = buf.len() as u64;
+        match self.private.get() {
+            Some(c) if library_differs(self.shape().size()) => {
+                ffi::tree_bcast(buf.as_mut_ptr(), len, root, c.raw())
+            }
+            _ => ffi::library_bcast(buf.as_mut_ptr(), len, root, self.private.user()),
         }
     }
 
@@ -532,14 +771,7 @@ impl CommSelector {
                             // No private communicator on some rank (agreed): the
                             // library's, on every rank.
                             // SAFETY: buf holds buf.len() bytes.
-                            None => unsafe {
-                                ffi::library_bcast(
-                                    buf.as_mut_ptr(),
-                                    bytes,
-                                    root,
-                                    self.private.user(),
-                                )?
-                            },
+                            None => unsafe { self.library_or_own(buf, root)? },
                         }
                     }
                 }

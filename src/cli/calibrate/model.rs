@@ -69,5 +69,6 @@ pub fn model_of(
         levels: Vec::new(),
         memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
         intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
+        group: b.and_then(|b| b.group.clone()),
     }
 }

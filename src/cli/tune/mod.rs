@@ -1,5 +1,5 @@
 //! `colltune tune`: the budgeted adaptive sweep that writes the decision
-//! table and the raw CSV, measured under mpirun (`tune_mpi`) or over a
+//! table and the raw CSV, measured under mpirun (`measured`) or over a
 //! network model (`--model`, no MPI needed).
 
 #[cfg(feature = "mpi")]

@@ -634,6 +634,87 @@ static void c_intercomm(MPI_Comm comm, const char *arg, char *out) {
     MPI_Comm_free(&local);
 }
 
+/* ---- nonblocking and persistent broadcasts mixed with blocking ones on
+ * one communicator: the program's order of collective calls is the only
+ * order, and colltune's private traffic (for its MPI_Bcast) must never
+ * match the library's nonblocking traffic (which it does not route) ---- */
+
+static void fill(unsigned char *b, int n, long seed, int mine) {
+    for (int i = 0; i < n; i++) b[i] = mine ? pat(seed, i) : (unsigned char)~pat(seed, i);
+}
+
+static void expect(const unsigned char *b, int n, long seed, const char *what, char *out) {
+    for (int i = 0; i < n; i++)
+        if (b[i] != pat(seed, i)) {
+            res_set(out, "wrong data (%s, %d bytes, byte %d)", what, n, i);
+            return;
+        }
+}
+
+/* Two Ibcasts outstanding (of a size colltune would run itself, and a
+ * small one), blocking broadcasts of every size class between posting and
+ * completing them, completed in the reverse order. */
+static void c_nonblocking(MPI_Comm comm, const char *arg, char *out) {
+    (void)arg;
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int sizes[] = {1, 4096, 70001};
+    for (int k = 0; k < 3; k++) {
+        int n = sizes[k], r1 = k % size, r2 = (k + 1) % size, r3 = (k + 2) % size;
+        unsigned char *a = malloc(n), *b = malloc(3), *c = malloc(65536 + 7);
+        fill(a, n, 11 + n, rank == r1);
+        fill(b, 3, 12 + n, rank == r2);
+        MPI_Request req[2];
+        int rc = MPI_Ibcast(a, n, MPI_BYTE, r1, comm, &req[0]);
+        rc |= MPI_Ibcast(b, 3, MPI_BYTE, r2, comm, &req[1]);
+        for (int m = 1; m <= 65536 + 7; m = m * 64 + 7) {
+            fill(c, m, 13 + m, rank == r3);
+            rc |= MPI_Bcast(c, m, MPI_BYTE, r3, comm);
+            expect(c, m, 13 + m, "blocking between", out);
+        }
+        rc |= MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+        rc |= MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        if (rc) res_set(out, "an MPI call failed (%d bytes)", n);
+        expect(a, n, 11 + n, "ibcast", out);
+        expect(b, 3, 12 + n, "ibcast small", out);
+        free(a);
+        free(b);
+        free(c);
+    }
+}
+
+/* MPI 4's persistent broadcast: made once, started three times, a blocking
+ * broadcast between each start and its wait. */
+static void c_persistent(MPI_Comm comm, const char *arg, char *out) {
+    (void)arg;
+#if MPI_VERSION >= 4
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int n = 5000, root = size - 1;
+    unsigned char *a = malloc(n), *c = malloc(70001);
+    MPI_Request req;
+    int rc = MPI_Bcast_init(a, n, MPI_BYTE, root, comm, MPI_INFO_NULL, &req);
+    for (int round = 0; round < 3 && !rc; round++) {
+        fill(a, n, 21 + round, rank == root);
+        rc |= MPI_Start(&req);
+        fill(c, 70001, 22 + round, rank == 0);
+        rc |= MPI_Bcast(c, 70001, MPI_BYTE, 0, comm);
+        expect(c, 70001, 22 + round, "blocking between", out);
+        rc |= MPI_Wait(&req, MPI_STATUS_IGNORE);
+        expect(a, n, 21 + round, "persistent", out);
+    }
+    if (!rc) rc = MPI_Request_free(&req);
+    if (rc) res_set(out, "an MPI call failed");
+    free(a);
+    free(c);
+#else
+    (void)comm;
+    res_set(out, "skipped (MPI %d.%d has no MPI_Bcast_init)", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}
+
 /* ---- erroneous calls under MPI_ERRORS_RETURN: the error class, then a
  * correct call on the same communicator must still work ---- */
 
@@ -905,6 +986,8 @@ static void make_cases(void) {
     add("direct", c_comm_self, "", "comm_self");
     add("direct", c_comm_cart, "", "comm_cart");
     add("direct", c_intercomm, "", "comm_intercomm");
+    add("direct", c_nonblocking, "", "nonblocking_mixed");
+    add("direct", c_persistent, "", "persistent_mixed");
     /* erroneous arguments, MPI_ERRORS_RETURN */
     const char *errs[] = {"root_size", "root_negative", "root_mpi_root", "root_proc_null",
                           "count_negative", "type_null", "type_uncommitted", "comm_null",

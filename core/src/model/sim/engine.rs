@@ -20,6 +20,7 @@ use colltune_algorithms::{Execution, NodeMap, Plan, Post};
 use super::events::Events;
 use super::model::Model;
 use super::network::{Matched, Network};
+use super::traffic::Traffic;
 use super::{stuck, SimError};
 
 /// What an event does: wake the rank, or complete op `ev` of it, or (with
@@ -163,7 +164,9 @@ pub(super) enum Wait {
 /// `pack.rs`.
 pub struct Engine<'a> {
     /// The model's links and the resources they hold.
-    net: Network,
+    pub(super) net: Network,
+    /// Messages and bytes per tier, counted while packing.
+    pub(super) traffic: Traffic,
     pub(super) exec: Execution,
     /// Plans it was made from, if any (to name an op in an error).
     plans: Option<&'a [Plan]>,
@@ -220,6 +223,7 @@ impl<'a> Engine<'a> {
         let p = nodes.size();
         Engine {
             net: Network::new(m, nodes),
+            traffic: Traffic::default(),
             exec,
             plans: None,
             ranks: Vec::with_capacity(p),
@@ -659,6 +663,20 @@ impl<'a> Engine<'a> {
     /// [`Model::memory_copy_gbs`]).
     pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
         self.net.place(groups, memory);
+    }
+
+    /// Which group each node is in, where it is not the model's grouping
+    /// of consecutive nodes (`group[n]` for node n). Before any rank is
+    /// packed: the traffic per tier is counted while packing.
+    pub fn place_groups(&mut self, group: Vec<u32>) {
+        assert!(self.ranks.is_empty(), "groups placed before packing");
+        self.net.place_groups(group);
+    }
+
+    /// Messages and bytes of the call per tier (within a node, between
+    /// nodes of one group, between groups).
+    pub fn traffic(&self) -> Traffic {
+        self.traffic
     }
 
     /// Runs the call; each rank's finish time, microseconds (a benchmark

@@ -48,8 +48,12 @@
 //! - `network.rs`: what moving bytes costs: links, node ports, token
 //!   buckets, shared-memory copies, rendezvous timing;
 //! - `events.rs`: the radix heap of pending events;
+//! - `traffic.rs`: messages and bytes per tier (node, group, global);
+//! - `closed.rs`: the closed form of a call too large to hold (the O(p^2)
+//!   ring), said to be one;
 //! - `model.rs`: the LogGP figures, read from YAML.
 
+mod closed;
 mod engine;
 mod events;
 pub mod model;
@@ -57,6 +61,7 @@ mod network;
 mod pack;
 #[cfg(test)]
 mod tests;
+pub mod traffic;
 
 use std::cell::RefCell;
 
@@ -68,8 +73,10 @@ use colltune_algorithms::{
     Shape,
 };
 
+pub use closed::{closed_form, ClosedForm};
 pub use engine::Engine;
-pub use model::{LevelLink, Link, Model, ModelError};
+pub use model::{GroupLevel, LevelLink, Link, Model, ModelError};
+pub use traffic::{Tier, Traffic};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -111,6 +118,8 @@ struct Last {
     bytes: u64,
     root: usize,
     nodes: NodeMap,
+    /// The model's nodes per group: the tiers its traffic was counted at.
+    per_group: Option<usize>,
     /// Executions it has run in (by `Execution::ALL` order).
     ran: [bool; 2],
     engine: Engine<'static>,
@@ -206,6 +215,22 @@ pub fn simulate_within(
     root: usize,
     limit: f64,
 ) -> Result<Option<f64>, SimError> {
+    simulate_counted(m, c, spec, exec, nodes, bytes, root, limit).map(|(t, _)| t)
+}
+
+/// [`simulate_within`], with the call's messages and bytes per tier
+/// (within a node, between nodes of one group, between groups).
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_counted(
+    m: &Model,
+    c: Collective,
+    spec: &AlgoSpec,
+    exec: Execution,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+    limit: f64,
+) -> Result<(Option<f64>, Traffic), SimError> {
     let spec = resolve(c, spec).map_err(BuildError::from)?;
     let shape = |rank| Shape {
         rank,
@@ -218,9 +243,15 @@ pub fn simulate_within(
         .iter()
         .position(|&x| x == exec)
         .expect("an execution");
+    let per_group = m.group.as_ref().map(|g| g.nodes);
     // Take the kept call; drop it at once unless it is this one.
     let last = LAST.with(|l| l.borrow_mut().take()).filter(|l| {
-        l.c == c && l.bytes == bytes && l.root == root && l.spec == spec && l.nodes == *nodes
+        l.c == c
+            && l.bytes == bytes
+            && l.root == root
+            && l.spec == spec
+            && l.nodes == *nodes
+            && l.per_group == per_group
     });
     if last.is_none() && nodes.size() > 1024 {
         // A whole call is held at once: estimate it from a few ranks (the
@@ -274,6 +305,7 @@ pub fn simulate_within(
         }
     })?;
     ran[which] = true;
+    let traffic = engine.traffic();
     if ran.contains(&false) {
         let nodes = nodes.clone();
         LAST.with(|l| {
@@ -283,10 +315,11 @@ pub fn simulate_within(
                 bytes,
                 root,
                 nodes,
+                per_group,
                 ran,
                 engine,
             })
         });
     }
-    Ok((t <= limit).then_some(t))
+    Ok(((t <= limit).then_some(t), traffic))
 }

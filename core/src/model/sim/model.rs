@@ -97,6 +97,34 @@ pub struct Model {
     /// own ping-pong, or written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_load_per_rank: Option<f64>,
+    /// A level above the node: groups of nodes (a dragonfly's groups, a
+    /// fat tree's leaf switches) and the link between nodes of different
+    /// groups. None: one group, every pair of nodes talks over `inter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupLevel>,
+}
+
+/// Groups of nodes above the node level, and what a message between two
+/// groups costs.
+///
+/// ```text
+///   group 0                      group 1
+///   [node 0][node 1] ... ====== [node n][node n+1] ...
+///     inter (same group)   link (between groups)
+/// ```
+///
+/// Nodes are grouped in the order they are numbered, `nodes` to a group
+/// (`--layout group:8,node:32,core:4` gives the grouping itself, where a
+/// command takes one). A node's port is still one resource per direction,
+/// shared by its messages whichever group they go to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupLevel {
+    /// Nodes per group (the last group may hold fewer).
+    pub nodes: usize,
+    /// Between nodes of different groups (the more hops of a global
+    /// link): its latency, overheads, bandwidth and eager limit.
+    pub link: Link,
 }
 
 /// One level of distance inside a node and its link.
@@ -147,7 +175,8 @@ impl Model {
     pub fn check(&self) -> Result<(), String> {
         let named = [("intra", &self.intra), ("inter", &self.inter)];
         let levels = self.levels.iter().map(|l| (l.shares.as_str(), &l.link));
-        for (what, l) in named.into_iter().chain(levels) {
+        let group = self.group.iter().map(|g| ("group.link", &g.link));
+        for (what, l) in named.into_iter().chain(levels).chain(group) {
             for (f, v) in [
                 ("latency_us", l.latency_us),
                 ("overhead_us", l.overhead_us),
@@ -169,6 +198,17 @@ impl Model {
                 }
             }
         }
+        if self
+            .group
+            .as_ref()
+            .is_some_and(|g| g.link.burst_bytes.is_some())
+        {
+            return Err(
+                "group.link.burst_bytes: a node's port is one token bucket whichever \
+                 group a message goes to; give burst_bytes on inter only"
+                    .into(),
+            );
+        }
         if self.intra.burst_bytes.is_some()
             || self.levels.iter().any(|l| l.link.burst_bytes.is_some())
         {
@@ -186,13 +226,97 @@ impl Model {
                 return Err(format!("intra_load_per_rank = {k}: must be a number >= 0"));
             }
         }
+        if self.group.as_ref().is_some_and(|g| g.nodes == 0) {
+            return Err(
+                "group.nodes = 0: write how many nodes one group holds (a whole number >= 1), \
+                 or leave `group` out for a machine of one group"
+                    .into(),
+            );
+        }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));
         }
         Ok(())
     }
 
+    /// The group of each of `nodes` nodes numbered in order (all in group
+    /// 0 without a group level).
+    pub fn node_groups(&self, nodes: usize) -> Vec<u32> {
+        let per = self.group.as_ref().map_or(usize::MAX, |g| g.nodes.max(1));
+        (0..nodes).map(|n| (n / per) as u32).collect()
+    }
+
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("model serialises")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Model;
+    use std::path::Path;
+
+    #[test]
+    fn the_dragonfly_model_has_a_group_level() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tuning-tables/models/leonardo-dragonfly.yaml");
+        let m = Model::load(&p).unwrap();
+        let g = m.group.as_ref().expect("a group level");
+        assert_eq!(g.nodes, 180);
+        assert!(g.link.latency_us > m.inter.latency_us);
+        assert_eq!(m.node_groups(361), {
+            let mut v = vec![0; 180];
+            v.extend([1; 180]);
+            v.push(2);
+            v
+        });
+        // It survives a round trip; a model without one has one group.
+        let back: Model = serde_yaml::from_str(&m.to_yaml()).unwrap();
+        assert_eq!(back, m);
+        let mut flat = m.clone();
+        flat.group = None;
+        assert!(!flat.to_yaml().contains("\ngroup:"));
+        assert_eq!(flat.node_groups(3), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn a_bad_group_level_names_the_file_the_field_and_the_fix() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tuning-tables/models/leonardo-dragonfly.yaml");
+        let good = std::fs::read_to_string(&p).unwrap();
+        let dir = std::env::temp_dir().join(format!("colltune-group-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = [
+            (
+                "  nodes: 180",
+                "  nodes: 0",
+                "group.nodes = 0",
+                "how many nodes",
+            ),
+            ("  nodes: 180", "  nodes: -3", "nodes", "line"),
+            ("  nodes: 180", "  nodez: 180", "nodez", "unknown field"),
+            (
+                "    bandwidth_gbs: 24.0\n    eager_limit: 32768\ncopy",
+                "    bandwidth_gbs: 0\n    eager_limit: 32768\ncopy",
+                "group.link.bandwidth_gbs = 0",
+                "must be > 0",
+            ),
+            (
+                "    eager_limit: 32768\ncopy",
+                "    eager_limit: 32768\n    burst_bytes: 100\ncopy",
+                "group.link.burst_bytes",
+                "inter only",
+            ),
+        ];
+        for (k, (from, to, field, what)) in cases.into_iter().enumerate() {
+            assert!(good.contains(from), "{from}");
+            let path = dir.join(format!("bad{k}.yaml"));
+            std::fs::write(&path, good.replacen(from, to, 1)).unwrap();
+            let e = Model::load(&path).unwrap_err().to_string();
+            assert!(e.starts_with(&path.display().to_string()), "{e}");
+            assert!(e.contains(field) && e.contains(what), "{e}");
+            assert!(e.contains("tuning-tables/models/README.md"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

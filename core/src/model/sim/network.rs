@@ -11,8 +11,10 @@
 //! link's rate) and the receiver's copies it in at the link's rate, each
 //! one message at a time. Messages up to the eager limit leave when
 //! posted; larger ones (rendezvous) leave `L` after their receive is posted,
-//! the request optionally carrying a first fragment. The engine asks here
-//! for times and never looks at a [`Link`]'s figures itself.
+//! the request optionally carrying a first fragment. Two nodes of different
+//! groups (the model's `group` level: a dragonfly's groups) talk over the
+//! group link, through the same node ports. The engine asks here for times
+//! and never looks at a [`Link`]'s figures itself.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
@@ -20,12 +22,17 @@ use std::ops::Bound::{Excluded, Included, Unbounded};
 use colltune_algorithms::NodeMap;
 
 use super::model::{Link, Model};
+use super::traffic::Tier;
 
 /// The links, the ports and copy resources of one simulated call, and when
 /// each is free.
 pub(super) struct Network {
     intra: Link,
     inter: Link,
+    /// Between nodes of different groups (`inter` where the model has no
+    /// group level), and each node's group.
+    global: Link,
+    group_of: Vec<u32>,
     /// The model's closer levels inside a node, finest first, and per level
     /// each rank's group (empty until [`Network::place`]).
     levels: Vec<Link>,
@@ -122,6 +129,12 @@ fn load(m: &Model, busiest: usize) -> f64 {
         .map_or(1.0, |k| 1.0 + k * busiest.saturating_sub(2) as f64)
 }
 
+/// The link between nodes of different groups: the model's group link, or
+/// `inter` where it has none.
+fn global_link(m: &Model) -> Link {
+    m.group.as_ref().map_or(&m.inter, |g| &g.link).clone()
+}
+
 /// A link's token-bucket size in bytes (0: none).
 fn burst(l: &Link) -> f64 {
     l.burst_bytes.map_or(0.0, |b| b as f64)
@@ -137,6 +150,8 @@ impl Network {
             busiest,
             intra,
             inter: m.inter.clone(),
+            global: global_link(m),
+            group_of: m.node_groups(nodes.num_nodes()),
             levels,
             groups: Vec::new(),
             copy_gbs: m.copy_gbs,
@@ -159,6 +174,7 @@ impl Network {
     pub fn reset(&mut self, m: &Model) {
         (self.intra, self.levels) = loaded(m, load(m, self.busiest));
         self.inter = m.inter.clone();
+        self.global = global_link(m);
         self.copy_gbs = m.copy_gbs;
         self.nic_out.fill(0.0);
         self.nic_in.fill(0.0);
@@ -182,10 +198,47 @@ impl Network {
         self.mem_free = vec![Calendar::default(); domains];
     }
 
+    /// Which group each node is in (`group[n]`), where it is not the
+    /// model's grouping of consecutive nodes (a layout's, an allocation's).
+    pub fn place_groups(&mut self, group: Vec<u32>) {
+        assert_eq!(group.len(), self.nodes, "a group per node");
+        self.group_of = group;
+    }
+
+    /// Ranks in the call.
+    pub fn ranks(&self) -> usize {
+        self.node_of.len()
+    }
+
+    /// How far apart ranks `a` and `b` are: one node, one group, or two
+    /// groups.
+    #[inline]
+    pub fn tier(&self, a: u32, b: u32) -> Tier {
+        let (na, nb) = (self.node_of[a as usize], self.node_of[b as usize]);
+        if na == nb {
+            Tier::Node
+        } else if self.group_of[na as usize] == self.group_of[nb as usize] {
+            Tier::Group
+        } else {
+            Tier::Global
+        }
+    }
+
+    /// The link between nodes `na` and `nb` (two nodes).
+    #[inline]
+    fn between(&self, na: usize, nb: usize) -> &Link {
+        if self.group_of[na] == self.group_of[nb] {
+            &self.inter
+        } else {
+            &self.global
+        }
+    }
+
     #[inline]
     fn link(&self, a: u32, b: u32) -> &Link {
-        if self.node_of[a as usize] != self.node_of[b as usize] {
-            return &self.inter;
+        let (na, nb) = (self.node_of[a as usize], self.node_of[b as usize]);
+        if na != nb {
+            return self.between(na as usize, nb as usize);
         }
         for (l, g) in self.levels.iter().zip(&self.groups) {
             if g[a as usize] == g[b as usize] {
@@ -256,7 +309,11 @@ impl Network {
             self.shm_in[rb] = arrival;
             return (out_end, arrival);
         }
-        let l = &self.inter;
+        let l = if self.group_of[na] == self.group_of[nb] {
+            &self.inter
+        } else {
+            &self.global
+        };
         let per_byte = rate(l, bytes, rdv);
         let mut start = t.max(self.nic_out[na]);
         if !rdv && bytes <= l.eager_limit {
@@ -268,7 +325,8 @@ impl Network {
             self.shm_out[ra] = start + bytes as f64 * 1e-3 / self.copy_gbs;
         }
         let land_start = (start + l.latency_us).max(self.nic_in[nb]);
-        let Some(cap) = l.burst_bytes.map(|b| b as f64) else {
+        // A node's port is one bucket whichever group a message goes to.
+        let Some(cap) = self.inter.burst_bytes.map(|b| b as f64) else {
             let wire = bytes as f64 * per_byte;
             let inject_end = start + wire;
             // The cards are held at the wire's rate (the link's sustained

@@ -14,6 +14,19 @@ use colltune_algorithms::{Channel, ChannelNumbering, Direction, Op, OpKind, Plan
 
 use super::engine::{u32_of, ChanSide, Engine, FOp, Rank, RankCold, St, Wait, K, NONE};
 
+/// A window synchronisation's group: (start, length) in `Engine::groups`.
+type WindowGroup = Option<(u32, u32)>;
+
+/// Where the rank being packed starts in the engine's arrays.
+struct Start {
+    me: u32,
+    op: usize,
+    cs: usize,
+    dep: usize,
+    recv: usize,
+    fence: u32,
+}
+
 impl Engine<'_> {
     /// Packs the next rank's schedule, its dependencies flat as
     /// [`Builder::finish_flat`] gives them, numbering its channels here.
@@ -34,7 +47,7 @@ impl Engine<'_> {
 
     /// Packs the next rank's schedule: its ops, channels (numbering
     /// positions in them as [`Plan`] does) and, for the dataflow execution,
-    /// dependents (as [`Plan`] lists them).
+    /// dependents (as [`Plan`] lists them); counts its messages per tier.
     /// `deps`: every op's dependencies as [`Builder::finish_flat`] gives
     /// them, or None: in the ops. `number(numbering, i, channel)`: the
     /// number of op `i`'s channel (a send or receive), the next one if it
@@ -54,131 +67,29 @@ impl Engine<'_> {
             }
             None => &ops[i].deps[..],
         };
-        let me = u32_of(self.ranks.len());
-        let op_base = self.ops.len();
-        let cs_base = self.cs.len();
-        let dep_base = self.deps.len();
-        let recv_base = self.recv_keys.len();
-        let fence_base = u32_of(self.fence_list.len());
+        let at = Start {
+            me: u32_of(self.ranks.len()),
+            op: self.ops.len(),
+            cs: self.cs.len(),
+            dep: self.deps.len(),
+            recv: self.recv_keys.len(),
+            fence: u32_of(self.fence_list.len()),
+        };
         let n = ops.len();
         let dataflow = self.exec == colltune_algorithms::Execution::Nonblocking;
-        let mut expose_group = None;
-        let mut access_group = None;
+        let mut sync = (None, None);
         self.channels.clear();
-        // Channel sides of this rank: their ops are counted in `len` first.
-        let count = &mut self.scratch;
-        count.clear();
-        count.resize(n + 1, 0);
+        // Dependents of each op are counted in `scratch` first.
+        self.scratch.clear();
+        self.scratch.resize(n + 1, 0);
         for (i, op) in ops.iter().enumerate() {
             let op_deps = deps_of(i);
             if self.dependents {
                 for &d in op_deps {
-                    count[d as usize + 1] += 1;
+                    self.scratch[d as usize + 1] += 1;
                 }
             }
-            let (mut peer, mut len, mut cs, mut pos) = (NONE, 0, NONE, 0);
-            let mut chan = |ch: Channel, cs: &mut u32, pos: &mut u32| {
-                let next = u32_of(self.cs.len() - cs_base);
-                let key = ch.key();
-                // A channel is new when its number is the next one: both
-                // numberings go in order of first use.
-                let id = number(&mut self.channels, i, ch);
-                debug_assert!(id <= next, "channels numbered in order of first use");
-                if id == next {
-                    self.cs.push(ChanSide {
-                        start: 0,
-                        len: 0,
-                        peer: NONE,
-                        posted: 0,
-                        last: NONE,
-                        t: 0.0,
-                        bytes: 0,
-                    });
-                    if ch.dir == Direction::Recv {
-                        self.recv_keys.push((key, u32_of(cs_base) + id));
-                    } else {
-                        let to = (key >> 8) as u32;
-                        let back = (me as u64) << 8 | key & 0xff;
-                        self.send_keys.push((u32_of(cs_base) + id, to, back));
-                    }
-                }
-                let side = &mut self.cs[cs_base + id as usize];
-                *cs = id;
-                *pos = side.len;
-                side.len += 1;
-            };
-            let kind = match &op.kind {
-                OpKind::Send { to, src, tag, .. } => {
-                    peer = to.0;
-                    len = src.len;
-                    let ch = Channel {
-                        dir: Direction::Send,
-                        peer: *to,
-                        tag: *tag,
-                    };
-                    chan(ch, &mut cs, &mut pos);
-                    K::Send
-                }
-                OpKind::Recv { from, tag, .. } => {
-                    peer = from.0;
-                    let ch = Channel {
-                        dir: Direction::Recv,
-                        peer: *from,
-                        tag: *tag,
-                    };
-                    chan(ch, &mut cs, &mut pos);
-                    K::Recv
-                }
-                OpKind::Copy { src, .. } => {
-                    len = src.len;
-                    K::Copy
-                }
-                OpKind::Put { to, src, .. } => {
-                    peer = to.0;
-                    len = src.len;
-                    K::Put
-                }
-                OpKind::Fence => {
-                    self.fence_list.push(i as u32);
-                    K::Fence
-                }
-                OpKind::ExposeTo { group } | OpKind::AccessTo { group } => {
-                    cs = u32_of(self.groups.len());
-                    pos = u32_of(group.len());
-                    self.groups.extend(group.iter().map(|g| g.0));
-                    if matches!(op.kind, OpKind::ExposeTo { .. }) {
-                        expose_group = expose_group.or(Some((cs, pos)));
-                        K::ExposeTo
-                    } else {
-                        access_group = Some((cs, pos));
-                        K::AccessTo
-                    }
-                }
-                OpKind::EndAccess => K::EndAccess,
-                OpKind::EndExposure => K::EndExposure,
-                OpKind::WaitAll => K::WaitAll,
-                OpKind::Load { from, src, .. } => {
-                    peer = from.0;
-                    len = src.len;
-                    K::Load
-                }
-                OpKind::Signal { flag, value } => {
-                    cs = *flag as u32;
-                    pos = *value;
-                    K::Signal
-                }
-                // A one-call simulation has no earlier call to wait for
-                // (a local op of no length: done when reached).
-                OpKind::Await { back: 1.., .. } => K::Copy,
-                OpKind::Await {
-                    on, flag, value, ..
-                } => {
-                    peer = on.0;
-                    cs = *flag as u32;
-                    pos = *value;
-                    K::Await
-                }
-            };
+            let (kind, peer, len, cs, pos) = self.flat_op(i, op, &at, &mut sync, &mut number);
             self.ops.push(FOp {
                 kind,
                 post: op.post,
@@ -196,47 +107,18 @@ impl Engine<'_> {
                 t: 0.0,
             });
         }
-        // Lay the channel sides' ops out by position.
-        let mut start = self.cs_ops.len();
-        for side in &mut self.cs[cs_base..] {
-            side.start = u32_of(start);
-            start += side.len as usize;
-        }
-        self.cs_ops.resize(start, 0);
-        for i in 0..n {
-            let op = &self.ops[op_base + i];
-            if matches!(op.kind, K::Send | K::Recv) {
-                let side = &self.cs[cs_base + op.cs as usize];
-                self.cs_ops[(side.start + op.pos) as usize] = i as u32;
-            }
-        }
-        self.recv_keys[recv_base..].sort_unstable();
-        // Dependents, in the order Plan lists them.
-        let mut n_deps = 0;
-        if self.dependents {
-            let count = &mut self.scratch;
-            for i in 0..n {
-                count[i + 1] += count[i];
-            }
-            n_deps = count[n] as usize;
-            for (op, &off) in self.ops[op_base..].iter_mut().zip(count.iter()) {
-                op.dep_off = off;
-            }
-            self.deps.resize(dep_base + n_deps, 0);
-            for i in 0..n {
-                for &d in deps_of(i) {
-                    let c = &mut count[d as usize];
-                    self.deps[dep_base + *c as usize] = i as u32;
-                    *c += 1;
-                }
-            }
-        }
+        self.lay_out_channels(&at, n);
+        let n_deps = if self.dependents {
+            self.pack_dependents(&at, n, deps_of)
+        } else {
+            0
+        };
         self.ranks.push(Rank {
-            op_base,
-            dep_base,
+            op_base: at.op,
+            dep_base: at.dep,
             cpu: 0.0,
             finish: 0.0,
-            cs_base: u32_of(cs_base),
+            cs_base: u32_of(at.cs),
             n: u32_of(n),
             n_deps: u32_of(n_deps),
             pc: 0,
@@ -246,12 +128,12 @@ impl Engine<'_> {
             blocked: false,
         });
         self.cold.push(RankCold {
-            recv_base,
-            n_recv: u32_of(self.recv_keys.len() - recv_base),
-            fence_base,
-            n_fences: u32_of(self.fence_list.len()) - fence_base,
-            expose_group,
-            access_group,
+            recv_base: at.recv,
+            n_recv: u32_of(self.recv_keys.len() - at.recv),
+            fence_base: at.fence,
+            n_fences: u32_of(self.fence_list.len()) - at.fence,
+            expose_group: sync.0,
+            access_group: sync.1,
             puts: Vec::new(),
             fences: 0,
             exposed: None,
@@ -260,6 +142,177 @@ impl Engine<'_> {
             signals: Vec::new(),
             waiters: Vec::new(),
         });
+    }
+
+    /// Op `i` of the rank being packed, flat: (kind, peer, length, channel
+    /// or group, position) as [`FOp`] holds them. Opens its channel side if
+    /// it is the first op of it, counts a message, records fences and
+    /// window groups (`sync`: the first ExposeTo's group and the last
+    /// AccessTo's).
+    fn flat_op(
+        &mut self,
+        i: usize,
+        op: &Op,
+        at: &Start,
+        sync: &mut (WindowGroup, WindowGroup),
+        number: &mut impl FnMut(&mut ChannelNumbering, usize, Channel) -> u32,
+    ) -> (K, u32, u64, u32, u32) {
+        let (mut peer, mut len, mut cs, mut pos) = (NONE, 0, NONE, 0);
+        let kind = match &op.kind {
+            OpKind::Send { to, src, tag, .. } => {
+                (peer, len) = (to.0, src.len);
+                let ch = Channel {
+                    dir: Direction::Send,
+                    peer: *to,
+                    tag: *tag,
+                };
+                (cs, pos) = self.chan_side(i, ch, at, number);
+                K::Send
+            }
+            OpKind::Recv { from, tag, .. } => {
+                peer = from.0;
+                let ch = Channel {
+                    dir: Direction::Recv,
+                    peer: *from,
+                    tag: *tag,
+                };
+                (cs, pos) = self.chan_side(i, ch, at, number);
+                K::Recv
+            }
+            OpKind::Copy { src, .. } => {
+                len = src.len;
+                K::Copy
+            }
+            OpKind::Put { to, src, .. } => {
+                (peer, len) = (to.0, src.len);
+                K::Put
+            }
+            OpKind::Fence => {
+                self.fence_list.push(i as u32);
+                K::Fence
+            }
+            OpKind::ExposeTo { group } | OpKind::AccessTo { group } => {
+                cs = u32_of(self.groups.len());
+                pos = u32_of(group.len());
+                self.groups.extend(group.iter().map(|g| g.0));
+                if matches!(op.kind, OpKind::ExposeTo { .. }) {
+                    sync.0 = sync.0.or(Some((cs, pos)));
+                    K::ExposeTo
+                } else {
+                    sync.1 = Some((cs, pos));
+                    K::AccessTo
+                }
+            }
+            OpKind::EndAccess => K::EndAccess,
+            OpKind::EndExposure => K::EndExposure,
+            OpKind::WaitAll => K::WaitAll,
+            OpKind::Load { from, src, .. } => {
+                (peer, len) = (from.0, src.len);
+                K::Load
+            }
+            OpKind::Signal { flag, value } => {
+                (cs, pos) = (*flag as u32, *value);
+                K::Signal
+            }
+            // A one-call simulation has no earlier call to wait for
+            // (a local op of no length: done when reached).
+            OpKind::Await { back: 1.., .. } => K::Copy,
+            OpKind::Await {
+                on, flag, value, ..
+            } => {
+                (peer, cs, pos) = (on.0, *flag as u32, *value);
+                K::Await
+            }
+        };
+        if matches!(kind, K::Send | K::Put | K::Load) && (peer as usize) < self.net.ranks() {
+            self.traffic.add(self.net.tier(at.me, peer), len);
+        }
+        (kind, peer, len, cs, pos)
+    }
+
+    /// The channel side of send or receive `i` on `ch`, opened if new:
+    /// (its number among the rank's sides, the op's position in it).
+    fn chan_side(
+        &mut self,
+        i: usize,
+        ch: Channel,
+        at: &Start,
+        number: &mut impl FnMut(&mut ChannelNumbering, usize, Channel) -> u32,
+    ) -> (u32, u32) {
+        let next = u32_of(self.cs.len() - at.cs);
+        let key = ch.key();
+        // A channel is new when its number is the next one: both
+        // numberings go in order of first use.
+        let id = number(&mut self.channels, i, ch);
+        debug_assert!(id <= next, "channels numbered in order of first use");
+        if id == next {
+            self.cs.push(ChanSide {
+                start: 0,
+                len: 0,
+                peer: NONE,
+                posted: 0,
+                last: NONE,
+                t: 0.0,
+                bytes: 0,
+            });
+            if ch.dir == Direction::Recv {
+                self.recv_keys.push((key, u32_of(at.cs) + id));
+            } else {
+                let to = (key >> 8) as u32;
+                let back = (at.me as u64) << 8 | key & 0xff;
+                self.send_keys.push((u32_of(at.cs) + id, to, back));
+            }
+        }
+        let side = &mut self.cs[at.cs + id as usize];
+        let pos = side.len;
+        side.len += 1;
+        (id, pos)
+    }
+
+    /// Lays the rank's channel sides' ops out by position (`cs_ops`), and
+    /// sorts its receive sides for pairing.
+    fn lay_out_channels(&mut self, at: &Start, n: usize) {
+        let mut start = self.cs_ops.len();
+        for side in &mut self.cs[at.cs..] {
+            side.start = u32_of(start);
+            start += side.len as usize;
+        }
+        self.cs_ops.resize(start, 0);
+        for i in 0..n {
+            let op = &self.ops[at.op + i];
+            if matches!(op.kind, K::Send | K::Recv) {
+                let side = &self.cs[at.cs + op.cs as usize];
+                self.cs_ops[(side.start + op.pos) as usize] = i as u32;
+            }
+        }
+        self.recv_keys[at.recv..].sort_unstable();
+    }
+
+    /// The rank's dependents, in the order [`Plan`] lists them, from the
+    /// counts per op in `scratch`; how many.
+    fn pack_dependents<'d>(
+        &mut self,
+        at: &Start,
+        n: usize,
+        deps_of: impl Fn(usize) -> &'d [u32],
+    ) -> usize {
+        let count = &mut self.scratch;
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let n_deps = count[n] as usize;
+        for (op, &off) in self.ops[at.op..].iter_mut().zip(count.iter()) {
+            op.dep_off = off;
+        }
+        self.deps.resize(at.dep + n_deps, 0);
+        for i in 0..n {
+            for &d in deps_of(i) {
+                let c = &mut count[d as usize];
+                self.deps[at.dep + *c as usize] = i as u32;
+                *c += 1;
+            }
+        }
+        n_deps
     }
 
     /// Pairs every send channel side with the receive side it feeds.

@@ -33,6 +33,7 @@ pub fn model() -> Model {
         levels: Vec::new(),
         memory_copy_gbs: None,
         intra_load_per_rank: None,
+        group: None,
     }
 }
 

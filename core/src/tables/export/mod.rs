@@ -120,6 +120,18 @@ fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
             );
             ("binomial", 0)
         }
+        "bine" => {
+            notes.add("bine: Open MPI has no Bine tree; its binomial tree (the same rounds, other partners) is the nearest".into());
+            ("binomial", 0)
+        }
+        "bine_bdw" => {
+            notes.add("bine_bdw: Open MPI has no Bine scatter-allgather; its scatter_allgather (binomial scatter, recursive-doubling allgather) is the nearest".into());
+            ("scatter_allgather", 0)
+        }
+        "circulant" => {
+            notes.add("circulant: Open MPI has no circulant-graph broadcast; its pipeline (segments down one chain, also each block sent once per rank) is the nearest".into());
+            ("pipeline", 0)
+        }
         other => (other, 0),
     };
     let t = by_name(ours);

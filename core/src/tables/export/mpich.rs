@@ -94,6 +94,26 @@ pub(super) fn to_mpich(
         }
         "scatter_allgather" => simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather"),
         "scatter_allgather_ring" => simple("MPIR_Bcast_intra_scatter_ring_allgather"),
+        "bine" => {
+            notes.add("bine: MPICH has no Bine tree; its binomial tree (the same rounds, other partners) is the nearest".into());
+            if seg > 0 {
+                tree("knomial_1", 2, notes)
+            } else {
+                simple("MPIR_Bcast_intra_binomial")
+            }
+        }
+        "bine_bdw" => {
+            notes.add("bine_bdw: MPICH has no Bine scatter-allgather; its scatter with recursive-doubling allgather is the nearest".into());
+            simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather")
+        }
+        "circulant" if known.is_empty() || known.iter().any(|k| k == "MPIR_Bcast_intra_circ_graph") => {
+            notes.add("circulant: MPICH 5's circ_graph is the same schedule; its block size is MPICH's own (MPIR_CVAR_CIRC_GRAPH_CHUNK_SIZE), not the table's".into());
+            simple("MPIR_Bcast_intra_circ_graph")
+        }
+        "circulant" => {
+            notes.add("circulant: this MPICH has no circ_graph broadcast (it came with MPICH 5); its ring allgather after a scatter is the nearest pipeline-like one".into());
+            simple("MPIR_Bcast_intra_scatter_ring_allgather")
+        }
         "hierarchical" => {
             notes.add("hierarchical: mapped to MPICH's own node-aware MPIR_Bcast_intra_smp (its phases are MPICH's choice)".into());
             simple("MPIR_Bcast_intra_smp")
@@ -120,11 +140,7 @@ pub(super) fn merged_push(merged: &mut Vec<(Option<u64>, Value)>, max: Option<u6
 /// (`MPIR_CVAR_BCAST_TREE_TYPE=kary`, `_TREE_KVAL=2`,
 /// `_IS_NON_BLOCKING=1`, `_TREE_PIPELINE_CHUNK_SIZE=8192`,
 /// `_RECV_PRE_POST=0`): the file says those, so both run the same.
-pub(super) fn mpich_native(
-    m: crate::libraries::mpich::Forced,
-    known: &[String],
-    notes: &mut Notes,
-) -> Mapped {
+pub(super) fn mpich_native(m: crate::libraries::mpich::Forced, known: &[String], notes: &mut Notes) -> Mapped {
     let name = m.json_name().unwrap_or("MPIR_Bcast_intra_binomial");
     if !known.is_empty() && !known.iter().any(|k| k == name) {
         notes.add(format!(
