@@ -9,9 +9,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use colltune_algorithms::Collective;
-use colltune_core::figure::{
-    self, decision_map, regimes, versus, wins, Line, LineKind, Selection,
-};
+use colltune_core::figure::{self, decision_map, regimes, versus, wins, Line, LineKind, Selection};
 use colltune_core::fit::fit_table;
 use colltune_core::record::Sample;
 use colltune_core::report::{comparison, contexts, kept, Series, SeriesKey};
@@ -162,7 +160,6 @@ fn provenance(h: &mut String, csv: &Path, samples: &[Sample], table: Option<(&Pa
         row(h, "table command", &pv.command);
     }
     let _ = writeln!(h, "</table>");
-
 }
 
 /// One communicator's summary: how often colltune's best beats the

@@ -5,19 +5,13 @@ mod common;
 use common::*;
 use std::process::Command;
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("colltune-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn samples(path: &std::path::Path) -> Vec<colltune_core::record::Sample> {
     colltune_core::record::read(path).unwrap()
 }
 
 #[test]
 fn bench_writes_every_point_and_compares_with_the_library() {
-    let dir = tmpdir("bench");
+    let dir = scratch("bench");
     let csv = dir.join("raw.csv");
     let mut c = mpirun(3);
     c.arg(colltune()).args([
@@ -110,7 +104,7 @@ fn bench_writes_every_point_and_compares_with_the_library() {
 
 #[test]
 fn bench_swap_study_iterations_and_overlap() {
-    let dir = tmpdir("swap");
+    let dir = scratch("swap");
     let csv = dir.join("swap.csv");
     let mut c = mpirun(5);
     c.arg(colltune()).args([
@@ -168,7 +162,7 @@ fn bench_swap_study_iterations_and_overlap() {
 
 #[test]
 fn window_synchronised_repetitions_cover_every_root() {
-    let dir = tmpdir("window");
+    let dir = scratch("window");
     for ranks in [3, 4] {
         let csv = dir.join(format!("window-{ranks}.csv"));
         let mut c = mpirun(ranks);
@@ -267,7 +261,7 @@ fn bad_input_is_refused_clearly() {
         assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
         assert!(!text(&o).contains("panicked"), "{args:?}");
     }
-    let dir = tmpdir("badcsv");
+    let dir = scratch("badcsv");
     let bad = dir.join("bad.csv");
     std::fs::write(
         &bad,
@@ -291,7 +285,7 @@ fn bad_input_is_refused_clearly() {
 /// `iterations`), successive blocks starting from successive roots.
 #[test]
 fn bench_records_each_call_pattern() {
-    let dir = tmpdir("pattern");
+    let dir = scratch("pattern");
     for ranks in [2usize, 3] {
         for pattern in ["synchronized", "back-to-back", "imb"] {
             let csv = dir.join(format!("{pattern}-np{ranks}.csv"));
@@ -384,7 +378,7 @@ fn bench_records_each_call_pattern() {
 /// trace; without a preload it is the library's default call again.
 #[test]
 fn the_interposed_baseline_measures_the_drop_in_and_only_it() {
-    let dir = tmpdir("interposed");
+    let dir = scratch("interposed");
     let libs = shared_libs();
     let preload = libs.join("libcolltune_preload.so");
     // bench under the drop-in (linear forced, every call traced by rank 0)

@@ -9,13 +9,6 @@ use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("colltune-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// (The library's own algorithms as candidates are covered by
 /// tests/mpi_library.rs; here they would triple the time.)
 /// One screening run and two full runs: what these tests check (keys,
@@ -60,7 +53,7 @@ fn rules_only(path: &std::path::Path) -> (String, String) {
 
 #[test]
 fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
-    let dir = tmpdir("tune");
+    let dir = scratch("tune");
     let o = run(tune(3, &dir, &[]));
     let out = text(&o);
     assert!(o.status.success(), "{out}");
@@ -98,7 +91,7 @@ fn groups(csv: &std::path::Path) -> HashMap<(String, String, u64, u32), Vec<u32>
 
 #[test]
 fn a_killed_tune_resumes_without_remeasuring() {
-    let dir = tmpdir("resume");
+    let dir = scratch("resume");
     let csv = dir.join("raw.csv");
     // long enough to be cut in the middle
     let args = ["--collective", "bcast", "--sizes", "1..1M"];
@@ -193,7 +186,7 @@ fn kill_all(pattern: &str) {
 
 #[test]
 fn never_overwrites_and_refuses_foreign_resumes() {
-    let dir = tmpdir("refuse");
+    let dir = scratch("refuse");
     let o = run(tune(2, &dir, &["--collective", "swap", "--sizes", "1,4K"]));
     assert!(o.status.success(), "{}", text(&o));
     let csv = dir.join("raw.csv");
@@ -221,7 +214,7 @@ fn never_overwrites_and_refuses_foreign_resumes() {
 /// provenance record it; `table build` keeps it and refuses to mix patterns.
 #[test]
 fn a_back_to_back_tune_records_its_pattern() {
-    let dir = tmpdir("tune-b2b");
+    let dir = scratch("tune-b2b");
     let o = run(tune(
         2,
         &dir,
@@ -292,7 +285,7 @@ fn a_back_to_back_tune_records_its_pattern() {
 /// is a usage error.
 #[test]
 fn a_further_launch_measures_only_what_is_open() {
-    let dir = tmpdir("tune-focus");
+    let dir = scratch("tune-focus");
     let first = [
         "--collective",
         "bcast",

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{colltune, run, skip, text};
+use common::{colltune, run, scratch, skip, text};
 
 fn ct(args: &[&str]) -> Output {
     run({
@@ -17,13 +17,6 @@ fn ct(args: &[&str]) -> Output {
         c.args(args);
         c
     })
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("colltune-pic-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn s(p: &Path) -> &str {
@@ -79,7 +72,7 @@ fn inputs(d: &Path) -> (PathBuf, PathBuf) {
 
 #[test]
 fn plots_maps_and_their_errors() {
-    let d = tmpdir("plot");
+    let d = scratch("pic-plot");
     let (csv, table) = inputs(&d);
     let svg = d.join("p.svg");
     let o = ct(&["plot", s(&csv), s(&table), "-o", s(&svg)]);
@@ -255,7 +248,7 @@ fn render(browser: &Path, page: &str, d: &Path, name: &str) -> (Vec<String>, Pat
 
 #[test]
 fn report_renders_in_a_browser() {
-    let d = tmpdir("html");
+    let d = scratch("pic-html");
     let (csv, table) = inputs(&d);
     let out = d.join("report.html");
     let o = ct(&["report", s(&csv), s(&table), "--html", s(&out)]);

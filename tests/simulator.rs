@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use colltune_core::compare::{compare, Comparison, Options, Tally};
 use colltune_core::record;
 use colltune_core::sim::Model;
-use common::{colltune, mpirun, run, text};
+use common::{colltune, mpirun, run, scratch, text};
 
 fn ct(args: &[&str]) -> Output {
     run({
@@ -21,13 +21,6 @@ fn ct(args: &[&str]) -> Output {
         c.args(args);
         c
     })
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("colltune-sim-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn s(p: &Path) -> &str {
@@ -66,7 +59,7 @@ fn model_file(dir: &Path, name: &str, inter_gbs: f64, inter_lat: f64) -> PathBuf
 
 #[test]
 fn simulate_writes_bench_csv_that_every_tool_reads() {
-    let d = tmpdir("csv");
+    let d = scratch("sim-csv");
     let m = model_file(&d, "fast", 12.5, 1.5);
     let csv = d.join("sim.csv");
     let o = ct(&[
@@ -203,7 +196,7 @@ fn assert_prints(out: &str, c: &Comparison) {
 
 #[test]
 fn compare_scores_a_model_against_measurements() {
-    let d = tmpdir("compare");
+    let d = scratch("sim-compare");
     let fast = model_file(&d, "fast", 12.5, 1.5);
     // A very different machine: slow, high-latency network.
     let slow = model_file(&d, "slow", 0.01, 500.0);
@@ -298,7 +291,7 @@ fn compare_scores_a_model_against_measurements() {
 
 #[test]
 fn tune_over_a_model_writes_a_simulated_table() {
-    let d = tmpdir("tune");
+    let d = scratch("sim-tune");
     let m = model_file(&d, "fast", 12.5, 1.5);
     let (csv, table) = (d.join("t.csv"), d.join("t.yaml"));
     let o = ct(&[
@@ -372,7 +365,7 @@ fn tune_over_a_model_writes_a_simulated_table() {
 
 #[test]
 fn bad_model_files_name_the_file_and_the_place() {
-    let d = tmpdir("bad");
+    let d = scratch("sim-bad");
     let good = std::fs::read_to_string(model_file(&d, "ok", 12.5, 1.5)).unwrap();
     let cases = [
         ("missing", good.replace("copy_gbs: 10\n", ""), "copy_gbs"),
@@ -477,7 +470,7 @@ fn calibrate(ranks: usize, nodes: &str, out: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn calibrate_measures_and_fits_a_model_under_mpirun() {
-    let d = tmpdir("calibrate");
+    let d = scratch("sim-calibrate");
     let model = d.join("m.yaml");
     let csv = d.join("runs.csv");
     for (ranks, nodes) in [(3, "2+1"), (4, "2+2")] {

@@ -18,6 +18,24 @@ use colltune_core::placement::{Layout, Level, Mapping};
 use colltune_core::predict::{alike, check, measured, screen, Summary};
 use colltune_core::record::Sample;
 
+/// Says why a check cannot run here, as `tests/common`'s `skip` does: in
+/// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
+/// `all`) the sets are promised, and their absence fails instead.
+fn skip(why: &str) {
+    let required = std::env::var("COLLTUNE_REQUIRE").unwrap_or_default();
+    if std::env::var_os("CI").is_some()
+        || required
+            .split(',')
+            .map(str::trim)
+            .any(|r| r == "realclusters" || r == "all")
+    {
+        panic!(
+            "`realclusters` is required here (COLLTUNE_REQUIRE={required}) but cannot run: {why}"
+        );
+    }
+    eprintln!("SKIPPED (realclusters): {why}");
+}
+
 fn sets() -> Option<PathBuf> {
     let dir = std::env::var_os("COLLTUNE_REALCLUSTERS")
         .map(PathBuf::from)
@@ -25,18 +43,10 @@ fn sets() -> Option<PathBuf> {
     if dir.join("orfeo-epyc/p2p.csv").is_file() {
         return Some(dir);
     }
-    let required = std::env::var("COLLTUNE_REQUIRE")
-        .is_ok_and(|r| r.split(',').any(|x| x == "all" || x == "realclusters"));
-    if std::env::var_os("CI").is_some() || required {
-        panic!(
-            "the published sets are not at {} (set COLLTUNE_REALCLUSTERS to where they are)",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED (realclusters): no published sets at {}; set COLLTUNE_REALCLUSTERS",
+    skip(&format!(
+        "no published sets at {}; set COLLTUNE_REALCLUSTERS to where they are",
         dir.display()
-    );
+    ));
     None
 }
 
@@ -167,7 +177,7 @@ fn leonardo_from_its_per_call_files() {
     let Some(dir) = sets() else { return };
     let tar = dir.join("leonardo-bcast.tar.gz");
     if !tar.is_file() {
-        eprintln!("SKIPPED (realclusters): no {}", tar.display());
+        skip(&format!("no {}", tar.display()));
         return;
     }
     let tmp = std::env::temp_dir().join(format!("colltune-leonardo-{}", std::process::id()));

@@ -8,6 +8,31 @@ use clap::{CommandFactory, FromArgMatches};
 
 use super::Cli;
 
+/// `colltune --version`: the version and the MPI library it was built for
+/// and (when it can be asked without `mpirun`) runs on.
+pub fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        #[cfg(feature = "mpi")]
+        {
+            use colltune_mpi::abi;
+            format!(
+                "{}\nMPI: built for {}\nMPI: runs on {}",
+                env!("CARGO_PKG_VERSION"),
+                abi::built_for(),
+                abi::runtime().name
+            )
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            format!(
+                "{}\nMPI: none (built without the `mpi` feature)",
+                env!("CARGO_PKG_VERSION")
+            )
+        }
+    })
+}
+
 /// The task groups of `colltune --help`, in order, each with its commands
 /// in order. Names a build lacks (no `mpi` feature) are left out.
 pub const GROUPS: &[(&str, &[&str])] = &[

@@ -39,6 +39,7 @@ mod bench;
 #[cfg(feature = "mpi")]
 mod calibrate;
 mod deploy;
+mod diff;
 #[cfg(feature = "mpi")]
 mod emu;
 mod evaluate;
@@ -84,7 +85,7 @@ pub enum Code {
 #[derive(Parser, Debug)]
 #[command(
     name = "colltune",
-    version = version(),
+    version = help::version(),
     about = "Autotuner for MPI collective algorithms",
     long_about = "colltune measures broadcast and pairwise-swap algorithms on this cluster, \
                   builds a decision table, and selects the best algorithm per call at run time.\n\
@@ -126,7 +127,7 @@ pub enum Command {
     /// Check tables: every problem with file:line; exit 1 if any.
     Validate(validate::Args),
     /// Where two tables decide differently, with expected time ratios.
-    Diff(inspect::DiffArgs),
+    Diff(diff::DiffArgs),
     /// The rule that applies to a call, and why.
     Explain(inspect::ExplainArgs),
     /// Write a table in the format Open MPI or MPICH reads.
@@ -190,7 +191,7 @@ pub fn main() -> i32 {
         Command::Evaluate(a) => evaluate::run(a),
         Command::Show(a) => inspect::show(a),
         Command::Validate(a) => validate::run(a),
-        Command::Diff(a) => inspect::diff(a),
+        Command::Diff(a) => diff::diff(a),
         Command::Explain(a) => inspect::explain(a),
         Command::Export(a) => export::run(a),
         Command::Deploy(a) => deploy::run(a),
@@ -222,31 +223,6 @@ pub fn main() -> i32 {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
-
-/// `colltune --version`: the version and the MPI library it was built for
-/// and (when it can be asked without `mpirun`) runs on.
-fn version() -> &'static str {
-    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    V.get_or_init(|| {
-        #[cfg(feature = "mpi")]
-        {
-            use colltune_mpi::abi;
-            format!(
-                "{}\nMPI: built for {}\nMPI: runs on {}",
-                env!("CARGO_PKG_VERSION"),
-                abi::built_for(),
-                abi::runtime().name
-            )
-        }
-        #[cfg(not(feature = "mpi"))]
-        {
-            format!(
-                "{}\nMPI: none (built without the `mpi` feature)",
-                env!("CARGO_PKG_VERSION")
-            )
-        }
-    })
-}
 
 /// Initialises MPI (once per process) through rsmpi; rank 0 warns when the
 /// library is not the one colltune was built for (`colltune_mpi::abi`).

@@ -59,4 +59,3 @@ pub(super) fn time_ticks(lo: f64, hi: f64) -> Vec<f64> {
     }
     v
 }
-

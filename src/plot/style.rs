@@ -35,7 +35,6 @@ pub(super) const PALETTE: [RGBColor; 14] = [
 pub(super) const LIBRARY: RGBColor = RGBColor(0, 0, 0);
 pub(super) const FORCED: RGBColor = RGBColor(100, 100, 100);
 
-
 /// A family's colour: the same in every picture.
 pub fn color_of(c: Collective, family: &str) -> RGBColor {
     match family {

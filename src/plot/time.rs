@@ -27,8 +27,8 @@ use colltune_core::figure::{place_labels, relative, sizes, winners, Line, LineKi
 
 use super::axes::{fmt_bytes, fmt_us, size_ticks, time_ticks};
 use super::style::{
-    color_of, draw_path, line_style, marked_points, marker_of, text_color_on, with_marker,
-    FORCED, LIBRARY,
+    color_of, draw_path, line_style, marked_points, marker_of, text_color_on, with_marker, FORCED,
+    LIBRARY,
 };
 use super::{err, font, to_file, Panels, PlotInput, Res, FONT};
 

@@ -286,7 +286,7 @@ impl<'a> Columns<'a> {
             tuned: all.keys().any(|k| k.context() == *ctx && k.is_forced()),
             interposed: all.keys().any(|k| k.context() == *ctx && k.is_interposed()),
             forced_lib: match libs.as_slice() {
-                [one] => *one,
+                [one] => one,
                 _ => "library",
             },
         }

@@ -43,9 +43,8 @@
 //!   the ranks** (IMB's `t_avg`) where the other patterns take the slowest
 //!   rank; it needs barrier synchronisation.
 
-pub use crate::forcing::{adapt, library_short, mpich};
+pub use crate::forcing::{adapt, han, library_short, mpich};
 pub mod clock;
-pub mod han;
 mod outcome;
 
 pub use outcome::{Outcome, Skips};

@@ -10,6 +10,8 @@
 //!   communicator is made (coll/adapt, coll/han): the priority raised
 //!   around the creation, the per-call variables written around points;
 //! - [`adapt`]: what this library's coll/adapt offers, and its component;
+//! - [`han`]: what Open MPI 5.0's coll/han offers across nodes, and its
+//!   component;
 //! - [`mpich`]: what `MPIR_CVAR_BCAST_INTRA_ALGORITHM` offers, written
 //!   around calls.
 //!
@@ -19,6 +21,7 @@
 
 pub mod adapt;
 pub mod component;
+pub mod han;
 pub mod mpich;
 pub mod tuned;
 

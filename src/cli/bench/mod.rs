@@ -18,7 +18,8 @@ use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, Skips, MAX_BYT
 use colltune_mpi::transport::mpi::Comm;
 
 mod baselines;
-use baselines::{Baseline, Wanted};
+mod wanted;
+use wanted::{Baseline, Wanted};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

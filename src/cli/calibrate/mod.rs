@@ -6,20 +6,19 @@
 //! MODEL.yaml with the fit's errors in its `source`, and every measured run
 //! to CSV.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 
+mod model;
 mod report;
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
 use colltune_core::calibrate::{fit_link, Protocol};
 use colltune_core::fit::human_bytes;
 use colltune_core::sim::Model;
-use colltune_core::table::now_iso8601;
 use colltune_mpi::calibrate::STREAM_MIN_BYTES;
 use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pair, Pairs};
 use colltune_mpi::transport::mpi::{processor_name, Comm, Control};
@@ -165,14 +164,21 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             );
             let _ = std::io::stdout().flush();
         }
-        measured.push(Some(measure_one(&comm, what, pair, &sizes, &a, known(what))?));
+        measured.push(Some(measure_one(
+            &comm,
+            what,
+            pair,
+            &sizes,
+            &a,
+            known(what),
+        )?));
     }
     let copy_gbs = copy_bandwidth();
     comm.barrier()?;
     if !lead {
         return Ok(Code::Ok);
     }
-    let model = model_of(
+    let model = model::model_of(
         &a,
         (&host, comm.size(), &nodes),
         &sizes,
@@ -252,67 +258,4 @@ fn measure_one(
         fit,
         note,
     })
-}
-
-/// The fitted model: the measured links (those not measurable in this
-/// job from `base`), and a source line that says how it was made.
-fn model_of(
-    a: &Args,
-    job: (&str, usize, &colltune_algorithms::NodeMap),
-    sizes: &[u64],
-    measured: &[Option<Measured>],
-    base: Option<&Model>,
-    copy_gbs: f64,
-) -> Model {
-    let (host, ranks, nodes) = job;
-    let now = now_iso8601();
-    let mut source = format!(
-        "calibrated by `colltune calibrate` on {host} ({} ranks, layout {nodes}), {}, {} {} UTC; \
-         ping-pong {}..{}, median of {} runs per size.",
-        ranks,
-        colltune_mpi::bench::library_short(),
-        &now[..10],
-        &now[11..16],
-        human_bytes(sizes[0]),
-        human_bytes(*sizes.last().expect("sizes")),
-        a.runs
-    );
-    for (what, m) in ["intra", "inter"].iter().zip(measured) {
-        let _ = match m {
-            Some(m) => write!(
-                source,
-                " {what} (ranks {}-{}): fit max relative error {:.1}%, median {:.1}%.",
-                m.pair.leader,
-                m.pair.follower,
-                100.0 * m.fit.max_rel_error,
-                100.0 * m.fit.median_rel_error
-            ),
-            None => write!(
-                source,
-                " {what}: not measurable in this job, taken from {}.",
-                a.base.as_ref().expect("checked").display()
-            ),
-        };
-    }
-    let b = base;
-    Model {
-        name: a
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("calibrated-{host}")),
-        source,
-        intra: measured[0].as_ref().map_or_else(
-            || b.expect("checked above").intra.clone(),
-            |m| m.fit.link.clone(),
-        ),
-        inter: measured[1].as_ref().map_or_else(
-            || b.expect("checked above").inter.clone(),
-            |m| m.fit.link.clone(),
-        ),
-        copy_gbs,
-        levels: Vec::new(),
-        memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
-        intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
-        group: b.and_then(|b| b.group.clone()),
-    }
 }

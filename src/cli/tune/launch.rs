@@ -217,10 +217,5 @@ fn focus_of(
         launches.push(got);
     }
     let per: Vec<&[Sample]> = launches.iter().map(Vec::as_slice).collect();
-    Ok(Focus::from_launches(
-        &per,
-        args.min_gain,
-        comm_sizes,
-        grid,
-    ))
+    Ok(Focus::from_launches(&per, args.min_gain, comm_sizes, grid))
 }

@@ -232,7 +232,8 @@ pub fn check_with(
             let at = line_of(c, ci, None);
             let key = cr.key();
             if cr.ranks == 0 || cr.ppn == 0 || cr.nodes == 0 {
-                push(&mut out, 
+                push(
+                    &mut out,
                     at,
                     format!("{c} entry {key}: ranks, ppn and nodes must be at least 1"),
                     "correct the communicator key",
@@ -244,14 +245,16 @@ pub fn check_with(
                 push(&mut out, at, format!("{c} entry {key}: impossible shape ({} nodes of at most {} ranks cannot hold {} ranks)", cr.nodes, cr.ppn, cr.ranks), "correct ranks, ppn or nodes");
             }
             if !keys.insert(key) {
-                push(&mut out, 
+                push(
+                    &mut out,
                     at,
                     format!("{c} entry {key} appears twice"),
                     "merge the two entries or delete one",
                 );
             }
             if cr.rules.is_empty() {
-                push(&mut out, 
+                push(
+                    &mut out,
                     at,
                     format!("{c} entry {key} has no rules"),
                     "add rules or delete the entry",
@@ -265,7 +268,8 @@ pub fn check_with(
                 if ended {
                     push(&mut out, at, format!("{}: comes after a rule with no upper bound, so it is never used (overlapping ranges)", here()), "give the earlier rule a max_bytes or delete this one");
                 } else if r.min_bytes > expect_min {
-                    push(&mut out, 
+                    push(
+                        &mut out,
                         at,
                         format!(
                             "{}: sizes {expect_min}..={} are covered by no rule (a gap)",
@@ -275,7 +279,8 @@ pub fn check_with(
                         "make min_bytes follow the previous rule's max_bytes + 1",
                     );
                 } else if r.min_bytes < expect_min {
-                    push(&mut out, 
+                    push(
+                        &mut out,
                         at,
                         format!(
                             "{}: overlaps the previous rule (which ends at {})",
@@ -287,7 +292,8 @@ pub fn check_with(
                 }
                 match r.max_bytes {
                     Some(m) if m < r.min_bytes => {
-                        push(&mut out, 
+                        push(
+                            &mut out,
                             at,
                             format!(
                                 "{}: max_bytes {m} is below min_bytes {}",
@@ -309,7 +315,8 @@ pub fn check_with(
                     Some(e) => format!("ends at {e} bytes"),
                     None => "covers no size".into(),
                 };
-                push(&mut out, 
+                push(
+                    &mut out,
                     at,
                     format!(
                         "{c} entry {key}: the last rule {end}, so larger messages have no rule"
@@ -336,13 +343,15 @@ fn check_choice<'t>(
     if let Some(lib) = r.library() {
         // The MPI library's own algorithm (broadcast only).
         if c != Collective::Bcast {
-            push(out, 
+            push(
+                out,
                 at,
-                format!("{}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", here, r.algorithm),
+                format!("{here}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", r.algorithm),
                 "choose a colltune algorithm (`colltune list`)",
             );
         } else if let Err(e) = lib {
-            push(out, 
+            push(
+                out,
                 at,
                 format!("{}: {e}", here),
                 crate::libraries::library::LibraryChoice::reference(&r.algorithm),
@@ -356,14 +365,16 @@ fn check_choice<'t>(
         })
         .clone()
     {
-        push(out, 
+        push(
+            out,
             at,
             format!("{}: {e}", here),
             "write a registry algorithm and parameters (`colltune list`)",
         );
     }
     if let (false, Err(e)) = (r.is_library(), r.execution()) {
-        push(out, 
+        push(
+            out,
             at,
             format!("{}: {e}", here),
             "use blocking or nonblocking",
@@ -372,7 +383,8 @@ fn check_choice<'t>(
     if r.time_us.is_some_and(|t| !(t.is_finite() && t >= 0.0))
         || r.margin.is_some_and(|m| !m.is_finite())
     {
-        push(out, 
+        push(
+            out,
             at,
             format!(
                 "{}: time_us and margin must be finite, non-negative numbers",

@@ -249,9 +249,7 @@ pub const DEFAULT_TOLERANCE: f64 = 0.03;
 pub const MAX_NOISE: f64 = 0.10;
 
 pub use super::evidence::complexity;
-pub use evidenced::{
-    label_is_choice, library_default, point_decisions, Decided, Point,
-};
+pub use evidenced::{label_is_choice, library_default, point_decisions, Decided, Point};
 pub use noise::{point_stats, point_stats_of, PointStats, Stat, Stats};
 
 /// The call patterns the samples were measured under, distinct, sorted.
@@ -841,4 +839,3 @@ mod tests {
         assert_eq!(geo_mid(7, 8), 7);
     }
 }
-

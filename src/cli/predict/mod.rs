@@ -4,12 +4,14 @@
 //! per point the measured and predicted winners, the regret and each
 //! algorithm's time error, and the summary line.
 
+mod written;
+
 use std::path::{Path, PathBuf};
 
-use super::{parse_sizes, Code, UsageError};
+use super::{Code, UsageError};
 use colltune_core::import::{self, Options};
 use colltune_core::placement::{Layout, Mapping};
-use colltune_core::predict::{self, trees};
+use colltune_core::predict;
 use colltune_core::record::{self, Sample};
 use colltune_core::sim::Model;
 
@@ -90,7 +92,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
     let model = model_of(&a, &layout)?;
     if a.measured.is_empty() {
-        return predict_only(&a, &model, &layout, mapping);
+        return written::predict_only(&a, &model, &layout, mapping);
     }
     let (columns, labels) =
         import::maps(a.columns.as_deref(), a.labels.as_deref()).map_err(usage)?;
@@ -132,11 +134,11 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         }
         (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
     }
-    if let Some(out) = &a.csv {
-        write_predicted(out, &points, &model, &layout, mapping)?;
+    if let Some(path) = &a.csv {
+        written::write_predicted(path, &points, &model, &layout, mapping)?;
     }
     if !a.quiet {
-        print_points(&points);
+        written::print_points(&points);
     }
     let errs: Vec<String> = s
         .time_error_by_algorithm
@@ -196,52 +198,6 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-/// Predicted times and winners alone.
-fn predict_only(a: &Args, m: &Model, layout: &Layout, mapping: Mapping) -> anyhow::Result<Code> {
-    let sizes = parse_sizes(&a.sizes)?;
-    let num = |t: &str, what: &str| -> anyhow::Result<Vec<u64>> {
-        t.split(',')
-            .map(|x| {
-                x.trim()
-                    .parse::<u64>()
-                    .map_err(|_| usage(format!("--{what}: `{x}` is not a whole number")))
-            })
-            .collect()
-    };
-    let ranks = num(&a.ranks, "ranks")?;
-    let algs: Vec<u32> = num(&a.algorithms, "algorithms")?
-        .into_iter()
-        .map(|x| x as u32)
-        .collect();
-    if let Some(bad) = algs
-        .iter()
-        .find(|&&x| colltune_core::ompi::tuned_by_id(x).is_none())
-    {
-        return Err(usage(format!(
-            "--algorithms: coll/tuned has no broadcast algorithm {bad} (0-9)"
-        )));
-    }
-    outln!("# ranks bytes winner | per algorithm: predicted us (osu_bcast's mean over ranks)");
-    for &r in &ranks {
-        for &b in &sizes {
-            let mut row = Vec::new();
-            let mut best: Option<(u32, f64)> = None;
-            for &al in &algs {
-                let t = trees::simulate(m, layout, mapping, al, r as usize, b)
-                    .map(|e| trees::osu_time(&e))
-                    .map_err(usage)?;
-                if al != 0 && best.is_none_or(|x| t < x.1) {
-                    best = Some((al, t));
-                }
-                row.push(format!("{al}: {t:.2}"));
-            }
-            let w = best.map_or("-".into(), |x| x.0.to_string());
-            outln!("{r:>5} {b:>8} {w:>2} | {}", row.join(", "));
-        }
-    }
-    Ok(Code::Ok)
-}
-
 /// The model to predict with: `--model`, or fitted to `--p2p` results.
 fn model_of(a: &Args, layout: &Layout) -> anyhow::Result<Model> {
     Ok(match (&a.model, a.p2p.p2p.is_empty()) {
@@ -261,61 +217,4 @@ fn model_of(a: &Args, layout: &Layout) -> anyhow::Result<Model> {
             ))
         }
     })
-}
-
-/// The predicted times as a raw CSV (`--csv`): one sample per point and
-/// algorithm, its source the model.
-fn write_predicted(
-    out: &std::path::Path,
-    points: &[predict::Point],
-    model: &Model,
-    layout: &Layout,
-    mapping: Mapping,
-) -> anyhow::Result<()> {
-    let rows: Vec<import::BcastRow> = points
-        .iter()
-        .flat_map(|p| {
-            p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
-                algorithm: al,
-                ranks: p.ranks as u32,
-                bytes: p.bytes,
-                time_us: q,
-                min_us: None,
-                max_us: None,
-                mapping: Some(mapping),
-                iterations: None,
-                line: 0,
-            })
-        })
-        .collect();
-    let source = format!("simulated:{}", model.name);
-    let samples = import::to_samples(&rows, Some(layout), Some(mapping), "Open MPI", &source)
-        .map_err(|(_, w)| usage(w))?;
-    record::Writer::open(out, false)
-        .and_then(|mut w| w.write(&samples))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(())
-}
-
-/// Per point: the measured and predicted winners, the regrets, and per
-/// algorithm the measured and predicted times and the error.
-fn print_points(points: &[predict::Point]) {
-    outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
-    for p in points {
-        let d = p.default_regret.map_or("-".into(), |d| format!("{d:.2}"));
-        let algs: Vec<String> = p
-            .times
-            .iter()
-            .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
-            .collect();
-        outln!(
-            "{:>5} {:>8} {:>2} {:>2} {:.2} {d} | {}",
-            p.ranks,
-            p.bytes,
-            p.measured_winner,
-            p.predicted_winner,
-            p.regret,
-            algs.join(", ")
-        );
-    }
 }

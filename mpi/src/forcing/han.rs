@@ -29,7 +29,7 @@ use crate::transport::mpi::{ffi, Comm};
 
 /// coll/han, forced (`crate::forcing::component`): its algorithm and segment per
 /// point, in that order.
-pub(super) static COMPONENT: Component = Component {
+pub(crate) static COMPONENT: Component = Component {
     priority: PRIORITY,
     force_priority: FORCE_PRIORITY,
     per_call: &[ALGORITHM, SEGMENT],
