@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use colltune_core::compare::{compare, Comparison, Options, Tally};
-use colltune_core::record;
-use colltune_core::sim::Model;
+use colltune_core::model::compare::{compare, Comparison, Options, Tally};
+use colltune_core::measure::record;
+use colltune_core::model::sim::Model;
 use common::{colltune, mpirun, run, scratch, text};
 
 fn ct(args: &[&str]) -> Output {
@@ -581,7 +581,7 @@ fn traffic_rows(out: &str) -> Vec<(String, [u64; 8])> {
 /// said to be one.
 #[test]
 fn the_scale_path_counts_every_level_and_prices_the_ring_by_formula() {
-    let dir = tmpdir("scale");
+    let dir = scratch("sim-scale");
     let m = model_file(&dir, "grouped", 10.0, 2.0);
     let mut yaml = std::fs::read_to_string(&m).unwrap();
     yaml.push_str(

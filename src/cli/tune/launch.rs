@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use colltune_core::record::Sample;
+use colltune_core::measure::record::Sample;
 use colltune_core::tune::focus::Focus;
 use colltune_core::tune::resume::{read_for_resume, TuneConfig};
 use colltune_mpi::transport::mpi::{Comm, Control};
@@ -41,16 +41,19 @@ pub fn comm_sizes_of(args: &Args, world: &Comm) -> anyhow::Result<Option<Vec<u32
     Ok(Some(comm_sizes))
 }
 
+/// The sizes to measure and the focus, or the code the tune ends with.
+type Further = Result<(Vec<u64>, Option<Focus>), Code>;
+
 /// A further launch's focus, agreed by every rank: `Err(code)` when the
 /// tune ends here (refused, or nothing is open), else the sizes to measure
 /// (the open points' where there is a focus) and the focus itself.
 pub fn further(
     args: &Args,
     world: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     comm_sizes: &[u32],
     sizes: Vec<u64>,
-) -> anyhow::Result<Result<(Vec<u64>, Option<Focus>), Code>> {
+) -> anyhow::Result<Further> {
     if args.focus.is_empty() {
         return Ok(Ok((sizes, None)));
     }
@@ -187,7 +190,7 @@ fn prepare_csv(
 /// must come from this library, host and call pattern.
 fn focus_of(
     csv: &[PathBuf],
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     args: &Args,
     comm_sizes: &[u32],
     grid: &[u64],
@@ -196,7 +199,7 @@ fn focus_of(
     let mut launches = Vec::new();
     for p in csv {
         let (got, _) =
-            colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
+            colltune_core::measure::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
         // (Not the host: a batch job's later launch may land on other
         // nodes of the same cluster.)
         if let Some(s) = got.iter().find(|s| s.mpi != prov.mpi) {
