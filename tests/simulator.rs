@@ -581,7 +581,7 @@ fn traffic_rows(out: &str) -> Vec<(String, [u64; 8])> {
 /// said to be one.
 #[test]
 fn the_scale_path_counts_every_level_and_prices_the_ring_by_formula() {
-    let dir = scratch("sim-scale");
+    let dir = scratch("scale");
     let m = model_file(&dir, "grouped", 10.0, 2.0);
     let mut yaml = std::fs::read_to_string(&m).unwrap();
     yaml.push_str(

@@ -37,7 +37,11 @@
 //! sends each child its subtree's interval of blocks down the Bine tree,
 //! then the allgather climbs the steps back, each rank swapping what its
 //! half of the interval holds with its mirror image in the other half (the
-//! tree's own edges one way only: the parent kept what it scattered). Where
+//! tree's own edges one way only: the parent kept what it scattered). (The
+//! authors' code pairs every rank at the fixed distance |rho_j| instead,
+//! with blocks remapped to match; mirror pairs take the same steps and
+//! bytes, the tree's own edges are the same pairs, and the blocks of every
+//! pair's halves stay plain intervals of the buffer.) Where
 //! the window cuts an interval's halves unequally, the ranks of the larger
 //! part whose mirror image is cut off get the other part from those that
 //! have it, doubling the holders each round (c, 2c, 4c, ... ranks).

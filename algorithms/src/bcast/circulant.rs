@@ -141,19 +141,13 @@ impl Circulant {
         if y < part.base || x >= end {
             return None;
         }
-        let has = |e: usize| free & (1 << e) != 0;
-        if x <= part.base && end - 1 <= y {
-            // base + skip[e] for every skip[e] < len, and base itself.
-            let below = self.skip.partition_point(|&s| s < part.len);
-            let m = free & ((1u64 << below) - 1);
-            let top = (m != 0).then(|| 63 - m.leading_zeros() as usize);
-            return top.max(has(part.base_b).then_some(part.base_b));
-        }
-        if part.len == 1 {
-            return has(part.base_b).then_some(part.base_b);
+        let all = self.part_max(part, free);
+        if x <= part.base && end - 1 <= y || part.len == 1 {
+            return all;
         }
         // Ranks base + u, u < len: those below the largest skip under
-        // len, and that skip plus the rest.
+        // len, and that skip plus the rest; the right one first (its
+        // baseblock k is the larger), the left one only if it can beat it.
         let k = self.skip[..part.k].partition_point(|&s| s < part.len) - 1;
         let left = Part { len: self.skip[k], k, ..part };
         let right = Part {
@@ -162,7 +156,21 @@ impl Circulant {
             len: part.len - self.skip[k],
             k,
         };
-        self.max_in(left, x, y, free).max(self.max_in(right, x, y, free))
+        let best = self.max_in(right, x, y, free);
+        if best.is_some() && best >= self.part_max(left, free) {
+            return best;
+        }
+        best.max(self.max_in(left, x, y, free))
+    }
+
+    /// The largest baseblock in `free` of a whole part: `base`'s and
+    /// `base + skip[e]`'s for every `skip[e] < len`.
+    fn part_max(&self, part: Part, free: u64) -> Option<usize> {
+        let below = self.skip.partition_point(|&s| s < part.len);
+        let m = free & ((1u64 << below) - 1);
+        let top = (m != 0).then(|| 63 - m.leading_zeros() as usize);
+        let own = (free & (1 << part.base_b) != 0).then_some(part.base_b);
+        top.max(own)
     }
 
     /// Rank `r`'s receive and send schedules: what it sends in round k is

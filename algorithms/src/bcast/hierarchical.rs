@@ -37,18 +37,19 @@ pub fn build(
     let nodes = sh.nodes;
     let root_node = nodes.node_of(sh.root);
     let my_node = nodes.node_of(sh.rank);
-    let leaders: Vec<usize> = (0..nodes.num_nodes())
-        .map(|n| {
-            if n == root_node {
-                sh.root
-            } else {
-                nodes.ranks_on(n)[0] as usize
-            }
-        })
-        .collect();
-    let leader = leaders[my_node];
+    let leader_of = |n: usize| {
+        if n == root_node {
+            sh.root
+        } else {
+            nodes.ranks_on(n)[0] as usize
+        }
+    };
+    let leader = leader_of(my_node);
 
-    if sh.rank == leader && leaders.len() > 1 {
+    // Only the leaders need the list of every node's leader (building it on
+    // every rank costs O(p x nodes) for a whole communicator's schedules).
+    if sh.rank == leader && nodes.num_nodes() > 1 {
+        let leaders: Vec<usize> = (0..nodes.num_nodes()).map(leader_of).collect();
         let inter_nodes = NodeMap::single(leaders.len());
         let inter = Shape {
             rank: my_node,

@@ -41,8 +41,8 @@ pub fn comm_sizes_of(args: &Args, world: &Comm) -> anyhow::Result<Option<Vec<u32
     Ok(Some(comm_sizes))
 }
 
-/// The sizes to measure and the focus, or the code the tune ends with.
-type Further = Result<(Vec<u64>, Option<Focus>), Code>;
+/// What a further launch measures: the sizes, and its focus (None: every size).
+pub type Further = (Vec<u64>, Option<Focus>);
 
 /// A further launch's focus, agreed by every rank: `Err(code)` when the
 /// tune ends here (refused, or nothing is open), else the sizes to measure
@@ -53,7 +53,7 @@ pub fn further(
     prov: &colltune_core::measure::method::Origin,
     comm_sizes: &[u32],
     sizes: Vec<u64>,
-) -> anyhow::Result<Further> {
+) -> anyhow::Result<Result<Further, Code>> {
     if args.focus.is_empty() {
         return Ok(Ok((sizes, None)));
     }
