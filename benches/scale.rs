@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use colltune_algorithms::registry::Restriction;
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
-use colltune_core::sim::{closed_form, drop_kept_call, simulate_counted, Model, SimError, Tier};
+use colltune_core::model::sim::{closed_form, drop_kept_call, simulate_counted, Model, SimError, Tier};
 
 const TARGET_S: f64 = 10.0;
 
@@ -59,7 +59,7 @@ fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
 }
 
 /// One row's traffic: messages (and MiB) between nodes and inside them.
-fn traffic(t: &colltune_core::sim::Traffic) -> String {
+fn traffic(t: &colltune_core::model::sim::Traffic) -> String {
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     format!(
         "msgs node {} / net {}, MiB node {:.0} / net {:.0}",

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use colltune_algorithms::Collective;
-use colltune_core::decide::{RuntimeSettings, Selector};
-use colltune_core::table::{self, CommKey};
+use colltune_core::tables::decide::{RuntimeSettings, Selector};
+use colltune_core::tables::table::{self, CommKey};
 
 /// A realistic table: 2 collectives x 5 shapes x 100 rules, every field set.
 fn big_table() -> String {

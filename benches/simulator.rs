@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
-use colltune_core::sim::{drop_kept_call, simulate, Model};
+use colltune_core::model::sim::{drop_kept_call, simulate, Model};
 
 /// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table
 /// part runs the same file).

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use colltune_algorithms::swap::partner;
-use colltune_core::pattern;
+use colltune_core::measure::pattern;
 use colltune_mpi::select;
 use colltune_mpi::transport::mpi::{Comm, Control, Op};
 

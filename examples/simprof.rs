@@ -14,7 +14,7 @@ use std::path::Path;
 use colltune_algorithms::{
     algorithms, build_all, variants, AlgoSpec, Collective, Execution, NodeMap, Plan,
 };
-use colltune_core::sim::{simulate, Engine, Link, Model};
+use colltune_core::model::sim::{simulate, Engine, Link, Model};
 
 /// The test fixture `tuning-tables/models/test-ib.yaml` (the whole-table
 /// part runs the same file).
@@ -182,7 +182,7 @@ fn main() {
         .collect();
     let t2 = std::time::Instant::now();
     let ops = plans.iter().map(|p| p.schedule.ops.len()).sum::<usize>();
-    let e = colltune_core::sim::Engine::new(&m, &nodes, &plans, exec);
+    let e = colltune_core::model::sim::Engine::new(&m, &nodes, &plans, exec);
     let t3 = std::time::Instant::now();
     let t = e.run().unwrap();
     let t4 = std::time::Instant::now();

@@ -9,11 +9,11 @@ use std::fmt::Write;
 use std::path::Path;
 
 use colltune_algorithms::Collective;
-use colltune_core::figure::{self, decision_map, regimes, versus, wins, Line, LineKind, Selection};
-use colltune_core::fit::fit_table;
-use colltune_core::record::Sample;
-use colltune_core::report::{comparison, contexts, kept, Series, SeriesKey};
-use colltune_core::table::{CommKey, Table};
+use colltune_core::measure::figure::{self, decision_map, regimes, versus, wins, Line, LineKind, Selection};
+use colltune_core::measure::fit::fit_table;
+use colltune_core::measure::record::Sample;
+use colltune_core::measure::report::{comparison, contexts, kept, Series, SeriesKey};
+use colltune_core::tables::table::{CommKey, Table};
 
 use crate::plot::{map_svg, map_title, plot_svg, plot_title, Panels, PlotInput};
 

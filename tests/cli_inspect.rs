@@ -4,7 +4,7 @@
 //! timing), MPICH loads the exported JSON and broadcasts correctly.
 
 mod common;
-use colltune_core::table::diff::{diff, Difference, Kind};
+use colltune_core::tables::table::diff::{diff, Difference, Kind};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -86,12 +86,12 @@ fn show_validate_diff_explain() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     // The ranges found, their choices and ratios are checked on these
-    // tables in colltune_core::table::diff's tests; here `diff` prints
+    // tables in colltune_core::tables::table::diff's tests; here `diff` prints
     // each difference the library finds.
     let o = ct(&["diff", s(&a), s(&b)]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    let load = |p: &Path| colltune_core::table::load(p).unwrap();
+    let load = |p: &Path| colltune_core::tables::table::load(p).unwrap();
     let found = diff(&load(&a), &load(&b));
     let [Difference {
         kind: Kind::Ranges(ranges),

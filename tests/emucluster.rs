@@ -173,13 +173,13 @@ fn a_tune_on_emulated_nodes_keys_its_table_by_node_count() {
         .collect::<Vec<_>>(),
     );
     assert!(o.status.success(), "{}", text(&o));
-    let t = colltune_core::table::load(&table).unwrap();
+    let t = colltune_core::tables::table::load(&table).unwrap();
     assert_eq!(
         (t.bcast[0].ranks, t.bcast[0].ppn, t.bcast[0].nodes),
         (4, 2, 2)
     );
     // node-aware candidates were measured
-    let samples = colltune_core::record::read(&csv).unwrap();
+    let samples = colltune_core::measure::record::read(&csv).unwrap();
     assert!(samples
         .iter()
         .any(|s| s.algorithm == "hierarchical" && s.nodes == 2));

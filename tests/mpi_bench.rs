@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use std::process::Command;
 
-fn samples(path: &std::path::Path) -> Vec<colltune_core::record::Sample> {
-    colltune_core::record::read(path).unwrap()
+fn samples(path: &std::path::Path) -> Vec<colltune_core::measure::record::Sample> {
+    colltune_core::measure::record::read(path).unwrap()
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn bench_writes_every_point_and_compares_with_the_library() {
     let header = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(
         header.lines().next().unwrap(),
-        colltune_core::record::COLUMNS.join(",")
+        colltune_core::measure::record::COLUMNS.join(",")
     );
     let rows = samples(&csv);
     // every (subject, size, run) has at least min-reps samples
@@ -267,7 +267,7 @@ fn bad_input_is_refused_clearly() {
         &bad,
         format!(
             "{}\nbcast,linear,linear,blocking,4,4,1,4,lots,0,warm,1,0,synchronized,1,1,3.0,0,x,h,measured,0,\n",
-            colltune_core::record::COLUMNS.join(",")
+            colltune_core::measure::record::COLUMNS.join(",")
         ),
     )
     .unwrap();
@@ -324,7 +324,7 @@ fn bench_records_each_call_pattern() {
             assert!(
                 s.iter().all(|x| x.pattern == pattern),
                 "{ranks} ranks, {pattern}: patterns {:?}",
-                colltune_core::table::build::patterns(&s)
+                colltune_core::tables::table::build::patterns(&s)
             );
             if pattern == "back-to-back" {
                 for x in &s {

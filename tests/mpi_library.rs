@@ -632,7 +632,7 @@ fn adapt_and_mpich_rules_fall_back_once_where_they_cannot_be_forced() {
     let libs = shared_libs();
     let exe = program(&dir);
     let tbl = adapt_mpich_table(&dir);
-    colltune_core::table::load(&tbl).unwrap();
+    colltune_core::tables::table::load(&tbl).unwrap();
     for ranks in [3, 4] {
         let env = [
             (
@@ -677,7 +677,7 @@ fn adapt_and_mpich_rules_fall_back_once_where_they_cannot_be_forced() {
 
 /// The library's samples in a tune's CSV.
 fn library_specs(csv: &Path) -> Vec<String> {
-    let mut v: Vec<String> = colltune_core::record::read(csv)
+    let mut v: Vec<String> = colltune_core::measure::record::read(csv)
         .unwrap()
         .into_iter()
         .filter(|s| s.algorithm == "ompi_tuned")
@@ -729,7 +729,7 @@ fn tune_measures_the_librarys_algorithms_beside_ours() {
         "{specs:?}"
     );
     // The table is valid, whatever it chose.
-    colltune_core::table::load(&dir.join("with.csv.yaml")).unwrap();
+    colltune_core::tables::table::load(&dir.join("with.csv.yaml")).unwrap();
     tune("without.csv", &["--no-library-candidates"]);
     assert!(library_specs(&dir.join("without.csv")).is_empty());
 }

@@ -44,7 +44,7 @@ fn tune(ranks: usize, dir: &std::path::Path, extra: &[&str]) -> Command {
 }
 
 fn rules_only(path: &std::path::Path) -> (String, String) {
-    let t = colltune_core::table::load(path).unwrap();
+    let t = colltune_core::tables::table::load(path).unwrap();
     (
         serde_yaml::to_string(&t.bcast).unwrap(),
         serde_yaml::to_string(&t.swap).unwrap(),
@@ -61,7 +61,7 @@ fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
         out.contains("bcast on 3 ranks") && out.contains("swap on 3 ranks"),
         "{out}"
     );
-    let t = colltune_core::table::load(&dir.join("table.yaml")).unwrap();
+    let t = colltune_core::tables::table::load(&dir.join("table.yaml")).unwrap();
     assert_eq!(t.bcast[0].ranks, 3);
     assert_eq!(t.provenance.sweep.mode, "adaptive");
     assert!(t.provenance.mpi.contains("Open MPI"));
@@ -81,7 +81,7 @@ fn tune_writes_a_valid_table_that_the_csv_rebuilds() {
 /// Sample groups of a raw CSV: (spec, execution, bytes, run) -> rep numbers.
 fn groups(csv: &std::path::Path) -> HashMap<(String, String, u64, u32), Vec<u32>> {
     let mut g: HashMap<_, Vec<u32>> = HashMap::new();
-    for s in colltune_core::record::read(csv).unwrap() {
+    for s in colltune_core::measure::record::read(csv).unwrap() {
         g.entry((s.spec, s.execution, s.bytes, s.run))
             .or_default()
             .push(s.rep);
@@ -166,7 +166,7 @@ fn a_killed_tune_resumes_without_remeasuring() {
         measured_before.len(),
         after.len()
     );
-    assert!(colltune_core::table::load(&dir.join("table.yaml")).is_ok());
+    assert!(colltune_core::tables::table::load(&dir.join("table.yaml")).is_ok());
 }
 
 /// The tune the resume test kills and resumes (the same both times).
@@ -231,7 +231,7 @@ fn a_back_to_back_tune_records_its_pattern() {
     assert!(o.status.success(), "{out}");
     assert!(out.contains("pattern: back-to-back"), "{out}");
     assert!(out.contains("evidence: "), "{out}");
-    let t = colltune_core::table::load(&dir.join("table.yaml")).unwrap();
+    let t = colltune_core::tables::table::load(&dir.join("table.yaml")).unwrap();
     assert_eq!(t.provenance.pattern, "back-to-back");
     let e = t
         .provenance
@@ -240,7 +240,7 @@ fn a_back_to_back_tune_records_its_pattern() {
         .expect("decided on the evidence by default");
     assert_eq!((e.launches, e.min_gain), (1, 0.03), "{e:?}");
     let csv = dir.join("raw.csv");
-    let s = colltune_core::record::read(&csv).unwrap();
+    let s = colltune_core::measure::record::read(&csv).unwrap();
     assert!(s.iter().all(|x| x.pattern == "back-to-back"));
     let side = std::fs::read_to_string(dir.join("raw.csv.tune.yaml")).unwrap();
     assert!(side.contains("pattern: back-to-back"), "{side}");
@@ -257,8 +257,8 @@ fn a_back_to_back_tune_records_its_pattern() {
 
     // ... and refuses a mixture, naming the files
     let old = dir.join("synchronized.csv");
-    let mut w = colltune_core::record::Writer::open(&old, false).unwrap();
-    w.write(&[colltune_core::record::sample(
+    let mut w = colltune_core::measure::record::Writer::open(&old, false).unwrap();
+    w.write(&[colltune_core::measure::record::sample(
         "linear", "blocking", 1, 1, 1.0,
     )])
     .unwrap();
@@ -335,8 +335,8 @@ fn a_further_launch_measures_only_what_is_open() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("a further launch at"), "{out}");
-    let one = colltune_core::record::read(&dir.join("l1.csv")).unwrap();
-    let two = colltune_core::record::read(&dir.join("from-l1.csv")).unwrap();
+    let one = colltune_core::measure::record::read(&dir.join("l1.csv")).unwrap();
+    let two = colltune_core::measure::record::read(&dir.join("from-l1.csv")).unwrap();
     let sizes: std::collections::BTreeSet<u64> = two.iter().map(|s| s.bytes).collect();
     for b in &unresolved {
         assert!(
@@ -371,7 +371,7 @@ fn a_further_launch_measures_only_what_is_open() {
         .collect();
     let (mut measured_now, mut measured_before) = (0, 0);
     for &b in sizes.intersection(&swept) {
-        let subjects = |v: &[colltune_core::record::Sample]| {
+        let subjects = |v: &[colltune_core::measure::record::Sample]| {
             v.iter()
                 .filter(|s| s.bytes == b)
                 .map(|s| (s.spec.clone(), s.execution.clone()))
@@ -425,7 +425,7 @@ fn a_further_launch_measures_only_what_is_open() {
         s.ranks = 5;
     }
     let f = std::fs::File::create(dir.join("other-ranks.csv")).unwrap();
-    colltune_core::record::write_to(f, &quiet).unwrap();
+    colltune_core::measure::record::write_to(f, &quiet).unwrap();
     let o = further("other-ranks.csv", &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("nothing is open"), "{}", text(&o));

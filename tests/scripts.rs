@@ -150,12 +150,12 @@ cp "$FIX/launch$n.csv" "$csv"
 /// One launch's CSV: per size, the library's `mpi` call at 10 us and
 /// linear at `linear[run]`, three runs of three samples.
 fn launch_csv(path: &Path, points: &[(u64, [f64; 3])]) {
-    let mut w = colltune_core::record::Writer::open(path, false).unwrap();
+    let mut w = colltune_core::measure::record::Writer::open(path, false).unwrap();
     for &(b, linear) in points {
         for (run, t) in linear.iter().enumerate() {
             for rep in 1..=3 {
                 for (spec, exec, x) in [("mpi", "library", 10.0), ("linear", "blocking", *t)] {
-                    let mut s = colltune_core::record::sample(spec, exec, b, run as u32 + 1, x);
+                    let mut s = colltune_core::measure::record::sample(spec, exec, b, run as u32 + 1, x);
                     s.rep = rep;
                     w.write(&[s]).unwrap();
                 }

@@ -12,11 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use colltune_core::import::{self, Options, P2pRow};
-use colltune_core::levels::fit_model;
-use colltune_core::placement::{Layout, Level, Mapping};
-use colltune_core::predict::{alike, check, measured, screen, Summary};
-use colltune_core::record::Sample;
+use colltune_core::measure::import::{self, Options, P2pRow};
+use colltune_core::model::levels::fit_model;
+use colltune_core::model::placement::{Layout, Level, Mapping};
+use colltune_core::model::predict::{alike, check, measured, screen, Summary};
+use colltune_core::measure::record::Sample;
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
@@ -242,7 +242,7 @@ fn leonardo_from_its_per_call_files() {
             9,
             "{sub}: nine sizes with the default and forced ones"
         );
-        let g = colltune_core::stats::geomean(&ratios);
+        let g = colltune_core::measure::stats::geomean(&ratios);
         eprintln!("leonardo {sub}: default / best forced geomean {g:.2}");
         if sub == "256x1" {
             assert!((2.7..2.9).contains(&g), "{g}");

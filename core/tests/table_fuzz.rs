@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use colltune_core::algorithms::Collective;
-use colltune_core::decide::{RuntimeSettings, Selector, Source};
-use colltune_core::table::validate::{self, MAX_TABLE_BYTES};
+use colltune_core::tables::decide::{RuntimeSettings, Selector, Source};
+use colltune_core::tables::table::validate::{self, MAX_TABLE_BYTES};
 use proptest::prelude::*;
 
 /// Valid tables of several shapes: the shipped one, tuned and built ones.
@@ -263,7 +263,7 @@ fn check(text: &str) -> Result<bool, String> {
         ));
     }
     // The compact form other ranks receive is the same table.
-    let wired = colltune_core::table::Table::from_wire(&table.to_wire())
+    let wired = colltune_core::tables::table::Table::from_wire(&table.to_wire())
         .map_err(|e| format!("wire form refused: {e}"))?;
     if wired.to_yaml().map_err(|e| e.to_string())? != yaml {
         return Err("the wire form changed the table".into());

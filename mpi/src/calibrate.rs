@@ -1,5 +1,5 @@
 //! Measuring a cluster's links for the simulator's network model (under
-//! mpirun; [`colltune_core::calibrate`] fits the model to what this
+//! mpirun; [`colltune_core::model::calibrate`] fits the model to what this
 //! measures, MPI-free).
 //!
 //! Per link, between one pair of ranks ([`Pairs`]: the first two ranks
@@ -18,8 +18,8 @@
 
 use std::time::Instant;
 
-use colltune_core::calibrate::PingPoint;
-use colltune_core::stats::median;
+use colltune_core::model::calibrate::PingPoint;
+use colltune_core::measure::stats::median;
 use thiserror::Error;
 
 use crate::transport::mpi::{wtime, Comm, Control, MpiError, Peer};

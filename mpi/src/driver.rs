@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::bench::{BenchError, Measurer, Outcome, Point, Skips};
 use crate::transport::mpi::{Comm, Control, MpiError};
-use colltune_core::library::LibraryChoice;
-use colltune_core::method::{Method, Origin, Subject};
+use colltune_core::libraries::library::LibraryChoice;
+use colltune_core::measure::method::{Method, Origin, Subject};
 use colltune_core::progress::Progress;
-use colltune_core::record::{Sample, Writer};
+use colltune_core::measure::record::{Sample, Writer};
 use colltune_core::tune::resume::{key_of, Key};
 use colltune_core::tune::wire::{decode, encode};
 use colltune_core::tune::{Oracle, Request, TuneError};
@@ -36,7 +36,7 @@ pub struct MpiOracle<'c> {
     pub skips: Skips,
     /// MPICH's broadcast algorithms as this library numbers them (read on
     /// every rank: `bench::mpich::bcast_algorithms`), for `mpich` candidates.
-    pub mpich_offered: Vec<colltune_core::mpich::Choice>,
+    pub mpich_offered: Vec<colltune_core::libraries::mpich::Choice>,
     stop: Arc<AtomicBool>,
 }
 
@@ -117,7 +117,7 @@ impl<'c> MpiOracle<'c> {
             },
             // coll/adapt's, on a duplicate adapt serves.
             Some(LibraryChoice::Adapt(a)) => Subject::OmpiAdapt {
-                choice: colltune_core::ompi::adapt::Choice {
+                choice: colltune_core::libraries::ompi::adapt::Choice {
                     id: a.id,
                     name: a.name().into(),
                 },

@@ -7,7 +7,7 @@ use std::time::Instant;
 use colltune_algorithms::{build, swap, AlgoSpec, Collective, Execution, Plan, Shape};
 
 use crate::transport::mpi::{execute, Buffers, Comm, Control, Op, TransportError};
-use colltune_core::pattern;
+use colltune_core::measure::pattern;
 
 /// One call to check.
 #[derive(Clone, Debug)]

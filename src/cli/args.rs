@@ -3,12 +3,12 @@
 //! parsed into what the libraries take; [`one_of`], the parser of options
 //! that take one of a few words.
 
-use colltune_core::placement::Mapping;
+use colltune_core::model::placement::Mapping;
 use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use colltune_algorithms::{lookup, AlgoSpec, Collective, Execution};
-use colltune_core::method::{parse_sweeps, CacheMode, Method, Pattern, RootPolicy, SyncMode};
+use colltune_core::measure::method::{parse_sweeps, CacheMode, Method, Pattern, RootPolicy, SyncMode};
 
 use super::{parse_sizes, UsageError};
 
@@ -128,7 +128,7 @@ pub struct Cluster {
 impl Cluster {
     /// The node map these options give.
     pub fn nodes(&self) -> Result<colltune_algorithms::NodeMap, UsageError> {
-        let nodes = colltune_core::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
+        let nodes = colltune_core::model::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
             .map_err(|e| UsageError(e.to_string()))?;
         match self.mapping()? {
             None | Some(Mapping::Core) => Ok(nodes),

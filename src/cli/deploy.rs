@@ -1,5 +1,5 @@
 //! `colltune deploy TABLE`: which route a table needs at run time, and the
-//! files and environment for it (colltune_core::deploy decides): the MPI
+//! files and environment for it (colltune_core::tables::deploy decides): the MPI
 //! library's own rules file where every rule is one of its algorithms (no
 //! preload at all), else the drop-in with the table (its library rules
 //! handed to Open MPI's rules file at `MPI_Init`).
@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Code, UsageError};
-use colltune_core::deploy::{deploy, Library, Route};
-use colltune_core::export;
-use colltune_core::table;
+use colltune_core::tables::deploy::{deploy, Library, Route};
+use colltune_core::tables::export;
+use colltune_core::tables::table;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

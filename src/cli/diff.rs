@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use super::inspect::load;
 use super::{Code, UsageError};
-use colltune_core::fit::human_bytes;
-use colltune_core::record;
-use colltune_core::table::diff::{Kind, Side};
-use colltune_core::table::{self, Table};
+use colltune_core::measure::fit::human_bytes;
+use colltune_core::measure::record;
+use colltune_core::tables::table::diff::{Kind, Side};
+use colltune_core::tables::table::{self, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
@@ -110,7 +110,7 @@ fn print_agreement(a: &DiffArgs, ta: &Table, tb: &Table, measurements: &[Vec<rec
             }
         );
     }
-    let all = colltune_core::agreement::agreement(ta, tb, measurements, &[], a.within);
+    let all = colltune_core::tables::agreement::agreement(ta, tb, measurements, &[], a.within);
     let csvs: Vec<String> = a.measured.iter().map(|p| p.display().to_string()).collect();
     let (mut agree, mut judged, mut total) = (0, 0, 0);
     for ca in &all {

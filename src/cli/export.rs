@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use colltune_core::export;
+use colltune_core::tables::export;
 
 use super::inspect::load;
 use super::{Code, UsageError};
@@ -45,8 +45,8 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<Code> {
     let mut t = load(&a.table)?;
     if let Some(p) = &a.placement {
-        let p = colltune_core::placed::Placement::parse(p).map_err(UsageError)?;
-        t = t.for_placement(&colltune_core::placed::Detected::of(Some(p)));
+        let p = colltune_core::model::placed::Placement::parse(p).map_err(UsageError)?;
+        t = t.for_placement(&colltune_core::model::placed::Detected::of(Some(p)));
     }
     let (text, notes) = match a.format {
         Format::Openmpi => export::openmpi_classic(&t)?,

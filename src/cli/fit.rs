@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use super::{Code, UsageError};
-use colltune_core::fit::fit_table;
-use colltune_core::record;
-use colltune_core::report::series;
+use colltune_core::measure::fit::fit_table;
+use colltune_core::measure::record;
+use colltune_core::measure::report::series;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

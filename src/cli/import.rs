@@ -1,13 +1,13 @@
 //! `colltune import FILE... --out OUT.csv`: other benchmarks' results
 //! (OSU, IMB-MPI1, plain CSV, any table through a column map) into
 //! colltune's raw-sample CSV (broadcast) or point-to-point CSV
-//! ([`colltune_core::import`]).
+//! ([`colltune_core::measure::import`]).
 
 use std::path::PathBuf;
 
 use super::{Code, UsageError};
-use colltune_core::import::{self, Options};
-use colltune_core::placement::{Layout, Level, Mapping};
+use colltune_core::measure::import::{self, Options};
+use colltune_core::model::placement::{Layout, Level, Mapping};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -159,7 +159,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         _ => (&a.out, &a.out),
     };
     if !samples.is_empty() {
-        colltune_core::record::Writer::open(bcast_to, false)
+        colltune_core::measure::record::Writer::open(bcast_to, false)
             .and_then(|mut w| w.write(&samples))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         outln!(

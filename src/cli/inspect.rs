@@ -7,9 +7,9 @@ use std::sync::Arc;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use colltune_core::decide::{parse_forced, RuntimeSettings, Selector, Source};
-use colltune_core::fit::human_bytes;
-use colltune_core::table::{self, CommKey, Table};
+use colltune_core::tables::decide::{parse_forced, RuntimeSettings, Selector, Source};
+use colltune_core::measure::fit::human_bytes;
+use colltune_core::tables::table::{self, CommKey, Table};
 
 /// Reads a table, its problems a usage error (every command that reads
 /// tables reports them alike, file:line).
@@ -63,7 +63,7 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     }
     let placement = match a.placement.trim() {
         "irregular" => None,
-        p => Some(colltune_core::placed::Placement::parse(p).map_err(UsageError)?),
+        p => Some(colltune_core::model::placed::Placement::parse(p).map_err(UsageError)?),
     };
     let key = CommKey {
         placement,
@@ -82,7 +82,7 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
     let decisions = sel.decisions(c, key);
     let (choice, _) = decisions.choose(a.bytes);
     outln!("{c} of {} bytes on {key}:", a.bytes);
-    let placed = colltune_core::placed::Detected::of(placement);
+    let placed = colltune_core::model::placed::Detected::of(placement);
     let others: Vec<String> = t
         .rules(c)
         .iter()

@@ -2,7 +2,7 @@
 //! measured run after run, samples streamed to the CSV as they are taken,
 //! what cannot be measured said once and collected for the closing lines.
 
-use colltune_core::record::{Sample, Writer};
+use colltune_core::measure::record::{Sample, Writer};
 use colltune_mpi::bench::{Measurer, Outcome, Point, Skips};
 
 use crate::progress::Reporter;

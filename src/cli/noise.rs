@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::{parse_sizes, Code, UsageError};
-use colltune_core::noise::{self, NoiseProfile};
-use colltune_core::noise_bench::{bench, truth, BenchConfig};
-use colltune_core::record::{self, Sample};
-use colltune_core::sim::Model;
+use colltune_core::measure::noise::{self, NoiseProfile};
+use colltune_core::tune::noise_bench::{bench, truth, BenchConfig};
+use colltune_core::measure::record::{self, Sample};
+use colltune_core::model::sim::Model;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -64,7 +64,7 @@ enum NoiseCommand {
         reps: u32,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
+        #[arg(long, default_value_t = colltune_core::tables::table::evidence::DEFAULT_MIN_GAIN)]
         min_gain: f64,
         /// Per size: the truth's best and each tune's choice.
         #[arg(long)]
@@ -194,8 +194,8 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
             );
             for l in &layouts {
                 let nodes = match l.split_once('x') {
-                    Some(_) => colltune_core::simulate::layout(None, None, Some(l)),
-                    None => colltune_core::simulate::layout(
+                    Some(_) => colltune_core::model::simulate::layout(None, None, Some(l)),
+                    None => colltune_core::model::simulate::layout(
                         Some(l.parse().map_err(|_| {
                             UsageError(format!("--layouts: `{l}` is not N or NODESxPPN"))
                         })?),

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::UsageError;
-use colltune_core::import::{self, Options, P2pRow};
-use colltune_core::levels::{fit_model, LevelsFit};
-use colltune_core::placement::{Layout, Level};
+use colltune_core::measure::import::{self, Options, P2pRow};
+use colltune_core::model::levels::{fit_model, LevelsFit};
+use colltune_core::model::placement::{Layout, Level};
 
 /// The options the point-to-point files share on the command line.
 #[derive(clap::Args, Debug, Clone)]

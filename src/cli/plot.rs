@@ -8,10 +8,10 @@ use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
 use crate::plot::{draw_map, draw_plot, map_title, plot_title, Panels, PlotInput};
-use colltune_core::figure::{self, decision_map, regimes, Selection};
-use colltune_core::record;
-use colltune_core::report::{series, SeriesKey};
-use colltune_core::table::{self, CommKey, Table};
+use colltune_core::measure::figure::{self, decision_map, regimes, Selection};
+use colltune_core::measure::record;
+use colltune_core::measure::report::{series, SeriesKey};
+use colltune_core::tables::table::{self, CommKey, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -163,7 +163,7 @@ pub fn keep_only(t: &mut Table, c: Collective) {
     }
 }
 
-pub fn contexts(all: &colltune_core::report::Series) -> String {
+pub fn contexts(all: &colltune_core::measure::report::Series) -> String {
     let mut v: Vec<String> = all
         .keys()
         .map(|k| format!("{} on {} ranks (ppn {})", k.collective, k.ranks, k.ppn))

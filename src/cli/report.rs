@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use colltune_algorithms::Collective;
-use colltune_core::fit::{fit_table, human_bytes};
-use colltune_core::record;
-use colltune_core::report::{comparison, contexts, kept, series, SeriesKey};
+use colltune_core::measure::fit::{fit_table, human_bytes};
+use colltune_core::measure::record;
+use colltune_core::measure::report::{comparison, contexts, kept, series, SeriesKey};
 
 use super::inspect::load;
 use super::{Code, UsageError};

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use colltune_algorithms::Collective;
-use colltune_core::table::{self, TableError};
+use colltune_core::tables::table::{self, TableError};
 
 use super::Code;
 

@@ -17,7 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use colltune_core::figure::{saturation, DecisionMap};
+use colltune_core::measure::figure::{saturation, DecisionMap};
 
 use super::axes::{fmt_bytes, size_ticks};
 use super::style::{color_of, text_color_on, tint, PALETTE};

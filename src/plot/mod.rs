@@ -1,4 +1,4 @@
-//! Pictures, drawn with plotters from what `colltune_core::figure` shapes:
+//! Pictures, drawn with plotters from what `colltune_core::measure::figure` shapes:
 //!
 //! - the time plot: one line per algorithm family (its best variant at each
 //!   size), the MPI library dashed and its best forced algorithm dotted,
@@ -35,10 +35,10 @@ use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
 use colltune_algorithms::Collective;
-use colltune_core::figure::{Line, Stretch};
-use colltune_core::record::Sample;
-use colltune_core::report::SeriesKey;
-use colltune_core::table::Table;
+use colltune_core::measure::figure::{Line, Stretch};
+use colltune_core::measure::record::Sample;
+use colltune_core::measure::report::SeriesKey;
+use colltune_core::tables::table::Table;
 
 pub use map::{draw_map, map_svg};
 pub use time::{draw_plot, plot_svg};
@@ -172,9 +172,9 @@ fn clip(s: &str, n: usize) -> String {
 mod tests {
     use super::axes::{fmt_bytes, size_ticks, time_ticks};
     use super::*;
-    use colltune_core::figure::{decision_map, lines, Selection};
-    use colltune_core::record::sample;
-    use colltune_core::report::series;
+    use colltune_core::measure::figure::{decision_map, lines, Selection};
+    use colltune_core::measure::record::sample;
+    use colltune_core::measure::report::series;
 
     fn data() -> Vec<Line> {
         let mut s = Vec::new();
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_map_draws() {
-        let t = colltune_core::table::load_str(
+        let t = colltune_core::tables::table::load_str(
             "schema: 1\nprovenance:\n  host: h\n  mpi: m\n  date: d\n  command: c\n  colltune: x\n  source: measured\n  sweep:\n    mode: built\n\
              bcast:\n- ranks: 8\n  ppn: 4\n  nodes: 2\n  rules:\n  - {min_bytes: 0, max_bytes: 4095, algorithm: binomial, execution: blocking, margin: 0.5}\n  - {min_bytes: 4096, algorithm: hierarchical, execution: nonblocking, margin: 0.01}\n",
         )

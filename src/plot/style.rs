@@ -11,7 +11,7 @@
 use plotters::prelude::*;
 
 use colltune_algorithms::Collective;
-use colltune_core::figure::{family_index, Line, LineKind};
+use colltune_core::measure::figure::{family_index, Line, LineKind};
 
 /// Colour-blind-safe (Okabe-Ito, then Tol's darker tones, then Tol's
 /// muted ones), each a different lightness where it can be: one colour per

@@ -28,7 +28,7 @@
 //! | host        | the host rank 0 ran on |
 //! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
 //! | colltune    | colltune version |
-//! | placement   | the communicator's placement class (`block/cyclic`, ...: `colltune_core::placed`), empty where not known; optional when reading, and left out of rows appended to a CSV whose header has no such column |
+//! | placement   | the communicator's placement class (`block/cyclic`, ...: `colltune_core::model::placed`), empty where not known; optional when reading, and left out of rows appended to a CSV whose header has no such column |
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -94,7 +94,7 @@ pub struct Sample {
     pub host: String,
     pub source: String,
     pub colltune: String,
-    /// The communicator's placement class ([`crate::placed::Placement`]),
+    /// The communicator's placement class ([`crate::model::placed::Placement`]),
     /// empty where not known (absent in older CSVs).
     #[serde(default)]
     pub placement: String,
@@ -126,8 +126,8 @@ impl Sample {
     }
     /// The communicator's placement class, where the sample says it (a
     /// value that does not read as one is checked by [`check`]).
-    pub fn placement(&self) -> Option<crate::placed::Placement> {
-        crate::placed::Placement::parse(&self.placement).ok()
+    pub fn placement(&self) -> Option<crate::model::placed::Placement> {
+        crate::model::placed::Placement::parse(&self.placement).ok()
     }
     pub fn collective(&self) -> Option<Collective> {
         self.collective.parse().ok()
@@ -300,7 +300,7 @@ fn validate(s: &Sample) -> Result<(), String> {
         return Err(format!("column `pattern`: {e}"));
     }
     if !s.placement.is_empty() {
-        if let Err(e) = crate::placed::Placement::parse(&s.placement) {
+        if let Err(e) = crate::model::placed::Placement::parse(&s.placement) {
             return Err(format!("column `placement`: {e}; or leave it empty"));
         }
     }

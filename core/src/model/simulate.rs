@@ -83,7 +83,7 @@ pub fn sample(
         host: "simulator".into(),
         source: format!("simulated:{}", m.name),
         colltune: env!("CARGO_PKG_VERSION").into(),
-        // `tune --model --mapping` says it ([`placed`](crate::placed)).
+        // `tune --model --mapping` says it ([`placed`](crate::model::placed)).
         placement: String::new(),
     }
 }

@@ -54,11 +54,11 @@ use thiserror::Error;
 
 use crate::transport::mpi::control::CommHandle;
 use crate::transport::mpi::{ffi, start, Buffers, Comm, Control, MpiError, Op, TransportError};
-use colltune_core::method::{
+use colltune_core::measure::method::{
     block_calls, CacheMode, Method, Origin, Pattern, RootPolicy, Subject, SyncMode,
 };
-use colltune_core::record::Sample;
-use colltune_core::stats;
+use colltune_core::measure::record::Sample;
+use colltune_core::measure::stats;
 
 /// One point: a subject at a size, with calls per repetition and overlap.
 #[derive(Clone, Debug)]
@@ -97,7 +97,7 @@ impl BenchError {
     }
 }
 
-pub use colltune_core::method::MAX_BYTES;
+pub use colltune_core::measure::method::MAX_BYTES;
 
 /// The last-level cache of this machine in bytes (sysfs), or 32 MiB.
 pub fn llc_bytes() -> u64 {
@@ -213,7 +213,7 @@ impl<'c> Measurer<'c> {
         if self.tuned_comms.iter().any(|(k, _)| *k == key) {
             return Ok(());
         }
-        let f = colltune_core::ompi::Forced {
+        let f = colltune_core::libraries::ompi::Forced {
             id: tuned.id,
             segment: u32::try_from(*segment).unwrap_or(u32::MAX),
         };
@@ -287,7 +287,7 @@ impl<'c> Measurer<'c> {
     /// MPICH can apply it to this point; returns the value to put back.
     fn force_mpich(
         &mut self,
-        choice: &colltune_core::mpich::Choice,
+        choice: &colltune_core::libraries::mpich::Choice,
         bytes: u64,
     ) -> Result<i32, BenchError> {
         let saved = match self.mpich_saved {

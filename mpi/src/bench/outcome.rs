@@ -1,7 +1,7 @@
 //! What became of a point: measured, or why not. Bench, evaluate and the
 //! tuner's driver sort a measurement's outcome here, one way.
 
-use colltune_core::record::Sample;
+use colltune_core::measure::record::Sample;
 
 use super::{BenchError, Measurer, Point};
 

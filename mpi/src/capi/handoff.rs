@@ -1,7 +1,7 @@
 //! The handoff: where a table gives calls to one of Open MPI's own
 //! broadcast algorithms (or to its default decision), Open MPI is told so
 //! itself, before `MPI_Init`, through a coll/tuned rules file
-//! ([`colltune_core::export::openmpi_handoff`]); those calls then go
+//! ([`colltune_core::tables::export::openmpi_handoff`]); those calls then go
 //! straight to `PMPI_Bcast` on the application's communicator, and
 //! colltune's per-call work there is one size check ([`pass`]): no
 //! communicator lookup, no decision, no duplicate.
@@ -60,9 +60,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
-use colltune_core::decide::{RuntimeSettings, Trace};
-use colltune_core::export::{openmpi_handoff, Handoff};
-use colltune_core::table;
+use colltune_core::tables::decide::{RuntimeSettings, Trace};
+use colltune_core::tables::export::{openmpi_handoff, Handoff};
+use colltune_core::tables::table;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 use super::rules;
@@ -260,7 +260,7 @@ fn needs_dynamic_rules(t: &table::Table) -> bool {
     t.bcast.iter().flat_map(|cr| &cr.rules).any(|r| {
         matches!(
             r.library(),
-            Some(Ok(colltune_core::library::LibraryChoice::Tuned(f))) if !f.is_default()
+            Some(Ok(colltune_core::libraries::library::LibraryChoice::Tuned(f))) if !f.is_default()
         )
     })
 }

@@ -1,6 +1,6 @@
 //! Open MPI's coll/adapt broadcast algorithms as baselines: which ones the
 //! library offers (read through `MPI_T` from its own description, which
-//! [`colltune_core::ompi::adapt`] parses), a communicator on which adapt
+//! [`colltune_core::libraries::ompi::adapt`] parses), a communicator on which adapt
 //! serves the broadcast, and forcing one algorithm for a point.
 //!
 //! Open MPI picks a communicator's collective components when the
@@ -20,7 +20,7 @@
 //! each algorithm's messages the same as with adapt forced by the
 //! environment at `MPI_Init`.
 
-use colltune_core::ompi::adapt::{
+use colltune_core::libraries::ompi::adapt::{
     from_description, Choice, ALGORITHM, FORCE_PRIORITY, PRIORITY, SEGMENT,
 };
 
@@ -47,7 +47,7 @@ pub enum AdaptUnavailable {
 }
 
 /// Every broadcast algorithm this library's coll/adapt offers (its value 0,
-/// `tuned`, included: [`colltune_core::ompi::adapt::baselines`] leaves it
+/// `tuned`, included: [`colltune_core::libraries::ompi::adapt::baselines`] leaves it
 /// out), after checking that the three variables can be written (each
 /// current value is written back).
 pub fn bcast_algorithms() -> Result<Vec<Choice>, AdaptUnavailable> {

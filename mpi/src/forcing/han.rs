@@ -1,6 +1,6 @@
 //! Open MPI 5.0's coll/han broadcast choices as baselines: which ones the
 //! library offers (the `MPI_T` enumeration of
-//! `coll_han_use_bcast_algorithm`, which [`colltune_core::ompi::han`]
+//! `coll_han_use_bcast_algorithm`, which [`colltune_core::libraries::ompi::han`]
 //! reads), a communicator on which han serves the broadcast, and forcing
 //! one choice for a point: as coll/adapt (`crate::forcing::component`), the priority
 //! raised while the communicator is made; per point, the algorithm and
@@ -9,7 +9,7 @@
 //! han serves only communicators that span several nodes with as many
 //! ranks on each; where this one does not, [`bcast_algorithms`] says why.
 //! The modules of `intra`'s two steps are read only at `MPI_Init`
-//! ([`colltune_core::ompi::han`]): the samples record those in effect.
+//! ([`colltune_core::libraries::ompi::han`]): the samples record those in effect.
 //!
 //! That it takes effect is checked outside the process, against Open MPI
 //! itself, on the emulated cluster (`jobs/check-ompi-forcing.sh`):
@@ -18,11 +18,11 @@
 //! shows each choice's messages the same as forced by the environment at
 //! `MPI_Init`, and the modules unchanged by an `MPI_T` write.
 
-use colltune_core::ompi::han::{
+use colltune_core::libraries::ompi::han::{
     baselines, from_items, module_in_effect, Choice, Modules, ALGORITHM, FORCE_PRIORITY,
     LOW_MODULE, LOW_MODULES, PRIORITY, SEGMENT, UP_MODULE, UP_MODULES,
 };
-use colltune_core::ompi::HAN_ONE_NODE;
+use colltune_core::libraries::ompi::HAN_ONE_NODE;
 
 use crate::forcing::component::Component;
 use crate::transport::mpi::{ffi, Comm};

@@ -1,5 +1,5 @@
 //! MPICH's own broadcast algorithms as baselines: which ones the library
-//! offers (read through `MPI_T`, [`colltune_core::mpich`] parses), and
+//! offers (read through `MPI_T`, [`colltune_core::libraries::mpich`] parses), and
 //! forcing one for the duration of a point.
 //!
 //! MPICH reads `MPIR_CVAR_BCAST_INTRA_ALGORITHM` at every `MPI_Bcast`,
@@ -12,7 +12,7 @@
 //! own choice, and the point is skipped (`bench::BenchError::NotApplicable`)
 //! rather than recorded under a name that did not run.
 
-use colltune_core::mpich::{
+use colltune_core::libraries::mpich::{
     forced_baselines, from_description, from_enum, Choice, BCAST_CVAR, DOCUMENTED_BCAST,
     DOCUMENTED_FALLBACK, FALLBACK_CVAR,
 };

@@ -6,7 +6,7 @@
 //! create the communicator, write back what they were, so that the
 //! application's later communicators keep Open MPI's own decision.
 
-use colltune_core::ompi::Forced;
+use colltune_core::libraries::ompi::Forced;
 
 use crate::transport::mpi::{ffi, MpiError};
 

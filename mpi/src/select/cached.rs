@@ -19,7 +19,7 @@
 
 use std::path::PathBuf;
 
-use colltune_core::table::{self, Problem, Table};
+use colltune_core::tables::table::{self, Problem, Table};
 
 /// FNV-1a of colltune's version and the text; never 0.
 pub fn digest(text: &str) -> u64 {

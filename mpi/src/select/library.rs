@@ -65,9 +65,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use colltune_algorithms::{AlgoSpec, Execution};
 
-use colltune_core::library::LibraryChoice;
-use colltune_core::mpich;
-use colltune_core::ompi::{adapt, Forced};
+use colltune_core::libraries::library::LibraryChoice;
+use colltune_core::libraries::mpich;
+use colltune_core::libraries::ompi::{adapt, Forced};
 
 use super::private::{Private, Shared};
 use crate::forcing;

@@ -2,7 +2,7 @@
 //! dispatches each broadcast and swap on a communicator to the choice for
 //! its shape and the call's size.
 //!
-//! The decision itself is MPI-free (`colltune_core::decide`: the settings,
+//! The decision itself is MPI-free (`colltune_core::tables::decide`: the settings,
 //! the one precedence rule, [`Decisions`]); this module loads it
 //! collectively and runs it.
 //!
@@ -45,7 +45,7 @@ use std::sync::Arc;
 use colltune_algorithms::{build_resolved, AlgoSpec, Collective, Execution, Plan};
 use thiserror::Error;
 
-pub use colltune_core::decide::{
+pub use colltune_core::tables::decide::{
     builtin_default, decide, parse_forced, Choice, Decided, Decisions, Layer, RuntimeSettings,
     Selector, SettingsError, Source, Trace,
 };
@@ -54,7 +54,7 @@ use crate::transport::mpi::{
     execute, ffi, small, Buffers, Comm, Control, MpiError, Op, Shape, TransportError,
 };
 use colltune_algorithms::bcast::shm::SMALL_MAX;
-use colltune_core::table::{self, CommKey, Table, TableError};
+use colltune_core::tables::table::{self, CommKey, Table, TableError};
 
 #[derive(Debug, Error)]
 pub enum SelectError {
@@ -157,7 +157,7 @@ impl CommSelector {
     /// the library's default runs.
     pub(crate) fn library_comm(
         &self,
-        f: colltune_core::library::LibraryChoice,
+        f: colltune_core::libraries::library::LibraryChoice,
     ) -> Option<library::Forcing> {
         self.library.get(&self.private, f)
     }

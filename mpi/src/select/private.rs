@@ -52,7 +52,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use colltune_core::library::LibraryChoice;
+use colltune_core::libraries::library::LibraryChoice;
 
 use crate::transport::mpi::ffi::{self, MPI_Comm};
 use crate::transport::mpi::{Comm, MpiError, Op, Shape};

@@ -2,8 +2,8 @@
 //! it lets colltune force (Open MPI's coll/tuned, coll/adapt, coll/han;
 //! MPICH's), as far as the running library offers them.
 
-use colltune_core::method::Subject;
-use colltune_core::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
+use colltune_core::measure::method::Subject;
+use colltune_core::libraries::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
 use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
 use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
 use colltune_mpi::forcing::han::{bcast_algorithms as han_algorithms, HanUnavailable};
@@ -19,7 +19,7 @@ pub fn subjects(
     args: &Args,
     want: &Wanted,
     comm: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
 ) -> anyhow::Result<Vec<Subject>> {
     let mut subjects = Vec::new();
     if want.mpi {
@@ -54,7 +54,7 @@ fn tuned_baselines(
     args: &Args,
     want: &Wanted,
     comm: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     subjects: &mut Vec<Subject>,
 ) {
     let lead = comm.rank() == 0;
@@ -83,7 +83,7 @@ fn adapt_baselines(
     args: &Args,
     want: &Wanted,
     comm: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     subjects: &mut Vec<Subject>,
 ) {
     let lead = comm.rank() == 0;
@@ -141,7 +141,7 @@ fn han_baselines(
     args: &Args,
     want: &Wanted,
     comm: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     subjects: &mut Vec<Subject>,
 ) {
     let lead = comm.rank() == 0;
@@ -211,7 +211,7 @@ fn han_baselines(
 fn mpich_baselines(
     want: &Wanted,
     comm: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     subjects: &mut Vec<Subject>,
 ) {
     let lead = comm.rank() == 0;
@@ -224,7 +224,7 @@ fn mpich_baselines(
                     outln!(
                             "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
                             prov.mpi,
-                            colltune_core::mpich::BCAST_CVAR,
+                            colltune_core::libraries::mpich::BCAST_CVAR,
                             offered
                                 .all
                                 .iter()

@@ -10,10 +10,10 @@ use super::args::{Selected, Selection, Timing};
 use super::measure::{measure_runs, skipped_lines};
 use super::{init_mpi, Code, UsageError};
 use crate::progress::Reporter;
-use colltune_core::method::{expand, Pattern, RootPolicy, Subject, SyncMode};
-use colltune_core::mpich::check_label;
-use colltune_core::record::Writer;
-use colltune_core::report::{comparison, imb_tables, series, spread_overall};
+use colltune_core::measure::method::{expand, Pattern, RootPolicy, Subject, SyncMode};
+use colltune_core::libraries::mpich::check_label;
+use colltune_core::measure::record::Writer;
+use colltune_core::measure::report::{comparison, imb_tables, series, spread_overall};
 use colltune_mpi::bench::{llc_bytes, provenance, Measurer, Point, Skips, MAX_BYTES};
 use colltune_mpi::transport::mpi::Comm;
 

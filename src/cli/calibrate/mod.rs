@@ -2,7 +2,7 @@
 //! ping-pong between two ranks of one node and between two nodes, the
 //! overhead of a send and a receive call, the message gap of a stream, and
 //! one core's copy bandwidth ([`colltune_mpi::calibrate`]); fits the
-//! simulator's link parameters ([`colltune_core::calibrate`]) and writes
+//! simulator's link parameters ([`colltune_core::model::calibrate`]) and writes
 //! MODEL.yaml with the fit's errors in its `source`, and every measured run
 //! to CSV.
 
@@ -16,9 +16,9 @@ mod model;
 mod report;
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::calibrate::{fit_link, Protocol};
-use colltune_core::fit::human_bytes;
-use colltune_core::sim::Model;
+use colltune_core::model::calibrate::{fit_link, Protocol};
+use colltune_core::measure::fit::human_bytes;
+use colltune_core::model::sim::Model;
 use colltune_mpi::calibrate::STREAM_MIN_BYTES;
 use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pair, Pairs};
 use colltune_mpi::transport::mpi::{processor_name, Comm, Control};

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use super::report::Measured;
 use super::Args;
-use colltune_core::fit::human_bytes;
-use colltune_core::sim::Model;
-use colltune_core::table::now_iso8601;
+use colltune_core::measure::fit::human_bytes;
+use colltune_core::model::sim::Model;
+use colltune_core::tables::table::now_iso8601;
 
 /// The fitted model: the measured links (those not measurable in this
 /// job from `base`), and a source line that says how it was made.

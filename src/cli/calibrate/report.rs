@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use colltune_core::calibrate::LinkFit;
+use colltune_core::model::calibrate::LinkFit;
 use colltune_mpi::calibrate::{LinkData, Pair};
 
 /// One measured link.

@@ -13,11 +13,11 @@ use super::Args;
 use crate::cli::measure::measure_runs;
 use crate::cli::{init_mpi, parse_sizes, Code, UsageError};
 use crate::progress::Reporter;
-use colltune_core::method::{Method, RootPolicy, Subject};
-use colltune_core::record::Writer;
-use colltune_core::report::{series, SeriesKey};
-use colltune_core::stats::geomean;
-use colltune_core::table::{self, CommKey};
+use colltune_core::measure::method::{Method, RootPolicy, Subject};
+use colltune_core::measure::record::Writer;
+use colltune_core::measure::report::{series, SeriesKey};
+use colltune_core::measure::stats::geomean;
+use colltune_core::tables::table::{self, CommKey};
 use colltune_core::tune::{candidates, segment_grid, Candidate, SpaceOptions};
 use colltune_mpi::bench::{provenance, Measurer, Point, Skips};
 use colltune_mpi::transport::mpi::Comm;
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         placement: comm.shape().placement().placement(),
         ..CommKey::shape(comm.size() as u32, n.max_ppn() as u32, n.num_nodes() as u32)
     };
-    let placed = colltune_core::placed::Detected::of(key.placement);
+    let placed = colltune_core::model::placed::Detected::of(key.placement);
     let prov = provenance(&comm)?;
     let mut m = Measurer::new(
         &comm,
@@ -112,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
 fn subjects_at(
     args: &Args,
     table: &table::Table,
-    (c, key, placed): (Collective, CommKey, &colltune_core::placed::Detected),
+    (c, key, placed): (Collective, CommKey, &colltune_core::model::placed::Detected),
     bytes: u64,
     opts: &SpaceOptions,
 ) -> anyhow::Result<(Vec<Subject>, String)> {
@@ -151,7 +151,7 @@ fn subjects_at(
 /// The table's choice at each size against the best measured there
 /// (regret) and against the library's own broadcast, with their
 /// geometric means.
-fn print_regret(samples: &[colltune_core::record::Sample], choices: &[(Collective, u64, String)]) {
+fn print_regret(samples: &[colltune_core::measure::record::Sample], choices: &[(Collective, u64, String)]) {
     let all = series(samples);
     let mut regrets = Vec::new();
     let mut vs_mpi = Vec::new();

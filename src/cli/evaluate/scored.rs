@@ -1,5 +1,5 @@
 //! `colltune evaluate TABLE --measured CSV...`: the table scored against
-//! measurements already taken (`colltune_core::agreement::score`), no MPI:
+//! measurements already taken (`colltune_core::tables::agreement::score`), no MPI:
 //! per placement the regret of the table's choices beside the library
 //! default's.
 
@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use super::Args;
 use crate::cli::{Code, UsageError};
-use colltune_core::agreement::{score, Scored};
-use colltune_core::record;
-use colltune_core::stats::geomean;
-use colltune_core::table;
+use colltune_core::tables::agreement::{score, Scored};
+use colltune_core::measure::record;
+use colltune_core::measure::stats::geomean;
+use colltune_core::tables::table;
 use colltune_core::units::human_bytes;
 
 /// `regret geomean 1.04, worst 1.62 (64 ranks at 16 KiB)`.

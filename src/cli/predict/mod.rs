@@ -1,6 +1,6 @@
 //! `colltune predict --p2p P2P [--measured BCAST] --layout L --mapping M`:
 //! Open MPI's broadcast algorithms simulated on a model fitted to
-//! point-to-point results ([`colltune_core::predict`]); with measurements,
+//! point-to-point results ([`colltune_core::model::predict`]); with measurements,
 //! per point the measured and predicted winners, the regret and each
 //! algorithm's time error, and the summary line.
 
@@ -9,11 +9,11 @@ mod written;
 use std::path::{Path, PathBuf};
 
 use super::{Code, UsageError};
-use colltune_core::import::{self, Options};
-use colltune_core::placement::{Layout, Mapping};
-use colltune_core::predict;
-use colltune_core::record::{self, Sample};
-use colltune_core::sim::Model;
+use colltune_core::measure::import::{self, Options};
+use colltune_core::model::placement::{Layout, Mapping};
+use colltune_core::model::predict;
+use colltune_core::measure::record::{self, Sample};
+use colltune_core::model::sim::Model;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -4,11 +4,11 @@
 
 use super::{usage, Args};
 use crate::cli::{parse_sizes, Code};
-use colltune_core::import;
-use colltune_core::placement::{Layout, Mapping};
-use colltune_core::predict::{self, trees};
-use colltune_core::record;
-use colltune_core::sim::Model;
+use colltune_core::measure::import;
+use colltune_core::model::placement::{Layout, Mapping};
+use colltune_core::model::predict::{self, trees};
+use colltune_core::measure::record;
+use colltune_core::model::sim::Model;
 
 /// Predicted times and winners alone.
 pub fn predict_only(
@@ -34,7 +34,7 @@ pub fn predict_only(
         .collect();
     if let Some(bad) = algs
         .iter()
-        .find(|&&x| colltune_core::ompi::tuned_by_id(x).is_none())
+        .find(|&&x| colltune_core::libraries::ompi::tuned_by_id(x).is_none())
     {
         return Err(usage(format!(
             "--algorithms: coll/tuned has no broadcast algorithm {bad} (0-9)"

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use super::args::{parse_root, Cluster, Selected, Selection};
 use super::{Code, UsageError};
 use colltune_algorithms::Variant;
-use colltune_core::compare::{self, Options, SelfAgreement, Verdict};
-use colltune_core::method::expand;
-use colltune_core::method::{RootPolicy, Subject};
-use colltune_core::record::Writer;
-use colltune_core::report::{comparison, imb_tables, series};
-use colltune_core::sim::{closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic};
-use colltune_core::simulate::sample;
+use colltune_core::model::compare::{self, Options, SelfAgreement, Verdict};
+use colltune_core::measure::method::expand;
+use colltune_core::measure::method::{RootPolicy, Subject};
+use colltune_core::measure::record::Writer;
+use colltune_core::measure::report::{comparison, imb_tables, series};
+use colltune_core::model::sim::{closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic};
+use colltune_core::model::simulate::sample;
 
 mod against;
 use against::compare;
@@ -111,7 +111,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                             }
                             t.expect("no limit")
                         }
-                        Err(e @ colltune_core::sim::SimError::TooLarge { .. }) => {
+                        Err(e @ colltune_core::model::sim::SimError::TooLarge { .. }) => {
                             // Priced by its closed form where it has one
                             // (said so; no sample row: not simulated).
                             let Some(f) = closed_form(&m, c, spec, &nodes, b, r) else {
@@ -131,7 +131,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                     };
                     let mut row = sample(&m, &nodes, &s, b, (1, i as u32 + 1), r, t);
                     if placed {
-                        row.placement = colltune_core::simulate::placement_of(&nodes);
+                        row.placement = colltune_core::model::simulate::placement_of(&nodes);
                     }
                     if let Some(w) = writer.as_mut() {
                         w.write(std::slice::from_ref(&row))?;

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 
 use super::refuse::{refuse_mixed, refuse_patterns};
 use crate::cli::{Code, UsageError};
-use colltune_core::record::{self, Sample};
-use colltune_core::table::build::{build_launches, patterns, Compact};
-use colltune_core::table::evidence::partial_launches;
-use colltune_core::table::{self, Provenance, Sweep, Table};
+use colltune_core::measure::record::{self, Sample};
+use colltune_core::tables::table::build::{build_launches, patterns, Compact};
+use colltune_core::tables::table::evidence::partial_launches;
+use colltune_core::tables::table::{self, Provenance, Sweep, Table};
 use colltune_core::tune::resume::TuneConfig;
 
 // (No doc comment: the subcommand's help is the variant's.)
@@ -38,12 +38,12 @@ pub struct Args {
     no_compact: bool,
     /// The floor of the noise band when merging rules (0.03 = 3%); each
     /// measured size's own run-to-run spread widens it, up to 10%.
-    #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
+    #[arg(long, default_value_t = colltune_core::tables::table::build::DEFAULT_TOLERANCE)]
     compact_tolerance: f64,
     /// A rule replaces the library's own decision only where the 95%
     /// interval of its gain over it (each CSV one launch) clears this
     /// fraction (0.03 = 3%).
-    #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
+    #[arg(long, default_value_t = colltune_core::tables::table::evidence::DEFAULT_MIN_GAIN)]
     min_gain: f64,
     /// Decide by the fastest median merged within noise (the builder
     /// before schema 2), not on the evidence; no gains recorded.
@@ -146,7 +146,7 @@ fn read_launches(
 /// warning; `keep` keeps them (warned all the same).
 fn drop_unforced(launches: &mut [Vec<Sample>], keep: bool) {
     let every: Vec<Sample> = launches.iter().flatten().cloned().collect();
-    for al in colltune_core::predict::unforced(&every) {
+    for al in colltune_core::model::predict::unforced(&every) {
         let b = al.b;
         if keep {
             eprintln!("colltune: warning: {al}: algorithm {b}'s runs most likely did not force it; kept (--keep-unforced)");
@@ -154,7 +154,7 @@ fn drop_unforced(launches: &mut [Vec<Sample>], keep: bool) {
         }
         eprintln!("colltune: warning: {al}: algorithm {b}'s runs most likely did not force it (coll_tuned_use_dynamic_rules true is needed), and a rule naming it would force the real one; its samples are left out (--keep-unforced keeps them)");
         for l in launches.iter_mut() {
-            l.retain(|s| !colltune_core::predict::is_forced(s, b));
+            l.retain(|s| !colltune_core::model::predict::is_forced(s, b));
         }
     }
 }

@@ -7,7 +7,7 @@ mod refuse;
 use std::path::PathBuf;
 
 use super::{Code, UsageError};
-use colltune_core::table;
+use colltune_core::tables::table;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::cli::UsageError;
-use colltune_core::record::Sample;
+use colltune_core::measure::record::Sample;
 
 /// Refuses CSVs that mix call patterns: one table is for one call
 /// pattern, and medians of both would decide for neither.

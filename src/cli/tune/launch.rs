@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use colltune_core::record::Sample;
+use colltune_core::measure::record::Sample;
 use colltune_core::tune::focus::Focus;
 use colltune_core::tune::resume::{read_for_resume, TuneConfig};
 use colltune_mpi::transport::mpi::{Comm, Control};
@@ -50,7 +50,7 @@ pub type Further = (Vec<u64>, Option<Focus>);
 pub fn further(
     args: &Args,
     world: &Comm,
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     comm_sizes: &[u32],
     sizes: Vec<u64>,
 ) -> anyhow::Result<Result<Further, Code>> {
@@ -190,7 +190,7 @@ fn prepare_csv(
 /// must come from this library, host and call pattern.
 fn focus_of(
     csv: &[PathBuf],
-    prov: &colltune_core::method::Origin,
+    prov: &colltune_core::measure::method::Origin,
     args: &Args,
     comm_sizes: &[u32],
     grid: &[u64],
@@ -199,7 +199,7 @@ fn focus_of(
     let mut launches = Vec::new();
     for p in csv {
         let (got, _) =
-            colltune_core::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
+            colltune_core::measure::record::read_launch(p).map_err(|e| format!("--focus: {e}"))?;
         // (Not the host: a batch job's later launch may land on other
         // nodes of the same cluster.)
         if let Some(s) = got.iter().find(|s| s.mpi != prov.mpi) {

@@ -1,8 +1,8 @@
 //! `tune`'s library candidates: the MPI library's own broadcast algorithms
 //! that it lets colltune force, measured beside colltune's.
 
-use colltune_core::method::Origin;
-use colltune_core::mpich::Choice;
+use colltune_core::measure::method::Origin;
+use colltune_core::libraries::mpich::Choice;
 use colltune_core::tune::Candidate;
 use colltune_mpi::transport::mpi::Comm;
 
@@ -20,7 +20,7 @@ pub fn candidates(
     let mut library_candidates = Vec::new();
     let mut mpich_offered = Vec::new();
     let family = colltune_mpi::abi::runtime().family;
-    if colltune_core::ompi::is_open_mpi(&prov.mpi) {
+    if colltune_core::libraries::ompi::is_open_mpi(&prov.mpi) {
         library_candidates.extend(colltune_core::tune::library_candidates());
         match colltune_mpi::bench::adapt::bcast_algorithms() {
             Ok(offered) => {
@@ -29,8 +29,8 @@ pub fn candidates(
                     outln!(
                         "colltune tune: {} coll/adapt candidates ({} algorithms at segments {:?})",
                         adapt.len(),
-                        adapt.len() / colltune_core::ompi::adapt::TUNE_SEGMENTS.len(),
-                        colltune_core::ompi::adapt::TUNE_SEGMENTS
+                        adapt.len() / colltune_core::libraries::ompi::adapt::TUNE_SEGMENTS.len(),
+                        colltune_core::libraries::ompi::adapt::TUNE_SEGMENTS
                     );
                 }
                 library_candidates.extend(adapt);

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
-use colltune_core::method::{Origin, RootPolicy};
-use colltune_core::record::Writer;
-use colltune_core::table::{self, build::build_with, Provenance, Sweep};
+use colltune_core::measure::method::{Origin, RootPolicy};
+use colltune_core::measure::record::Writer;
+use colltune_core::tables::table::{self, build::build_with, Provenance, Sweep};
 use colltune_core::tune::resume::TuneConfig;
 use colltune_core::tune::{search_all, Campaign, Settings};
 use colltune_core::units::hms;

@@ -16,8 +16,8 @@ use colltune_algorithms::{Collective, Execution};
 
 use super::args::{Cluster, Timing};
 use super::{parse_sizes, Code, UsageError};
-use colltune_core::method::MAX_BYTES;
-use colltune_core::table::build::Compact;
+use colltune_core::measure::method::MAX_BYTES;
+use colltune_core::tables::table::build::Compact;
 use colltune_core::tune::{collectives_of, Campaign};
 
 #[derive(clap::Args, Debug)]
@@ -80,11 +80,11 @@ pub struct Args {
     pub no_compact: bool,
     /// The floor of the noise band when merging rules (a fraction: 0.03 =
     /// 3%); each measured size's own run-to-run spread widens it, up to 10%.
-    #[arg(long, default_value_t = colltune_core::table::build::DEFAULT_TOLERANCE)]
+    #[arg(long, default_value_t = colltune_core::tables::table::build::DEFAULT_TOLERANCE)]
     pub compact_tolerance: f64,
     /// A rule replaces the library's own decision only where the 95%
     /// interval of its gain over it clears this fraction (0.03 = 3%).
-    #[arg(long, default_value_t = colltune_core::table::evidence::DEFAULT_MIN_GAIN)]
+    #[arg(long, default_value_t = colltune_core::tables::table::evidence::DEFAULT_MIN_GAIN)]
     pub min_gain: f64,
     /// Decide by the fastest median merged within noise (before schema 2).
     #[arg(long)]
@@ -190,7 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<Code> {
         args.executions.clone()
     };
     if let Some(model) = args.model.clone() {
-        if args.timing.pattern != colltune_core::method::Pattern::Synchronized {
+        if args.timing.pattern != colltune_core::measure::method::Pattern::Synchronized {
             return Err(UsageError(
                 "--pattern back-to-back or imb with --model: the simulator predicts one call that every rank starts at once (synchronized); measure back-to-back under mpirun".into(),
             )
@@ -211,7 +211,7 @@ fn run_measured(
     _: Vec<u64>,
     _: Vec<Collective>,
     _: Vec<Execution>,
-    _: colltune_core::method::RootPolicy,
+    _: colltune_core::measure::method::RootPolicy,
 ) -> anyhow::Result<Code> {
     Err(UsageError(
         "this colltune was built without MPI (--no-default-features): only `tune --model` works; build with the default features to measure".into(),
@@ -222,7 +222,7 @@ fn run_measured(
 /// Records the campaign's further rounds in the table's provenance and
 /// says on screen what they did (the sizes left open are listed by the
 /// table's summary, under `unresolved`).
-pub fn record_further(table: &mut colltune_core::table::Table, campaign: &Campaign) {
+pub fn record_further(table: &mut colltune_core::tables::table::Table, campaign: &Campaign) {
     let Some(f) = campaign.further() else {
         return;
     };

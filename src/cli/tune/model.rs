@@ -8,9 +8,9 @@ use colltune_algorithms::{Collective, Execution};
 use super::Args;
 use crate::cli::{Code, UsageError};
 use crate::progress::Reporter;
-use colltune_core::method::RootPolicy;
-use colltune_core::record::Writer;
-use colltune_core::table::{self, build::build_with, Provenance, Sweep};
+use colltune_core::measure::method::RootPolicy;
+use colltune_core::measure::record::Writer;
+use colltune_core::tables::table::{self, build::build_with, Provenance, Sweep};
 use colltune_core::tune::{search_all, Settings};
 use colltune_core::units::hms;
 
@@ -23,7 +23,7 @@ pub fn run(
     executions: Vec<Execution>,
     root: RootPolicy,
 ) -> anyhow::Result<Code> {
-    let m = colltune_core::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
+    let m = colltune_core::model::sim::Model::load(model).map_err(|e| UsageError(e.to_string()))?;
     let world = args.cluster.nodes()?;
     let comms = comms_of(args, &world, root)?;
     let csv = args

@@ -472,10 +472,10 @@ pub fn to_samples(
         // The mapping's placement class: found on the layout where one is
         // given, else the class the mapping gives on several sockets.
         let placement = match (layout, key.3) {
-            (Some(l), Some(m)) => crate::placed::of_layout(l, m, r.ranks as usize)
+            (Some(l), Some(m)) => crate::model::placed::of_layout(l, m, r.ranks as usize)
                 .map_err(|e| (r.line, e))?
                 .placement(),
-            (None, Some(m)) => Some(crate::placed::Placement::of_mapping(m)),
+            (None, Some(m)) => Some(crate::model::placed::Placement::of_mapping(m)),
             _ => None,
         };
         let (ppn, nodes, lay) = match (layout, key.3) {

@@ -421,8 +421,8 @@ fn column_and_label_maps_read_quotes() {
 
 #[test]
 fn a_mapping_column_gives_one_rule_set_per_placement() {
-    use crate::placed::Placement;
-    use crate::table::{build, test_provenance};
+    use crate::model::placed::Placement;
+    use crate::tables::table::{build, test_provenance};
     // 8 ranks on EPYC's layout under the three mappings: by core and by
     // socket on one node (the same shape, ranks in blocks or dealt over
     // the sockets), by node on two. A different winner under each.
@@ -468,9 +468,9 @@ fn a_mapping_column_gives_one_rule_set_per_placement() {
         );
     }
     // The table reads back, and each placement finds its own entry.
-    let back = crate::table::load_str(&t.to_yaml().unwrap()).unwrap();
-    let key = crate::table::CommKey::shape(8, 8, 1);
-    let d = crate::placed::Detected::of(p("socket"));
+    let back = crate::tables::table::load_str(&t.to_yaml().unwrap()).unwrap();
+    let key = crate::tables::table::CommKey::shape(8, 8, 1);
+    let d = crate::model::placed::Detected::of(p("socket"));
     assert!(back
         .lookup_placed(colltune_algorithms::Collective::Bcast, key, &d, 1024)
         .unwrap()

@@ -754,7 +754,7 @@ mod tests {
             "binomial"
         );
         // The runtime's decisions take the communicator's placement from its key.
-        let sel = crate::decide::Selector {
+        let sel = crate::tables::decide::Selector {
             settings: Default::default(),
             table: Some(std::sync::Arc::new(t.clone())),
             fallback: None,

@@ -291,10 +291,10 @@ impl Shape {
     /// `COLLTUNE_NODES` where set) and on each node's sockets (where every
     /// rank is bound inside one socket): found from what [`Shape::of`]
     /// gathered, no communication.
-    pub fn placement(&self) -> colltune_core::placed::Detected {
+    pub fn placement(&self) -> colltune_core::model::placed::Detected {
         let node_of: Vec<usize> = (0..self.size).map(|r| self.nodes.node_of(r)).collect();
         let sockets: Option<Vec<u32>> = self.sockets.iter().copied().collect();
-        colltune_core::placed::detect(&node_of, sockets.as_deref())
+        colltune_core::model::placed::detect(&node_of, sockets.as_deref())
     }
     /// Whether a resolved algorithm runs here: one that goes through
     /// shared memory needs the communicator on one node (the library's
@@ -622,7 +622,7 @@ fn node_labels(comm: &CommHandle, rank: usize) -> Result<(Vec<u32>, Vec<Option<u
     let shared = unsafe { CommHandle::own(ffi::comm_split_shared(comm.raw(), rank)?) };
     let leader = shared.allreduce(rank as i32, Op::Min);
     shared.free()?;
-    let socket = colltune_core::placed::own_socket().map_or(0, |s| u64::from(s) + 1);
+    let socket = colltune_core::model::placed::own_socket().map_or(0, |s| u64::from(s) + 1);
     let both = comm.allgather((u64::from(leader? as u32) << 32) | socket)?;
     Ok(both
         .into_iter()
