@@ -26,7 +26,9 @@ use std::time::Instant;
 
 use colltune_algorithms::registry::Restriction;
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
-use colltune_core::model::sim::{closed_form, drop_kept_call, simulate_counted, Model, SimError, Tier};
+use colltune_core::model::sim::{
+    closed_form, drop_kept_call, simulate_counted, Model, SimError, Tier,
+};
 
 const TARGET_S: f64 = 10.0;
 

@@ -9,7 +9,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use colltune_algorithms::Collective;
-use colltune_core::measure::figure::{self, decision_map, regimes, versus, wins, Line, LineKind, Selection};
+use colltune_core::measure::figure::{
+    self, decision_map, regimes, versus, wins, Line, LineKind, Selection,
+};
 use colltune_core::measure::fit::fit_table;
 use colltune_core::measure::record::Sample;
 use colltune_core::measure::report::{comparison, contexts, kept, Series, SeriesKey};

@@ -290,8 +290,9 @@ fn file_names(line: &str) -> Vec<String> {
         let word = word.trim_end_matches('.').trim_start_matches("./");
         let marked = start > 0 && matches!(chars[start - 1], '$' | '<' | '{' | '*' | '>');
         let named = [".rs", ".md"].iter().any(|e| {
-            word.strip_suffix(e)
-                .is_some_and(|stem| stem.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            word.strip_suffix(e).is_some_and(|stem| {
+                stem.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            })
         });
         if named && !marked && !word.contains("//") {
             out.push(word.to_string());
@@ -394,12 +395,18 @@ fn stale_file_names(root: &Path) -> Vec<String> {
     // top-level folders is this tree's.
     let ours = |name: &str| {
         name.split_once('/')
-            .map_or(name.ends_with(".rs"), |(top, _)| top == ".." || root.join(top).is_dir())
+            .map_or(name.ends_with(".rs"), |(top, _)| {
+                top == ".." || root.join(top).is_dir()
+            })
     };
     for page in guide_pages(root)
         .into_iter()
         .chain([PathBuf::from("ARCHITECTURE.md")])
-        .chain(linked_pages(root).into_iter().filter(|p| p.starts_with("tuning-tables")))
+        .chain(
+            linked_pages(root)
+                .into_iter()
+                .filter(|p| p.starts_with("tuning-tables")),
+        )
     {
         let Ok(md) = std::fs::read_to_string(root.join(&page)) else {
             continue;
@@ -628,10 +635,17 @@ fn the_check_catches_what_it_should() {
     assert!(has("must say why"), "{bad:?}");
     assert!(has("docs/b.md:5: text after the backticks"), "{bad:?}");
     assert!(has("src/lib.rs:1: `hot.rs` does not exist"), "{bad:?}");
-    assert!(has("src/lib.rs:1: `tests/common/gone.rs` does not exist"), "{bad:?}");
+    assert!(
+        has("src/lib.rs:1: `tests/common/gone.rs` does not exist"),
+        "{bad:?}"
+    );
     assert!(has("README.md:4: `docs/gone.md` does not exist"), "{bad:?}");
     assert!(has("docs/a.md:5: a line of 205 characters"), "{bad:?}");
-    assert_eq!(bad.len(), 9, "nothing else is wrong (a long table row is no prose): {bad:?}");
+    assert_eq!(
+        bad.len(),
+        9,
+        "nothing else is wrong (a long table row is no prose): {bad:?}"
+    );
     assert!(anchors("# The A page: it's `here`\n").contains("the-a-page-its-here"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -657,7 +671,10 @@ fn a_fence_with_text_after_it_is_refused() {
     let mended = was.replace("``` Before", "```\n\nBefore");
     assert_eq!(fence_problems(&mended), vec![]);
     // An opening fence may name its language; only the closing one must be bare.
-    assert_eq!(fence_problems("```sh\ntrue\n```\n```yaml\na: 1\n```  \n"), vec![]);
+    assert_eq!(
+        fence_problems("```sh\ntrue\n```\n```yaml\na: 1\n```  \n"),
+        vec![]
+    );
 }
 
 /// A directory where a page's blocks run: the tree's shipped data and the

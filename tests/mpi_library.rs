@@ -867,7 +867,10 @@ fn a_library_only_table_deploys_as_open_mpis_rules_file() {
 #[test]
 fn device_buffers_go_to_the_library_untouched() {
     if !is_open_mpi() {
-        return skip("openmpi", "ompi_info not found: the stand-ins are built with Open MPI's mpicc");
+        return skip(
+            "openmpi",
+            "ompi_info not found: the stand-ins are built with Open MPI's mpicc",
+        );
     }
     let dir = scratch("device-buffers");
     let libs = shared_libs();
@@ -907,7 +910,10 @@ fn device_buffers_go_to_the_library_untouched() {
     };
     // The stand-in's memory faults where the library is not GPU-aware.
     let (ok, all) = run_with(3, "", &[]);
-    assert!(!ok, "a host access to the stand-in's device memory must fault:\n{all}");
+    assert!(
+        !ok,
+        "a host access to the stand-in's device memory must fault:\n{all}"
+    );
     let both = format!("{pre}:{}", gpu_mpi.display());
     let tbl = tbl.display().to_string();
     let mut failures = Vec::new();
@@ -929,7 +935,11 @@ fn device_buffers_go_to_the_library_untouched() {
                 failures.push(format!("{ranks} ranks, {what}:\n{all}"));
             }
         }
-        assert!(plain.0, "{ranks} ranks, the stand-in library alone:\n{}", plain.1);
+        assert!(
+            plain.0,
+            "{ranks} ranks, the stand-in library alone:\n{}",
+            plain.1
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -88,7 +88,8 @@ fn coverage_table(dir: &Path, sizes: &[usize]) -> PathBuf {
     }
     let p = dir.join("coverage.yaml");
     std::fs::write(&p, y).unwrap();
-    colltune_core::tables::table::load(&p).unwrap_or_else(|e| panic!("coverage table invalid: {e}"));
+    colltune_core::tables::table::load(&p)
+        .unwrap_or_else(|e| panic!("coverage table invalid: {e}"));
     p
 }
 

@@ -155,7 +155,8 @@ fn launch_csv(path: &Path, points: &[(u64, [f64; 3])]) {
         for (run, t) in linear.iter().enumerate() {
             for rep in 1..=3 {
                 for (spec, exec, x) in [("mpi", "library", 10.0), ("linear", "blocking", *t)] {
-                    let mut s = colltune_core::measure::record::sample(spec, exec, b, run as u32 + 1, x);
+                    let mut s =
+                        colltune_core::measure::record::sample(spec, exec, b, run as u32 + 1, x);
                     s.rep = rep;
                     w.write(&[s]).unwrap();
                 }

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use colltune_core::model::compare::{compare, Comparison, Options, Tally};
 use colltune_core::measure::record;
+use colltune_core::model::compare::{compare, Comparison, Options, Tally};
 use colltune_core::model::sim::Model;
 use common::{colltune, mpirun, run, scratch, text};
 

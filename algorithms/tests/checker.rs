@@ -245,7 +245,12 @@ fn bcast_shm_small_ring_reused() {
 /// middle and the last, a small and a segmented size, both executions.
 #[test]
 fn bcast_bine_and_circulant_at_a_thousand_ranks() {
-    for spec_text in ["bine", "bine:segment=4096", "bine_bdw", "circulant:segment=8192"] {
+    for spec_text in [
+        "bine",
+        "bine:segment=4096",
+        "bine_bdw",
+        "circulant:segment=8192",
+    ] {
         let spec = AlgoSpec::parse(spec_text).unwrap();
         for p in [1000, 1024] {
             let nodes = NodeMap::single(p);

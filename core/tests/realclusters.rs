@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 
 use colltune_core::measure::import::{self, Options, P2pRow};
+use colltune_core::measure::record::Sample;
 use colltune_core::model::levels::fit_model;
 use colltune_core::model::placement::{Layout, Level, Mapping};
 use colltune_core::model::predict::{alike, check, measured, screen, Summary};
-use colltune_core::measure::record::Sample;
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or

@@ -18,8 +18,8 @@
 
 use std::time::Instant;
 
-use colltune_core::model::calibrate::PingPoint;
 use colltune_core::measure::stats::median;
+use colltune_core::model::calibrate::PingPoint;
 use thiserror::Error;
 
 use crate::transport::mpi::{wtime, Comm, Control, MpiError, Peer};

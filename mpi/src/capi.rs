@@ -38,19 +38,19 @@ mod handoff;
 pub mod hot;
 pub mod layers;
 mod lifecycle;
+mod pairwise;
 pub mod preload;
 mod rules;
 mod site;
 mod state;
-mod pairwise;
 mod types;
 
 pub use broadcast::*;
 pub use explain::*;
 pub use fortran::*;
 pub use lifecycle::*;
-use state::*;
 pub use pairwise::*;
+use state::*;
 use types::*;
 
 use std::cell::Cell;

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use colltune_algorithms::{lookup, AlgoSpec, Collective, Execution};
-use colltune_core::measure::method::{parse_sweeps, CacheMode, Method, Pattern, RootPolicy, SyncMode};
+use colltune_core::measure::method::{
+    parse_sweeps, CacheMode, Method, Pattern, RootPolicy, SyncMode,
+};
 
 use super::{parse_sizes, UsageError};
 
@@ -128,8 +130,9 @@ pub struct Cluster {
 impl Cluster {
     /// The node map these options give.
     pub fn nodes(&self) -> Result<colltune_algorithms::NodeMap, UsageError> {
-        let nodes = colltune_core::model::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
-            .map_err(|e| UsageError(e.to_string()))?;
+        let nodes =
+            colltune_core::model::simulate::layout(self.ranks, self.ppn, self.layout.as_deref())
+                .map_err(|e| UsageError(e.to_string()))?;
         match self.mapping()? {
             None | Some(Mapping::Core) => Ok(nodes),
             Some(Mapping::Node) if self.layout.is_none() => Ok(

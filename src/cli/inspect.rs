@@ -7,8 +7,8 @@ use std::sync::Arc;
 use colltune_algorithms::Collective;
 
 use super::{Code, UsageError};
-use colltune_core::tables::decide::{parse_forced, RuntimeSettings, Selector, Source};
 use colltune_core::measure::fit::human_bytes;
+use colltune_core::tables::decide::{parse_forced, RuntimeSettings, Selector, Source};
 use colltune_core::tables::table::{self, CommKey, Table};
 
 /// Reads a table, its problems a usage error (every command that reads

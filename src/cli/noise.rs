@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::{parse_sizes, Code, UsageError};
 use colltune_core::measure::noise::{self, NoiseProfile};
-use colltune_core::tune::noise_bench::{bench, truth, BenchConfig};
 use colltune_core::measure::record::{self, Sample};
 use colltune_core::model::sim::Model;
+use colltune_core::tune::noise_bench::{bench, truth, BenchConfig};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

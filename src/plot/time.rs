@@ -23,7 +23,9 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use colltune_core::measure::figure::{place_labels, relative, sizes, winners, Line, LineKind, Stretch};
+use colltune_core::measure::figure::{
+    place_labels, relative, sizes, winners, Line, LineKind, Stretch,
+};
 
 use super::axes::{fmt_bytes, fmt_us, size_ticks, time_ticks};
 use super::style::{

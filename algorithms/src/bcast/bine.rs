@@ -158,10 +158,13 @@ impl Bine {
                 h,
                 q: None,
             };
-            st.q = self.clip(st.other()).map(|(x0, x1)| (l + r - h).clamp(x0, x1));
+            st.q = self
+                .clip(st.other())
+                .map(|(x0, x1)| (l + r - h).clamp(x0, x1));
             out.push(st);
             if contains(st.other(), d) {
-                h = st.q.expect("an offset of the window is in its clipped half");
+                h =
+                    st.q.expect("an offset of the window is in its clipped half");
             }
             if d >= mid {
                 l = mid;
@@ -205,7 +208,8 @@ struct Blocks<'a> {
 
 impl Blocks<'_> {
     fn bytes(&self, s: Span) -> Region {
-        self.ch.range(self.bine.block(s.0), self.bine.block(s.1) + 1)
+        self.ch
+            .range(self.bine.block(s.0), self.bine.block(s.1) + 1)
     }
     fn real(&self, d: i64) -> usize {
         self.sh.real(self.bine.vrank(d))
@@ -274,8 +278,18 @@ fn allgather_step(bl: &Blocks, st: &Step, d: i64, b: &mut Builder) {
     if size <= c || theirs.len == 0 {
         return;
     }
-    let at = |t: i64| if d < st.mid { st.mid - 1 - t } else { st.mid + t };
-    let t = if d < st.mid { st.mid - 1 - d } else { d - st.mid };
+    let at = |t: i64| {
+        if d < st.mid {
+            st.mid - 1 - t
+        } else {
+            st.mid + t
+        }
+    };
+    let t = if d < st.mid {
+        st.mid - 1 - d
+    } else {
+        d - st.mid
+    };
     let mut w = c;
     if t >= c {
         while 2 * w <= t {

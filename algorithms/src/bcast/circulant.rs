@@ -125,7 +125,11 @@ impl Circulant {
             };
             let e = best.unwrap_or_else(|| self.baseblock(lo % p));
             free &= !(1 << e);
-            out.push(if e == q { b as i64 } else { e as i64 - q as i64 });
+            out.push(if e == q {
+                b as i64
+            } else {
+                e as i64 - q as i64
+            });
         }
         out
     }
@@ -133,7 +137,17 @@ impl Circulant {
     /// The largest baseblock in `free` among ranks `x..=y`: a descent
     /// over the greedy sums of skips, O(log p) parts of the range.
     fn max_free(&self, x: usize, y: usize, free: u64) -> Option<usize> {
-        self.max_in(Part { base: 0, base_b: self.q, len: self.p, k: self.q }, x, y, free)
+        self.max_in(
+            Part {
+                base: 0,
+                base_b: self.q,
+                len: self.p,
+                k: self.q,
+            },
+            x,
+            y,
+            free,
+        )
     }
 
     fn max_in(&self, part: Part, x: usize, y: usize, free: u64) -> Option<usize> {
@@ -149,7 +163,11 @@ impl Circulant {
         // len, and that skip plus the rest; the right one first (its
         // baseblock k is the larger), the left one only if it can beat it.
         let k = self.skip[..part.k].partition_point(|&s| s < part.len) - 1;
-        let left = Part { len: self.skip[k], k, ..part };
+        let left = Part {
+            len: self.skip[k],
+            k,
+            ..part
+        };
         let right = Part {
             base: part.base + self.skip[k],
             base_b: k,
@@ -312,6 +330,9 @@ mod tests {
         let every = start.elapsed();
         assert!(sum > 0);
         eprintln!("six schedules at p = {p}: {took:?}; every rank's baseblock: {every:?}");
-        assert!(took * 10 < every, "six schedules took {took:?}, O(p) work {every:?}");
+        assert!(
+            took * 10 < every,
+            "six schedules took {took:?}, O(p) work {every:?}"
+        );
     }
 }

@@ -441,8 +441,7 @@ impl Decisions {
             }
         };
         let runs_tuned = |c: &Choice| {
-            c.algorithm.is_none()
-                && matches!(c.library, None | Some(LibraryChoice::Tuned(_)))
+            c.algorithm.is_none() && matches!(c.library, None | Some(LibraryChoice::Tuned(_)))
         };
         let mut rules: Vec<Decided> = Vec::new();
         let mut next = Some(0u64);
@@ -474,7 +473,13 @@ impl Decisions {
         if fallback_tuned {
             // Never reached (the rules now cover every size), but what a
             // reader of the fallback expects: colltune's own.
-            self.fallback.algorithm = Some(Forced { id: fixed[0].2, segment: 0 }.twin());
+            self.fallback.algorithm = Some(
+                Forced {
+                    id: fixed[0].2,
+                    segment: 0,
+                }
+                .twin(),
+            );
         }
         self.mins = rules.iter().map(|r| r.min).collect();
         self.maxs = rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect();
@@ -531,7 +536,12 @@ mod tests {
     }
 
     fn name(c: &Choice) -> &str {
-        c.algorithm.as_ref().expect("colltune's own").0.name.as_str()
+        c.algorithm
+            .as_ref()
+            .expect("colltune's own")
+            .0
+            .name
+            .as_str()
     }
 
     #[test]
@@ -544,7 +554,21 @@ mod tests {
             rule(2000, Some(4999), None, Some(0)),
         ]);
         d.without_library(4);
-        for bytes in [0, 50, 99, 100, 500, 999, 1000, 1999, 2000, 4999, 5000, 1 << 20, u64::MAX] {
+        for bytes in [
+            0,
+            50,
+            99,
+            100,
+            500,
+            999,
+            1000,
+            1999,
+            2000,
+            4999,
+            5000,
+            1 << 20,
+            u64::MAX,
+        ] {
             let (c, _) = d.choose(bytes);
             assert!(c.library.is_none(), "{bytes} B still runs the library's");
             let want = match bytes {
@@ -584,7 +608,11 @@ mod tests {
                     segment: 0,
                 }
                 .twin();
-                assert_eq!(d.choose(bytes).0.algorithm, Some(want), "{ranks} ranks, {bytes} B");
+                assert_eq!(
+                    d.choose(bytes).0.algorithm,
+                    Some(want),
+                    "{ranks} ranks, {bytes} B"
+                );
             }
         }
     }

@@ -84,13 +84,21 @@ pub unsafe fn is_device(buffer: *const c_void) -> bool {
         // handle colltune opened holds a reference).
         let f: CuPointerGetAttribute = std::mem::transmute(q);
         let mut kind: c_uint = 0;
-        f((&mut kind as *mut c_uint).cast(), MEMORY_TYPE, buffer as u64) == 0
+        f(
+            (&mut kind as *mut c_uint).cast(),
+            MEMORY_TYPE,
+            buffer as u64,
+        ) == 0
             && (kind == CU_DEVICE || kind == CU_ARRAY)
     } else {
         // SAFETY: as above, HIP's symbol of this type.
         let f: HipPointerGetAttribute = std::mem::transmute(q & !1);
         let mut kind: c_uint = 0;
-        f((&mut kind as *mut c_uint).cast(), MEMORY_TYPE, buffer as *mut c_void) == 0
+        f(
+            (&mut kind as *mut c_uint).cast(),
+            MEMORY_TYPE,
+            buffer as *mut c_void,
+        ) == 0
     }
 }
 

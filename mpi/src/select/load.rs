@@ -121,7 +121,11 @@ pub(super) fn warn_who_read_what(
         let end = r.iter().position(|&b| b == 0).unwrap_or(r.len());
         let text = String::from_utf8_lossy(&r[..end]).into_owned();
         let (host, what) = text.split_once('\t').unwrap_or((&text, ""));
-        let what = if what.is_empty() { "read nothing" } else { what };
+        let what = if what.is_empty() {
+            "read nothing"
+        } else {
+            what
+        };
         match groups.iter_mut().find(|g| g.0 == what) {
             Some(g) => g.1.push((rank, host.to_string())),
             None => groups.push((what.to_string(), vec![(rank, host.to_string())])),
@@ -130,9 +134,8 @@ pub(super) fn warn_who_read_what(
     if groups.len() < 2 {
         return Ok(());
     }
-    let mut msg = String::from(
-        "warning: the ranks did not all read the same table (COLLTUNE_TABLE):",
-    );
+    let mut msg =
+        String::from("warning: the ranks did not all read the same table (COLLTUNE_TABLE):");
     for (what, ranks) in &groups {
         let mut hosts: Vec<&str> = Vec::new();
         for (_, h) in ranks {
@@ -330,11 +333,7 @@ pub fn load_with(
     // Every rank must decide alike: the same settings (the table is
     // rank 0's on every rank).
     let broken = problem.is_some();
-    let mine = if broken {
-        u64::MAX
-    } else {
-        settings.digest()
-    };
+    let mine = if broken { u64::MAX } else { settings.digest() };
     let lo = world.allreduce(mine, Op::Min)?;
     let hi = world.allreduce(mine, Op::Max)?;
     let reason = match (error, problem) {

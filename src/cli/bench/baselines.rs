@@ -2,8 +2,8 @@
 //! it lets colltune force (Open MPI's coll/tuned, coll/adapt, coll/han;
 //! MPICH's), as far as the running library offers them.
 
-use colltune_core::measure::method::Subject;
 use colltune_core::libraries::ompi::{adapt, han, is_open_mpi, TUNED_BCAST};
+use colltune_core::measure::method::Subject;
 use colltune_mpi::bench::adapt::bcast_algorithms as adapt_algorithms;
 use colltune_mpi::bench::mpich::{bcast_algorithms, fallback_error_value};
 use colltune_mpi::forcing::han::{bcast_algorithms as han_algorithms, HanUnavailable};

@@ -16,8 +16,8 @@ mod model;
 mod report;
 
 use super::{init_mpi, parse_sizes, Code, UsageError};
-use colltune_core::model::calibrate::{fit_link, Protocol};
 use colltune_core::measure::fit::human_bytes;
+use colltune_core::model::calibrate::{fit_link, Protocol};
 use colltune_core::model::sim::Model;
 use colltune_mpi::calibrate::STREAM_MIN_BYTES;
 use colltune_mpi::calibrate::{copy_bandwidth, measure_link, Pair, Pairs};

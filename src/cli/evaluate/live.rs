@@ -151,7 +151,10 @@ fn subjects_at(
 /// The table's choice at each size against the best measured there
 /// (regret) and against the library's own broadcast, with their
 /// geometric means.
-fn print_regret(samples: &[colltune_core::measure::record::Sample], choices: &[(Collective, u64, String)]) {
+fn print_regret(
+    samples: &[colltune_core::measure::record::Sample],
+    choices: &[(Collective, u64, String)],
+) {
     let all = series(samples);
     let mut regrets = Vec::new();
     let mut vs_mpi = Vec::new();

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use super::Args;
 use crate::cli::{Code, UsageError};
-use colltune_core::tables::agreement::{score, Scored};
 use colltune_core::measure::record;
 use colltune_core::measure::stats::geomean;
+use colltune_core::tables::agreement::{score, Scored};
 use colltune_core::tables::table;
 use colltune_core::units::human_bytes;
 

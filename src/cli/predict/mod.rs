@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use super::{Code, UsageError};
 use colltune_core::measure::import::{self, Options};
+use colltune_core::measure::record::{self, Sample};
 use colltune_core::model::placement::{Layout, Mapping};
 use colltune_core::model::predict;
-use colltune_core::measure::record::{self, Sample};
 use colltune_core::model::sim::Model;
 
 #[derive(clap::Args, Debug)]

@@ -5,9 +5,9 @@
 use super::{usage, Args};
 use crate::cli::{parse_sizes, Code};
 use colltune_core::measure::import;
+use colltune_core::measure::record;
 use colltune_core::model::placement::{Layout, Mapping};
 use colltune_core::model::predict::{self, trees};
-use colltune_core::measure::record;
 use colltune_core::model::sim::Model;
 
 /// Predicted times and winners alone.

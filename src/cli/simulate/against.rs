@@ -20,7 +20,8 @@ fn itself_line(s: &SelfAgreement, o: &Options) -> String {
 
 /// `simulate --compare`: the model against a measured CSV.
 pub(super) fn compare(a: &Args, m: &Model, path: &std::path::Path) -> anyhow::Result<Code> {
-    let samples = colltune_core::measure::record::read(path).map_err(|e| UsageError(e.to_string()))?;
+    let samples =
+        colltune_core::measure::record::read(path).map_err(|e| UsageError(e.to_string()))?;
     let o = Options {
         tolerance: a.tolerance,
         near: a.near,

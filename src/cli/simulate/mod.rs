@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use super::args::{parse_root, Cluster, Selected, Selection};
 use super::{Code, UsageError};
 use colltune_algorithms::Variant;
-use colltune_core::model::compare::{self, Options, SelfAgreement, Verdict};
 use colltune_core::measure::method::expand;
 use colltune_core::measure::method::{RootPolicy, Subject};
 use colltune_core::measure::record::Writer;
 use colltune_core::measure::report::{comparison, imb_tables, series};
-use colltune_core::model::sim::{closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic};
+use colltune_core::model::compare::{self, Options, SelfAgreement, Verdict};
+use colltune_core::model::sim::{
+    closed_form, rotation_roots, simulate_counted, Model, Tier, Traffic,
+};
 use colltune_core::model::simulate::sample;
 
 mod against;

@@ -1,8 +1,8 @@
 //! `tune`'s library candidates: the MPI library's own broadcast algorithms
 //! that it lets colltune force, measured beside colltune's.
 
-use colltune_core::measure::method::Origin;
 use colltune_core::libraries::mpich::Choice;
+use colltune_core::measure::method::Origin;
 use colltune_core::tune::Candidate;
 use colltune_mpi::transport::mpi::Comm;
 

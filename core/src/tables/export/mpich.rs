@@ -106,7 +106,9 @@ pub(super) fn to_mpich(
             notes.add("bine_bdw: MPICH has no Bine scatter-allgather; its scatter with recursive-doubling allgather is the nearest".into());
             simple("MPIR_Bcast_intra_scatter_recursive_doubling_allgather")
         }
-        "circulant" if known.is_empty() || known.iter().any(|k| k == "MPIR_Bcast_intra_circ_graph") => {
+        "circulant"
+            if known.is_empty() || known.iter().any(|k| k == "MPIR_Bcast_intra_circ_graph") =>
+        {
             notes.add("circulant: MPICH 5's circ_graph is the same schedule; its block size is MPICH's own (MPIR_CVAR_CIRC_GRAPH_CHUNK_SIZE), not the table's".into());
             simple("MPIR_Bcast_intra_circ_graph")
         }
@@ -140,7 +142,11 @@ pub(super) fn merged_push(merged: &mut Vec<(Option<u64>, Value)>, max: Option<u6
 /// (`MPIR_CVAR_BCAST_TREE_TYPE=kary`, `_TREE_KVAL=2`,
 /// `_IS_NON_BLOCKING=1`, `_TREE_PIPELINE_CHUNK_SIZE=8192`,
 /// `_RECV_PRE_POST=0`): the file says those, so both run the same.
-pub(super) fn mpich_native(m: crate::libraries::mpich::Forced, known: &[String], notes: &mut Notes) -> Mapped {
+pub(super) fn mpich_native(
+    m: crate::libraries::mpich::Forced,
+    known: &[String],
+    notes: &mut Notes,
+) -> Mapped {
     let name = m.json_name().unwrap_or("MPIR_Bcast_intra_binomial");
     if !known.is_empty() && !known.iter().any(|k| k == name) {
         notes.add(format!(

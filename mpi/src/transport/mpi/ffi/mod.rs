@@ -128,18 +128,18 @@ pub fn wtime() -> f64 {
     unsafe { ffi::PMPI_Wtime() }
 }
 
+mod bcast;
+mod coll;
 mod comm;
+mod mpit;
 mod p2p;
 mod rma;
-mod bcast;
-mod mpit;
-mod coll;
 mod user;
 
+pub use bcast::*;
+pub use coll::*;
 pub use comm::*;
+pub use mpit::*;
 pub use p2p::*;
 pub use rma::*;
-pub use bcast::*;
-pub use mpit::*;
-pub use coll::*;
 pub use user::*;
