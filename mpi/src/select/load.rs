@@ -80,8 +80,7 @@ pub(super) fn read_status(path: &std::path::Path, pre: Option<&Preparsed>) -> (S
     let unread = UNREAD.lock().unwrap_or_else(|p| p.into_inner()).clone();
     match unread.filter(|(p, _)| p == path) {
         Some((path, why)) => {
-            let prefix = format!("{}: ", path.display());
-            let why = why.strip_prefix(&prefix).unwrap_or(&why).to_string();
+            let why = unprefixed(&path, &why);
             (
                 format!("unread {why}"),
                 format!("could not use {}: {why}", path.display()),
@@ -286,9 +285,8 @@ pub(super) fn load_at(
     let body = got.get(1..).unwrap_or_default();
     let read_error = |why: String| {
         // Rank 0's message names the file; say it once.
-        let prefix = format!("{}: ", path.display());
-        let why = why.strip_prefix(&prefix).unwrap_or(&why);
-        let why = why.strip_prefix("cannot read: ").unwrap_or(why);
+        let why = unprefixed(path, &why);
+        let why = why.strip_prefix("cannot read: ").unwrap_or(&why);
         TableError::Read {
             path: path.into(),
             source: std::io::Error::other(why.to_string()),
@@ -418,4 +416,11 @@ pub fn set_library_differs(d: LibraryDiffers) {
 /// ([`Decisions::without_library`]).
 pub fn library_differs(size: usize) -> bool {
     LIBRARY_DIFFERS.get().is_some_and(|d| d.at(size))
+}
+
+/// A table error's message without its leading `PATH: ` (the caller names
+/// the file itself).
+fn unprefixed(path: &std::path::Path, why: &str) -> String {
+    let prefix = format!("{}: ", path.display());
+    why.strip_prefix(&prefix).unwrap_or(why).to_string()
 }
