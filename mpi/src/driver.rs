@@ -130,6 +130,9 @@ impl<'c> MpiOracle<'c> {
                     None => return Ok(Vec::new()),
                 }
             }
+            // Not a blocking broadcast's candidate (the candidate space
+            // never makes one): nothing measured.
+            Some(LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_)) => return Ok(Vec::new()),
             None => Subject::Ours(r.cand.0.clone()),
         };
         let pt = Point {

@@ -6,6 +6,12 @@
 //! | `ompi_tuned` ([`crate::libraries::ompi::Forced`]) | Open MPI coll/tuned | a duplicate made with `coll_tuned_bcast_algorithm` / `_segmentsize` written |
 //! | `ompi_adapt` ([`crate::libraries::ompi::adapt::Forced`]) | Open MPI 5.0 coll/adapt | a duplicate made with `coll_adapt_priority` raised; algorithm and segment written around each call |
 //! | `mpich` ([`crate::libraries::mpich::Forced`]) | MPICH 4, 5 | `MPIR_CVAR_BCAST_INTRA_ALGORITHM` written around each call |
+//! | `ompi_libnbc` ([`crate::libraries::ompi::libnbc::Forced`]) | Open MPI coll/libnbc: `MPI_Ibcast`, `MPI_Bcast_init` | `coll_libnbc_ibcast_algorithm` written around each call |
+//! | `mpich_ibcast` ([`crate::libraries::mpich_ibcast::Forced`]) | MPICH 4, 5: `MPI_Ibcast`, `MPI_Bcast_init` | `MPIR_CVAR_IBCAST_INTRA_ALGORITHM` written around each call |
+//!
+//! The first three run a blocking `MPI_Bcast` (a table's `bcast:` rules),
+//! the last two a nonblocking or persistent one (its `ibcast:` and
+//! `bcast_init:` rules): [`LibraryChoice::call`].
 //!
 //! Each is written with `execution: library`; `colltune_mpi::select::library`
 //! forces them, and falls back to the library's default `MPI_Bcast` (one
@@ -13,7 +19,7 @@
 
 use colltune_algorithms::AlgoSpec;
 
-use crate::libraries::{mpich, ompi};
+use crate::libraries::{mpich, mpich_ibcast, ompi};
 
 /// One of the MPI library's own broadcast algorithms, as a table chooses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,10 +30,28 @@ pub enum LibraryChoice {
     Adapt(ompi::adapt::Forced),
     /// MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` (`mpich`).
     Mpich(mpich::Forced),
+    /// Open MPI coll/libnbc's nonblocking schedules (`ompi_libnbc`).
+    Libnbc(ompi::libnbc::Forced),
+    /// MPICH's `MPIR_CVAR_IBCAST_INTRA_ALGORITHM` (`mpich_ibcast`).
+    MpichIbcast(mpich_ibcast::Forced),
+}
+
+/// Which broadcast call a library choice runs: the blocking `MPI_Bcast`,
+/// or the nonblocking and persistent ones (`MPI_Ibcast`, `MPI_Bcast_init`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Blocking,
+    Nonblocking,
 }
 
 /// The table names (`algorithm:`) of the library's own algorithms.
-pub const TABLE_NAMES: [&str; 3] = [ompi::TABLE_NAME, ompi::adapt::TABLE_NAME, mpich::TABLE_NAME];
+pub const TABLE_NAMES: [&str; 5] = [
+    ompi::TABLE_NAME,
+    ompi::adapt::TABLE_NAME,
+    mpich::TABLE_NAME,
+    ompi::libnbc::TABLE_NAME,
+    mpich_ibcast::TABLE_NAME,
+];
 
 /// Whether a table's `algorithm` names one of the library's own algorithms.
 pub fn is_table_name(name: &str) -> bool {
@@ -44,6 +68,12 @@ impl LibraryChoice {
                 ompi::adapt::Forced::from_spec(spec).map(LibraryChoice::Adapt)
             }
             mpich::TABLE_NAME => mpich::Forced::from_spec(spec).map(LibraryChoice::Mpich),
+            ompi::libnbc::TABLE_NAME => {
+                ompi::libnbc::Forced::from_spec(spec).map(LibraryChoice::Libnbc)
+            }
+            mpich_ibcast::TABLE_NAME => {
+                mpich_ibcast::Forced::from_spec(spec).map(LibraryChoice::MpichIbcast)
+            }
             other => Err(format!(
                 "`{other}` is none of the library choices ({})",
                 TABLE_NAMES.join(", ")
@@ -57,6 +87,20 @@ impl LibraryChoice {
             LibraryChoice::Tuned(f) => f.spec(),
             LibraryChoice::Adapt(f) => f.spec(),
             LibraryChoice::Mpich(f) => f.spec(),
+            LibraryChoice::Libnbc(f) => f.spec(),
+            LibraryChoice::MpichIbcast(f) => f.spec(),
+        }
+    }
+
+    /// Which call it runs: a blocking broadcast's choices (`ompi_tuned`,
+    /// `ompi_adapt`, `mpich`) or a nonblocking or persistent one's
+    /// (`ompi_libnbc`, `mpich_ibcast`).
+    pub fn call(&self) -> CallKind {
+        match self {
+            LibraryChoice::Tuned(_) | LibraryChoice::Adapt(_) | LibraryChoice::Mpich(_) => {
+                CallKind::Blocking
+            }
+            LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_) => CallKind::Nonblocking,
         }
     }
 
@@ -68,14 +112,18 @@ impl LibraryChoice {
             LibraryChoice::Tuned(f) => f.is_default(),
             LibraryChoice::Adapt(_) => false,
             LibraryChoice::Mpich(f) => f.is_default(),
+            LibraryChoice::Libnbc(f) => f.is_default(),
+            LibraryChoice::MpichIbcast(f) => f.is_default(),
         }
     }
 
     /// The library it belongs to, as messages say it.
     pub fn library(&self) -> &'static str {
         match self {
-            LibraryChoice::Tuned(_) | LibraryChoice::Adapt(_) => "Open MPI",
-            LibraryChoice::Mpich(_) => "MPICH",
+            LibraryChoice::Tuned(_) | LibraryChoice::Adapt(_) | LibraryChoice::Libnbc(_) => {
+                "Open MPI"
+            }
+            LibraryChoice::Mpich(_) | LibraryChoice::MpichIbcast(_) => "MPICH",
         }
     }
 
@@ -84,6 +132,8 @@ impl LibraryChoice {
         match table_name {
             ompi::adapt::TABLE_NAME => "see `ompi_adapt` in tuning-tables/README.md (ompi_info --param coll adapt --level 9 lists the algorithms of coll_adapt_bcast_algorithm)",
             mpich::TABLE_NAME => "see `mpich` in tuning-tables/README.md (MPICH's MPIR_CVAR_BCAST_INTRA_ALGORITHM names, as `mpivars` lists them)",
+            ompi::libnbc::TABLE_NAME => "see `ompi_libnbc` in tuning-tables/README.md (ompi_info --param coll libnbc --level 9 lists coll_libnbc_ibcast_algorithm's ids)",
+            mpich_ibcast::TABLE_NAME => "see `mpich_ibcast` in tuning-tables/README.md (MPICH's MPIR_CVAR_IBCAST_INTRA_ALGORITHM names, as `mpivars` lists them)",
             _ => "see `ompi_tuned` in tuning-tables/README.md (ompi_info --param coll tuned --level 9 lists the ids)",
         }
     }
@@ -95,6 +145,8 @@ impl std::fmt::Display for LibraryChoice {
             LibraryChoice::Tuned(x) => x.fmt(f),
             LibraryChoice::Adapt(x) => x.fmt(f),
             LibraryChoice::Mpich(x) => x.fmt(f),
+            LibraryChoice::Libnbc(x) => x.fmt(f),
+            LibraryChoice::MpichIbcast(x) => x.fmt(f),
         }
     }
 }

@@ -4,4 +4,5 @@
 
 pub mod library;
 pub mod mpich;
+pub mod mpich_ibcast;
 pub mod ompi;

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use colltune_algorithms::{resolve, AlgoSpec, Collective, Execution};
 use thiserror::Error;
 
-use crate::libraries::library::LibraryChoice;
+use crate::libraries::library::{CallKind, LibraryChoice};
 use crate::libraries::ompi::{self, Forced};
 use crate::model::placed::Detected;
-use crate::tables::table::{CommKey, Table};
+use crate::tables::table::{CommKey, Section, Table};
 
 /// Where a decision came from.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +83,12 @@ impl Choice {
                         }
                         LibraryChoice::Mpich(_) => {
                             "MPIR_CVAR_BCAST_INTRA_ALGORITHM written around the call"
+                        }
+                        LibraryChoice::Libnbc(_) => {
+                            "coll_libnbc_ibcast_algorithm written around the call"
+                        }
+                        LibraryChoice::MpichIbcast(_) => {
+                            "MPIR_CVAR_IBCAST_INTRA_ALGORITHM written around the call"
                         }
                     }
                 };
@@ -242,41 +248,7 @@ impl Selector {
             Collective::Bcast => self.settings.forced_bcast.clone(),
             Collective::Swap => self.settings.forced_swap.clone(),
         };
-        let rules: Vec<Decided> = self
-            .table
-            .as_ref()
-            .and_then(|t| t.placed_rules(c, key, &Detected::of(key.placement)))
-            .map(|cr| {
-                cr.rules
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(index, r)| {
-                        let source = Source::Table {
-                            index,
-                            range: r.range(),
-                        };
-                        // Validated tables resolve; anything else is skipped.
-                        let (algorithm, library) = match r.library() {
-                            Some(f) if c == Collective::Bcast => (None, Some(f.ok()?)),
-                            Some(_) => return None,
-                            None => (
-                                Some((resolve(c, &r.spec().ok()?).ok()?, r.execution().ok()?)),
-                                None,
-                            ),
-                        };
-                        Some(Decided {
-                            min: r.min_bytes,
-                            max: r.max_bytes,
-                            choice: Choice {
-                                algorithm,
-                                library,
-                                source,
-                            },
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let rules = self.table_rules(Section::of(c), key);
         // The precedence rule decides which layer answers; for the table
         // layer, the rule is looked up per call.
         let (layer, _) = decide(
@@ -313,6 +285,76 @@ impl Selector {
                 },
             },
         }
+    }
+}
+
+impl Selector {
+    /// Every decision for `MPI_Ibcast` or `MPI_Bcast_init` (`s`) on one
+    /// communicator shape: the table's rules, each one of the library's
+    /// own nonblocking algorithms forced; else the library's own decision.
+    /// colltune's own schedules are no choice here: the program's
+    /// `MPI_Wait` and `MPI_Test` are the library's, which would have to
+    /// progress them.
+    pub fn call_decisions(&self, s: Section, key: CommKey) -> Decisions {
+        let rules = self.table_rules(s, key);
+        Decisions {
+            mins: rules.iter().map(|r| r.min).collect(),
+            maxs: rules.iter().map(|r| r.max.unwrap_or(u64::MAX)).collect(),
+            forced: None,
+            rules,
+            fallback: Choice {
+                algorithm: None,
+                library: None,
+                source: Source::Library,
+            },
+        }
+    }
+
+    /// The table's rules of section `s` for a communicator of shape `key`,
+    /// resolved; a rule that does not resolve, or names another call's
+    /// library algorithm, is skipped (validated tables have none).
+    fn table_rules(&self, s: Section, key: CommKey) -> Vec<Decided> {
+        let c = s.collective();
+        self.table
+            .as_ref()
+            .and_then(|t| t.placed_section(s, key, &Detected::of(key.placement)))
+            .map(|cr| {
+                cr.rules
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, r)| {
+                        let source = Source::Table {
+                            index,
+                            range: r.range(),
+                        };
+                        let (algorithm, library) = match r.library() {
+                            Some(f) if c == Collective::Bcast => {
+                                let f = f.ok()?;
+                                if f.call() != s.library_call() {
+                                    return None;
+                                }
+                                (None, Some(f))
+                            }
+                            Some(_) => return None,
+                            None if s.library_call() == CallKind::Nonblocking => return None,
+                            None => (
+                                Some((resolve(c, &r.spec().ok()?).ok()?, r.execution().ok()?)),
+                                None,
+                            ),
+                        };
+                        Some(Decided {
+                            min: r.min_bytes,
+                            max: r.max_bytes,
+                            choice: Choice {
+                                algorithm,
+                                library,
+                                source,
+                            },
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 

@@ -228,6 +228,9 @@ fn make(p: &Private, f: LibraryChoice) -> Result<(Forcing, Option<Arc<Shared>>),
                 )),
             }
         }
+        LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_) => Err(format!(
+            "{f} is a nonblocking broadcast's algorithm; a table's bcast rules choose blocking ones"
+        )),
     }
 }
 

@@ -398,6 +398,7 @@ impl std::fmt::Display for Forced {
 }
 
 pub mod adapt;
+pub mod libnbc;
 
 /// The Open MPI component a forced sample's spec names where it is not
 /// coll/tuned: `adapt` for `ompi_adapt:...`, `han` for `ompi_han:...`.

@@ -79,6 +79,16 @@ fn library(rule: &Rule, ranks: u32) -> Result<Option<LibraryChoice>, ExportError
     })
 }
 
+/// A nonblocking broadcast's choice where a blocking one's belongs (the
+/// table's checks refuse it there; a table made by hand may still).
+pub(super) fn not_blocking(c: LibraryChoice, rule: &Rule, ranks: u32) -> ExportError {
+    ExportError::Rule {
+        ranks,
+        range: rule.range(),
+        why: format!("{c} runs MPI_Ibcast and MPI_Bcast_init; a bcast rule must choose a blocking broadcast (move it to the table's ibcast or bcast_init rules)"),
+    }
+}
+
 /// Notes, each said once.
 #[derive(Default)]
 pub struct Notes(Vec<String>);
@@ -196,6 +206,9 @@ fn ompi_rules(
         let m = match library(r, cr.ranks)? {
             // Open MPI's own algorithm: its id and segment, as they are.
             Some(LibraryChoice::Tuned(f)) => tuned(f),
+            Some(c @ (LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_))) => {
+                return Err(not_blocking(c, r, cr.ranks))
+            }
             // coll/adapt is another component: coll/tuned's rules file
             // cannot choose it, so coll/tuned's algorithm of its shape
             // stands in (said once per algorithm).

@@ -231,6 +231,9 @@ pub fn mpich_json(
                 }
                 // MPICH's own algorithm: by its own name.
                 Some(LibraryChoice::Mpich(m)) => mpich_native(m, &known, &mut notes),
+                Some(c @ (LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_))) => {
+                    return Err(super::not_blocking(c, r, cr.ranks))
+                }
                 // Open MPI's own algorithms do not exist in MPICH: the
                 // MPICH algorithm of colltune's same-shaped schedule stands
                 // in, and a note says so.
@@ -240,7 +243,9 @@ pub fn mpich_json(
                     let f = match c {
                         LibraryChoice::Adapt(a) => a.tuned_shape(),
                         LibraryChoice::Tuned(f) => f,
-                        LibraryChoice::Mpich(_) => unreachable!("matched above"),
+                        LibraryChoice::Mpich(_)
+                        | LibraryChoice::Libnbc(_)
+                        | LibraryChoice::MpichIbcast(_) => unreachable!("matched above"),
                     };
                     let t = f.tuned();
                     notes.add(format!(

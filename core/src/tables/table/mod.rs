@@ -40,6 +40,103 @@ pub struct Table {
     pub bcast: Vec<CommRules>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub swap: Vec<CommRules>,
+    /// `MPI_Ibcast`'s rules: the library's nonblocking algorithms
+    /// (`ompi_libnbc`, `mpich_ibcast`), forced per call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ibcast: Vec<CommRules>,
+    /// `MPI_Bcast_init`'s rules (decided once, when the request is made).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bcast_init: Vec<CommRules>,
+}
+
+/// A section of the table: the rules of one collective call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Section {
+    /// `MPI_Bcast` (colltune's algorithms or the library's).
+    Bcast,
+    /// colltune's swap.
+    Swap,
+    /// `MPI_Ibcast`: the library's nonblocking algorithms.
+    Ibcast,
+    /// `MPI_Bcast_init`: the library's persistent ones.
+    BcastInit,
+}
+
+impl Section {
+    pub const ALL: [Section; 4] = [
+        Section::Bcast,
+        Section::Swap,
+        Section::Ibcast,
+        Section::BcastInit,
+    ];
+
+    /// The calls whose choices are the library's nonblocking algorithms.
+    pub const NONBLOCKING: [Section; 2] = [Section::Ibcast, Section::BcastInit];
+
+    /// The section's key in the YAML (`bcast_init`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Bcast => "bcast",
+            Section::Swap => "swap",
+            Section::Ibcast => "ibcast",
+            Section::BcastInit => "bcast_init",
+        }
+    }
+
+    /// The MPI call it decides (`MPI_Bcast_init`).
+    pub fn mpi_call(self) -> &'static str {
+        match self {
+            Section::Bcast => "MPI_Bcast",
+            Section::Swap => "colltune_swap",
+            Section::Ibcast => "MPI_Ibcast",
+            Section::BcastInit => "MPI_Bcast_init",
+        }
+    }
+
+    /// The collective it moves.
+    pub fn collective(self) -> Collective {
+        match self {
+            Section::Swap => Collective::Swap,
+            _ => Collective::Bcast,
+        }
+    }
+
+    /// The section of a blocking collective.
+    pub fn of(c: Collective) -> Section {
+        match c {
+            Collective::Bcast => Section::Bcast,
+            Collective::Swap => Section::Swap,
+        }
+    }
+
+    /// Which kind of library choice its rules may name (None: colltune's
+    /// algorithms too, and for `bcast` the library's blocking ones).
+    pub fn library_call(self) -> crate::libraries::library::CallKind {
+        match self {
+            Section::Ibcast | Section::BcastInit => {
+                crate::libraries::library::CallKind::Nonblocking
+            }
+            _ => crate::libraries::library::CallKind::Blocking,
+        }
+    }
+}
+
+impl std::fmt::Display for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Section {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Section, String> {
+        Section::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| {
+                format!("`{s}` is none of the table's sections (bcast, swap, ibcast, bcast_init)")
+            })
+    }
 }
 
 /// Where, when and how the table was made.
@@ -429,6 +526,26 @@ impl Table {
         }
     }
 
+    /// The rules of one section (`ibcast`, ...).
+    pub fn section(&self, s: Section) -> &[CommRules] {
+        match s {
+            Section::Bcast => &self.bcast,
+            Section::Swap => &self.swap,
+            Section::Ibcast => &self.ibcast,
+            Section::BcastInit => &self.bcast_init,
+        }
+    }
+
+    /// As [`Table::section`], to change.
+    pub fn section_mut(&mut self, s: Section) -> &mut Vec<CommRules> {
+        match s {
+            Section::Bcast => &mut self.bcast,
+            Section::Swap => &mut self.swap,
+            Section::Ibcast => &mut self.ibcast,
+            Section::BcastInit => &mut self.bcast_init,
+        }
+    }
+
     pub fn rules_mut(&mut self, c: Collective) -> &mut Vec<CommRules> {
         match c {
             Collective::Bcast => &mut self.bcast,
@@ -453,7 +570,17 @@ impl Table {
         key: CommKey,
         d: &crate::model::placed::Detected,
     ) -> Option<&CommRules> {
-        let all = self.rules(c);
+        self.placed_section(Section::of(c), key, d)
+    }
+
+    /// As [`Table::placed_rules`], for any section.
+    pub fn placed_section(
+        &self,
+        s: Section,
+        key: CommKey,
+        d: &crate::model::placed::Detected,
+    ) -> Option<&CommRules> {
+        let all = self.section(s);
         let shape = key.unplaced();
         crate::model::placed::best(
             all.iter()
@@ -469,17 +596,17 @@ impl Table {
     /// shape, the entry it would use alone (none where no entry holds).
     pub fn for_placement(&self, d: &crate::model::placed::Detected) -> Table {
         let mut t = self.clone();
-        for c in Collective::ALL {
+        for c in Section::ALL {
             let kept: Vec<CommRules> = self
-                .rules(c)
+                .section(c)
                 .iter()
                 .filter(|cr| {
-                    self.placed_rules(c, cr.key(), d)
+                    self.placed_section(c, cr.key(), d)
                         .is_some_and(|best| std::ptr::eq(best, *cr))
                 })
                 .cloned()
                 .collect();
-            *t.rules_mut(c) = kept;
+            *t.section_mut(c) = kept;
         }
         t
     }

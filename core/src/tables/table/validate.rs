@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use colltune_algorithms::{resolve, Collective};
+use colltune_algorithms::resolve;
 
-use super::{Param, Table, SCHEMA_READ, SCHEMA_VERSION};
+use super::{Param, Section, Table, SCHEMA_READ, SCHEMA_VERSION};
 
 /// One problem in a table.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -165,7 +165,7 @@ pub fn load_str(text: &str) -> Result<Table, Vec<Problem>> {
 /// Where each communicator entry and rule starts:
 /// (collective, comm index, rule index or None for the entry) -> line.
 struct Lines {
-    at: HashMap<(Collective, usize, Option<usize>), usize>,
+    at: HashMap<(Section, usize, Option<usize>), usize>,
 }
 
 impl Lines {
@@ -173,7 +173,7 @@ impl Lines {
     /// style keep their line numbers; other styles lose them, not validity).
     fn scan(text: &str) -> Lines {
         let mut at = HashMap::new();
-        let mut coll: Option<Collective> = None;
+        let mut coll: Option<Section> = None;
         let (mut comm, mut rule): (isize, isize) = (-1, -1);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim_end();
@@ -202,7 +202,7 @@ impl Lines {
         Lines { at }
     }
 
-    fn get(&self, c: Collective, comm: usize, rule: Option<usize>) -> Option<usize> {
+    fn get(&self, c: Section, comm: usize, rule: Option<usize>) -> Option<usize> {
         self.at.get(&(c, comm, rule)).copied()
     }
 }
@@ -214,19 +214,19 @@ pub fn check(table: &Table, text: &str) -> Vec<Problem> {
 }
 
 /// A rule's algorithm as written: (collective, name, parameters).
-type Seen<'t> = (Collective, &'t str, &'t BTreeMap<String, Param>);
+type Seen<'t> = (Section, &'t str, &'t BTreeMap<String, Param>);
 
 /// Every semantic problem of a parsed table; `line_of(collective, entry,
 /// rule)` gives source lines.
 pub fn check_with(
     table: &Table,
-    line_of: impl Fn(Collective, usize, Option<usize>) -> Option<usize>,
+    line_of: impl Fn(Section, usize, Option<usize>) -> Option<usize>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     // Rules share few distinct algorithms: resolve each once.
     let mut resolved: HashMap<Seen, Option<String>> = HashMap::new();
-    for c in Collective::ALL {
-        let entries = table.rules(c);
+    for c in Section::ALL {
+        let entries = table.section(c);
         let mut keys = HashSet::new();
         for (ci, cr) in entries.iter().enumerate() {
             let at = line_of(c, ci, None);
@@ -333,35 +333,56 @@ pub fn check_with(
 /// library has, else a registry algorithm and parameters (each distinct
 /// one resolved once, in `resolved`); an execution; finite figures.
 fn check_choice<'t>(
-    c: Collective,
+    c: Section,
     r: &'t super::Rule,
     here: &str,
     at: Option<usize>,
     resolved: &mut HashMap<Seen<'t>, Option<String>>,
     out: &mut Vec<Problem>,
 ) {
+    use crate::libraries::library::CallKind;
     if let Some(lib) = r.library() {
-        // The MPI library's own algorithm (broadcast only).
-        if c != Collective::Bcast {
-            push(
+        // The MPI library's own algorithm (broadcasts only), of the call
+        // the section decides.
+        match lib {
+            _ if c == Section::Swap => push(
                 out,
                 at,
                 format!("{here}: {} is a broadcast algorithm of the MPI library's; {c} has no library counterpart", r.algorithm),
                 "choose a colltune algorithm (`colltune list`)",
-            );
-        } else if let Err(e) = lib {
-            push(
+            ),
+            Err(e) => push(
                 out,
                 at,
                 format!("{}: {e}", here),
                 crate::libraries::library::LibraryChoice::reference(&r.algorithm),
-            );
+            ),
+            Ok(f) if f.call() != c.library_call() => push(
+                out,
+                at,
+                match c.library_call() {
+                    CallKind::Blocking => format!("{here}: {f} runs MPI_Ibcast and MPI_Bcast_init, not {}", c.mpi_call()),
+                    CallKind::Nonblocking => format!("{here}: {f} is a blocking MPI_Bcast's algorithm, not one of {}'s", c.mpi_call()),
+                },
+                match c.library_call() {
+                    CallKind::Blocking => "move the rule to the table's ibcast or bcast_init section, or choose ompi_tuned, ompi_adapt or mpich here",
+                    CallKind::Nonblocking => "choose ompi_libnbc (Open MPI) or mpich_ibcast (MPICH) here",
+                },
+            ),
+            Ok(_) => {}
         }
+    } else if c.library_call() == CallKind::Nonblocking {
+        push(
+            out,
+            at,
+            format!("{here}: `{}` is none of the MPI library's nonblocking broadcasts; {} runs the library's own (colltune's schedules would need the library's MPI_Wait to progress them)", r.algorithm, c.mpi_call()),
+            "choose ompi_libnbc (Open MPI) or mpich_ibcast (MPICH): see tuning-tables/README.md",
+        );
     } else if let Some(e) = resolved
         .entry((c, &r.algorithm, &r.params))
         .or_insert_with(|| match r.spec() {
             Err(e) => Some(e.to_string()),
-            Ok(spec) => resolve(c, &spec).err().map(|e| e.to_string()),
+            Ok(spec) => resolve(c.collective(), &spec).err().map(|e| e.to_string()),
         })
         .clone()
     {
@@ -408,6 +429,7 @@ fn push(out: &mut Vec<Problem>, line: Option<usize>, what: String, fix: &str) {
 mod tests {
     use super::*;
     use crate::tables::table::fixtures::{HEAD, SWAP_SENDRECV};
+    use colltune_algorithms::Collective;
 
     /// `good()` with its broadcast rules replaced by `rules` (YAML, indented
     /// as rules are).
@@ -475,6 +497,109 @@ mod tests {
         );
         assert!(c.to_string().contains("Open MPI's binomial"), "{c}");
         assert_eq!(d.library_choices().len(), 2);
+    }
+
+    /// The good table with an `ibcast:` and a `bcast_init:` section of
+    /// `rules` for 4 ranks on one node.
+    fn with_call_rules(rules: &str) -> String {
+        let mut t = good();
+        for s in ["ibcast", "bcast_init"] {
+            t.push_str(&format!(
+                "{s}:\n- ranks: 4\n  ppn: 4\n  nodes: 1\n  rules:\n{rules}"
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn nonblocking_sections_load_and_decide_the_librarys_algorithms() {
+        let text = with_call_rules(
+            "  - min_bytes: 0
+    max_bytes: 8191
+    algorithm: ompi_libnbc
+    params:
+      algorithm: binomial
+    execution: library
+  - min_bytes: 8192
+    algorithm: mpich_ibcast
+    params:
+      algorithm: tsp_ring
+    execution: library
+",
+        );
+        let t = load_str(&text).unwrap_or_else(|p| panic!("{p:?}"));
+        assert_eq!((t.ibcast.len(), t.bcast_init.len()), (1, 1));
+        // Written back, it reads the same.
+        assert_eq!(load_str(&t.to_yaml().unwrap()).unwrap(), t);
+        let sel = crate::tables::decide::Selector {
+            settings: Default::default(),
+            table: Some(std::sync::Arc::new(t)),
+            fallback: None,
+        };
+        let key = super::super::CommKey::shape(4, 4, 1);
+        for s in Section::NONBLOCKING {
+            let d = sel.call_decisions(s, key);
+            let (c, _) = d.choose(100);
+            assert!(c.algorithm.is_none());
+            assert_eq!(
+                c.library.unwrap().spec().to_string(),
+                "ompi_libnbc:algorithm=2,name=binomial"
+            );
+            let (c, _) = d.choose(1 << 20);
+            assert_eq!(
+                c.library.unwrap().spec().to_string(),
+                "mpich_ibcast:algorithm=tsp_ring"
+            );
+            // Another shape: the library's own decision.
+            let d = sel.call_decisions(s, super::super::CommKey::shape(8, 8, 1));
+            let (c, _) = d.choose(100);
+            assert!(c.algorithm.is_none() && c.library.is_none(), "{c}");
+        }
+        // The blocking call's decisions do not see them.
+        let d = sel.decisions(Collective::Bcast, key);
+        assert!(d.choose(100).0.library.is_none());
+    }
+
+    #[test]
+    fn a_choice_of_the_wrong_call_is_refused_on_its_line() {
+        for (rule, says, fix) in [
+            (
+                "    algorithm: binomial\n    execution: blocking\n",
+                "none of the MPI library's nonblocking broadcasts",
+                "ompi_libnbc",
+            ),
+            (
+                "    algorithm: ompi_tuned\n    params:\n      algorithm: 6\n    execution: library\n",
+                "a blocking MPI_Bcast's algorithm",
+                "mpich_ibcast",
+            ),
+            (
+                "    algorithm: ompi_libnbc\n    params:\n      algorithm: 9\n    execution: library\n",
+                "unknown libnbc broadcast algorithm `9`",
+                "ompi_info --param coll libnbc",
+            ),
+        ] {
+            let text = with_call_rules(&format!("  - min_bytes: 0\n{rule}"));
+            let problems = load_str(&text).unwrap_err();
+            let p = problems
+                .iter()
+                .find(|p| p.what.contains(says))
+                .unwrap_or_else(|| panic!("{rule}: {problems:?}"));
+            assert!(p.line.is_some(), "{p:?}");
+            assert!(p.fix.contains(fix), "{p:?}");
+        }
+        // A nonblocking algorithm among the blocking call's rules.
+        let text = with_bcast_rules(
+            "  - min_bytes: 0\n    algorithm: ompi_libnbc\n    params:\n      algorithm: 3\n    execution: library\n",
+        );
+        let problems = load_str(&text).unwrap_err();
+        assert!(
+            problems.iter().any(|p| p
+                .what
+                .contains("runs MPI_Ibcast and MPI_Bcast_init, not MPI_Bcast")
+                && p.fix.contains("ibcast or bcast_init section")),
+            "{problems:?}"
+        );
     }
 
     #[test]

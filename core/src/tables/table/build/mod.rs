@@ -335,6 +335,8 @@ pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: 
         provenance,
         bcast: Vec::new(),
         swap: Vec::new(),
+        ibcast: Vec::new(),
+        bcast_init: Vec::new(),
     };
     let (mut before, mut after) = (0usize, 0usize);
     let (mut losses, mut unresolved) = (Vec::new(), Vec::new());
