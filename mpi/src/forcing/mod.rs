@@ -13,7 +13,10 @@
 //! - [`han`]: what Open MPI 5.0's coll/han offers across nodes, and its
 //!   component;
 //! - [`mpich`]: what `MPIR_CVAR_BCAST_INTRA_ALGORITHM` offers, written
-//!   around calls.
+//!   around calls;
+//! - [`nonblocking`]: the nonblocking and persistent broadcasts' variables
+//!   (coll/libnbc's, MPICH's `MPIR_CVAR_IBCAST_INTRA_ALGORITHM`), written
+//!   around `MPI_Ibcast` and `MPI_Bcast_init` under a lock.
 //!
 //! Nothing here creates a communicator by itself: the caller passes the
 //! creation (colltune's own private communicators copy no attributes:
@@ -23,6 +26,7 @@ pub mod adapt;
 pub mod component;
 pub mod han;
 pub mod mpich;
+pub mod nonblocking;
 pub mod tuned;
 
 /// The MPI library's name and version, short: `Open MPI v4.1.4`,
