@@ -6,23 +6,26 @@
 //! are wrong (the library then reports them).
 //!
 //! ```text
-//!  MPI_Bcast (preload/src/lib.rs)
-//!   1. hot line (hot.rs): (communicator, datatype) seen, count in a
-//!      range the library runs ─────────────────────────────> PMPI_Bcast   [exit A]
-//!   2. bcast (C ABI) / bcast_cold (preload.rs): handoff::pass, a call
-//!      Open MPI's rules file runs ──────────────────────────> PMPI_Bcast  [exit A]
-//!   3. bcast_kept: colltune not active, null handles, negative count,
+//!  MPI_Bcast (preload/src/lib.rs) -> preload::bcast
+//!  (Fortran: preload::fortran_bcast, its own lines in step 1
+//!   (hot::fortran_call_if_handed_off), then fortran::fortran_bcast: 2-7)
+//!   1. hot::handed_off_target: the call's line (communicator, datatype)
+//!      says its count is one the library runs ──────────────> PMPI_Bcast  [exit A]
+//!   2. preload::bcast_cold: hot::cached_state_and_type, the line's state
+//!      and datatype (then straight to 4); else (and the C ABI's bcast)
+//!      handoff::pass_if_handed_off: Open MPI's rules file runs it > PMPI_Bcast [exit A]
+//!   3. bcast_full_path: colltune not active, null handles, negative count,
 //!      MPI_IN_PLACE, no state (an unknown handle) ──────────> PMPI_Bcast  [exit B]
-//!      (the communicator's state: state.rs; the datatype: types.rs;
-//!       the call's line written back to hot.rs)
-//!   4. bcast_on: an intercommunicator or a failed set-up (CommState::
+//!      (the state: state::comm_state; the datatype: types::datatype;
+//!       then hot::fill_line writes the call's line for the next call)
+//!   4. bcast_with_state: an intercommunicator or a failed set-up (CommState::
 //!      Library), a root out of range, arguments the library rejects,
 //!      more than MAX_BYTES ─────────────────────────────────> PMPI_Bcast  [exit B]
-//!   5. the route (select/route.rs, Routes::bcast):
+//!   5. Routes::route_for (select/route.rs) looks the route up:
 //!      Library, handed off or the library's own decision ─> PMPI_Bcast    [exit C]
 //!      Library, one of its algorithms forced ──> PMPI_Bcast on a forced
 //!                                                communicator (forced_bcast) [exit D]
-//!   6. a GPU's memory (device.rs) ──────────────────────────> PMPI_Bcast  [exit E]
+//!   6. a GPU's memory (device::is_device) ─────────────────> PMPI_Bcast  [exit E]
 //!   7. bcast_bytes: packed where the datatype is not its signature's
 //!      bytes in order; run_route: Direct (a tree of plain messages) or
 //!      Plan (a prepared schedule, under the communicator's lock) ─> colltune
@@ -32,6 +35,27 @@
 //! handlers are the library's; colltune's own errors (exit D on a forced
 //! communicator, step 7) go to the communicator's error handler with their
 //! MPI error class (`error_code`).
+//!
+//! The caches on the way, and why each is needed (none answers for
+//! another: each serves a call the others cannot):
+//!
+//! - the hot lines (`hot.rs`, 4 C + 4 Fortran, the interposition library's
+//!   only): step 1 in one cache line, and step 2's state and datatype
+//!   without a lookup; absent in `libcolltune.so`, too few for every pair.
+//! - the handoff table (`handoff.rs`, byte ranges per communicator size):
+//!   what the lines' counts are made from, and step 2 for a call no line
+//!   holds (a first call, an evicted line, the C ABI), before any state.
+//! - `SEEN_COMMS` (`state.rs`, per thread, 4 communicators): the state
+//!   without MPI's attribute lookup (a hash lookup, locked with threads)
+//!   where no line holds it: `libcolltune.so`, the swap, a missed line.
+//! - the type cache (`types.rs`, predefined datatypes, process-wide): size
+//!   and layout without 3-5 library calls where no line holds them, and
+//!   for `handoff::pass_if_handed_off`'s size; never invalidated.
+//! - the communicator attribute (`state.rs`): not a copy but the owner of
+//!   the state the others point to (MPI frees it with the communicator);
+//!   the lines' own attribute empties them when a handle is freed.
+//! - in the routes (`select/route.rs`): the last rule used (a hint for the
+//!   binary search) and each rule's forced communicator, made once.
 
 use super::*;
 
@@ -57,26 +81,26 @@ pub unsafe fn bcast(
     comm: MPI_Comm,
 ) -> c_int {
     // Open MPI runs this call's rule itself (the handoff): one size check.
-    if let Some(rc) = handoff::pass(buffer, count, datatype, root, comm) {
+    if let Some(rc) = handoff::pass_if_handed_off(buffer, count, datatype, root, comm) {
         return rc;
     }
-    bcast_kept(buffer, count, datatype, root, comm, false)
+    bcast_full_path(buffer, count, datatype, root, comm, false)
 }
 
 /// [`bcast`] for a call the handoff does not take (its cache said so, or
-/// [`handoff::pass`] did). `remember`: the interposition library's call,
+/// [`handoff::pass_if_handed_off`] did). `fills_line`: the interposition library's call,
 /// which looks in [`hot`] first, so the communicator's state goes there
 /// for the next call.
 ///
 /// # Safety
 /// As for `MPI_Bcast`.
-pub(super) unsafe fn bcast_kept(
+pub(super) unsafe fn bcast_full_path(
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    remember: bool,
+    fills_line: bool,
 ) -> c_int {
     let library = move || cffi::user_bcast(buffer, count, datatype, root, comm);
     // Outside colltune's lifetime (so outside MPI's), and arguments the
@@ -92,7 +116,7 @@ pub(super) unsafe fn bcast_kept(
     {
         return library();
     }
-    let Some(state) = state(g, comm) else {
+    let Some(state) = comm_state(g, comm) else {
         return library();
     };
     // A predefined datatype met before: classified once, for good; else
@@ -107,10 +131,12 @@ pub(super) unsafe fn bcast_kept(
             derived: false,
         })
         .or_else(|| {
-            hot::kept(crate::abi::to_reg(datatype), crate::abi::to_reg(comm)).map(|(_, info)| info)
+            hot::cached_state_and_type(crate::abi::to_reg(datatype), crate::abi::to_reg(comm))
+                .map(|(_, info)| info)
         });
-    if let (true, None, CommState::Colltune { routes, .. }) = (remember, known, &*state) {
-        let Some((size, dense)) = self::datatype(buffer, count, datatype, routes.raw()) else {
+    if let (true, None, CommState::Colltune { routes, .. }) = (fills_line, known, &*state) {
+        let Some((size, dense)) = self::datatype(buffer, count, datatype, routes.probe_comm())
+        else {
             return library();
         };
         let derived = dense.is_none();
@@ -125,19 +151,20 @@ pub(super) unsafe fn bcast_kept(
         });
         probed = true;
     }
-    if let (true, Some(info)) = (remember, known) {
-        if !hot::holds(comm, datatype, state) {
+    if let (true, Some(info)) = (fills_line, known) {
+        if !hot::holds_state(comm, datatype, state) {
             // The sizes the library runs unchanged: those handed off, and
             // those whose rule is the library's own decision (all of them
             // without a table, or on a communicator colltune leaves alone).
             let (handed, plain) = match &*state {
-                CommState::Colltune { routes, .. } => {
-                    (handoff::ranges_of(routes.size()), routes.plain())
-                }
+                CommState::Colltune { routes, .. } => (
+                    handoff::passed_ranges(routes.size()),
+                    routes.library_default_ranges(),
+                ),
                 CommState::Library => (&[][..], vec![(0, u64::MAX)]),
             };
             let ranges = hot::union(handed, &plain);
-            hot::fill(
+            hot::fill_line(
                 comm,
                 datatype,
                 info.size,
@@ -153,16 +180,16 @@ pub(super) unsafe fn bcast_kept(
         derived: k.derived && !probed,
         ..k
     });
-    bcast_on(&*state, known, buffer, count, datatype, root, comm)
+    bcast_with_state(&*state, known, buffer, count, datatype, root, comm)
 }
 
-/// [`bcast_kept`] once the communicator's `state` is known (and, from
+/// [`bcast_full_path`] once the communicator's `state` is known (and, from
 /// [`hot`] or [`typecache`], the predefined datatype's classification:
 /// found once, carried from there on).
 ///
 /// # Safety
 /// As for `MPI_Bcast`; `count` >= 0; `state` is `comm`'s, alive.
-pub(super) unsafe fn bcast_on(
+pub(super) unsafe fn bcast_with_state(
     state: &CommState,
     known: Option<TypeInfo>,
     buffer: *mut c_void,
@@ -191,13 +218,13 @@ pub(super) unsafe fn bcast_on(
         }) => {
             if buffer == cffi::in_place()
                 || ((derived || (buffer.is_null() && count > 0))
-                    && cffi::check_message(buffer, count, datatype, routes.raw()).is_err())
+                    && cffi::check_message(buffer, count, datatype, routes.probe_comm()).is_err())
             {
                 return library();
             }
             Some((size, dense))
         }
-        None => self::datatype(buffer, count, datatype, routes.raw()),
+        None => self::datatype(buffer, count, datatype, routes.probe_comm()),
     };
     let Some((size, dense)) = checked else {
         return library();
@@ -218,9 +245,9 @@ pub(super) unsafe fn bcast_on(
         }
         return library();
     }
-    let route = routes.bcast(bytes);
+    let route = routes.route_for(bytes);
     if let Route::Library(choice, slot) = route {
-        // Traced (else `handoff::pass` took it): Open MPI's rules file runs
+        // Traced (else `handoff::pass_if_handed_off` took it): Open MPI's rules file runs
         // this rule on the user's communicator.
         if handoff::covers(routes.size(), bytes) {
             if routes.tracing() {
@@ -324,7 +351,7 @@ pub(super) unsafe fn run_route(
                 let what = format_args!("{choice}; direct path");
                 lock(sel).trace("bcast", buf.len() as u64, Some(root), &what);
             }
-            routes.direct(tree, buf, root)?;
+            routes.run_direct(tree, buf, root)?;
         }
         Route::Plan(_) | Route::Library(..) => {
             lock(sel).bcast(buf, root)?;
@@ -366,7 +393,7 @@ pub(super) unsafe fn bcast_bytes(
         return run_route(routes, sel, route, buf, root);
     }
     let mut packed = vec![0u8; n];
-    let dup = routes.raw();
+    let dup = routes.probe_comm();
     let at_root = routes.rank() == root;
     if at_root {
         packed_all(cffi::pack(buffer, count, dt, &mut packed, dup)?, n)?;

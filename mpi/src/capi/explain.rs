@@ -15,7 +15,7 @@ pub unsafe fn explain(comm: MPI_Comm, bytes: u64) -> String {
     let Some(g) = active() else {
         return format!("colltune is not initialised: {library}");
     };
-    match state(g, comm).map(|s| &*s) {
+    match comm_state(g, comm).map(|s| &*s) {
         None => format!("colltune is not initialised: {library}"),
         Some(CommState::Library) => format!(
             "an intercommunicator, or one colltune could not set up on every rank: {library}"

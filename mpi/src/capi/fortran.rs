@@ -26,19 +26,21 @@ pub unsafe fn fortran_bcast(
     };
     // As the interposition library's C entry: a call whose C line knows
     // the communicator's state and the datatype goes straight to the
-    // decision; else the full path writes that line (`remember`; nothing
+    // decision; else the full path writes that line (`fills_line`; nothing
     // is written where no lines are attached), which the Fortran line is
     // made from.
-    let line = hot::kept(crate::abi::to_reg(c_type), crate::abi::to_reg(c_comm));
+    let line = hot::cached_state_and_type(crate::abi::to_reg(c_type), crate::abi::to_reg(c_comm));
     let rc = match line.and_then(|(state, info)| Some((state.as_ref()?, info))) {
-        Some((state, info)) => bcast_on(state, Some(info), buffer, *count, c_type, *root, c_comm),
-        None => match handoff::pass(buffer, *count, c_type, *root, c_comm) {
+        Some((state, info)) => {
+            bcast_with_state(state, Some(info), buffer, *count, c_type, *root, c_comm)
+        }
+        None => match handoff::pass_if_handed_off(buffer, *count, c_type, *root, c_comm) {
             Some(rc) => rc,
-            None => bcast_kept(buffer, *count, c_type, *root, c_comm, true),
+            None => bcast_full_path(buffer, *count, c_type, *root, c_comm, true),
         },
     };
     // The next such call: straight from its own line, where handed off.
-    hot::fill_fortran(*comm, *datatype, c_comm, c_type);
+    hot::fill_fortran_line(*comm, *datatype, c_comm, c_type);
     if !ierr.is_null() {
         *ierr = rc;
     }

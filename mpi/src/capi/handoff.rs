@@ -3,7 +3,7 @@
 //! itself, before `MPI_Init`, through a coll/tuned rules file
 //! ([`colltune_core::tables::export::openmpi_handoff`]); those calls then go
 //! straight to `PMPI_Bcast` on the application's communicator, and
-//! colltune's per-call work there is one size check ([`pass`]): no
+//! colltune's per-call work there is one size check ([`pass_if_handed_off`]): no
 //! communicator lookup, no decision, no duplicate.
 //!
 //! Why: a small broadcast takes 0.2-0.3 us, and in an application the
@@ -110,13 +110,13 @@ static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
 static WHY_NOT: Mutex<Option<String>> = Mutex::new(None);
 
 /// Per communicator size (the index), the byte ranges Open MPI's rules
-/// decide; published by [`agree`], read by [`pass`]. Never freed once
+/// decide; published by [`agree`], read by [`pass_if_handed_off`]. Never freed once
 /// published (a few bytes per size): a call in flight may still read it.
-struct Fast {
+struct HandedRanges {
     by_size: Vec<Vec<(u64, u64)>>,
 }
 
-static FAST: AtomicPtr<Fast> = AtomicPtr::new(std::ptr::null_mut());
+static PASSED: AtomicPtr<HandedRanges> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Why the handoff does not apply in this process; None: it may.
 fn unwanted(site: &Site) -> Option<String> {
@@ -438,7 +438,7 @@ fn loaded() -> Result<(bool, String), String> {
 /// its dynamic rules) and agrees on it: where any rank could not give Open
 /// MPI what the table needs, or Open MPI did not take it, every rank runs
 /// the table's coll/tuned rules as colltune's own algorithms
-/// (`select::own_routes`), and nothing is handed off. Publishes [`pass`]'s
+/// (`select::own_routes`), and nothing is handed off. Publishes [`pass_if_handed_off`]'s
 /// ranges, unless calls are traced (a traced call takes the full path,
 /// which says where it went).
 pub fn agree() {
@@ -618,12 +618,12 @@ fn describe(h: &Handoff) -> String {
 /// `size` ranks (for the full path's trace, which then passes it on too).
 pub fn covers(size: usize, bytes: u64) -> bool {
     // SAFETY: published once, never freed.
-    let f = unsafe { HANDED.load(Ordering::Acquire).as_ref() };
-    f.is_some_and(|f| within(f, size, bytes))
+    let f = unsafe { COVERED.load(Ordering::Acquire).as_ref() };
+    f.is_some_and(|f| in_ranges(f, size, bytes))
 }
 
-/// The ranges as [`covers`] sees them, whether or not [`pass`] takes them.
-static HANDED: AtomicPtr<Fast> = AtomicPtr::new(std::ptr::null_mut());
+/// The ranges as [`covers`] sees them, whether or not [`pass_if_handed_off`] takes them.
+static COVERED: AtomicPtr<HandedRanges> = AtomicPtr::new(std::ptr::null_mut());
 
 fn publish(h: &Handoff, fast: bool) {
     let len = h.ranges.iter().map(|r| r.0 as usize + 1).max().unwrap_or(0);
@@ -631,15 +631,15 @@ fn publish(h: &Handoff, fast: bool) {
     for (size, r) in &h.ranges {
         by_size[*size as usize] = r.clone();
     }
-    let f = Box::into_raw(Box::new(Fast { by_size }));
-    HANDED.store(f, Ordering::Release);
+    let f = Box::into_raw(Box::new(HandedRanges { by_size }));
+    COVERED.store(f, Ordering::Release);
     if fast {
-        FAST.store(f, Ordering::Release);
+        PASSED.store(f, Ordering::Release);
     }
 }
 
 #[inline]
-fn within(f: &Fast, size: usize, bytes: u64) -> bool {
+fn in_ranges(f: &HandedRanges, size: usize, bytes: u64) -> bool {
     f.by_size
         .get(size)
         .is_some_and(|r| r.iter().any(|&(lo, hi)| lo <= bytes && bytes <= hi))
@@ -648,8 +648,8 @@ fn within(f: &Fast, size: usize, bytes: u64) -> bool {
 /// Before [`super::finalize`]: calls go the full way (to the library,
 /// colltune being gone); the rules file goes.
 pub fn retire() {
-    FAST.store(std::ptr::null_mut(), Ordering::Release);
-    HANDED.store(std::ptr::null_mut(), Ordering::Release);
+    PASSED.store(std::ptr::null_mut(), Ordering::Release);
+    COVERED.store(std::ptr::null_mut(), Ordering::Release);
     if let Some(f) = lock(&FILE).take() {
         let _ = std::fs::remove_file(f);
     }
@@ -665,7 +665,7 @@ pub fn retire() {
 /// # Safety
 /// As for `MPI_Bcast`.
 #[inline]
-pub unsafe fn pass(
+pub unsafe fn pass_if_handed_off(
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -673,7 +673,7 @@ pub unsafe fn pass(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     // SAFETY: published once, never freed.
-    let f = FAST.load(Ordering::Acquire).as_ref()?;
+    let f = PASSED.load(Ordering::Acquire).as_ref()?;
     if count < 0 || comm == cffi::comm_null() || datatype == cffi::datatype_null() {
         return None;
     }
@@ -688,8 +688,8 @@ pub unsafe fn pass(
         Some((size, _)) => size,
         None => cffi::type_size_raw(datatype)?,
     };
-    if !super::hot::has(comm, datatype) {
-        super::hot::fill(comm, datatype, each, None, ranges, ranges, std::ptr::null());
+    if !super::hot::has_line(comm, datatype) {
+        super::hot::fill_line(comm, datatype, each, None, ranges, ranges, std::ptr::null());
     }
     if ranges.is_empty() {
         return None;
@@ -702,11 +702,11 @@ pub unsafe fn pass(
     Some(rc)
 }
 
-/// The handed-off ranges of communicators of `size` ranks, as [`pass`]
+/// The handed-off ranges of communicators of `size` ranks, as [`pass_if_handed_off`]
 /// takes them (none while calls are traced, or without the handoff).
-pub fn ranges_of(size: usize) -> &'static [(u64, u64)] {
+pub fn passed_ranges(size: usize) -> &'static [(u64, u64)] {
     // SAFETY: published once, never freed.
-    match unsafe { FAST.load(Ordering::Acquire).as_ref() } {
+    match unsafe { PASSED.load(Ordering::Acquire).as_ref() } {
         Some(f) => f.by_size.get(size).map_or(&[][..], |r| &r[..]),
         None => &[],
     }

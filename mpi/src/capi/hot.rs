@@ -3,18 +3,18 @@
 //! would otherwise look up in several places: the handed-off counts (the
 //! byte ranges the handoff gave Open MPI for the communicator's size
 //! ([`super::handoff`]) and those whose rule is the library's own decision
-//! (`Routes::plain`; see [`union`]), turned into ranges of `count` for the
+//! (`Routes::library_default_ranges`; see [`union`]), turned into ranges of `count` for the
 //! datatype's size once, when the line is written), the datatype's classification
 //! (size, contiguity: found once, when the line is written) and the
 //! communicator's colltune state. A handed-off call then costs one line and
-//! a range check or three before `PMPI_Bcast` ([`handed`]: no multiply, no
+//! a range check or three before `PMPI_Bcast` ([`handed_off_target`]: no multiply, no
 //! call into the library, no thread-local); any other call skips the state
 //! lookup (`ACTIVE`, the per-thread cache) and the datatype's checks
-//! ([`kept`]).
+//! ([`cached_state_and_type`]).
 //!
 //! The Fortran entry has lines of its own, keyed by the Fortran handles,
 //! holding the C handles and the library's Fortran `MPI_BOTTOM` addresses
-//! ([`fortran_handed`]): a handed-off Fortran call costs what a C call does,
+//! ([`fortran_call_if_handed_off`]): a handed-off Fortran call costs what a C call does,
 //! with no `MPI_Comm_f2c` / `MPI_Type_f2c` (the library's own Fortran
 //! binding, which does those, is skipped: the call goes to `PMPI_Bcast` as
 //! that binding would send it).
@@ -74,30 +74,30 @@ const NO_KEY: u64 = u64::MAX;
 /// One cache line: a sequence (odd while written), the datatype's size
 /// (bit 31: contiguous, bit 30: derived; a datatype of 2^30 bytes or more
 /// gets no line), the key, up to [`RANGES`] handed-off count ranges (see
-/// [`counts`]), the communicator's state (0: not known) and the address
+/// [`count_ranges`]), the communicator's state (0: not known) and the address
 /// of the library's `PMPI_Bcast`: a handed-off call jumps there from the
 /// line it has read already, with no global offset table entry (one data
 /// line per call, as few as a one-line `PMPI_Bcast` shim touches).
 #[repr(C, align(64))]
-struct Slot {
+struct Line {
     seq: AtomicU32,
     each: AtomicU32,
     comm: AtomicUsize,
     dtype: AtomicUsize,
     counts: [Range; RANGES],
     state: AtomicUsize,
-    pass: AtomicUsize,
+    pmpi_bcast: AtomicUsize,
 }
 
 /// The library's `PMPI_Bcast`, with handles at register width.
-pub type Pass = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
+pub type PmpiBcast = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
 
 /// One cache line for the Fortran entry: a sequence, the key (the Fortran
 /// communicator << 32 | the Fortran datatype), the C handles, up to
 /// [`FRANGES`] handed-off count ranges and the library's Fortran
 /// `MPI_BOTTOM` addresses (0: none).
 #[repr(C, align(64))]
-struct FSlot {
+struct FortranLine {
     seq: AtomicU64,
     key: AtomicU64,
     comm: AtomicUsize,
@@ -108,7 +108,7 @@ struct FSlot {
 
 /// A range of counts, lo..lo + len (len 0: none), held as its last count
 /// (lo + len - 1, wrapping) and its length, two words that the hot path
-/// compares in place (see [`counts`]): `last - c < len` needs no copy of
+/// compares in place (see [`count_ranges`]): `last - c < len` needs no copy of
 /// `c` (the subtraction's destination is the loaded word), three bytes of
 /// code fewer per range than `c - lo < len` (the handed-off path fits two
 /// instruction lines, `tests/preload_layout.rs`).
@@ -130,7 +130,7 @@ impl Range {
     /// 2^31, so a negative count (as u32, at least 2^31) wraps to at least
     /// `last + 1 >= len` and is in none; so does any count above `last`.
     #[inline(always)]
-    fn has(&self, c: u32) -> bool {
+    fn contains(&self, c: u32) -> bool {
         self.last.load(Ordering::Relaxed).wrapping_sub(c) < self.len.load(Ordering::Relaxed)
     }
 
@@ -161,18 +161,18 @@ impl Range {
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot {
+const EMPTY_LINE: Line = Line {
     seq: AtomicU32::new(0),
     each: AtomicU32::new(0),
     comm: AtomicUsize::new(0),
     dtype: AtomicUsize::new(0),
     counts: [Range::NONE; RANGES],
     state: AtomicUsize::new(0),
-    pass: AtomicUsize::new(0),
+    pmpi_bcast: AtomicUsize::new(0),
 };
 
 #[allow(clippy::declare_interior_mutable_const)]
-const FEMPTY: FSlot = FSlot {
+const EMPTY_FORTRAN_LINE: FortranLine = FortranLine {
     seq: AtomicU64::new(0),
     key: AtomicU64::new(NO_KEY),
     comm: AtomicUsize::new(0),
@@ -186,16 +186,16 @@ const FEMPTY: FSlot = FSlot {
 /// from its own code: a static of this crate would be reached through the
 /// global offset table from there, one more cache line per call.
 pub struct Lines {
-    c: [Slot; SLOTS],
-    f: [FSlot; SLOTS],
+    c: [Line; SLOTS],
+    f: [FortranLine; SLOTS],
 }
 
 impl Lines {
     #[allow(clippy::new_without_default)]
     pub const fn new() -> Lines {
         Lines {
-            c: [EMPTY; SLOTS],
-            f: [FEMPTY; SLOTS],
+            c: [EMPTY_LINE; SLOTS],
+            f: [EMPTY_FORTRAN_LINE; SLOTS],
         }
     }
 }
@@ -204,7 +204,7 @@ impl Lines {
 /// with `libcolltune.so`: nothing is cached).
 static ATTACHED: AtomicPtr<Lines> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Lines written and read by this crate's code (fills, [`kept`], ...):
+/// Lines written and read by this crate's code (fills, [`cached_state_and_type`], ...):
 /// the attached ones, else an empty set that is never written (nothing is
 /// filled without attached lines).
 fn lines() -> &'static Lines {
@@ -225,11 +225,11 @@ static FILL: Mutex<()> = Mutex::new(());
 /// The keys of the attributes marking a communicator, a derived datatype,
 /// that has entries; -1 outside [`start`]..[`clear`] (then nothing is
 /// cached).
-static KEY: AtomicI32 = AtomicI32::new(-1);
+static COMM_KEY: AtomicI32 = AtomicI32::new(-1);
 static TYPE_KEY: AtomicI32 = AtomicI32::new(-1);
 
 #[inline(always)]
-fn index(comm: usize, dtype: usize) -> usize {
+fn line_index(comm: usize, dtype: usize) -> usize {
     // Fibonacci hashing of the handles' low 32 bits (they differ between
     // any two live handles of one kind), with a 32-bit multiplier: an
     // immediate operand, so that the handed-off path stays short (three
@@ -239,25 +239,25 @@ fn index(comm: usize, dtype: usize) -> usize {
 
 /// A Fortran line's key: the communicator's and the datatype's handles.
 #[inline(always)]
-pub fn fkey(comm: c_int, dtype: c_int) -> u64 {
+pub fn fortran_key(comm: c_int, dtype: c_int) -> u64 {
     (comm as u32 as u64) << 32 | dtype as u32 as u64
 }
 
-/// The Fortran handles (communicator, datatype) of a [`fkey`].
+/// The Fortran handles (communicator, datatype) of a [`fortran_key`].
 #[inline(always)]
-pub fn fkey_handles(key: u64) -> (c_int, c_int) {
+pub fn fortran_key_handles(key: u64) -> (c_int, c_int) {
     ((key >> 32) as u32 as c_int, key as u32 as c_int)
 }
 
 #[inline(always)]
-fn findex(key: u64) -> usize {
+fn fortran_index(key: u64) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize % SLOTS
 }
 
 /// The handed-off byte ranges as ranges of `count` for elements of `each`
 /// bytes, each a word `lo << 32 | len` (the counts lo..lo + len; 0:
 /// none), at most `n` of them; None where they do not fit.
-fn counts(ranges: &[(u64, u64)], each: u64, n: usize) -> Option<Vec<u64>> {
+fn count_ranges(ranges: &[(u64, u64)], each: u64, n: usize) -> Option<Vec<u64>> {
     let mut out = Vec::new();
     for &(lo, hi) in ranges {
         let (lo, hi) = match each {
@@ -276,7 +276,7 @@ fn counts(ranges: &[(u64, u64)], each: u64, n: usize) -> Option<Vec<u64>> {
     })
 }
 
-/// Whether `count` is in one of the count words' ranges (as [`Range::has`]).
+/// Whether `count` is in one of the count words' ranges (as [`Range::contains`]).
 #[cfg(test)]
 fn matches<const N: usize>(words: &[u64; N], count: c_int) -> bool {
     // through a line's own ranges, as the hot path compares them
@@ -284,7 +284,7 @@ fn matches<const N: usize>(words: &[u64; N], count: c_int) -> bool {
         let r = Range::NONE;
         r.set(w);
         assert_eq!(r.word(), w, "{w:#x} read back");
-        r.has(count as u32)
+        r.contains(count as u32)
     })
 }
 
@@ -293,8 +293,13 @@ fn matches<const N: usize>(words: &[u64; N], count: c_int) -> bool {
 /// the call there unchanged. One cache line of `lines` (the interposition
 /// library's own), no call.
 #[inline(always)]
-pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> Option<Pass> {
-    let s = &lines.c[index(comm, dtype)];
+pub fn handed_off_target(
+    lines: &Lines,
+    count: c_int,
+    dtype: usize,
+    comm: usize,
+) -> Option<PmpiBcast> {
+    let s = &lines.c[line_index(comm, dtype)];
     let q = s.seq.load(Ordering::Acquire);
     if s.comm.load(Ordering::Relaxed) != comm || s.dtype.load(Ordering::Relaxed) != dtype {
         return None;
@@ -303,18 +308,20 @@ pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> Option<
     // registers live (the call's arguments stay in theirs for the tail
     // call), no stack frame.
     let c = count as u32;
-    if q & 1 != 0 || !(s.counts[0].has(c) || s.counts[1].has(c) || s.counts[2].has(c)) {
+    if q & 1 != 0
+        || !(s.counts[0].contains(c) || s.counts[1].contains(c) || s.counts[2].contains(c))
+    {
         return None;
     }
     fence(Ordering::Acquire);
     if s.seq.load(Ordering::Relaxed) != q {
         return None;
     }
-    // A range matched in a consistent read: the line was written ([`write`]:
-    // never 0 there), and `pass` with it (before the release of `q`).
-    let pass = s.pass.load(Ordering::Relaxed);
+    // A range matched in a consistent read: the line was written ([`write_line`]:
+    // never 0 there), and `pmpi_bcast` with it (before the release of `q`).
+    let pass = s.pmpi_bcast.load(Ordering::Relaxed);
     // SAFETY: the address of the library's `PMPI_Bcast`, of this type.
-    (pass != 0).then(|| unsafe { std::mem::transmute::<usize, Pass>(pass) })
+    (pass != 0).then(|| unsafe { std::mem::transmute::<usize, PmpiBcast>(pass) })
 }
 
 /// What the line of (`comm`, `dtype`) knows of a call not handed off: the
@@ -322,8 +329,11 @@ pub fn handed(lines: &Lines, count: c_int, dtype: usize, comm: usize) -> Option<
 /// classification (a derived type's says so: the library checks it per
 /// call); None: not cached.
 #[inline]
-pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, TypeInfo)> {
-    let s = &lines().c[index(comm, dtype)];
+pub(crate) fn cached_state_and_type(
+    dtype: usize,
+    comm: usize,
+) -> Option<(*const CommState, TypeInfo)> {
+    let s = &lines().c[line_index(comm, dtype)];
     let q = s.seq.load(Ordering::Acquire);
     // (an empty line's key is 0: no handle)
     if comm == 0
@@ -355,7 +365,7 @@ pub(crate) fn kept(dtype: usize, comm: usize) -> Option<(*const CommState, TypeI
 /// As for the Fortran binding: every argument but `buffer` points to an
 /// integer (`ierror` may be null).
 #[inline(always)]
-pub unsafe fn fortran_handed(
+pub unsafe fn fortran_call_if_handed_off(
     lines: &Lines,
     key: u64,
     buffer: *mut c_void,
@@ -363,13 +373,13 @@ pub unsafe fn fortran_handed(
     root: *const c_int,
     ierror: *mut c_int,
 ) -> bool {
-    let s = &lines.f[findex(key)];
+    let s = &lines.f[fortran_index(key)];
     let q = s.seq.load(Ordering::Acquire);
     if s.key.load(Ordering::Relaxed) != key {
         return false;
     }
     let n = *count;
-    if !(s.counts[0].has(n as u32) || s.counts[1].has(n as u32)) {
+    if !(s.counts[0].contains(n as u32) || s.counts[1].contains(n as u32)) {
         return false;
     }
     // Fortran's MPI_BOTTOM is C's (null); decided here, so that few values
@@ -396,7 +406,7 @@ pub unsafe fn fortran_handed(
 }
 
 /// Writes one line (the caller holds [`FILL`]).
-fn write(s: &Slot, key: (usize, usize), each: u32, words: &[u64], state: usize) {
+fn write_line(s: &Line, key: (usize, usize), each: u32, words: &[u64], state: usize) {
     let q = s.seq.load(Ordering::Relaxed);
     s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
@@ -411,13 +421,21 @@ fn write(s: &Slot, key: (usize, usize), each: u32, words: &[u64], state: usize) 
         r.set(w);
     }
     s.state.store(state, Ordering::Relaxed);
-    s.pass
-        .store(abi::raw::PMPI_Bcast as Pass as usize, Ordering::Relaxed);
+    s.pmpi_bcast.store(
+        abi::raw::PMPI_Bcast as PmpiBcast as usize,
+        Ordering::Relaxed,
+    );
     s.seq.store(q.wrapping_add(2), Ordering::Release);
 }
 
 /// Writes one Fortran line (the caller holds [`FILL`]).
-fn fwrite(s: &FSlot, key: u64, handles: (usize, usize), words: &[u64], bottom: &[usize]) {
+fn write_fortran_line(
+    s: &FortranLine,
+    key: u64,
+    handles: (usize, usize),
+    words: &[u64],
+    bottom: &[usize],
+) {
     let q = s.seq.load(Ordering::Relaxed);
     s.seq.store(q.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
@@ -442,16 +460,16 @@ fn fwrite(s: &FSlot, key: u64, handles: (usize, usize), words: &[u64], bottom: &
 }
 
 /// Whether there is a line for (`comm`, `dtype`).
-pub(crate) fn has(comm: MPI_Comm, dtype: MPI_Datatype) -> bool {
+pub(crate) fn has_line(comm: MPI_Comm, dtype: MPI_Datatype) -> bool {
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let s = &lines().c[index(c, d)];
+    let s = &lines().c[line_index(c, d)];
     s.comm.load(Ordering::Acquire) == c && s.dtype.load(Ordering::Acquire) == d
 }
 
 /// Whether the line for (`comm`, `dtype`) holds `state` already.
-pub(crate) fn holds(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState) -> bool {
+pub(crate) fn holds_state(comm: MPI_Comm, dtype: MPI_Datatype, state: *const CommState) -> bool {
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let s = &lines().c[index(c, d)];
+    let s = &lines().c[line_index(c, d)];
     s.comm.load(Ordering::Acquire) == c
         && s.dtype.load(Ordering::Acquire) == d
         && s.state.load(Ordering::Acquire) == state as usize
@@ -525,7 +543,7 @@ pub(crate) fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// handed-off ones alone, `handed`) and the communicator's `state` (null:
 /// not known), once the communicator carries colltune's attribute (and a
 /// derived datatype its own).
-pub(crate) fn fill(
+pub(crate) fn fill_line(
     comm: MPI_Comm,
     dtype: MPI_Datatype,
     size: u64,
@@ -534,12 +552,14 @@ pub(crate) fn fill(
     handed: &[(u64, u64)],
     state: *const CommState,
 ) {
-    let key = KEY.load(Ordering::Acquire);
+    let key = COMM_KEY.load(Ordering::Acquire);
     let attached = !ATTACHED.load(Ordering::Acquire).is_null();
     if !attached || key < 0 || TYPE_KEY.load(Ordering::Acquire) < 0 || size >= DERIVED as u64 {
         return;
     }
-    let Some(words) = counts(ranges, size, RANGES).or_else(|| counts(handed, size, RANGES)) else {
+    let Some(words) =
+        count_ranges(ranges, size, RANGES).or_else(|| count_ranges(handed, size, RANGES))
+    else {
         return;
     };
     let _g = lock(&FILL);
@@ -554,7 +574,7 @@ pub(crate) fn fill(
         // SAFETY: comm is the caller's valid communicator.
         || matches!(unsafe { cffi::comm_get_attr(comm, key) }, Ok(Some(_)));
     if !marked {
-        let marker = std::ptr::addr_of!(KEY) as *mut c_void;
+        let marker = std::ptr::addr_of!(COMM_KEY) as *mut c_void;
         // SAFETY: as above; the value is never dereferenced.
         if unsafe { cffi::comm_set_attr(comm, key, marker) }.is_err() {
             return;
@@ -563,8 +583,8 @@ pub(crate) fn fill(
     let each = info.size as u32
         | if info.dense == Some(true) { DENSE } else { 0 }
         | if info.derived { DERIVED } else { 0 };
-    write(
-        &lines().c[index(c, d)],
+    write_line(
+        &lines().c[line_index(c, d)],
         (c, d),
         each,
         &words,
@@ -574,19 +594,19 @@ pub(crate) fn fill(
 
 /// Gives the Fortran handles (`fcomm`, `fdtype`) the handed-off counts of
 /// the line of their C handles (`comm`, `dtype`), where it has any (a
-/// Fortran call made after the C path's [`fill`]).
-pub(crate) fn fill_fortran(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: MPI_Datatype) {
-    let key = fkey(fcomm, fdtype);
+/// Fortran call made after the C path's [`fill_line`]).
+pub(crate) fn fill_fortran_line(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: MPI_Datatype) {
+    let key = fortran_key(fcomm, fdtype);
     let attached = !ATTACHED.load(Ordering::Acquire).is_null();
-    if !attached || key == NO_KEY || KEY.load(Ordering::Acquire) < 0 {
+    if !attached || key == NO_KEY || COMM_KEY.load(Ordering::Acquire) < 0 {
         return;
     }
-    let slot = &lines().f[findex(key)];
+    let slot = &lines().f[fortran_index(key)];
     if slot.key.load(Ordering::Acquire) == key {
         return;
     }
     let (c, d) = (abi::to_reg(comm), abi::to_reg(dtype));
-    let s = &lines().c[index(c, d)];
+    let s = &lines().c[line_index(c, d)];
     // The C line's handed-off counts (read again under the lock): none,
     // or more than a Fortran line holds, and there is nothing to do.
     let words = || -> Option<[u64; RANGES]> {
@@ -603,7 +623,7 @@ pub(crate) fn fill_fortran(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: M
     }
     let _g = lock(&FILL);
     if let Some(w) = words() {
-        fwrite(slot, key, (c, d), &w[..FRANGES], bottom);
+        write_fortran_line(slot, key, (c, d), &w[..FRANGES], bottom);
     }
 }
 
@@ -612,7 +632,7 @@ pub(crate) fn fill_fortran(fcomm: c_int, fdtype: c_int, comm: MPI_Comm, dtype: M
 /// may call it with locks of its own held); a fill running at the same
 /// time is for another communicator (using one while freeing it is
 /// erroneous): at worst a line of another is emptied too.
-unsafe extern "C" fn forget(
+unsafe extern "C" fn forget_comm(
     comm: MPI_Comm,
     _key: c_int,
     _val: *mut c_void,
@@ -622,7 +642,7 @@ unsafe extern "C" fn forget(
     mpi::ffi::MPI_SUCCESS as c_int
 }
 
-/// As [`forget`], for a derived datatype being freed.
+/// As [`forget_comm`], for a derived datatype being freed.
 unsafe extern "C" fn forget_type(
     dtype: MPI_Datatype,
     _key: c_int,
@@ -637,8 +657,8 @@ unsafe extern "C" fn forget_type(
 /// is `h`.
 fn forget_handle(
     h: usize,
-    field: impl Fn(&Slot) -> &AtomicUsize,
-    ffield: impl Fn(&FSlot) -> &AtomicUsize,
+    field: impl Fn(&Line) -> &AtomicUsize,
+    ffield: impl Fn(&FortranLine) -> &AtomicUsize,
 ) {
     for s in &lines().c {
         if field(s).load(Ordering::Acquire) == h {
@@ -658,15 +678,15 @@ fn forget_handle(
 /// Makes the marking attributes' keys (colltune's `init`); without them
 /// nothing is cached.
 pub(crate) fn start() {
-    if KEY.load(Ordering::Acquire) >= 0 {
+    if COMM_KEY.load(Ordering::Acquire) >= 0 {
         return;
     }
     let Ok(t) = cffi::type_create_keyval(Some(copy_attr), Some(forget_type)) else {
         return;
     };
     TYPE_KEY.store(t, Ordering::Release);
-    if let Ok(k) = cffi::comm_create_keyval(Some(copy_attr), Some(forget)) {
-        KEY.store(k, Ordering::Release);
+    if let Ok(k) = cffi::comm_create_keyval(Some(copy_attr), Some(forget_comm)) {
+        COMM_KEY.store(k, Ordering::Release);
     }
 }
 
@@ -675,16 +695,16 @@ pub(crate) fn start() {
 /// (communicators and datatypes still alive keep their marks until freed).
 pub(crate) fn clear() {
     let _g = lock(&FILL);
-    KEY.store(-1, Ordering::Release);
+    COMM_KEY.store(-1, Ordering::Release);
     TYPE_KEY.store(-1, Ordering::Release);
     if ATTACHED.load(Ordering::Acquire).is_null() {
         return;
     }
     for s in &lines().c {
-        write(s, (0, 0), 0, &[], 0);
+        write_line(s, (0, 0), 0, &[], 0);
     }
     for s in &lines().f {
-        fwrite(s, NO_KEY, (0, 0), &[], &[]);
+        write_fortran_line(s, NO_KEY, (0, 0), &[], &[]);
     }
 }
 
@@ -693,7 +713,10 @@ mod tests {
     use super::*;
 
     fn words(ranges: &[(u64, u64)], each: u64) -> [u64; RANGES] {
-        counts(ranges, each, RANGES).unwrap().try_into().unwrap()
+        count_ranges(ranges, each, RANGES)
+            .unwrap()
+            .try_into()
+            .unwrap()
     }
 
     #[test]
@@ -721,8 +744,11 @@ mod tests {
         // a range no count reaches (between two multiples) is left out
         assert_eq!(words(&[(5, 7)], 8), [0; RANGES]);
         // too many ranges: not cached
-        assert_eq!(counts(&[(0, 1), (3, 4), (6, 7), (9, 10)], 1, RANGES), None);
-        assert_eq!(counts(&[(0, 1), (3, 4), (6, 7)], 1, FRANGES), None);
+        assert_eq!(
+            count_ranges(&[(0, 1), (3, 4), (6, 7), (9, 10)], 1, RANGES),
+            None
+        );
+        assert_eq!(count_ranges(&[(0, 1), (3, 4), (6, 7)], 1, FRANGES), None);
     }
 
     #[test]
@@ -746,24 +772,24 @@ mod tests {
     fn the_index_stays_in_bounds_and_spreads() {
         let mut seen = [0usize; SLOTS];
         for c in 0..64usize {
-            seen[index(0x7f00_0000_0000 + c * 0x1a0, 0x7f00_1234_5600)] += 1;
+            seen[line_index(0x7f00_0000_0000 + c * 0x1a0, 0x7f00_1234_5600)] += 1;
         }
         assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
         let mut seen = [0usize; SLOTS];
         for c in 0..64 {
-            seen[findex(fkey(c, 1))] += 1;
+            seen[fortran_index(fortran_key(c, 1))] += 1;
         }
         assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
-        assert_ne!(fkey(-1, -1), fkey(0, 0));
-        assert_eq!(fkey(-1, -1), NO_KEY);
+        assert_ne!(fortran_key(-1, -1), fortran_key(0, 0));
+        assert_eq!(fortran_key(-1, -1), NO_KEY);
     }
 
     #[test]
     fn a_line_is_one_cache_line() {
-        assert_eq!(size_of::<Slot>(), 64);
-        assert_eq!(align_of::<Slot>(), 64);
-        assert_eq!(size_of::<FSlot>(), 64);
-        assert_eq!(align_of::<FSlot>(), 64);
+        assert_eq!(size_of::<Line>(), 64);
+        assert_eq!(align_of::<Line>(), 64);
+        assert_eq!(size_of::<FortranLine>(), 64);
+        assert_eq!(align_of::<FortranLine>(), 64);
     }
 
     #[test]
@@ -771,29 +797,29 @@ mod tests {
         let l = Lines::new();
         let (c, d) = (0x7f00_1000usize, 0x7f00_2040usize);
         let w = words(&[(0, 256), (4096, 8191)], 4);
-        write(&l.c[index(c, d)], (c, d), 4 | DENSE, &w, 0);
-        let pass = handed(&l, 64, d, c).expect("64 x 4 B is handed off");
-        assert_eq!(pass as usize, abi::raw::PMPI_Bcast as Pass as usize);
+        write_line(&l.c[line_index(c, d)], (c, d), 4 | DENSE, &w, 0);
+        let pass = handed_off_target(&l, 64, d, c).expect("64 x 4 B is handed off");
+        assert_eq!(pass as usize, abi::raw::PMPI_Bcast as PmpiBcast as usize);
         for count in [0, 1, 64, 1024, 2047] {
-            assert!(handed(&l, count, d, c).is_some(), "{count}");
+            assert!(handed_off_target(&l, count, d, c).is_some(), "{count}");
         }
         for count in [65, 1023, 2048, -1, i32::MIN, i32::MAX] {
-            assert!(handed(&l, count, d, c).is_none(), "{count}");
+            assert!(handed_off_target(&l, count, d, c).is_none(), "{count}");
         }
         // another key in the same line is not this one
-        assert!(handed(&l, 1, d, c ^ 0x1_0000_0000).is_none());
+        assert!(handed_off_target(&l, 1, d, c ^ 0x1_0000_0000).is_none());
         // mid-write (odd sequence): nothing is handed off
-        let s = &l.c[index(c, d)];
+        let s = &l.c[line_index(c, d)];
         s.seq.fetch_add(1, Ordering::Relaxed);
-        assert!(handed(&l, 1, d, c).is_none());
+        assert!(handed_off_target(&l, 1, d, c).is_none());
     }
 
     #[test]
     fn an_empty_table_hands_nothing_off() {
         let l = Lines::new();
         for (count, d, c) in [(0, 0, 0), (1, 8, 16), (-1, 0, 0)] {
-            assert!(handed(&l, count, d, c).is_none());
-            assert!(kept(d, c).is_none());
+            assert!(handed_off_target(&l, count, d, c).is_none());
+            assert!(cached_state_and_type(d, c).is_none());
         }
     }
 }

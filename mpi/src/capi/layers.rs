@@ -69,7 +69,7 @@ pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
     // First call sets the communicator up (collective).
     bcast(p, count, dt, 0, comm);
     let g = active().expect("colltune initialised");
-    let st = state(g, comm).expect("colltune initialised");
+    let st = comm_state(g, comm).expect("colltune initialised");
     let CommState::Colltune { routes, sel } = &*st else {
         panic!("the communicator was not set up")
     };
@@ -79,7 +79,7 @@ pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
         None => out.push((name, vec![v])),
     };
     let me = cffi::comm_rank(comm).unwrap_or(0);
-    let route = routes.bcast(bytes as u64);
+    let route = routes.route_for(bytes as u64);
     // A communicator of one rank: the library's broadcast sends nothing,
     // so colltune's call against the library's is the interposition's
     // own cost, without the noise of communication.
@@ -97,25 +97,25 @@ pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
             add(
                 "attribute lookup (per-thread cache)",
                 time(iters, || {
-                    black_box(state(g, black_box(comm)));
+                    black_box(comm_state(g, black_box(comm)));
                 }),
             );
             add(
                 "attribute lookup (MPI_Comm_get_attr)",
                 time(iters, || {
-                    black_box(state_slow(g, black_box(comm)));
+                    black_box(comm_state_from_attribute(g, black_box(comm)));
                 }),
             );
             add(
                 "datatype (cache; probe, size, envelope)",
                 time(iters, || {
-                    black_box(datatype(p, count, black_box(dt), routes.raw()));
+                    black_box(datatype(p, count, black_box(dt), routes.probe_comm()));
                 }),
             );
             add(
                 "decision and route",
                 time(iters, || {
-                    black_box(routes.bcast(black_box(bytes as u64)));
+                    black_box(routes.route_for(black_box(bytes as u64)));
                 }),
             );
             let ours = time(iters, || {
@@ -140,7 +140,7 @@ pub unsafe fn measure(bytes: usize, iters: usize, trials: usize) -> Times {
             add(
                 "executor, direct path (back to back)",
                 time(iters, || {
-                    let _ = routes.direct(tree, b, 0);
+                    let _ = routes.run_direct(tree, b, 0);
                 }),
             );
             let _ = cffi::barrier(comm);

@@ -32,7 +32,7 @@ pub unsafe fn swap_call(
     if comm == cffi::comm_null() || datatype == cffi::datatype_null() || count < 0 {
         return library();
     }
-    let Some(state) = state(g, comm) else {
+    let Some(state) = comm_state(g, comm) else {
         return library();
     };
     let CommState::Colltune { sel, .. } = &*state else {

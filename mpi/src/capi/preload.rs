@@ -56,7 +56,7 @@ pub unsafe fn bcast(
     // colltune's cache (lines exist only for this build's own handles,
     // never in a foreign program). A call the handoff gave to Open MPI
     // goes there, unchanged: one line, a range check, a tail call.
-    if let Some(pass) = hot::handed(lines, count, datatype, comm) {
+    if let Some(pass) = hot::handed_off_target(lines, count, datatype, comm) {
         return pass(buffer, count, datatype, root, comm);
     }
     bcast_cold(buffer, count, datatype, root, comm)
@@ -81,10 +81,10 @@ unsafe extern "C" fn bcast_cold(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    let known = hot::kept(datatype, comm);
+    let known = hot::cached_state_and_type(datatype, comm);
     if let Some((state, info)) = known {
         if let Some(state) = state.as_ref() {
-            return super::bcast_on(
+            return super::bcast_with_state(
                 state,
                 Some(info),
                 buffer,
@@ -101,11 +101,11 @@ unsafe extern "C" fn bcast_cold(
     let (datatype, comm) = (abi::datatype_from_reg(datatype), abi::comm_from_reg(comm));
     // Known not handed off: the whole path without the handoff's check.
     if known.is_none() {
-        if let Some(rc) = super::handoff::pass(buffer, count, datatype, root, comm) {
+        if let Some(rc) = super::handoff::pass_if_handed_off(buffer, count, datatype, root, comm) {
             return rc;
         }
     }
-    super::bcast_kept(buffer, count, datatype, root, comm, true)
+    super::bcast_full_path(buffer, count, datatype, root, comm, true)
 }
 
 pub fn mpi_finalize() -> c_int {
@@ -137,8 +137,8 @@ pub unsafe fn fortran_bcast(
     // The handles are read once, as the line's key: the full path takes
     // the key, not the pointers, so that these stay in no register the
     // handed-off path could use (fewer saved and restored there).
-    let key = hot::fkey(*comm, *datatype);
-    if hot::fortran_handed(lines, key, buffer, count, root, ierror) {
+    let key = hot::fortran_key(*comm, *datatype);
+    if hot::fortran_call_if_handed_off(lines, key, buffer, count, root, ierror) {
         return;
     }
     fortran_bcast_cold(buffer, count, key, root, ierror)
@@ -157,7 +157,7 @@ unsafe fn fortran_bcast_cold(
     root: *const c_int,
     ierror: *mut c_int,
 ) {
-    let (comm, datatype) = hot::fkey_handles(key);
+    let (comm, datatype) = hot::fortran_key_handles(key);
     let (comm, datatype): (*const c_int, *const c_int) = (&comm, &datatype);
     if !abi::foreign_family() {
         return super::fortran_bcast(buffer, count, datatype, root, comm, ierror);

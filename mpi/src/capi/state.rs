@@ -20,7 +20,7 @@ thread_local! {
 /// `comm` is a communicator handle (valid or not: MPI checks); `g` is the
 /// live [`Global`].
 #[inline]
-pub(super) unsafe fn state(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
+pub(super) unsafe fn comm_state(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
     if comm == cffi::comm_world() {
         return Some(g.world);
     }
@@ -35,7 +35,7 @@ pub(super) unsafe fn state(g: &Global, comm: MPI_Comm) -> Option<*const CommStat
     if hit.is_some() {
         return hit;
     }
-    let found = state_slow(g, comm)?;
+    let found = comm_state_from_attribute(g, comm)?;
     SEEN_COMMS.with(|seen| {
         let k = SEEN_NEXT.with(|n| {
             let k = n.get();
@@ -47,13 +47,16 @@ pub(super) unsafe fn state(g: &Global, comm: MPI_Comm) -> Option<*const CommStat
     Some(found)
 }
 
-/// [`state`] through the communicator's attribute, setting it up when it
+/// [`comm_state`] through the communicator's attribute, setting it up when it
 /// has none.
 ///
 /// # Safety
-/// As for [`state`].
+/// As for [`comm_state`].
 #[cold]
-pub(super) unsafe fn state_slow(g: &Global, comm: MPI_Comm) -> Option<*const CommState> {
+pub(super) unsafe fn comm_state_from_attribute(
+    g: &Global,
+    comm: MPI_Comm,
+) -> Option<*const CommState> {
     match cffi::comm_get_attr(comm, g.keyval) {
         Ok(Some(p)) => return Some(p as *const CommState),
         Ok(None) => {}

@@ -79,7 +79,7 @@ pub struct Routes {
     rank: usize,
     size: usize,
     trace: bool,
-    bcast: Decisions,
+    decisions: Decisions,
     /// By rule index.
     kinds: Vec<Kind>,
     forced: Kind,
@@ -107,7 +107,7 @@ fn kind(c: &Choice) -> Kind {
     }
 }
 
-/// The byte ranges of [`Routes::plain`]: the `rules` (ascending, apart:
+/// The byte ranges of [`Routes::library_default_ranges`]: the `rules` (ascending, apart:
 /// min, max (None: open), plain or not) and, below, between and above
 /// them, the fallback (plain or not).
 fn plain_ranges(
@@ -140,13 +140,13 @@ fn plain_ranges(
 impl Routes {
     /// The routes of `sel`'s broadcasts; valid as long as `sel` lives.
     pub fn new(sel: &CommSelector) -> Routes {
-        let bcast = sel.decisions(Collective::Bcast).clone();
-        let kinds = bcast.rules().iter().map(|r| kind(&r.choice)).collect();
+        let decisions = sel.decisions(Collective::Bcast).clone();
+        let kinds = decisions.rules().iter().map(|r| kind(&r.choice)).collect();
         // Decisions::choose answers a forced choice and the fallback with
         // ids past the rules.
-        let forced = bcast.forced().map_or(Kind::Library, kind);
-        let fallback = kind(bcast.fallback());
-        let slots = (0..bcast.rules().len() + 2)
+        let forced = decisions.forced().map_or(Kind::Library, kind);
+        let fallback = kind(decisions.fallback());
+        let slots = (0..decisions.rules().len() + 2)
             .map(|_| ForcedSlot::default())
             .collect();
         Routes {
@@ -156,7 +156,7 @@ impl Routes {
             rank: sel.shape().rank(),
             size: sel.shape().size(),
             trace: sel.settings().trace != Trace::Off,
-            bcast,
+            decisions,
             kinds,
             forced,
             fallback,
@@ -179,7 +179,7 @@ impl Routes {
     /// ([`Private::probe`]): never one an error handler of the
     /// application's hears.
     #[inline]
-    pub(crate) fn raw(&self) -> MPI_Comm {
+    pub(crate) fn probe_comm(&self) -> MPI_Comm {
         self.private.probe()
     }
 
@@ -197,39 +197,39 @@ impl Routes {
     /// are traced (each is written). The drop-in's line for the
     /// communicator sends such calls straight to `PMPI_Bcast`
     /// (`capi::hot`), as the handed-off ones.
-    pub fn plain(&self) -> Vec<(u64, u64)> {
+    pub fn library_default_ranges(&self) -> Vec<(u64, u64)> {
         if self.trace {
             return Vec::new();
         }
         let plain = |c: &Choice, k: Kind| {
             matches!(k, Kind::Library) && c.library.is_none_or(|f| f.is_default())
         };
-        if let Some(f) = self.bcast.forced() {
+        if let Some(f) = self.decisions.forced() {
             return if plain(f, self.forced) {
                 vec![(0, u64::MAX)]
             } else {
                 Vec::new()
             };
         }
-        let rules = self.bcast.rules().iter().zip(&self.kinds);
+        let rules = self.decisions.rules().iter().zip(&self.kinds);
         plain_ranges(
             rules.map(|(r, &k)| (r.min, r.max, plain(&r.choice, k))),
-            plain(self.bcast.fallback(), self.fallback),
+            plain(self.decisions.fallback(), self.fallback),
         )
     }
 
     /// How a broadcast of `bytes` runs: no allocation, no lock.
     #[inline]
-    pub fn bcast(&self, bytes: u64) -> Route<'_> {
+    pub fn route_for(&self, bytes: u64) -> Route<'_> {
         let hint = self.last.load(Ordering::Relaxed);
-        let (choice, id) = self.bcast.choose_hinted(bytes, hint);
+        let (choice, id) = self.decisions.choose_hinted(bytes, hint);
         let n = self.kinds.len();
         if id != hint && id < n {
             self.last.store(id, Ordering::Relaxed);
         }
         let (k, slot) = match self.kinds.get(id) {
             Some(k) => (*k, id),
-            None if self.bcast.forced().is_some() => (self.forced, n),
+            None if self.decisions.forced().is_some() => (self.forced, n),
             None => (self.fallback, n + 1),
         };
         match k {
@@ -246,7 +246,12 @@ impl Routes {
     ///
     /// # Safety
     /// The communicator these routes were made from is alive.
-    pub unsafe fn direct(&self, tree: Tree, buf: &mut [u8], root: usize) -> Result<(), MpiError> {
+    pub unsafe fn run_direct(
+        &self,
+        tree: Tree,
+        buf: &mut [u8],
+        root: usize,
+    ) -> Result<(), MpiError> {
         let Some(comm) = self.private.get() else {
             return ffi::library_bcast(
                 buf.as_mut_ptr(),
