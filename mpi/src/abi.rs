@@ -413,6 +413,14 @@ pub mod raw {
             provided: *mut c_int,
         ) -> c_int;
         pub fn PMPI_Finalize() -> c_int;
+        pub fn PMPI_Ibcast(
+            buffer: *mut c_void,
+            count: c_int,
+            datatype: usize,
+            root: c_int,
+            comm: usize,
+            request: *mut c_void,
+        ) -> c_int;
         pub fn PMPI_Bcast(
             buffer: *mut c_void,
             count: c_int,

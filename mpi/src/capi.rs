@@ -38,6 +38,7 @@ mod handoff;
 pub mod hot;
 pub mod layers;
 mod lifecycle;
+pub mod nonblocking;
 mod pairwise;
 pub mod preload;
 mod rules;
@@ -119,6 +120,11 @@ struct Global {
     world_private: MPI_Comm,
     /// `MPI_COMM_WORLD`'s shape: the node map others' shapes come from.
     world_shape: Shape,
+    /// The table's nonblocking and persistent choices, agreed at init
+    /// (`select::nonblocking`), and the key of each communicator's
+    /// decisions for them.
+    nb: crate::select::nonblocking::Forcings,
+    nb_keyval: Option<c_int>,
 }
 
 /// The live [`Global`] (a box turned into a raw pointer), or null before

@@ -76,6 +76,69 @@ pub unsafe extern "C" fn MPI_Bcast(
     capi::preload::bcast(&LINES, buffer, count, datatype, root, comm)
 }
 
+/// `MPI_Ibcast`: the library's own, with the algorithm of the table's
+/// `ibcast` rule forced around it (`colltune_mpi::capi::nonblocking`).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    request: *mut c_void,
+) -> c_int {
+    capi::preload::ibcast(buffer, count, datatype, root, comm, request)
+}
+
+/// `MPI_Bcast_init` (MPI 4): decided once, by the table's `bcast_init`
+/// rule; `MPI_Start` and `MPI_Wait` are the library's, untouched.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_init(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    info: usize,
+    request: *mut c_void,
+) -> c_int {
+    use capi::nonblocking::{bcast_init, InitName};
+    bcast_init(
+        InitName::Standard,
+        buffer,
+        count,
+        datatype,
+        root,
+        comm,
+        info,
+        request,
+    )
+}
+
+/// `MPIX_Bcast_init`: Open MPI 4.1's persistent broadcast (`mpi-ext.h`).
+#[no_mangle]
+pub unsafe extern "C" fn MPIX_Bcast_init(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    info: usize,
+    request: *mut c_void,
+) -> c_int {
+    use capi::nonblocking::{bcast_init, InitName};
+    bcast_init(
+        InitName::Extension,
+        buffer,
+        count,
+        datatype,
+        root,
+        comm,
+        info,
+        request,
+    )
+}
+
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
     capi::preload::mpi_finalize()
@@ -127,6 +190,76 @@ macro_rules! fortran {
             capi::preload::fortran_finalize(ierror)
         }
     )*};
+}
+
+/// The Fortran nonblocking and persistent broadcasts, under each name a
+/// compiler may call them by; in a program of another MPI family, the
+/// program's own library's entry of the same name (the next definition).
+macro_rules! fortran_nonblocking {
+    ($($ibcast:ident $init:ident $initx:ident;)*) => {$(
+        #[cfg(not(colltune_abi))]
+        #[no_mangle]
+        pub unsafe extern "C" fn $ibcast(
+            buffer: *mut c_void,
+            count: *const c_int,
+            datatype: *const c_int,
+            root: *const c_int,
+            comm: *const c_int,
+            request: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            if colltune_mpi::abi::foreign_family() {
+                type F = unsafe extern "C" fn(*mut c_void, *const c_int, *const c_int, *const c_int, *const c_int, *mut c_int, *mut c_int);
+                let name = concat!(stringify!($ibcast), "\0");
+                let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).unwrap_or(c"mpi_ibcast_");
+                if let Some(p) = capi::preload::next_fortran(name) {
+                    let f: F = std::mem::transmute(p);
+                    f(buffer, count, datatype, root, comm, request, ierror);
+                }
+                return;
+            }
+            capi::nonblocking::fortran_ibcast(buffer, count, datatype, root, comm, request, ierror)
+        }
+
+        fortran_nonblocking!(@init $init Standard);
+        fortran_nonblocking!(@init $initx Extension);
+    )*};
+    (@init $name:ident $which:ident) => {
+        #[cfg(not(colltune_abi))]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            buffer: *mut c_void,
+            count: *const c_int,
+            datatype: *const c_int,
+            root: *const c_int,
+            comm: *const c_int,
+            info: *const c_int,
+            request: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            if colltune_mpi::abi::foreign_family() {
+                type F = unsafe extern "C" fn(*mut c_void, *const c_int, *const c_int, *const c_int, *const c_int, *const c_int, *mut c_int, *mut c_int);
+                let name = concat!(stringify!($name), "\0");
+                let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).unwrap_or(c"mpi_bcast_init_");
+                if let Some(p) = capi::preload::next_fortran(name) {
+                    let f: F = std::mem::transmute(p);
+                    f(buffer, count, datatype, root, comm, info, request, ierror);
+                }
+                return;
+            }
+            use capi::nonblocking::{fortran_bcast_init, InitName};
+            fortran_bcast_init(InitName::$which, buffer, count, datatype, root, comm, info, request, ierror)
+        }
+    };
+}
+
+fortran_nonblocking! {
+    mpi_ibcast_ mpi_bcast_init_ mpix_bcast_init_;
+    mpi_ibcast mpi_bcast_init mpix_bcast_init;
+    mpi_ibcast__ mpi_bcast_init__ mpix_bcast_init__;
+    MPI_IBCAST MPI_BCAST_INIT MPIX_BCAST_INIT;
+    mpi_ibcast_f08_ mpi_bcast_init_f08_ mpix_bcast_init_f08_;
 }
 
 fortran! {

@@ -139,6 +139,18 @@ pub fn init() -> c_int {
     };
     let world_private = world.raw();
     let world_shape = world.shape().clone();
+    // The table's choices for MPI_Ibcast and MPI_Bcast_init: forced on
+    // every rank or on none (one allreduce per choice, only where the table
+    // has such rules).
+    let nb_keyval =
+        cffi::comm_create_keyval(Some(copy_attr), Some(super::nonblocking::delete_decisions));
+    let nb = crate::select::nonblocking::Forcings::agree(
+        &selector,
+        world_private,
+        world.rank(),
+        nb_keyval.is_ok(),
+    );
+    let nb_keyval = nb_keyval.ok();
     let world = Box::into_raw(Box::new(CommState::colltune(crate::select::for_private(
         &selector,
         Private::world(private::world(world)),
@@ -154,6 +166,8 @@ pub fn init() -> c_int {
         world,
         world_private,
         world_shape,
+        nb,
+        nb_keyval,
     }));
     hot::start();
     ACTIVE.store(g, Ordering::Release);
@@ -180,6 +194,9 @@ pub fn finalize() -> c_int {
         // from its own delete callback is allowed: the attribute goes on.)
         let _ = cffi::comm_free_keyval(&mut g.keyval);
         let _ = cffi::comm_free_keyval(&mut g.self_keyval);
+        if let Some(k) = g.nb_keyval.as_mut() {
+            let _ = cffi::comm_free_keyval(k);
+        }
     }
     // SAFETY: as above.
     drop(unsafe { Box::from_raw(g.world) });

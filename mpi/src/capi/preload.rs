@@ -108,6 +108,41 @@ unsafe extern "C" fn bcast_cold(
     super::bcast_full_path(buffer, count, datatype, root, comm, true)
 }
 
+/// `MPI_Ibcast`: the table's `ibcast` rules ([`super::nonblocking`]).
+///
+/// # Safety
+/// As for `MPI_Ibcast`; handles at register width, `request` points to
+/// the program's request handle.
+pub unsafe fn ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    request: *mut c_void,
+) -> c_int {
+    if abi::foreign_family() {
+        return abi::raw::PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    }
+    super::nonblocking::ibcast(
+        buffer,
+        count,
+        abi::datatype_from_reg(datatype),
+        root,
+        abi::comm_from_reg(comm),
+        request.cast(),
+    )
+}
+
+/// A Fortran entry the preload library shadows, in a program of another
+/// MPI family: the program's own library's (the next definition of
+/// `name`), or None where it has none.
+pub fn next_fortran(name: &std::ffi::CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
 pub fn mpi_finalize() -> c_int {
     if abi::foreign_family() {
         // SAFETY: no arguments; the program's library checks its state.

@@ -37,6 +37,11 @@ impl NbForcing {
     /// Nothing forced: the library's own decision.
     pub const LIBRARY: NbForcing = NbForcing(None);
 
+    /// Whether nothing is forced (the library's own decision).
+    pub fn is_library(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// Runs `call` (which must not wait for another rank: `PMPI_Ibcast`,
     /// `PMPI_Bcast_init`) with the variable written, and writes back what
     /// it found. A variable that cannot be written now (it could when set

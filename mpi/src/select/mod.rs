@@ -27,6 +27,7 @@ pub mod cached;
 pub mod direct;
 mod library;
 mod load;
+pub mod nonblocking;
 pub mod private;
 mod route;
 

@@ -460,3 +460,48 @@ pub fn fortran_bottoms() -> &'static [usize] {
             .collect()
     })
 }
+
+/// The user's `MPI_Ibcast`, to the library unchanged: its return code.
+///
+/// # Safety
+/// As for `MPI_Ibcast`.
+#[inline]
+pub unsafe fn user_ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut ffi::MPI_Request,
+) -> c_int {
+    ffi::PMPI_Ibcast(buf, count, dt, root, comm, request)
+}
+
+/// `MPI_Request_c2f`: the Fortran handle of a request (in MPICH a macro:
+/// the same integer).
+#[cfg(not(colltune_abi))]
+pub fn request_c2f(r: ffi::MPI_Request) -> c_int {
+    #[cfg(colltune_f2c_macro)]
+    {
+        r.0
+    }
+    // SAFETY: conversion only.
+    #[cfg(not(colltune_f2c_macro))]
+    unsafe {
+        ffi::PMPI_Request_c2f(r)
+    }
+}
+
+/// `MPI_Info_f2c`: the C handle of a Fortran info (in MPICH a macro).
+#[cfg(not(colltune_abi))]
+pub fn info_f2c(f: c_int) -> ffi::MPI_Info {
+    #[cfg(colltune_f2c_macro)]
+    {
+        ffi::MPI_Info(f)
+    }
+    // SAFETY: conversion only; the library checks what it checks.
+    #[cfg(not(colltune_f2c_macro))]
+    unsafe {
+        ffi::PMPI_Info_f2c(f)
+    }
+}
