@@ -1,0 +1,209 @@
+//! `MPI_Ibcast` and the persistent broadcast (`MPI_Bcast_init`; Open MPI
+//! 4.1's `MPIX_Bcast_init`) under the drop-in, with a table whose `ibcast`
+//! and `bcast_init` rules force Open MPI coll/libnbc's algorithms:
+//! - which algorithm ran, told by who waits for whom (rank 1 sleeps before
+//!   it completes its call: through a chain rank 2 waits for it, through a
+//!   binomial tree rank 3, through the linear one nobody), for each of the
+//!   three and for both calls;
+//! - every byte from every root at sizes across the rules' bound, on 3, 4
+//!   and 5 ranks, on the world and a split communicator, Ibcasts mixed with
+//!   blocking broadcasts (also with colltune's own `binomial` forced for the
+//!   blocking ones: its private messages never match the library's), two
+//!   Ibcasts in flight at once, a persistent request started three times;
+//! - without nonblocking rules nothing is traced for them.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn is_open_mpi() -> bool {
+    Command::new("ompi_info")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A table whose `ibcast` and `bcast_init` rules, for 1-8 ranks on one
+/// node, run libnbc's `below` up to 4 KiB and its `above` from there.
+fn table(dir: &Path, below: &str, above: &str) -> PathBuf {
+    let mut t = String::from(
+        "schema: 2\nprovenance: {host: test, mpi: Open MPI, date: now, command: tests/dropin_nonblocking.rs, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}\n",
+    );
+    for section in ["ibcast", "bcast_init"] {
+        t += &format!("{section}:\n");
+        for n in 1..=8 {
+            t += &format!(
+                "- ranks: {n}\n  ppn: {n}\n  nodes: 1\n  rules:\n  - {{min_bytes: 0, max_bytes: 4095, algorithm: ompi_libnbc, params: {{algorithm: {below}}}, execution: library}}\n  - {{min_bytes: 4096, algorithm: ompi_libnbc, params: {{algorithm: {above}}}, execution: library}}\n"
+            );
+        }
+    }
+    let p = dir.join(format!("nb-{below}-{above}.yaml"));
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+struct Job {
+    ok: bool,
+    out: String,
+    err: String,
+}
+
+fn job(ranks: usize, exe: &Path, env: &[(&str, String)], args: &[&str]) -> Job {
+    let mut c = mpirun(ranks);
+    for (k, v) in env {
+        c.args(["-x", &format!("{k}={v}")]);
+    }
+    c.arg(exe).args(args);
+    let o = run(c);
+    Job {
+        ok: o.status.success(),
+        out: String::from_utf8_lossy(&o.stdout).into_owned(),
+        err: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn preload(table: &Path, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        (
+            "LD_PRELOAD",
+            shared_libs()
+                .join("libcolltune_preload.so")
+                .display()
+                .to_string(),
+        ),
+        ("COLLTUNE_TABLE", table.display().to_string()),
+    ];
+    v.extend(extra.iter().map(|(k, x)| (*k, x.to_string())));
+    v
+}
+
+/// rank -> milliseconds it waited, from `waited rank R: MS ms` lines.
+fn waits(out: &str) -> Vec<(usize, f64)> {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("waited rank ")?;
+            let (r, ms) = rest.split_once(": ")?;
+            Some((r.parse().ok()?, ms.trim_end_matches(" ms").parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_rules_algorithm_is_the_one_that_runs() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_libnbc rules need Open MPI",
+        );
+    }
+    let dir = scratch("nb-order");
+    let exe = dir.join("nb_bcast");
+    mpicc(&format!("{ROOT}/tests/c/nb_bcast.c"), &exe, &[]);
+    // Rank 1 sleeps 1.5 s: a rank that receives through it waits that long.
+    for (alg, rank2_waits, rank3_waits) in [
+        ("linear", false, false),
+        ("binomial", false, true),
+        ("chain", true, true),
+    ] {
+        let t = table(&dir, alg, alg);
+        for call in ["ibcast", "init"] {
+            let r = job(
+                4,
+                &exe,
+                &preload(&t, &[("COLLTUNE_TRACE", "1")]),
+                &["order", call],
+            );
+            let all = format!("{alg} {call}:\n{}\n{}", r.out, r.err);
+            assert!(r.ok, "{all}");
+            let w = waits(&r.out);
+            assert_eq!(w.len(), 2, "{all}");
+            for (rank, ms) in w {
+                let expect = if rank == 2 { rank2_waits } else { rank3_waits };
+                assert_eq!(ms > 750.0, expect, "rank {rank} waited {ms} ms: {all}");
+            }
+            let section = if call == "init" {
+                "bcast_init"
+            } else {
+                "ibcast"
+            };
+            assert!(
+                r.err
+                    .contains(&format!("{section} 64 B root 0: ompi_libnbc:algorithm=")),
+                "{all}"
+            );
+            assert!(!r.err.contains("warning"), "{all}");
+        }
+    }
+}
+
+#[test]
+fn every_byte_arrives_mixed_with_blocking_broadcasts() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_libnbc rules need Open MPI",
+        );
+    }
+    let dir = scratch("nb-check");
+    let exe = dir.join("nb_bcast");
+    mpicc(&format!("{ROOT}/tests/c/nb_bcast.c"), &exe, &[]);
+    let t = table(&dir, "binomial", "chain");
+    let sizes = ["check", "0", "1", "4095", "4096", "100003"];
+    for ranks in [3, 4, 5] {
+        for blocking in ["", "binomial", "shm"] {
+            let extra: Vec<(&str, &str)> = if blocking.is_empty() {
+                vec![("COLLTUNE_TRACE", "1")]
+            } else {
+                vec![("COLLTUNE_TRACE", "1"), ("COLLTUNE_BCAST", blocking)]
+            };
+            let r = job(ranks, &exe, &preload(&t, &extra), &sizes);
+            let all = format!(
+                "{ranks} ranks, blocking {blocking:?}:\n{}\n{}",
+                r.out, r.err
+            );
+            assert!(r.ok && r.out.contains("case nb_check: ok"), "{all}");
+            for (section, bytes, alg) in [
+                ("ibcast", 4095, "binomial"),
+                ("ibcast", 4096, "chain"),
+                ("bcast_init", 100003, "chain"),
+            ] {
+                let want = format!("{section} {bytes} B root 0: ompi_libnbc:algorithm=");
+                let line = r.err.lines().find(|l| l.contains(&want));
+                assert!(
+                    line.is_some_and(|l| l.contains(&format!("name={alg}"))),
+                    "{want} {alg}: {all}"
+                );
+            }
+            if !blocking.is_empty() {
+                assert!(
+                    r.err
+                        .contains(&format!("bcast 100003 B root 0: {blocking}")),
+                    "{all}"
+                );
+            }
+        }
+    }
+    // A table without nonblocking rules: the library's own, untraced.
+    let plain = dir.join("plain.yaml");
+    std::fs::write(
+        &plain,
+        "schema: 2\nprovenance: {host: test, mpi: Open MPI, date: now, command: test, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}\n",
+    )
+    .unwrap();
+    let r = job(
+        4,
+        &exe,
+        &preload(&plain, &[("COLLTUNE_TRACE", "1")]),
+        &sizes,
+    );
+    assert!(
+        r.ok && r.out.contains("case nb_check: ok"),
+        "{}\n{}",
+        r.out,
+        r.err
+    );
+    assert!(!r.err.contains(" ibcast "), "{}", r.err);
+}
