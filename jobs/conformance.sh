@@ -4,7 +4,9 @@
 #
 #  - MPICH's broadcast tests (test/mpi/coll: bcast.c on DTPools, i.e.
 #    derived datatypes that differ between ranks with one signature,
-#    bcast_comm_world_only, bcasttest, bcastzerotype, icbcast, and p_bcast
+#    bcast_comm_world_only, bcasttest, bcastzerotype, icbcast (blocking and
+#    -nonblocking), nonblocking, nonblocking2 and nonblocking3 (every
+#    nonblocking collective, MPI_Ibcast among them), and p_bcast
 #    and p_bcast2 where the library has MPI_Bcast_init, MPI 4; Open MPI 4.1
 #    has not: "not built"), built against the chosen MPI with MPICH's own
 #    test harness (util/mtest*.c, dtpools), compiled here without MPICH's
@@ -17,7 +19,9 @@
 # Settings: plain; preloaded with the shipped table
 # (tuning-tables/vm-2core.yaml); preloaded with a measured table whose rules
 # name Open MPI's own algorithms (library-rules: the handoff and the
-# forced-duplicate route; Open MPI only); preloaded with COLLTUNE_BCAST
+# forced-duplicate route; Open MPI only); preloaded with a table whose
+# ibcast and bcast_init rules force the library's nonblocking algorithms
+# (nb-rules: coll/libnbc's or MPICH's, by size); preloaded with COLLTUNE_BCAST
 # forcing each algorithm family; preloaded without table.
 #
 # Usage: jobs/conformance.sh [--mpi NAME] [MPICH_SOURCE]
@@ -90,6 +94,27 @@ TABLE=$ROOT/tuning-tables/vm-2core.yaml
 # forced-duplicate route.
 LIBTABLE=$ROOT/docs/measurements/2026-12-01-imb/table-imb.yaml
 
+# A table whose ibcast and bcast_init rules force the library's own
+# nonblocking algorithms, one below 4 KiB and another above, for 1-16 ranks
+# on one node.
+NBTABLE=$WORK/nb-rules.yaml
+mkdir -p "$WORK"
+if [ "$MPI_FAMILY" = openmpi ]; then
+  NB_LOW="ompi_libnbc, params: {algorithm: chain}" NB_HIGH="ompi_libnbc, params: {algorithm: binomial}"
+else
+  NB_LOW="mpich_ibcast, params: {algorithm: sched_binomial}" NB_HIGH="mpich_ibcast, params: {algorithm: tsp_tree}"
+fi
+{
+  echo "schema: 2"
+  echo "provenance: {host: conformance, mpi: $MPI, date: now, command: jobs/conformance.sh, colltune: 0.1.0, source: hand-written, sweep: {mode: hand-written}}"
+  for section in ibcast bcast_init; do
+    echo "$section:"
+    for n in $(seq 1 16); do
+      echo "- {ranks: $n, ppn: $n, nodes: 1, rules: [{min_bytes: 0, max_bytes: 4095, algorithm: $NB_LOW, execution: library}, {min_bytes: 4096, algorithm: $NB_HIGH, execution: library}]}"
+    done
+  done
+} >"$NBTABLE"
+
 # name => the environment each rank gets (NAME=VALUE words), passed by the
 # launcher (Open MPI: -x; hydra, MPICH's and Intel's: -genv).
 declare -A SET
@@ -97,6 +122,7 @@ SET[plain]=""
 SET[table]="LD_PRELOAD=$PRELOAD COLLTUNE_TABLE=$TABLE"
 SET[library-rules]="LD_PRELOAD=$PRELOAD COLLTUNE_TABLE=$LIBTABLE"
 SET[no-table]="LD_PRELOAD=$PRELOAD"
+SET[nb-rules]="LD_PRELOAD=$PRELOAD COLLTUNE_TABLE=$NBTABLE"
 SET[linear]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=linear"
 SET[binomial]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=binomial"
 SET[knomial4]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=knomial:radix=4"
@@ -108,9 +134,9 @@ SET[scatter_ag]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather"
 SET[scatter_ag_ring]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=scatter_allgather_ring"
 SET[shm]="LD_PRELOAD=$PRELOAD COLLTUNE_BCAST=shm"
 if [ "$MPI_FAMILY" = openmpi ]; then
-  default_settings="plain table library-rules no-table linear binomial knomial4 pipeline4k scatter_ag shm"
+  default_settings="plain table library-rules nb-rules no-table linear binomial knomial4 pipeline4k scatter_ag shm"
 else
-  default_settings="plain table no-table linear binomial knomial4 pipeline4k scatter_ag shm"
+  default_settings="plain table nb-rules no-table linear binomial knomial4 pipeline4k scatter_ag shm"
 fi
 settings=${CONFORMANCE_SETTINGS:-$default_settings}
 for s in $settings; do
@@ -206,7 +232,7 @@ EOF
   done
   ar rcs libmtest.a mtest.o mtest_common.o dtypes.o dtpools*.o
   local built=()
-  for t in bcast bcasttest bcastzerotype icbcast p_bcast p_bcast2; do
+  for t in bcast bcasttest bcastzerotype icbcast nonblocking nonblocking2 nonblocking3 p_bcast p_bcast2; do
     local main=()
     grep -q '^int run(' "coll/$t.c" && main=(run_mpitests.o)
     if "$MPICC" "${CF[@]}" -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$WORK/logs/build.$t.log" 2>&1; then
@@ -224,6 +250,8 @@ EOF
   for np in 4 8 10; do runs+=("bcasttest $np"); done
   for np in 1 4 5 10; do runs+=("bcastzerotype $np"); done
   runs+=("icbcast 4" "icbcast 10" "icbcast 8 -nonblocking" "p_bcast 4" "p_bcast2 8")
+  for np in 4 5 10; do runs+=("nonblocking $np"); done
+  for np in 1 4 5 10; do runs+=("nonblocking2 $np" "nonblocking3 $np"); done
   local seed=1
   for prog in bcast:4 bcast_comm_world_only:10; do
     for type in MPI_INT MPI_INT:4+MPI_DOUBLE:8; do

@@ -85,3 +85,43 @@ fn handed_off_path_fits_two_lines(pre: &std::path::Path, at: u64) {
         end - at
     );
 }
+
+/// A persistent broadcast is decided once, at `MPI_Bcast_init`: the
+/// interposition library defines no entry of the calls that start and
+/// complete requests (`MPI_Start`, `MPI_Wait`, `MPI_Test` and their
+/// families), so theirs are the library's own, with not one instruction
+/// added; and it defines the nonblocking and persistent broadcasts it
+/// routes.
+#[test]
+fn requests_start_and_complete_in_the_library_alone() {
+    let pre = shared_libs().join("libcolltune_preload.so");
+    let o = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&pre)
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(o.status.success(), "nm {}: {}", pre.display(), text(&o));
+    let syms = String::from_utf8_lossy(&o.stdout);
+    let defined: Vec<&str> = syms
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    for routed in [
+        "MPI_Ibcast",
+        "MPI_Bcast_init",
+        "MPIX_Bcast_init",
+        "mpi_ibcast_",
+    ] {
+        assert!(defined.contains(&routed), "{routed} not defined:\n{syms}");
+    }
+    let untouched = ["start", "wait", "test", "request_free", "grequest"];
+    for s in &defined {
+        let lower = s.to_ascii_lowercase();
+        assert!(
+            !untouched
+                .iter()
+                .any(|u| lower.starts_with(&format!("mpi_{u}")) || lower.starts_with(&format!("pmpi_{u}"))),
+            "the preload library defines {s}: a request's start or completion would pass through colltune"
+        );
+    }
+}
