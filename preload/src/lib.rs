@@ -1,8 +1,9 @@
 //! Drop-in interposition library: `LD_PRELOAD=libcolltune_preload.so` makes
 //! an unmodified MPI program's broadcasts go through colltune, by the MPI
 //! profiling interface: this library defines `MPI_Init`, `MPI_Init_thread`,
-//! `MPI_Bcast` and `MPI_Finalize`, and the Fortran bindings' entry points
-//! for them (`mpi_bcast_` and its other manglings, `mpi_bcast_f08`, ...:
+//! `MPI_Bcast`, `MPI_Ibcast`, `MPI_Bcast_init` (and Open MPI 4.1's
+//! `MPIX_Bcast_init`) and `MPI_Finalize`, and the Fortran bindings' entry
+//! points for them (`mpi_bcast_` and its other manglings, `mpi_bcast_f08`, ...:
 //! Open MPI's Fortran bindings call `PMPI_Bcast` themselves, so the C
 //! symbol alone never sees a Fortran program). Everything else is
 //! untouched. Each function only forwards to `colltune_mpi::capi`, which
