@@ -121,7 +121,7 @@ fn open_mpi_setup(name: &str) -> Option<(PathBuf, PathBuf, PathBuf, PathBuf)> {
 
 #[test]
 fn forced_library_algorithms_move_every_byte_under_the_preload() {
-    let Some((dir, libs, exe, tbl)) = open_mpi_setup("library") else {
+    let Some((_, libs, exe, tbl)) = open_mpi_setup("library") else {
         return;
     };
     for ranks in [2, 3, 4] {
@@ -525,7 +525,7 @@ fn rank_0_without_the_table_takes_the_next_ranks() {
 /// application sees).
 #[test]
 fn unavailable_forcing_takes_colltunes_own_routes_and_says_why() {
-    let Some((dir, libs, exe, tbl)) = open_mpi_setup("library-off") else {
+    let Some((_, libs, exe, tbl)) = open_mpi_setup("library-off") else {
         return;
     };
     let env = [
