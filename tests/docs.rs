@@ -257,6 +257,45 @@ fn fence_problems(md: &str) -> Vec<(usize, String)> {
     bad
 }
 
+/// Table rows with another count of cells than their table's header (a
+/// row broken over two lines, a stray cell), as Markdown counts them:
+/// every `|` not escaped, in code spans too. "line: why" for each.
+fn table_problems(md: &str) -> Vec<(usize, String)> {
+    let pipes = |l: &str| {
+        let b = l.trim_end().as_bytes();
+        (0..b.len())
+            .filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\'))
+            .count()
+    };
+    let mut bad = Vec::new();
+    // The header's line and pipes, while its table runs.
+    let mut header: Option<(usize, usize)> = None;
+    let mut last = 0;
+    for (n, l) in unfenced(md) {
+        if !l.starts_with('|') || n != last + 1 {
+            header = None;
+        }
+        last = n;
+        if !l.starts_with('|') {
+            continue;
+        }
+        match header {
+            None => header = Some((n, pipes(l))),
+            Some((h, want)) if pipes(l) != want => bad.push((
+                n,
+                format!(
+                    "a table row of {} cells under a header of {} (line {h}): one row a line, \
+                     `\\|` for a bar in a cell",
+                    pipes(l).saturating_sub(1),
+                    want.saturating_sub(1)
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    bad
+}
+
 /// Prose lines longer than [`LINE_MAX`] characters (fenced and indented
 /// code blocks and table rows apart): (line, characters).
 fn long_lines(md: &str) -> Vec<(usize, usize)> {
@@ -441,7 +480,7 @@ fn form_problems(root: &Path) -> Vec<String> {
     for page in linked_pages(root) {
         bad.extend(broken_links(root, &page));
         let md = std::fs::read_to_string(root.join(&page)).unwrap();
-        for (n, why) in fence_problems(&md) {
+        for (n, why) in fence_problems(&md).into_iter().chain(table_problems(&md)) {
             bad.push(format!("{}:{n}: {why}", page.display()));
         }
     }
@@ -675,6 +714,28 @@ fn a_fence_with_text_after_it_is_refused() {
         fence_problems("```sh\ntrue\n```\n```yaml\na: 1\n```  \n"),
         vec![]
     );
+}
+
+/// The headline table of docs/measurements/README.md as it was (issue
+/// 47): a row's last cell broken onto a line of its own. The check
+/// refuses both lines, and accepts the row mended and an escaped bar.
+#[test]
+fn a_table_row_of_other_cells_is_refused() {
+    let was = "| figure | value | folder |\n|---|---|---|\n\
+               | IMB | **0.521** | [a](a/README.md) | the narrative |\n\
+               | [b](b/README.md) (section 3) |\n\
+               | the same | 0.955 | [b](b/README.md) |\n";
+    let bad = table_problems(was);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert_eq!((bad[0].0, bad[1].0), (3, 4), "{bad:?}");
+    assert!(
+        bad[0].1.contains("4 cells under a header of 3 (line 1)"),
+        "{bad:?}"
+    );
+    let mended = "| figure | value | folder |\n|---|---|---|\n\
+                  | IMB | **0.521** | [a](a/README.md) (the narrative), [b](b/README.md) |\n\
+                  | `a\\|b` | 1 | 2 |\n\ntext | with a bar\n| another | table |\n";
+    assert_eq!(table_problems(mended), vec![]);
 }
 
 /// A directory where a page's blocks run: the tree's shipped data and the

@@ -103,18 +103,27 @@ fn is_open_mpi() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn forced_library_algorithms_move_every_byte_under_the_preload() {
+/// A test's set-up on Open MPI: its scratch folder `name`, the built
+/// libraries' folder, the test program and the table there; None
+/// (skipped, and said so) without Open MPI.
+fn open_mpi_setup(name: &str) -> Option<(PathBuf, PathBuf, PathBuf, PathBuf)> {
     if !is_open_mpi() {
-        return skip(
+        skip(
             "openmpi",
             "ompi_info not found: ompi_tuned rules need Open MPI",
         );
+        return None;
     }
-    let dir = scratch("library");
-    let libs = shared_libs();
-    let exe = program(&dir);
-    let tbl = table(&dir);
+    let (dir, libs) = (scratch(name), shared_libs());
+    let (exe, table) = (program(&dir), table(&dir));
+    Some((dir, libs, exe, table))
+}
+
+#[test]
+fn forced_library_algorithms_move_every_byte_under_the_preload() {
+    let Some((_, libs, exe, tbl)) = open_mpi_setup("library") else {
+        return;
+    };
     for ranks in [2, 3, 4] {
         let env = [
             (
@@ -188,16 +197,9 @@ fn forced_library_algorithms_move_every_byte_under_the_preload() {
 
 #[test]
 fn library_rules_handed_to_open_mpi_move_every_byte() {
-    if !is_open_mpi() {
-        return skip(
-            "openmpi",
-            "ompi_info not found: ompi_tuned rules need Open MPI",
-        );
-    }
-    let dir = scratch("handoff");
-    let libs = shared_libs();
-    let exe = program(&dir);
-    let tbl = table(&dir);
+    let Some((dir, libs, exe, tbl)) = open_mpi_setup("handoff") else {
+        return;
+    };
     for ranks in [3, 4] {
         let env = [
             (
@@ -406,16 +408,9 @@ fn recycled_datatype_handles_never_reuse_a_freed_ones_lines() {
 /// colltune rules, one of library rules alone, and `shm` forced.
 #[test]
 fn a_node_without_the_table_or_with_another_takes_one_route_on_every_rank() {
-    if !is_open_mpi() {
-        return skip(
-            "openmpi",
-            "ompi_info not found: ompi_tuned rules need Open MPI",
-        );
-    }
-    let dir = scratch("handoff-differs");
-    let libs = shared_libs();
-    let exe = program(&dir);
-    let mixed = table(&dir);
+    let Some((dir, libs, exe, mixed)) = open_mpi_setup("handoff-differs") else {
+        return;
+    };
     let text = std::fs::read_to_string(&mixed).unwrap();
     // Library rules only: Open MPI's binomial in colltune's place.
     let library_only = dir.join("library-only.yaml");
@@ -492,16 +487,9 @@ fn a_node_without_the_table_or_with_another_takes_one_route_on_every_rank() {
 /// table of the lowest rank that could, every byte right, one warning.
 #[test]
 fn rank_0_without_the_table_takes_the_next_ranks() {
-    if !is_open_mpi() {
-        return skip(
-            "openmpi",
-            "ompi_info not found: ompi_tuned rules need Open MPI",
-        );
-    }
-    let dir = scratch("handoff-rank0-unread");
-    let libs = shared_libs();
-    let exe = program(&dir);
-    let tbl = table(&dir);
+    let Some((dir, libs, exe, tbl)) = open_mpi_setup("handoff-rank0-unread") else {
+        return;
+    };
     let pre = libs.join("libcolltune_preload.so").display().to_string();
     let script = format!(
         "if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then COLLTUNE_TABLE={}; export COLLTUNE_TABLE; fi; exec \"$0\" \"$@\"",
@@ -537,16 +525,9 @@ fn rank_0_without_the_table_takes_the_next_ranks() {
 /// application sees).
 #[test]
 fn unavailable_forcing_takes_colltunes_own_routes_and_says_why() {
-    if !is_open_mpi() {
-        return skip(
-            "openmpi",
-            "ompi_info not found: ompi_tuned rules need Open MPI",
-        );
-    }
-    let dir = scratch("library-off");
-    let libs = shared_libs();
-    let exe = program(&dir);
-    let tbl = table(&dir);
+    let Some((_, libs, exe, tbl)) = open_mpi_setup("library-off") else {
+        return;
+    };
     let env = [
         (
             "LD_PRELOAD",

@@ -210,17 +210,8 @@ where
     for (i, l) in lines.iter().enumerate() {
         let color = f.colors[i];
         if spread && l.points.len() > 1 {
-            let band: Vec<(f64, f64)> = l
-                .points
-                .iter()
-                .map(|(&b, pt)| (b.max(1) as f64, pt.hi))
-                .chain(
-                    l.points
-                        .iter()
-                        .rev()
-                        .map(|(&b, pt)| (b.max(1) as f64, pt.lo)),
-                )
-                .collect();
+            let edges: Vec<_> = l.points.iter().map(|(&b, pt)| (b, pt.lo, pt.hi)).collect();
+            let band = band(&edges);
             chart
                 .draw_series(std::iter::once(Polygon::new(
                     band,
@@ -230,21 +221,8 @@ where
         }
     }
     for (i, l) in lines.iter().enumerate() {
-        let color = f.colors[i];
-        let pts: Vec<(f64, f64)> = l
-            .points
-            .iter()
-            .map(|(&b, pt)| (b.max(1) as f64, pt.median))
-            .collect();
-        draw_path!(chart, l, pts.clone(), line_style(l, color)).map_err(err)?;
-        let m = marker_of(f.p.collective, l);
-        let shown = marked_points(&pts, i);
-        with_marker!(m, color, |mk| chart
-            .draw_series(shown.iter().map(|&pt| mk(pt)))
-            .map(|_| ()))
-        .map_err(err)?;
-        if let Some(&last) = pts.last() {
-            let (x, y) = chart.backend_coord(&last);
+        let pts = l.points.iter().map(|(&b, pt)| (b.max(1) as f64, pt.median));
+        if let Some((x, y)) = draw_line(&mut chart, f, i, pts.collect())? {
             wishes.push((i, x, y));
         }
     }
@@ -252,6 +230,40 @@ where
         chart.backend_coord(&(f.bmin, yr.end)).1,
         chart.backend_coord(&(f.bmin, yr.start)).1,
     ))
+}
+
+/// A band's outline from its `edges` (size, low, high): along the high
+/// edge, then back along the low one.
+fn band(edges: &[(u64, f64, f64)]) -> Vec<(f64, f64)> {
+    let x = |b: u64| b.max(1) as f64;
+    let high = edges.iter().map(|&(b, _, hi)| (x(b), hi));
+    high.chain(edges.iter().rev().map(|&(b, lo, _)| (x(b), lo)))
+        .collect()
+}
+
+/// Draws line `i` through `pts`, with its markers; where it ends, in
+/// pixels (where its label is wished).
+fn draw_line<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    f: &Frame,
+    i: usize,
+    pts: Vec<(f64, f64)>,
+) -> anyhow::Result<Option<(i32, i32)>>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let (l, color) = (&f.lines[i], f.colors[i]);
+    let end = pts.last().copied();
+    draw_path!(chart, l, pts.clone(), line_style(l, color)).map_err(err)?;
+    let shown = marked_points(&pts, i);
+    with_marker!(marker_of(f.p.collective, l), color, |mk| chart
+        .draw_series(shown.iter().map(|&pt| mk(pt)))
+        .map(|_| ()))
+    .map_err(err)?;
+    Ok(end.map(|p| chart.backend_coord(&p)))
 }
 
 /// One strip's row: its position and its stretches (from, to, what).
@@ -441,17 +453,10 @@ where
         .draw()
         .map_err(err)?;
     if rel.has_spread {
-        let band: Vec<(f64, f64)> = rel
-            .band
-            .iter()
-            .map(|(&b, &(_, hi))| (b.max(1) as f64, hi.min(top)))
-            .chain(
-                rel.band
-                    .iter()
-                    .rev()
-                    .map(|(&b, &(lo, _))| (b.max(1) as f64, lo.max(0.97))),
-            )
+        let edges: Vec<_> = (rel.band.iter())
+            .map(|(&b, &(lo, hi))| (b, lo.max(0.97), hi.min(top)))
             .collect();
+        let band = band(&edges);
         chart
             .draw_series(std::iter::once(Polygon::new(
                 band,
@@ -466,24 +471,13 @@ where
         )))
         .map_err(err)?;
     let mut wishes = wishes;
-    for (i, l) in lines.iter().enumerate() {
-        let color = f.colors[i];
-        let pts: Vec<(f64, f64)> = rel.ratios[i]
+    for i in 0..lines.len() {
+        let pts = rel.ratios[i]
             .iter()
-            .map(|(&b, &r)| (b.max(1) as f64, r.min(cap)))
-            .collect();
-        draw_path!(chart, l, pts.clone(), line_style(l, color)).map_err(err)?;
-        let m = marker_of(f.p.collective, l);
-        let shown = marked_points(&pts, i);
-        with_marker!(m, color, |mk| chart
-            .draw_series(shown.iter().map(|&pt| mk(pt)))
-            .map(|_| ()))
-        .map_err(err)?;
-        if let Some(w) = wishes.as_deref_mut() {
-            if let Some(&last) = pts.last() {
-                let (x, y) = chart.backend_coord(&last);
-                w.push((i, x, y));
-            }
+            .map(|(&b, &r)| (b.max(1) as f64, r.min(cap)));
+        let end = draw_line(&mut chart, f, i, pts.collect())?;
+        if let (Some(w), Some((x, y))) = (wishes.as_deref_mut(), end) {
+            w.push((i, x, y));
         }
     }
     Ok(wishes.is_some().then(|| {

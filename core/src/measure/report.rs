@@ -445,51 +445,58 @@ fn comparison_row(
     }
 }
 
+/// One line of [`Tally::footer`]: the geometric mean of `ratios` (`what`
+/// they compare) and how many, then `tail`; nothing without ratios.
+fn mean_line(out: &mut String, what: &str, ratios: &[f64], tail: String) {
+    if !ratios.is_empty() {
+        let _ = writeln!(
+            out,
+            "geometric mean, {what}: {:.3}x over {} sizes{tail}",
+            geomean(ratios),
+            ratios.len()
+        );
+    }
+}
+
 impl Tally {
     /// The geometric means and the noise warning under the rows.
     fn footer(&self, cols: &Columns, out: &mut String) {
         let forced_lib = cols.forced_lib;
-        let (r_native, r_tuned) = (&self.r_native, &self.r_tuned);
-        let (i_native, i_tuned, noisy) = (&self.i_native, &self.i_tuned, &self.noisy);
-        if !r_native.is_empty() {
-            let _ = writeln!(
-                out,
-                "geometric mean, best of colltune / MPI library default: {:.3}x over {} sizes{}",
-                geomean(r_native),
-                r_native.len(),
-                self.worst
-                    .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
-                    .unwrap_or_default()
-            );
-        }
-        if !r_tuned.is_empty() {
-            let _ = writeln!(
-                out,
-                "geometric mean, best of colltune / best forced {forced_lib} algorithm: {:.3}x over {} sizes",
-                geomean(r_tuned),
-                r_tuned.len()
-            );
-        }
-        if !i_native.is_empty() {
-            let _ = writeln!(
-                out,
-                "geometric mean, interposed MPI_Bcast / MPI library default: {:.3}x over {} sizes",
-                geomean(i_native),
-                i_native.len()
-            );
-        }
-        if !i_tuned.is_empty() {
-            let _ = writeln!(
-                out,
-                "geometric mean, interposed MPI_Bcast / best forced {forced_lib} algorithm: {:.3}x over {} sizes; {} above 1.15x{}",
-                geomean(i_tuned),
-                i_tuned.len(),
-                i_tuned.iter().filter(|&&r| r > 1.15).count(),
-                self.i_worst
-                    .map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
-                    .unwrap_or_default()
-            );
-        }
+        let noisy = &self.noisy;
+        let worst = |w: Option<(u64, f64)>| {
+            w.map(|(b, r)| format!("; worst size {b} B at {r:.2}x"))
+                .unwrap_or_default()
+        };
+        let above = |rs: &[f64]| rs.iter().filter(|&&r| r > 1.15).count();
+        mean_line(
+            out,
+            "best of colltune / MPI library default",
+            &self.r_native,
+            worst(self.worst),
+        );
+        let forced = format!("best forced {forced_lib} algorithm");
+        mean_line(
+            out,
+            &format!("best of colltune / {forced}"),
+            &self.r_tuned,
+            String::new(),
+        );
+        mean_line(
+            out,
+            "interposed MPI_Bcast / MPI library default",
+            &self.i_native,
+            String::new(),
+        );
+        mean_line(
+            out,
+            &format!("interposed MPI_Bcast / {forced}"),
+            &self.i_tuned,
+            format!(
+                "; {} above 1.15x{}",
+                above(&self.i_tuned),
+                worst(self.i_worst)
+            ),
+        );
         if !noisy.is_empty() {
             let _ = writeln!(
                 out,

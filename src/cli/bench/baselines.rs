@@ -21,9 +21,15 @@ pub fn subjects(
     comm: &Comm,
     prov: &colltune_core::measure::method::Origin,
 ) -> anyhow::Result<Vec<Subject>> {
-    let mut subjects = Vec::new();
+    let mut found = Found {
+        args,
+        want,
+        mpi: &prov.mpi,
+        lead: comm.rank() == 0,
+        subjects: Vec::new(),
+    };
     if want.mpi {
-        subjects.push(match &args.baseline_label {
+        found.subjects.push(match &args.baseline_label {
             Some(label) => Subject::LibraryLabelled {
                 label: label.clone(),
             },
@@ -31,237 +37,195 @@ pub fn subjects(
         });
     }
     if want.interposed {
-        subjects.push(Subject::Interposed);
+        found.subjects.push(Subject::Interposed);
     }
-    if want.tuned {
-        tuned_baselines(args, want, comm, prov, &mut subjects);
+    let open_mpi = is_open_mpi(&prov.mpi);
+    if want.tuned && found.library_is(open_mpi, "Open MPI", "coll/tuned") {
+        found.tuned();
     }
-    if want.adapt {
-        adapt_baselines(args, want, comm, prov, &mut subjects);
+    if want.adapt && found.library_is(open_mpi, "Open MPI", "coll/adapt") {
+        found.adapt();
     }
-    if want.han {
-        han_baselines(args, want, comm, prov, &mut subjects);
+    if want.han && found.library_is(open_mpi, "Open MPI", "coll/han") {
+        found.han(comm);
     }
-    if want.mpich {
-        mpich_baselines(want, comm, prov, &mut subjects);
+    let mpich = colltune_mpi::abi::runtime().family == colltune_mpi::abi::Family::Mpich;
+    if want.mpich && found.library_is(mpich, "MPICH-derived", "MPICH algorithm") {
+        found.mpich(comm.nodes().num_nodes() > 1);
     }
-    Ok(subjects)
+    Ok(found.subjects)
 }
 
-/// Open MPI's coll/tuned algorithms, each forced (the segmented ones at
-/// each `--ompi-segment`).
-fn tuned_baselines(
-    args: &Args,
-    want: &Wanted,
-    comm: &Comm,
-    prov: &colltune_core::measure::method::Origin,
-    subjects: &mut Vec<Subject>,
-) {
-    let lead = comm.rank() == 0;
-    if is_open_mpi(&prov.mpi) {
+/// What [`subjects`] has found so far, and what each family's baselines
+/// need to know to add theirs.
+struct Found<'a> {
+    args: &'a Args,
+    want: &'a Wanted,
+    /// The running library, as its provenance names it.
+    mpi: &'a str,
+    /// Rank 0: the one that says what it found.
+    lead: bool,
+    subjects: Vec<Subject>,
+}
+
+/// `items` as `a, b, c`, each as `show` writes it.
+fn listed<I: IntoIterator>(items: I, show: impl Fn(I::Item) -> String) -> String {
+    items.into_iter().map(show).collect::<Vec<_>>().join(", ")
+}
+
+impl<'a> Found<'a> {
+    /// Whether the running library `is` of `family`; where not, rank 0
+    /// says that it has no `what` baselines (when they were asked for by
+    /// name).
+    fn library_is(&self, is: bool, family: &str, what: &str) -> bool {
+        if !is && self.lead && self.want.asked {
+            eprintln!(
+                "colltune bench: {} is not {family}: no {what} baselines",
+                self.mpi
+            );
+        }
+        is
+    }
+
+    /// The segment sizes a segmented algorithm runs at (`--ompi-segment`),
+    /// else none (0).
+    fn segments(&self, segmented: bool) -> &'a [u64] {
+        if segmented {
+            &self.args.ompi_segment
+        } else {
+            &[0]
+        }
+    }
+
+    /// Rank 0's word that a family offers no baselines here: `e`.
+    fn none(&self, what: &str, e: impl std::fmt::Display) {
+        if self.lead {
+            eprintln!("colltune bench: no {what} baselines: {e}");
+        }
+    }
+
+    /// Open MPI's coll/tuned algorithms, each forced (the segmented ones at
+    /// each `--ompi-segment`).
+    fn tuned(&mut self) {
         for t in TUNED_BCAST {
-            let segs: &[u64] = if t.segmented {
-                &args.ompi_segment
-            } else {
-                &[0]
-            };
-            for &segment in segs {
-                subjects.push(Subject::OmpiTuned { tuned: t, segment });
+            for &segment in self.segments(t.segmented) {
+                self.subjects.push(Subject::OmpiTuned { tuned: t, segment });
             }
         }
-    } else if lead && want.asked {
-        eprintln!(
-            "colltune bench: {} is not Open MPI: no coll/tuned baselines",
-            prov.mpi
-        );
     }
-}
 
-/// Open MPI's coll/adapt algorithms offered through MPI_T, each forced
-/// at each `--ompi-segment`.
-fn adapt_baselines(
-    args: &Args,
-    want: &Wanted,
-    comm: &Comm,
-    prov: &colltune_core::measure::method::Origin,
-    subjects: &mut Vec<Subject>,
-) {
-    let lead = comm.rank() == 0;
-    if is_open_mpi(&prov.mpi) {
+    /// Open MPI's coll/adapt algorithms offered through MPI_T, each forced
+    /// at each `--ompi-segment`.
+    fn adapt(&mut self) {
         // Every rank reads the same library: all agree.
-        match adapt_algorithms() {
-            Ok(offered) => {
-                let forced = adapt::baselines(&offered);
-                if lead {
-                    outln!(
-                            "colltune bench: {} offers coll/adapt broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm and {} written per point{}",
-                            prov.mpi,
-                            adapt::ALGORITHM,
-                            offered
-                                .iter()
-                                .map(|c| format!("{} ({})", c.name, c.id))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            adapt::PRIORITY,
-                            adapt::FORCE_PRIORITY,
-                            adapt::SEGMENT,
-                            if forced.len() < offered.len() {
-                                format!("; not `{}`, which adapt does not implement", adapt::NOT_IMPLEMENTED)
-                            } else {
-                                String::new()
-                            }
-                        );
+        let offered = match adapt_algorithms() {
+            Ok(offered) => offered,
+            Err(e) => return self.none("coll/adapt", e),
+        };
+        let forced = adapt::baselines(&offered);
+        if self.lead {
+            outln!(
+                "colltune bench: {} offers coll/adapt broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm and {} written per point{}",
+                self.mpi,
+                adapt::ALGORITHM,
+                listed(&offered, |c| format!("{} ({})", c.name, c.id)),
+                adapt::PRIORITY,
+                adapt::FORCE_PRIORITY,
+                adapt::SEGMENT,
+                if forced.len() < offered.len() {
+                    format!("; not `{}`, which adapt does not implement", adapt::NOT_IMPLEMENTED)
+                } else {
+                    String::new()
                 }
-                for choice in forced {
-                    for &segment in &args.ompi_segment {
-                        subjects.push(Subject::OmpiAdapt {
-                            choice: choice.clone(),
-                            segment,
-                        });
-                    }
-                }
-            }
-            Err(e) => {
-                if lead {
-                    eprintln!("colltune bench: no coll/adapt baselines: {e}");
-                }
+            );
+        }
+        for choice in forced {
+            for &segment in &self.args.ompi_segment {
+                self.subjects.push(Subject::OmpiAdapt {
+                    choice: choice.clone(),
+                    segment,
+                });
             }
         }
-    } else if lead && want.asked {
-        eprintln!(
-            "colltune bench: {} is not Open MPI: no coll/adapt baselines",
-            prov.mpi
-        );
     }
-}
 
-/// Open MPI 5.0's coll/han broadcasts, across nodes (the segmented ones
-/// at each `--ompi-segment`).
-fn han_baselines(
-    args: &Args,
-    want: &Wanted,
-    comm: &Comm,
-    prov: &colltune_core::measure::method::Origin,
-    subjects: &mut Vec<Subject>,
-) {
-    let lead = comm.rank() == 0;
-    if is_open_mpi(&prov.mpi) {
+    /// Open MPI 5.0's coll/han broadcasts, across nodes (the segmented ones
+    /// at each `--ompi-segment`).
+    fn han(&mut self, comm: &Comm) {
         // Every rank reads the same library and layout: all agree.
-        match han_algorithms(comm) {
-            Ok((forced, modules)) => {
-                if lead {
-                    outln!(
-                            "colltune bench: {} offers coll/han broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm (and for {} {}) written per point; {} = {}, {} = {} as MPI_Init read them (han reads them only there)",
-                            prov.mpi,
-                            han::ALGORITHM,
-                            forced
-                                .iter()
-                                .map(|c| format!("{} ({})", c.name, c.id))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            han::PRIORITY,
-                            han::FORCE_PRIORITY,
-                            han::SEGMENTED.join(", "),
-                            han::SEGMENT,
-                            han::UP_MODULE,
-                            modules.up,
-                            han::LOW_MODULE,
-                            modules.low,
-                        );
-                }
-                for choice in forced {
-                    let segs: &[u64] = if choice.segmented() {
-                        &args.ompi_segment
-                    } else {
-                        &[0]
-                    };
-                    for &segment in segs {
-                        subjects.push(Subject::OmpiHan {
-                            choice: choice.clone(),
-                            segment,
-                            modules: modules.clone(),
-                        });
-                    }
-                }
-            }
+        let (forced, modules) = match han_algorithms(comm) {
+            Ok(found) => found,
             // One node: said on Open MPI 5.0 (where han has the
-            // variable), whatever was asked; the rest only
-            // when asked for.
+            // variable), whatever was asked; the rest only when asked for.
             Err(e @ (HanUnavailable::OneNode | HanUnavailable::Imbalanced { .. })) => {
-                if lead {
+                if self.lead {
                     outln!("colltune bench: no coll/han baselines: {e}");
                 }
+                return;
             }
-            Err(e) => {
-                if lead && want.asked {
-                    eprintln!("colltune bench: no coll/han baselines: {e}");
-                }
+            Err(e) if self.want.asked => return self.none("coll/han", e),
+            Err(_) => return,
+        };
+        if self.lead {
+            outln!(
+                "colltune bench: {} offers coll/han broadcasts through MPI_T ({}): {}; forced on a communicator made with {} = {}, the algorithm (and for {} {}) written per point; {} = {}, {} = {} as MPI_Init read them (han reads them only there)",
+                self.mpi,
+                han::ALGORITHM,
+                listed(&forced, |c| format!("{} ({})", c.name, c.id)),
+                han::PRIORITY,
+                han::FORCE_PRIORITY,
+                han::SEGMENTED.join(", "),
+                han::SEGMENT,
+                han::UP_MODULE,
+                modules.up,
+                han::LOW_MODULE,
+                modules.low,
+            );
+        }
+        for choice in forced {
+            for &segment in self.segments(choice.segmented()) {
+                self.subjects.push(Subject::OmpiHan {
+                    choice: choice.clone(),
+                    segment,
+                    modules: modules.clone(),
+                });
             }
         }
-    } else if lead && want.asked {
-        eprintln!(
-            "colltune bench: {} is not Open MPI: no coll/han baselines",
-            prov.mpi
-        );
     }
-}
 
-/// The algorithms MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` offers (not
-/// `smp` on one node).
-fn mpich_baselines(
-    want: &Wanted,
-    comm: &Comm,
-    prov: &colltune_core::measure::method::Origin,
-    subjects: &mut Vec<Subject>,
-) {
-    let lead = comm.rank() == 0;
-    let multi_node = comm.nodes().num_nodes() > 1;
-    if colltune_mpi::abi::runtime().family == colltune_mpi::abi::Family::Mpich {
+    /// The algorithms MPICH's `MPIR_CVAR_BCAST_INTRA_ALGORITHM` offers (not
+    /// `smp` on one node).
+    fn mpich(&mut self, multi_node: bool) {
         // Every rank reads the same library: all agree.
-        match bcast_algorithms() {
-            Ok(offered) => {
-                if lead {
-                    outln!(
-                            "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
-                            prov.mpi,
-                            colltune_core::libraries::mpich::BCAST_CVAR,
-                            offered
-                                .all
-                                .iter()
-                                .map(|c| format!("{} ({})", c.name, c.value))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            offered.current_name(),
-                            offered.current,
-                            match fallback_error_value() {
-                                Ok(_) => "before timing a point, one call under MPIR_CVAR_COLLECTIVE_FALLBACK=error checks that MPICH can apply it".to_string(),
-                                Err(why) => format!("whether MPICH can apply each one is not checked (MPIR_CVAR_COLLECTIVE_FALLBACK: {why}): where it cannot, it runs its own choice under that name"),
-                            }
-                        );
+        let offered = match bcast_algorithms() {
+            Ok(offered) => offered,
+            Err(e) => return self.none("MPICH algorithm", e),
+        };
+        if self.lead {
+            outln!(
+                "colltune bench: {} offers {} through MPI_T: {}; set now: {} ({}), put back after each forced point; {}",
+                self.mpi,
+                colltune_core::libraries::mpich::BCAST_CVAR,
+                listed(&offered.all, |c| format!("{} ({})", c.name, c.value)),
+                offered.current_name(),
+                offered.current,
+                match fallback_error_value() {
+                    Ok(_) => "before timing a point, one call under MPIR_CVAR_COLLECTIVE_FALLBACK=error checks that MPICH can apply it".to_string(),
+                    Err(why) => format!("whether MPICH can apply each one is not checked (MPIR_CVAR_COLLECTIVE_FALLBACK: {why}): where it cannot, it runs its own choice under that name"),
                 }
-                for choice in offered.baselines() {
-                    // MPICH's smp is its node-aware broadcast: on
-                    // one node it cannot apply it, and MPICH 5.0.2
-                    // hangs when its error fallback refuses it there.
-                    if choice.name == "smp" && !multi_node {
-                        if lead {
-                            outln!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
-                        }
-                        continue;
-                    }
-                    subjects.push(Subject::Mpich { choice });
-                }
-            }
-            Err(e) => {
-                if lead {
-                    eprintln!("colltune bench: no MPICH algorithm baselines: {e}");
-                }
-            }
+            );
         }
-    } else if lead && want.asked {
-        eprintln!(
-            "colltune bench: {} is not MPICH-derived: no MPICH algorithm baselines",
-            prov.mpi
-        );
+        for choice in offered.baselines() {
+            // MPICH's smp is its node-aware broadcast: on one node it
+            // cannot apply it, and MPICH 5.0.2 hangs when its error
+            // fallback refuses it there.
+            if choice.name == "smp" && !multi_node {
+                if self.lead {
+                    outln!("colltune bench: not forcing MPICH's smp: it needs ranks on several nodes (MPICH runs its own choice instead on one)");
+                }
+                continue;
+            }
+            self.subjects.push(Subject::Mpich { choice });
+        }
     }
 }

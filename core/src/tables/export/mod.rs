@@ -496,9 +496,10 @@ mod tests {
     use crate::tables::table::fixtures::{yaml, SWAP_SENDRECV};
     use crate::tables::table::load_str;
 
-    fn library_table() -> Table {
-        load_str(&yaml(
-            "bcast:
+    /// A table for 4 ranks on one node whose first rule is coll/tuned's
+    /// knomial (0-1023 B), then `rules`.
+    fn knomial_then(rules: &str) -> Table {
+        let first = "bcast:
 - ranks: 4
   ppn: 4
   nodes: 1
@@ -510,7 +511,13 @@ mod tests {
       algorithm: 7
       segment: 0
     execution: library
-  - min_bytes: 1024
+";
+        load_str(&yaml(&format!("{first}{rules}"))).unwrap()
+    }
+
+    fn library_table() -> Table {
+        knomial_then(
+            "  - min_bytes: 1024
     max_bytes: 65535
     algorithm: linear
     execution: blocking
@@ -521,8 +528,7 @@ mod tests {
       segment: 8192
     execution: library
 ",
-        ))
-        .unwrap()
+        )
     }
 
     #[test]
@@ -578,20 +584,8 @@ mod tests {
 
     /// A table of coll/adapt and MPICH rules beside a coll/tuned one.
     fn adapt_mpich_table() -> Table {
-        let text = &yaml(
-            "bcast:
-- ranks: 4
-  ppn: 4
-  nodes: 1
-  rules:
-  - min_bytes: 0
-    max_bytes: 1023
-    algorithm: ompi_tuned
-    params:
-      algorithm: 7
-      segment: 0
-    execution: library
-  - min_bytes: 1024
+        knomial_then(
+            "  - min_bytes: 1024
     max_bytes: 65535
     algorithm: ompi_adapt
     params:
@@ -616,8 +610,7 @@ mod tests {
       algorithm: auto
     execution: library
 ",
-        );
-        load_str(text).unwrap()
+        )
     }
 
     #[test]
