@@ -76,7 +76,10 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             .into());
         }
     }
-    if let Some(e) = a.fit_error.filter(|e| !(e.is_finite() && (0.0..10.0).contains(e))) {
+    if let Some(e) = a
+        .fit_error
+        .filter(|e| !(e.is_finite() && (0.0..10.0).contains(e)))
+    {
         return Err(UsageError(format!(
             "--fit-error {e}: the model's relative time error, 0 or more (0.25 = 25%)"
         ))

@@ -423,7 +423,10 @@ fn model_rules_are_predictions_with_the_fit_error_as_interval() {
     assert_eq!((e.basis.as_str(), e.verdict.as_str()), ("model", "clears"));
     assert_eq!((e.model.as_deref(), e.fit_error), (Some("leo"), Some(0.1)));
     // gain 12/10 - 1 = 20%, low (1.2 / 1.1) - 1 = 9.1%
-    assert!((e.gain - 0.2).abs() < 1e-4 && (e.low - 0.0909).abs() < 1e-4, "{e:?}");
+    assert!(
+        (e.gain - 0.2).abs() < 1e-4 && (e.low - 0.0909).abs() < 1e-4,
+        "{e:?}"
+    );
     let text = t.to_yaml().unwrap();
     let back = load_str(&text).unwrap();
     assert!(check(&back, &text).is_empty());
@@ -446,7 +449,11 @@ fn model_rules_are_predictions_with_the_fit_error_as_interval() {
     let t = made(None);
     let e = t.bcast[0].rules[0].evidence.clone().unwrap();
     assert_eq!((e.low, e.fit_error), (e.gain, None));
-    assert!(e.line().contains("no fit error given: no interval"), "{}", e.line());
+    assert!(
+        e.line().contains("no fit error given: no interval"),
+        "{}",
+        e.line()
+    );
     // measured samples are no prediction
     let mut m = samples.clone();
     m.iter_mut().for_each(|s| s.source = "measured".into());

@@ -622,7 +622,11 @@ pub fn evidence_line(e: &evidence::EvidenceSummary) -> String {
 /// `evidence: clears: +12.0% [+8.1%, +16.0%] over ...` under a rule.
 pub fn rule_evidence_line(e: &evidence::RuleEvidence) -> String {
     // a model's rule is a prediction, never shown as evidence measured
-    let what = if e.predicted() { "prediction" } else { "evidence" };
+    let what = if e.predicted() {
+        "prediction"
+    } else {
+        "evidence"
+    };
     if e.verdict == "clears" {
         format!("{what}: {}", e.line())
     } else {
@@ -660,7 +664,10 @@ pub fn summary(t: &Table) -> String {
     );
     let _ = writeln!(out, "pattern: {}", p.pattern);
     if let Some(m) = build::model_of(&p.source) {
-        let _ = writeln!(out, "predicted by {m}, not measured: the times and gains below are the model's");
+        let _ = writeln!(
+            out,
+            "predicted by {m}, not measured: the times and gains below are the model's"
+        );
     }
     match (&p.evidence, &p.compaction) {
         (Some(e), _) => {

@@ -65,7 +65,11 @@ pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
 
 /// As [`point_decisions`], simulated samples' gains given the model's fit
 /// error as their interval ([`evidence::Basis::Model`]).
-pub fn point_decisions_fit(launches: &[&[Sample]], min_gain: f64, fit_error: Option<f64>) -> Decided {
+pub fn point_decisions_fit(
+    launches: &[&[Sample]],
+    min_gain: f64,
+    fit_error: Option<f64>,
+) -> Decided {
     let lib = library_default(launches);
     let mut out = BTreeMap::new();
     for (k, mut subj) in point_times(launches) {
