@@ -26,6 +26,9 @@
 //! - `field:K`: the K-th run of digits in the name (1: the first) is the
 //!   group (`r03n07` by `field:1` is rack 3; HPE Cray's `x1000c3s2b0n1` by
 //!   `field:1` is cabinet 1000): for names that carry the rack or cell.
+//! - `topology:FILE`: the groups a site writes itself, in Slurm's
+//!   topology.conf form: one `SwitchName=g0 Nodes=lrdn[0001-0180]` line a
+//!   group (a Slurm cluster's own topology.conf gives its leaf switches).
 //! - `one`: every node in one group (no level above the node).
 //!
 //! Groups are numbered densely in the order of their keys; nodes of a
@@ -54,7 +57,7 @@ pub enum AllocError {
         "node list `{text}`: {why}; write it as Slurm does, e.g. lrdn[0001-0004,0010],lrdn0100"
     )]
     NodeList { text: String, why: String },
-    #[error("--group-by `{text}`: {why}; write nodes:N (N consecutive node numbers to a group, nodes:N,first:K to count from K), field:K (the K-th run of digits in the name) or one")]
+    #[error("--group-by `{text}`: {why}; write nodes:N (N consecutive node numbers to a group, nodes:N,first:K to count from K), field:K (the K-th run of digits in the name), topology:FILE (a group per SwitchName=... Nodes=LIST line) or one")]
     Rule { text: String, why: String },
     #[error("--group-by {rule}: node `{node}` {why}")]
     Name {
@@ -319,6 +322,12 @@ pub enum GroupRule {
     Field(usize),
     /// `one`: a single group.
     One,
+    /// `topology:FILE`: Slurm's topology.conf form, a group per
+    /// `SwitchName=... Nodes=LIST` line (in file order); node -> group.
+    Map {
+        path: String,
+        group: BTreeMap<String, u64>,
+    },
 }
 
 impl GroupRule {
@@ -352,6 +361,10 @@ impl GroupRule {
                 return Err(bad("nodes per group must be at least 1"));
             }
             return Ok(GroupRule::Nodes { per, first });
+        }
+        if text.trim().starts_with("topology:") {
+            let path = text.trim()["topology:".len()..].to_string();
+            return topology(&path);
         }
         if let Some(k) = t.strip_prefix("field:") {
             let k = num(k, "field")?;
@@ -391,6 +404,11 @@ impl GroupRule {
                 }
                 Ok((n - first) / per)
             }
+            GroupRule::Map { group, .. } => group
+                .get(name)
+                .or_else(|| group.get(short))
+                .copied()
+                .ok_or_else(|| err("is on no switch line of the file".into())),
             GroupRule::Field(k) => {
                 let f = runs
                     .get(k - 1)
@@ -401,6 +419,49 @@ impl GroupRule {
     }
 }
 
+/// Reads a `topology:FILE` rule: each line `SwitchName=S Nodes=LIST` a
+/// group (Slurm's topology.conf: a fat tree's leaf switches; a site writes
+/// one line per dragonfly group), lines without `Nodes=` (upper switches)
+/// and `#` comments skipped.
+fn topology(path: &str) -> Result<GroupRule, AllocError> {
+    let text = std::fs::read_to_string(path).map_err(|e| AllocError::File {
+        path: path.into(),
+        why: format!("cannot be read: {e} (--group-by topology:FILE, Slurm's topology.conf form)"),
+    })?;
+    let mut group = BTreeMap::new();
+    let mut g = 0u64;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let Some(list) = line.split_whitespace().find_map(|w| {
+            w.strip_prefix("Nodes=")
+                .or_else(|| w.strip_prefix("nodes="))
+        }) else {
+            continue;
+        };
+        let at = |why: String| AllocError::Line {
+            path: path.into(),
+            line: i + 1,
+            why,
+        };
+        for n in expand_nodelist(list).map_err(|e| at(e.to_string()))? {
+            if group.insert(n.clone(), g).is_some() {
+                return Err(at(format!("node {n} on a second switch line")));
+            }
+        }
+        g += 1;
+    }
+    if group.is_empty() {
+        return Err(AllocError::File {
+            path: path.into(),
+            why: "no `SwitchName=... Nodes=LIST` line: write one per group".into(),
+        });
+    }
+    Ok(GroupRule::Map {
+        path: path.into(),
+        group,
+    })
+}
+
 impl std::fmt::Display for GroupRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -408,6 +469,7 @@ impl std::fmt::Display for GroupRule {
             GroupRule::Nodes { per, first } => write!(f, "nodes:{per},first:{first}"),
             GroupRule::Field(k) => write!(f, "field:{k}"),
             GroupRule::One => f.write_str("one"),
+            GroupRule::Map { path, .. } => write!(f, "topology:{path}"),
         }
     }
 }
@@ -518,6 +580,29 @@ mod tests {
         assert!(e.contains("2 run(s) of digits, not 3"), "{e}");
         let e = r.key("n0").unwrap_err().to_string();
         assert!(e.contains("below the first"), "{e}");
+        // a site's own groups, in topology.conf's form
+        let dir = std::env::temp_dir().join(format!("colltune-topo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("topology.conf");
+        std::fs::write(&f, "# cells\nSwitchName=c1 Nodes=n[1-2]\nSwitchName=top Switches=c[1-2]\nSwitchName=c2 Nodes=n[3-4]\n").unwrap();
+        let t = GroupRule::parse(&format!("topology:{}", f.display())).unwrap();
+        assert_eq!((t.key("n2.site").unwrap(), t.key("n3").unwrap()), (0, 1));
+        let e = t.key("n9").unwrap_err().to_string();
+        assert!(e.contains("`n9` is on no switch line"), "{e}");
+        std::fs::write(&f, "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2\n").unwrap();
+        let e = GroupRule::parse(&format!("topology:{}", f.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("topology.conf:2: node n2 on a second switch line"),
+            "{e}"
+        );
+        std::fs::write(&f, "SwitchName=a Nodes=n[1-\n").unwrap();
+        let e = GroupRule::parse(&format!("topology:{}", f.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("topology.conf:1: node list"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
         // dense groups in key order
         let a = Allocation {
             nodes: vec!["n0400".into(), "n0005".into(), "n0006".into()],

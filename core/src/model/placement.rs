@@ -195,6 +195,15 @@ impl Layout {
         })
     }
 
+    /// `--layout` as `--alloc ARG --group-by RULE` change it: the
+    /// allocation read (a file or a node list) and laid on this layout.
+    pub fn with_alloc_arg(&self, alloc: &str, group_by: &str) -> Result<Layout, String> {
+        let rule = GroupRule::parse(group_by).map_err(|e| e.to_string())?;
+        let a = Allocation::read(alloc).map_err(|e| format!("--alloc {e}"))?;
+        self.with_allocation(&a, &rule)
+            .map_err(|e| format!("--alloc {alloc}: {e}"))
+    }
+
     /// The allocation this layout holds: (its nodes, the ranks it names,
     /// if it names them).
     pub fn allocation(&self) -> Option<(usize, Option<usize>)> {
