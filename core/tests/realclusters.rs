@@ -287,7 +287,7 @@ fn leonardo_ranks_sit_on_their_nodes_and_dragonfly_groups() {
         );
         let l = Layout::parse("node:1,core:4")
             .unwrap()
-            .with_allocation(&a, &rule)
+            .with_allocation(&a, Some(&rule))
             .unwrap();
         let per = *by_cell.values().max().unwrap();
         assert_eq!(l.groups(), Some((by_cell.len(), per)), "{sub}");

@@ -167,8 +167,14 @@ impl Layout {
     /// of an allocation, grouped by `rule`: the layout's own `group` and
     /// `node` counts are replaced by the allocation's (`--alloc` in place
     /// of the node part of `--layout`).
-    pub fn with_allocation(&self, a: &Allocation, rule: &GroupRule) -> Result<Layout, AllocError> {
-        let group = a.groups(rule)?;
+    /// `rule` None: no grouping of its own (the model's, over the
+    /// allocation's nodes in order, applies); `one`: a single group.
+    pub fn with_allocation(
+        &self,
+        a: &Allocation,
+        rule: Option<&GroupRule>,
+    ) -> Result<Layout, AllocError> {
+        let group = a.groups(rule.unwrap_or(&GroupRule::One))?;
         let g = group.iter().map(|&x| x + 1).max().unwrap_or(1);
         let mut filled = vec![0usize; g];
         let node_index_in: Vec<(usize, usize)> = group
@@ -186,7 +192,7 @@ impl Layout {
         Ok(Layout {
             counts,
             named,
-            groups: (*rule != GroupRule::One).then_some(g),
+            groups: rule.map(|_| g),
             sites: Some(Arc::new(Sites {
                 node_index: node_index_in.iter().map(|&(x, i)| x * per + i).collect(),
                 rank_node: a.rank_node.clone(),
@@ -197,10 +203,13 @@ impl Layout {
 
     /// `--layout` as `--alloc ARG --group-by RULE` change it: the
     /// allocation read (a file or a node list) and laid on this layout.
-    pub fn with_alloc_arg(&self, alloc: &str, group_by: &str) -> Result<Layout, String> {
-        let rule = GroupRule::parse(group_by).map_err(|e| e.to_string())?;
+    pub fn with_alloc_arg(&self, alloc: &str, group_by: Option<&str>) -> Result<Layout, String> {
+        let rule = group_by
+            .map(GroupRule::parse)
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let a = Allocation::read(alloc).map_err(|e| format!("--alloc {e}"))?;
-        self.with_allocation(&a, &rule)
+        self.with_allocation(&a, rule.as_ref())
             .map_err(|e| format!("--alloc {alloc}: {e}"))
     }
 
@@ -571,7 +580,7 @@ mod tests {
         .unwrap();
         let base = Layout::parse("node:1,socket:2,core:2").unwrap();
         let rule = GroupRule::parse("nodes:180").unwrap();
-        let l = base.with_allocation(&a, &rule).unwrap();
+        let l = base.with_allocation(&a, Some(&rule)).unwrap();
         assert_eq!(l.groups(), Some((3, 1)));
         assert_eq!(l.to_string(), "group:3,node:1,socket:2,core:2");
         assert_eq!(l.allocation(), Some((3, Some(4))));
@@ -587,19 +596,22 @@ mod tests {
         assert!(e.contains("the allocation names 4 ranks"), "{e}");
         let one = Layout::parse("node:1,core:1")
             .unwrap()
-            .with_allocation(&a, &rule)
+            .with_allocation(&a, Some(&rule))
             .unwrap();
         let e = Mapping::Core.place(&one, 3).unwrap_err();
         assert!(e.contains("more than 1 ranks on node n0005"), "{e}");
         // a node list: the mapping deals ranks over the listed nodes
         let list = Allocation::read("n[0001-0002],n0181").unwrap();
-        let l = base.with_allocation(&list, &rule).unwrap();
+        let l = base.with_allocation(&list, Some(&rule)).unwrap();
         assert_eq!(l.groups(), Some((2, 2)));
         assert_eq!(Mapping::Node.place(&l, 4).unwrap(), vec![0, 4, 8, 2]);
         assert_eq!(Mapping::Core.place(&l, 5).unwrap(), vec![0, 1, 2, 3, 4]);
         assert!(Mapping::Core.place(&l, 13).is_err());
-        // one group: no level above the node
-        let flat = base.with_allocation(&list, &GroupRule::One).unwrap();
+        // one group: every node in it; no rule: the model's grouping
+        let one = base.with_allocation(&list, Some(&GroupRule::One)).unwrap();
+        assert_eq!((one.groups(), one.nodes()), (Some((1, 3)), 3));
+        assert_eq!(one.node_groups(&[0, 4]), Some(vec![0, 0]));
+        let flat = base.with_allocation(&list, None).unwrap();
         assert_eq!((flat.groups(), flat.nodes()), (None, 3));
         assert_eq!(flat.node_groups(&[0, 4]), None);
     }

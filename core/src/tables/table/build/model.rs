@@ -13,11 +13,16 @@
 use super::super::Table;
 
 /// The model named by a provenance's source (`simulated:<model>`, several
-/// joined by `, `), None where no sample was simulated.
+/// joined by `, `, an import's `:map-by-<m>` dropped), None where no
+/// sample was simulated.
 pub fn model_of(source: &str) -> Option<String> {
     let names: Vec<&str> = source
         .split(", ")
         .filter_map(|s| s.trim().strip_prefix("simulated:"))
+        // an import's mapping suffix (`:map-by-node`) is the shape's, not the model's
+        .map(|s| s.split(":map-by-").next().unwrap_or(s))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
     (!names.is_empty()).then(|| names.join(", "))
 }
@@ -48,5 +53,7 @@ mod tests {
         assert_eq!(model_of("simulated:leo"), Some("leo".into()));
         assert_eq!(model_of("imported, simulated:a"), Some("a".into()));
         assert_eq!(model_of("measured"), None);
+        let two = "simulated:leo:map-by-core, simulated:leo:map-by-node";
+        assert_eq!(model_of(two), Some("leo".into()));
     }
 }
