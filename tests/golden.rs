@@ -232,6 +232,35 @@ fn the_mpi_free_commands_print_what_they_printed() {
         true,
     );
     r.file("built.yaml", false);
+    // the model's fit error as the predictions' interval, and explain
+    // saying the rule is a prediction (docs/model-tables.md)
+    r.cmd(
+        "table-build-fit",
+        &[
+            "table",
+            "build",
+            "{}/sim.csv",
+            "--fit-error",
+            "0.2",
+            "-o",
+            "{}/fit.yaml",
+        ],
+        true,
+    );
+    r.cmd(
+        "explain-predicted",
+        &[
+            "explain",
+            "{}/fit.yaml",
+            "--ranks",
+            "6",
+            "--ppn",
+            "3",
+            "--bytes",
+            "64K",
+        ],
+        true,
+    );
     r.cmd(
         "show-shipped",
         &["show", "tuning-tables/vm-2core.yaml"],

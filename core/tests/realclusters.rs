@@ -174,22 +174,9 @@ fn orfeo_thin_from_its_ping_pong() {
 /// (2.8x, geometric mean over the nine sizes).
 #[test]
 fn leonardo_from_its_per_call_files() {
-    let Some(dir) = sets() else { return };
-    let tar = dir.join("leonardo-bcast.tar.gz");
-    if !tar.is_file() {
-        skip(&format!("no {}", tar.display()));
+    let Some(tmp) = leonardo("leonardo", &[]) else {
         return;
-    }
-    let tmp = std::env::temp_dir().join(format!("colltune-leonardo-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let ok = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(&tar)
-        .arg("-C")
-        .arg(&tmp)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "tar could not unpack {}", tar.display());
+    };
     let layout = Layout::parse("node:256,core:4").unwrap();
     for (sub, mapping, ranks) in [
         ("256x1", Mapping::Node, 256),
@@ -249,4 +236,78 @@ fn leonardo_from_its_per_call_files() {
         }
     }
     std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// The Leonardo archive unpacked into a temporary folder (`only`: tar's
+/// wildcards, all when empty); None (after [`skip`]) without it.
+fn leonardo(tag: &str, only: &[&str]) -> Option<PathBuf> {
+    let tar = sets()?.join("leonardo-bcast.tar.gz");
+    if !tar.is_file() {
+        skip(&format!("no {}", tar.display()));
+        return None;
+    }
+    let tmp = std::env::temp_dir().join(format!("colltune-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut tar_cmd = std::process::Command::new("tar");
+    tar_cmd.arg("xzf").arg(&tar).arg("-C").arg(&tmp);
+    if !only.is_empty() {
+        tar_cmd.arg("--wildcards").args(only);
+    }
+    let ok = tar_cmd.status().is_ok_and(|s| s.success());
+    assert!(ok, "tar could not unpack {}", tar.display());
+    Some(tmp)
+}
+
+/// Leonardo's allocations as pico wrote them (`alloc.csv` in the same
+/// archive): each rank's node read, the nodes grouped by the documented
+/// rule for Leonardo's names (`--group-by nodes:180`,
+/// docs/model-tables.md), and each rank placed on its node and group.
+#[test]
+fn leonardo_ranks_sit_on_their_nodes_and_dragonfly_groups() {
+    let Some(dir) = leonardo("alloc", &["*/alloc.csv"]) else {
+        return;
+    };
+    let rule = colltune_core::model::alloc::GroupRule::parse("nodes:180").unwrap();
+    for (sub, ranks, per_node) in [("256x1", 256, 1), ("256x4", 1024, 4)] {
+        let path = dir.join(sub).join("alloc.csv");
+        let a = colltune_core::model::alloc::Allocation::read(path.to_str().unwrap()).unwrap();
+        assert_eq!(a.nodes.len(), 256, "{sub}");
+        assert_eq!(a.rank_node.as_ref().map(Vec::len), Some(ranks), "{sub}");
+        // the groups, counted here from the names themselves
+        let mut by_cell: std::collections::BTreeMap<u64, usize> = Default::default();
+        for n in &a.nodes {
+            let num: u64 = n.trim_start_matches("lrdn")[..4].parse().unwrap();
+            *by_cell.entry((num - 1) / 180).or_default() += 1;
+        }
+        let groups = a.groups(&rule).unwrap();
+        assert_eq!(
+            groups.iter().max().map(|g| g + 1),
+            Some(by_cell.len()),
+            "{sub}"
+        );
+        let l = Layout::parse("node:1,core:4")
+            .unwrap()
+            .with_allocation(&a, Some(&rule))
+            .unwrap();
+        let per = *by_cell.values().max().unwrap();
+        assert_eq!(l.groups(), Some((by_cell.len(), per)), "{sub}");
+        let cores = Mapping::Core.place(&l, ranks).unwrap();
+        let map = Mapping::Core.node_map(&l, ranks).unwrap();
+        assert_eq!((map.num_nodes(), map.max_ppn()), (256, per_node), "{sub}");
+        // each rank on its own node's cores, the node's group as named
+        let node_groups = l.node_groups(&cores).unwrap();
+        for (r, &c) in cores.iter().enumerate() {
+            let pos = a.rank_node.as_ref().unwrap()[r];
+            let n = map.node_of(r);
+            assert_eq!(node_groups[n] as usize, groups[pos], "{sub} rank {r}");
+            assert_eq!(c / 4 / per, groups[pos], "{sub} rank {r}");
+        }
+        let sizes: Vec<usize> = by_cell.values().copied().collect();
+        if sub == "256x1" {
+            // docs/model-tables.md says so
+            assert_eq!(sizes, [36, 36, 36, 36, 36, 36, 36, 4]);
+        }
+        eprintln!("{sub}: {} groups of {sizes:?} nodes", sizes.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -122,12 +122,22 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
                     r.range(),
                     r.label()
                 );
-                if let (Some(tm), Some(at)) = (r.time_us, r.at_bytes) {
-                    outln!(
+                let model = r
+                    .evidence
+                    .as_ref()
+                    .filter(|e| e.predicted())
+                    .map(|e| e.model.clone().unwrap_or_else(|| "a model".into()));
+                match (r.time_us, r.at_bytes, model) {
+                    (Some(tm), Some(at), Some(m)) => outln!(
+                        "  predicted: {tm:.2} us at {} by {m}, not measured",
+                        human_bytes(at)
+                    ),
+                    (Some(tm), Some(at), None) => outln!(
                         "  measured: {tm:.2} us at {} ({} calls)",
                         human_bytes(at),
                         t.provenance.pattern
-                    );
+                    ),
+                    _ => {}
                 }
                 if let Some(e) = &r.evidence {
                     outln!("  {}", table::rule_evidence_line(e));

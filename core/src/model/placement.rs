@@ -3,9 +3,15 @@
 //! `group:8,node:32,core:4`, a dragonfly's groups), how `mpirun --map-by core|socket|node`
 //! places ranks on it, and what two ranks share (a cache, a NUMA domain, a
 //! socket, a node, or nothing but the network): the distance levels of the
-//! point-to-point model.
+//! point-to-point model. A job's allocation (`--alloc`, [`super::alloc`])
+//! replaces the layout's nodes and groups with the nodes the ranks ran on
+//! ([`Layout::with_allocation`]): each rank on its real node, each node in
+//! its real group, the ranks of a node placed inside it by the mapping.
 
 use std::fmt;
+use std::sync::Arc;
+
+use super::alloc::{AllocError, Allocation, GroupRule};
 
 /// What two ranks share, finest first: the distance between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,6 +89,20 @@ pub struct Layout {
     named: [bool; 5],
     /// Groups of `counts[0]` nodes, where the text named them.
     groups: Option<usize>,
+    /// Where an allocation put the nodes and ranks (None: the counts'
+    /// nodes in order, ranks placed by the mapping alone).
+    sites: Option<Arc<Sites>>,
+}
+
+/// An allocation laid on a layout: each allocated node's index among the
+/// layout's nodes (group by group, a group's nodes in allocation order,
+/// groups padded to the largest), and each rank's allocated node where the
+/// allocation names them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sites {
+    node_index: Vec<usize>,
+    rank_node: Option<Vec<usize>>,
+    names: Vec<String>,
 }
 
 impl Layout {
@@ -139,7 +159,85 @@ impl Layout {
             counts,
             named,
             groups,
+            sites: None,
         })
+    }
+
+    /// This layout's node internals (sockets, caches, cores) on the nodes
+    /// of an allocation, grouped by `rule`: the layout's own `group` and
+    /// `node` counts are replaced by the allocation's (`--alloc` in place
+    /// of the node part of `--layout`).
+    /// `rule` None: no grouping of its own (the model's, over the
+    /// allocation's nodes in order, applies); `one`: a single group.
+    pub fn with_allocation(
+        &self,
+        a: &Allocation,
+        rule: Option<&GroupRule>,
+    ) -> Result<Layout, AllocError> {
+        let group = a.groups(rule.unwrap_or(&GroupRule::One))?;
+        let g = group.iter().map(|&x| x + 1).max().unwrap_or(1);
+        let mut filled = vec![0usize; g];
+        let node_index_in: Vec<(usize, usize)> = group
+            .iter()
+            .map(|&x| {
+                filled[x] += 1;
+                (x, filled[x] - 1)
+            })
+            .collect();
+        let per = filled.iter().copied().max().unwrap_or(1).max(1);
+        let mut counts = self.counts;
+        counts[0] = per;
+        let mut named = self.named;
+        named[0] = true;
+        Ok(Layout {
+            counts,
+            named,
+            groups: rule.map(|_| g),
+            sites: Some(Arc::new(Sites {
+                node_index: node_index_in.iter().map(|&(x, i)| x * per + i).collect(),
+                rank_node: a.rank_node.clone(),
+                names: a.nodes.clone(),
+            })),
+        })
+    }
+
+    /// `--layout` as `--alloc ARG --group-by RULE` change it: the
+    /// allocation read (a file or a node list) and laid on this layout.
+    pub fn with_alloc_arg(&self, alloc: &str, group_by: Option<&str>) -> Result<Layout, String> {
+        let rule = group_by
+            .map(GroupRule::parse)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let a = Allocation::read(alloc).map_err(|e| format!("--alloc {e}"))?;
+        self.with_allocation(&a, rule.as_ref())
+            .map_err(|e| format!("--alloc {alloc}: {e}"))
+    }
+
+    /// The allocation this layout holds: (its nodes, the ranks it names,
+    /// if it names them).
+    pub fn allocation(&self) -> Option<(usize, Option<usize>)> {
+        self.sites
+            .as_ref()
+            .map(|s| (s.names.len(), s.rank_node.as_ref().map(Vec::len)))
+    }
+
+    /// The group of each node of a communicator whose ranks sit on `cores`,
+    /// nodes numbered as [`colltune_algorithms::NodeMap::from_labels`]
+    /// numbers them (by first appearance); None without groups (the
+    /// model's own grouping then applies).
+    pub fn node_groups(&self, cores: &[usize]) -> Option<Vec<u32>> {
+        self.groups?;
+        let cpn = self.cores_per_node();
+        let mut seen: Vec<usize> = Vec::new();
+        let mut out = Vec::new();
+        for &c in cores {
+            let n = c / cpn;
+            if !seen.contains(&n) {
+                seen.push(n);
+                out.push(self.group_of_node(n) as u32);
+            }
+        }
+        Some(out)
     }
 
     /// Nodes in all (every group's).
@@ -280,6 +378,9 @@ impl Mapping {
 
     /// The core each of `ranks` ranks runs on (one rank per core).
     pub fn place(self, layout: &Layout, ranks: usize) -> Result<Vec<usize>, String> {
+        if let Some(s) = &layout.sites {
+            return self.place_on(layout, s, ranks);
+        }
         if ranks > layout.cores() {
             return Err(format!(
                 "{ranks} ranks do not fit the layout {layout} ({} cores, one rank per core); give the whole machine in --layout",
@@ -299,6 +400,57 @@ impl Mapping {
                 Mapping::Node => over_sockets(r % n, r / n),
             })
             .collect())
+    }
+
+    /// The cores of `ranks` ranks on an allocation's nodes: each rank on
+    /// the node the allocation names (else the mapping deals them over the
+    /// listed nodes, as over a layout's), the `i`-th rank of a node on its
+    /// `i`-th core (`core`) or dealt over its sockets (`socket`, `node`).
+    fn place_on(self, layout: &Layout, s: &Sites, ranks: usize) -> Result<Vec<usize>, String> {
+        let c = layout.cores_per_node();
+        let k = layout.sockets_per_node();
+        let within = |i: usize| match self {
+            Mapping::Core => i,
+            _ => (i % k) * (c / k) + i / k,
+        };
+        let n = s.node_index.len();
+        let Some(rn) = &s.rank_node else {
+            if ranks > n * c {
+                return Err(format!(
+                    "{ranks} ranks do not fit the allocation's {n} nodes of {c} cores (one rank per core); give each node's cores in --layout"
+                ));
+            }
+            return Ok((0..ranks)
+                .map(|r| {
+                    let (pos, i) = match self {
+                        Mapping::Node => (r % n, r / n),
+                        _ => (r / c, r % c),
+                    };
+                    s.node_index[pos] * c + within(i)
+                })
+                .collect());
+        };
+        if ranks > rn.len() {
+            return Err(format!(
+                "{ranks} ranks, but the allocation names {} ranks: predict at most its ranks, or give the allocation of the larger job",
+                rn.len()
+            ));
+        }
+        let mut on = vec![0usize; n];
+        rn[..ranks]
+            .iter()
+            .map(|&pos| {
+                let i = on[pos];
+                on[pos] += 1;
+                if i >= c {
+                    return Err(format!(
+                        "the allocation puts more than {c} ranks on node {}, which the layout gives {c} cores: give each node's cores in --layout",
+                        s.names[pos]
+                    ));
+                }
+                Ok(s.node_index[pos] * c + within(i))
+            })
+            .collect()
     }
 
     /// The nodes the ranks sit on (colltune's node map).
@@ -414,5 +566,53 @@ mod tests {
             Err("unknown mapping `by-node`: write core, socket or node (mpirun --map-by)".into())
         );
         assert_eq!(Mapping::parse("Socket"), Ok(Mapping::Socket));
+    }
+
+    #[test]
+    fn an_allocation_places_each_rank_on_its_node_and_group() {
+        use crate::model::alloc::{Allocation, GroupRule};
+        // ranks 0, 2 on n0005 (group 0), 1 on n0400 (group 2), 3 on n0200
+        // (group 1): non-contiguous, groups by nodes:180
+        let a = Allocation::parse(
+            "MPI_Rank,allocation\n0,n0005\n1,n0400\n2,n0005\n3,n0200\n",
+            "alloc.csv",
+        )
+        .unwrap();
+        let base = Layout::parse("node:1,socket:2,core:2").unwrap();
+        let rule = GroupRule::parse("nodes:180").unwrap();
+        let l = base.with_allocation(&a, Some(&rule)).unwrap();
+        assert_eq!(l.groups(), Some((3, 1)));
+        assert_eq!(l.to_string(), "group:3,node:1,socket:2,core:2");
+        assert_eq!(l.allocation(), Some((3, Some(4))));
+        // by core: a node's ranks on its cores in order; by socket: dealt
+        let cores = Mapping::Core.place(&l, 4).unwrap();
+        assert_eq!(cores, vec![0, 8, 1, 4]);
+        assert_eq!(Mapping::Socket.place(&l, 4).unwrap(), vec![0, 8, 2, 4]);
+        assert_eq!(l.node_groups(&cores), Some(vec![0, 2, 1]));
+        assert_eq!(l.level_between(0, 1), Level::Socket);
+        assert_eq!(l.level_between(0, 8), Level::Network);
+        assert_eq!(Mapping::Core.node_map(&l, 4).unwrap().num_nodes(), 3);
+        let e = Mapping::Core.place(&l, 5).unwrap_err();
+        assert!(e.contains("the allocation names 4 ranks"), "{e}");
+        let one = Layout::parse("node:1,core:1")
+            .unwrap()
+            .with_allocation(&a, Some(&rule))
+            .unwrap();
+        let e = Mapping::Core.place(&one, 3).unwrap_err();
+        assert!(e.contains("more than 1 ranks on node n0005"), "{e}");
+        // a node list: the mapping deals ranks over the listed nodes
+        let list = Allocation::read("n[0001-0002],n0181").unwrap();
+        let l = base.with_allocation(&list, Some(&rule)).unwrap();
+        assert_eq!(l.groups(), Some((2, 2)));
+        assert_eq!(Mapping::Node.place(&l, 4).unwrap(), vec![0, 4, 8, 2]);
+        assert_eq!(Mapping::Core.place(&l, 5).unwrap(), vec![0, 1, 2, 3, 4]);
+        assert!(Mapping::Core.place(&l, 13).is_err());
+        // one group: every node in it; no rule: the model's grouping
+        let one = base.with_allocation(&list, Some(&GroupRule::One)).unwrap();
+        assert_eq!((one.groups(), one.nodes()), (Some((1, 3)), 3));
+        assert_eq!(one.node_groups(&[0, 4]), Some(vec![0, 0]));
+        let flat = base.with_allocation(&list, None).unwrap();
+        assert_eq!((flat.groups(), flat.nodes()), (None, 3));
+        assert_eq!(flat.node_groups(&[0, 4]), None);
     }
 }

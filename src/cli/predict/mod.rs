@@ -39,6 +39,18 @@ pub struct Args {
     /// How ranks are placed (mpirun --map-by): core, socket or node.
     #[arg(long)]
     mapping: String,
+    /// The job's allocation: pico's alloc.csv (each rank's node), a file
+    /// holding a Slurm node list, or the node list itself
+    /// (`lrdn[0001-0004]`); its nodes and groups replace --layout's
+    /// (docs/model-tables.md).
+    #[arg(long)]
+    alloc: Option<String>,
+    /// With --alloc: how a node's name says its group: nodes:N (N
+    /// consecutive node numbers a group), field:K (the name's K-th number),
+    /// topology:FILE (a group per SwitchName=... Nodes=LIST line), one;
+    /// default: the model's grouping over the nodes in order.
+    #[arg(long)]
+    group_by: Option<String>,
     /// Without --measured: rank counts to predict.
     #[arg(long, default_value = "2,4,8,16,32,64")]
     ranks: String,
@@ -88,7 +100,12 @@ fn read_measured(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<V
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
-    let layout = Layout::parse(&a.layout).map_err(usage)?;
+    let mut layout = Layout::parse(&a.layout).map_err(usage)?;
+    if let Some(al) = &a.alloc {
+        layout = layout
+            .with_alloc_arg(al, a.group_by.as_deref())
+            .map_err(usage)?;
+    }
     let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
     let model = model_of(&a, &layout)?;
     if a.measured.is_empty() {

@@ -41,6 +41,7 @@ pub fn predict_only(
         )));
     }
     outln!("# ranks bytes winner | per algorithm: predicted us (osu_bcast's mean over ranks)");
+    let mut rows = Vec::new();
     for &r in &ranks {
         for &b in &sizes {
             let mut row = Vec::new();
@@ -49,6 +50,7 @@ pub fn predict_only(
                 let t = trees::simulate(m, layout, mapping, al, r as usize, b)
                     .map(|e| trees::osu_time(&e))
                     .map_err(usage)?;
+                rows.push(row_of(al, r as u32, b, t, mapping));
                 if al != 0 && best.is_none_or(|x| t < x.1) {
                     best = Some((al, t));
                 }
@@ -58,7 +60,24 @@ pub fn predict_only(
             outln!("{r:>5} {b:>8} {w:>2} | {}", row.join(", "));
         }
     }
+    if let Some(out) = &a.csv {
+        write_rows(out, &rows, m, layout, mapping)?;
+    }
     Ok(Code::Ok)
+}
+
+fn row_of(algorithm: u32, ranks: u32, bytes: u64, time_us: f64, m: Mapping) -> import::BcastRow {
+    import::BcastRow {
+        algorithm,
+        ranks,
+        bytes,
+        time_us,
+        min_us: None,
+        max_us: None,
+        mapping: Some(m),
+        iterations: None,
+        line: 0,
+    }
 }
 
 /// The predicted times as a raw CSV (`--csv`): one sample per point and
@@ -73,21 +92,24 @@ pub fn write_predicted(
     let rows: Vec<import::BcastRow> = points
         .iter()
         .flat_map(|p| {
-            p.times.iter().map(|(&al, &(_, q))| import::BcastRow {
-                algorithm: al,
-                ranks: p.ranks as u32,
-                bytes: p.bytes,
-                time_us: q,
-                min_us: None,
-                max_us: None,
-                mapping: Some(mapping),
-                iterations: None,
-                line: 0,
-            })
+            p.times
+                .iter()
+                .map(|(&al, &(_, q))| row_of(al, p.ranks as u32, p.bytes, q, mapping))
         })
         .collect();
+    write_rows(out, &rows, model, layout, mapping)
+}
+
+/// Predicted rows as raw samples, their source the model.
+fn write_rows(
+    out: &std::path::Path,
+    rows: &[import::BcastRow],
+    model: &Model,
+    layout: &Layout,
+    mapping: Mapping,
+) -> anyhow::Result<()> {
     let source = format!("simulated:{}", model.name);
-    let samples = import::to_samples(&rows, Some(layout), Some(mapping), "Open MPI", &source)
+    let samples = import::to_samples(rows, Some(layout), Some(mapping), "Open MPI", &source)
         .map_err(|(_, w)| usage(w))?;
     record::Writer::open(out, false)
         .and_then(|mut w| w.write(&samples))

@@ -55,6 +55,13 @@ pub struct Args {
     /// and a rule naming it would force the real one).
     #[arg(long)]
     keep_unforced: bool,
+    /// Where the samples are a model's predictions (`predict --csv`,
+    /// `simulate`, `tune --model`): the model's fit error (0.25 = its
+    /// times 25% off, the median `predict` prints), the half-width of each
+    /// predicted gain's interval; a rule replaces the library's decision
+    /// only where the predicted gain clears --min-gain beyond it.
+    #[arg(long)]
+    fit_error: Option<f64>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
@@ -69,6 +76,15 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             .into());
         }
     }
+    if let Some(e) = a
+        .fit_error
+        .filter(|e| !(e.is_finite() && (0.0..10.0).contains(e)))
+    {
+        return Err(UsageError(format!(
+            "--fit-error {e}: the model's relative time error, 0 or more (0.25 = 25%)"
+        ))
+        .into());
+    }
     let (mut launches, cut_off, pattern_of) = read_launches(&a.csv)?;
     drop_unforced(&mut launches, a.keep_unforced);
     refuse_patterns(&pattern_of)?;
@@ -81,6 +97,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             min_gain: (!a.no_evidence).then_some(a.min_gain),
             enabled: !a.no_compact,
             tolerance: a.compact_tolerance,
+            fit_error: a.fit_error,
             ..Compact::default()
         },
     );

@@ -186,7 +186,9 @@ pub fn simulate(
         }
         plans.push(Plan::new(b.finish()));
     }
-    let mut e = Engine::new(m, &nodes, &plans, Execution::Blocking);
+    // the layout's groups (an allocation's), not the model's count
+    let group = layout.node_groups(&cores);
+    let mut e = Engine::with_groups(m, &nodes, &plans, Execution::Blocking, group);
     let memory = cores
         .iter()
         .map(|&c| layout.group_of(c, crate::model::placement::Level::Socket) as u32)

@@ -133,6 +133,7 @@ mod tests {
         grouped.group = Some(GroupLevel {
             nodes: 2,
             link: grouped.inter.clone(),
+            global_gbs: None,
         });
         let ring = AlgoSpec::parse("scatter_allgather_ring").unwrap();
         for m in [model(), grouped] {

@@ -208,7 +208,22 @@ pub(super) fn u32_of(n: usize) -> u32 {
 impl<'a> Engine<'a> {
     /// An engine for the call the plans describe (rank `r` runs `plans[r]`).
     pub fn new(m: &'a Model, nodes: &NodeMap, plans: &'a [Plan], exec: Execution) -> Self {
+        Engine::with_groups(m, nodes, plans, exec, None)
+    }
+
+    /// As [`Engine::new`], node `n` in group `group[n]` where given (a
+    /// layout's or an allocation's grouping, not the model's consecutive one).
+    pub fn with_groups(
+        m: &'a Model,
+        nodes: &NodeMap,
+        plans: &'a [Plan],
+        exec: Execution,
+        group: Option<Vec<u32>>,
+    ) -> Self {
         let mut e = Engine::empty(m, nodes, exec, exec == Execution::Nonblocking);
+        if let Some(g) = group {
+            e.net.place_groups(g);
+        }
         for pl in plans {
             e.add_plan(pl);
         }
@@ -663,14 +678,6 @@ impl<'a> Engine<'a> {
     /// [`Model::memory_copy_gbs`]).
     pub fn place(&mut self, groups: Vec<Vec<u32>>, memory: Vec<u32>) {
         self.net.place(groups, memory);
-    }
-
-    /// Which group each node is in, where it is not the model's grouping
-    /// of consecutive nodes (`group[n]` for node n). Before any rank is
-    /// packed: the traffic per tier is counted while packing.
-    pub fn place_groups(&mut self, group: Vec<u32>) {
-        assert!(self.ranks.is_empty(), "groups placed before packing");
-        self.net.place_groups(group);
     }
 
     /// Messages and bytes of the call per tier (within a node, between

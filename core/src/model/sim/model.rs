@@ -116,7 +116,9 @@ pub struct Model {
 /// Nodes are grouped in the order they are numbered, `nodes` to a group
 /// (`--layout group:8,node:32,core:4` gives the grouping itself, where a
 /// command takes one). A node's port is still one resource per direction,
-/// shared by its messages whichever group they go to.
+/// shared by its messages whichever group they go to; with `global_gbs`
+/// a group's global links are one more, shared by all its nodes' messages
+/// to other groups.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupLevel {
@@ -125,6 +127,12 @@ pub struct GroupLevel {
     /// Between nodes of different groups (the more hops of a global
     /// link): its latency, overheads, bandwidth and eager limit.
     pub link: Link,
+    /// All of one group's links to the other groups together, GB/s each
+    /// way: messages between groups take turns on their groups' global
+    /// links (contention). Absent: not a shared resource (each node's port
+    /// is the only one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_gbs: Option<f64>,
 }
 
 /// One level of distance inside a node and its link.
@@ -232,6 +240,13 @@ impl Model {
                  or leave `group` out for a machine of one group"
                     .into(),
             );
+        }
+        if let Some(b) = self.group.as_ref().and_then(|g| g.global_gbs) {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!(
+                    "group.global_gbs = {b}: must be > 0 (all of a group's links to the others, GB/s), or leave it out: not shared"
+                ));
+            }
         }
         if !(self.copy_gbs.is_finite() && self.copy_gbs > 0.0) {
             return Err(format!("copy_gbs = {}: must be > 0", self.copy_gbs));

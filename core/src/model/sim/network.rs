@@ -13,7 +13,9 @@
 //! posted; larger ones (rendezvous) leave `L` after their receive is posted,
 //! the request optionally carrying a first fragment. Two nodes of different
 //! groups (the model's `group` level: a dragonfly's groups) talk over the
-//! group link, through the same node ports. The engine asks here for times
+//! group link, through the same node ports and, where the model gives
+//! `global_gbs`, through their groups' global links, shared by every node
+//! of the group. The engine asks here for times
 //! and never looks at a [`Link`]'s figures itself.
 
 use std::collections::BTreeMap;
@@ -65,6 +67,19 @@ pub(super) struct Network {
     in_cache: Vec<bool>,
     /// How many ranks of the call the busiest node has ([`load`]).
     busiest: usize,
+    /// Microseconds per byte of a group's global links together (0: not
+    /// shared, `group.global_gbs` absent) and, per group, when its links
+    /// out and in are free.
+    glob_per_byte: f64,
+    glob_out: Vec<Calendar>,
+    glob_in: Vec<Calendar>,
+}
+
+fn global_per_byte(m: &Model) -> f64 {
+    m.group
+        .as_ref()
+        .and_then(|g| g.global_gbs)
+        .map_or(0.0, |b| 1e-3 / b)
 }
 
 /// A send just posted.
@@ -167,6 +182,9 @@ impl Network {
             mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             mem_free: vec![Calendar::default(); nodes.num_nodes()],
             in_cache: cache_levels(m),
+            glob_per_byte: global_per_byte(m),
+            glob_out: Vec::new(),
+            glob_in: Vec::new(),
         }
     }
 
@@ -185,6 +203,28 @@ impl Network {
         self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
         self.mem_free.iter_mut().for_each(Calendar::clear);
         self.in_cache = cache_levels(m);
+        self.glob_per_byte = global_per_byte(m);
+        self.glob_out.iter_mut().for_each(Calendar::clear);
+        self.glob_in.iter_mut().for_each(Calendar::clear);
+    }
+
+    /// A message between groups `na`'s and `nb`'s (nodes) takes its turn
+    /// on both groups' global links, leaving at `start`: when it has
+    /// arrived, no sooner than `arrival` (the ports' figure).
+    fn global_turn(&mut self, na: usize, nb: usize, bytes: u64, start: f64, arrival: f64) -> f64 {
+        let (ga, gb) = (self.group_of[na] as usize, self.group_of[nb] as usize);
+        if self.glob_per_byte <= 0.0 || ga == gb {
+            return arrival;
+        }
+        let n = ga.max(gb) + 1;
+        if self.glob_out.len() < n {
+            self.glob_out.resize(n, Calendar::default());
+            self.glob_in.resize(n, Calendar::default());
+        }
+        let d = bytes as f64 * self.glob_per_byte;
+        let out = self.glob_out[ga].reserve(start, d);
+        let inn = self.glob_in[gb].reserve(out - d + self.global.latency_us, d);
+        arrival.max(inn)
     }
 
     /// Where each rank sits: `groups[k][r]` is rank r's group at the
@@ -336,7 +376,7 @@ impl Network {
             self.nic_out[na] = (start + occupy).max(start + l.gap_us);
             let arrival = land_start + wire;
             self.nic_in[nb] = land_start + occupy;
-            return (inject_end, arrival);
+            return (inject_end, self.global_turn(na, nb, bytes, start, arrival));
         };
         // Token buckets: each port's credit grew at the link's rate while it
         // was free, up to `cap`; the bytes it covers leave at once.
@@ -351,7 +391,7 @@ impl Network {
             (land_start + (n - credit_in).max(0.0) * per_byte).max(inject_end + l.latency_us);
         self.tok_in[nb] = (credit_in - n).max(0.0);
         self.nic_in[nb] = arrival;
-        (inject_end, arrival)
+        (inject_end, self.global_turn(na, nb, bytes, start, arrival))
     }
 
     /// Rank `a`, its CPU free at `ts`, posts a send of `bytes` to rank `b`:

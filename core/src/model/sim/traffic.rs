@@ -118,7 +118,11 @@ mod tests {
         let mut m = model();
         let mut link = m.inter.clone();
         link.latency_us += 3.0;
-        m.group = Some(GroupLevel { nodes, link });
+        m.group = Some(GroupLevel {
+            nodes,
+            link,
+            global_gbs: None,
+        });
         m
     }
 
@@ -158,6 +162,31 @@ mod tests {
         );
         assert_eq!(t.messages[0], 0);
         assert!(t.total_bytes() > 4096 && t.bytes[2] == 0, "{t:?}");
+    }
+
+    /// Four nodes of group 0 each send 1 MB to a node of group 1 (linear
+    /// from a root rank per node would serialise on the root's port:
+    /// scatter_allgather's exchanges between the halves run at once): with
+    /// the groups' global links shared at the bandwidth of one node's port,
+    /// the exchanges take turns, and the call is slower than with them
+    /// unshared.
+    #[test]
+    fn global_links_shared_by_a_group_queue_its_messages() {
+        let eight = NodeMap::blocks(&[1; 8]).unwrap();
+        let free = grouped(4);
+        let mut shared = grouped(4);
+        let g = shared.group.as_mut().unwrap();
+        g.global_gbs = Some(g.link.bandwidth_gbs);
+        let spec = "scatter_allgather";
+        let (a, ta) = count(&free, spec, Execution::Blocking, &eight, 1 << 20);
+        let (b, tb) = count(&shared, spec, Execution::Blocking, &eight, 1 << 20);
+        assert_eq!(ta, tb, "the same messages");
+        assert!(ta.messages_at(Tier::Global) >= 4, "{ta:?}");
+        assert!(b > a * 1.2, "shared {b} vs free {a}");
+        // small messages hardly notice
+        let (c, _) = count(&free, spec, Execution::Blocking, &eight, 64);
+        let (d, _) = count(&shared, spec, Execution::Blocking, &eight, 64);
+        assert!(d < c * 1.05, "{d} vs {c}");
     }
 
     #[test]

@@ -391,3 +391,73 @@ fn a_thinly_measured_size_takes_its_neighbours_choice_on_their_pooled_evidence()
         t.bcast[0].rules
     );
 }
+
+/// A model's predictions (simulated samples) make rules of basis `model`:
+/// the fit error is the interval, so a predicted 20% gain clears 3% with a
+/// 10% fit error and not with a 25% one; the rules survive YAML, load and
+/// validate as any table, and `show` calls them predictions of the model,
+/// not measurements.
+#[test]
+fn model_rules_are_predictions_with_the_fit_error_as_interval() {
+    let predicted = |spec: &str, t: f64| {
+        let mut s = sample(spec, "blocking", 4096, 1, t);
+        s.source = "simulated:leo".into();
+        if spec == MPI {
+            s.execution = crate::libraries::ompi::LIBRARY_EXECUTION.into();
+        }
+        s
+    };
+    let samples = vec![predicted(MPI, 12.0), predicted(LIN, 10.0)];
+    let mut p = prov();
+    p.source = "simulated:leo".into();
+    let made = |fit: Option<f64>| {
+        let opts = Compact {
+            fit_error: fit,
+            ..Compact::default()
+        };
+        build_launches(&[&samples], p.clone(), &opts)
+    };
+    let t = made(Some(0.10));
+    let e = t.bcast[0].rules[0].evidence.clone().expect("evidence");
+    assert_eq!(t.bcast[0].rules[0].algorithm, "linear");
+    assert_eq!((e.basis.as_str(), e.verdict.as_str()), ("model", "clears"));
+    assert_eq!((e.model.as_deref(), e.fit_error), (Some("leo"), Some(0.1)));
+    // gain 12/10 - 1 = 20%, low (1.2 / 1.1) - 1 = 9.1%
+    assert!(
+        (e.gain - 0.2).abs() < 1e-4 && (e.low - 0.0909).abs() < 1e-4,
+        "{e:?}"
+    );
+    let text = t.to_yaml().unwrap();
+    let back = load_str(&text).unwrap();
+    assert!(check(&back, &text).is_empty());
+    assert_eq!(back, t);
+    let shown = super::summary(&back);
+    assert!(shown.contains("predicted by leo, not measured"), "{shown}");
+    for says in [
+        "prediction: +20.0% [+9.1%, +32.0%] over ",
+        "[library], predicted by leo, not measured (model fit error 10.0%: the interval)",
+    ] {
+        assert!(shown.contains(says), "{says}: {shown}");
+    }
+    assert!(!shown.contains("evidence: +"), "{shown}");
+    // a 25% fit error: the predicted gain does not clear; the library kept
+    let t = made(Some(0.25));
+    let e = t.bcast[0].rules[0].evidence.clone().expect("evidence");
+    assert_ne!(t.bcast[0].rules[0].algorithm, "linear");
+    assert_eq!(e.verdict, "unresolved");
+    // no fit error given: the predictions taken as exact, and said so
+    let t = made(None);
+    let e = t.bcast[0].rules[0].evidence.clone().unwrap();
+    assert_eq!((e.low, e.fit_error), (e.gain, None));
+    assert!(
+        e.line().contains("no fit error given: no interval"),
+        "{}",
+        e.line()
+    );
+    // measured samples are no prediction
+    let mut m = samples.clone();
+    m.iter_mut().for_each(|s| s.source = "measured".into());
+    let t = build_launches(&[&m], prov(), &Compact::default());
+    let e = t.bcast[0].rules[0].evidence.clone().unwrap();
+    assert!(!e.predicted() && e.model.is_none(), "{e:?}");
+}

@@ -748,11 +748,17 @@ pub fn evidence_line(e: &evidence::EvidenceSummary) -> String {
 
 /// `evidence: clears: +12.0% [+8.1%, +16.0%] over ...` under a rule.
 pub fn rule_evidence_line(e: &evidence::RuleEvidence) -> String {
+    // a model's rule is a prediction, never shown as evidence measured
+    let what = if e.predicted() {
+        "prediction"
+    } else {
+        "evidence"
+    };
     if e.verdict == "clears" {
-        format!("evidence: {}", e.line())
+        format!("{what}: {}", e.line())
     } else {
         format!(
-            "evidence: {} (best other: {} {})",
+            "{what}: {} (best other: {} {})",
             e.verdict,
             e.candidate,
             e.line()
@@ -784,6 +790,12 @@ pub fn summary(t: &Table) -> String {
         p.colltune, p.source, p.sweep.mode, p.command
     );
     let _ = writeln!(out, "pattern: {}", p.pattern);
+    if let Some(m) = build::model_of(&p.source) {
+        let _ = writeln!(
+            out,
+            "predicted by {m}, not measured: the times and gains below are the model's"
+        );
+    }
     match (&p.evidence, &p.compaction) {
         (Some(e), _) => {
             let _ = writeln!(out, "evidence: {}", evidence_line(e));

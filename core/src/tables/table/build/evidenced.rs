@@ -60,9 +60,22 @@ pub type Decided = BTreeMap<(Collective, CommKey, u64), Point>;
 /// Per point, the decision the evidence supports ([`evidence::decide`]),
 /// the library's `mpi` baseline standing for its default choice.
 pub fn point_decisions(launches: &[&[Sample]], min_gain: f64) -> Decided {
+    point_decisions_fit(launches, min_gain, None)
+}
+
+/// As [`point_decisions`], simulated samples' gains given the model's fit
+/// error as their interval ([`evidence::Basis::Model`]).
+pub fn point_decisions_fit(
+    launches: &[&[Sample]],
+    min_gain: f64,
+    fit_error: Option<f64>,
+) -> Decided {
     let lib = library_default(launches);
     let mut out = BTreeMap::new();
     for (k, mut subj) in point_times(launches) {
+        for t in subj.values_mut().filter(|t| t.simulated) {
+            t.fit_error = fit_error.unwrap_or(0.0);
+        }
         let mpi: Label = (
             "mpi".into(),
             crate::libraries::ompi::LIBRARY_EXECUTION.into(),

@@ -44,6 +44,7 @@
 //! ([`noise`]).
 
 mod evidenced;
+mod model;
 mod noise;
 
 use std::collections::BTreeMap;
@@ -220,6 +221,9 @@ pub struct Compact {
     /// The ceiling: a spread above this (a disturbed point) widens the band
     /// no further, so a real crossover is never merged away as noise.
     pub max_noise: f64,
+    /// The model's fit error where the samples are its predictions
+    /// (`--fit-error`, [`model::mark`]); None: not given.
+    pub fit_error: Option<f64>,
 }
 
 impl Default for Compact {
@@ -229,6 +233,7 @@ impl Default for Compact {
             enabled: true,
             tolerance: DEFAULT_TOLERANCE,
             max_noise: MAX_NOISE,
+            fit_error: None,
         }
     }
 }
@@ -249,7 +254,10 @@ pub const DEFAULT_TOLERANCE: f64 = 0.03;
 pub const MAX_NOISE: f64 = 0.10;
 
 pub use super::evidence::complexity;
-pub use evidenced::{label_is_choice, library_default, point_decisions, Decided, Point};
+pub use evidenced::{
+    label_is_choice, library_default, point_decisions, point_decisions_fit, Decided, Point,
+};
+pub use model::model_of;
 pub use noise::{point_stats, point_stats_of, PointStats, Stat, Stats};
 
 /// The call patterns the samples were measured under, distinct, sorted.
@@ -295,7 +303,7 @@ impl Decider {
     fn of(launches: &[&[Sample]], opts: &Compact) -> Decider {
         match opts.min_gain {
             Some(min_gain) => Decider::Evidence {
-                decided: point_decisions(launches, min_gain),
+                decided: point_decisions_fit(launches, min_gain, opts.fit_error),
                 min_gain,
             },
             None => Decider::Noise {
@@ -387,6 +395,7 @@ pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: 
             })
         }
     }
+    model::mark(&mut table, opts.fit_error);
     table
 }
 /// The provenance's `pattern`: the samples' (several, comma-separated,

@@ -23,7 +23,10 @@ pub enum Basis {
     Pooled,
     RunsOfOneLaunch,
     SamplesOfOneRun,
-    Exact,
+    /// Predicted by a model (simulated samples: deterministic); the
+    /// interval's half-width on the log scale is `ln(1 + fit error)`, the
+    /// model's own fit error (0 where none was given).
+    Model,
     /// Too little to pair: unbounded.
     Nothing,
 }
@@ -35,7 +38,7 @@ impl Basis {
             Basis::Pooled => "launches, pooled with the neighbouring size",
             Basis::RunsOfOneLaunch => "runs of one launch",
             Basis::SamplesOfOneRun => "samples of one run",
-            Basis::Exact => "exact",
+            Basis::Model => "model",
             Basis::Nothing => "too few to pair",
         }
     }
@@ -148,7 +151,8 @@ pub fn gain(r: &Times, x: &Times) -> Option<Gain> {
     if r.simulated && x.simulated {
         let all = |t: &Times| -> Vec<f64> { common.iter().flat_map(|&l| t.of_launch(l)).collect() };
         let m = ln_ratio(&all(r), &all(x))?;
-        return Some(make(m, 0.0, Basis::Exact));
+        let half = (1.0 + r.fit_error.max(x.fit_error)).ln();
+        return Some(make(m, half, Basis::Model));
     }
     if common.len() >= 2 {
         let v: Vec<f64> = common
@@ -215,7 +219,7 @@ fn over_launches(v: &[f64], runs: u32, basis: Basis) -> Gain {
 /// then the interval over launches as [`gain`] makes it. It assumes the
 /// points share one gain, so it is used only where a rule's own measured
 /// size supports it ([`Basis::Pooled`]). None with fewer than two launches
-/// or on simulated samples (exact: nothing to pool).
+/// or on simulated samples (predicted: nothing to pool).
 pub fn pooled_gain(pairs: &[(&Times, &Times)]) -> Option<Gain> {
     let mut by: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     let mut runs = 0u32;

@@ -37,7 +37,16 @@
 //! - `samples of one run`: one run alone; the interval spans 1.96 robust
 //!   standard deviations (1.4826 MAD of the log samples) of each subject
 //!   combined, again a prediction for one sample, not the mean's.
-//! - `exact`: simulated samples (a model is deterministic): no interval.
+//! - `model`: predicted, not measured (simulated samples: a model is
+//!   deterministic, so nothing repeats to give an interval). The interval
+//!   is the model's own fit error `e` (`table build --fit-error`: the
+//!   median relative time error of its predictions against measurements
+//!   it did not see, as `predict` prints it) taken as the uncertainty of
+//!   the predicted ratio: `ln(1 + e)` either side of the log gain, so a
+//!   prediction replaces the library's decision only where it predicts a
+//!   gain beyond the minimum gain *and* the fit error. Without a fit error
+//!   the half-width is 0 (the predictions taken as exact, the tables
+//!   before this basis did so under the name `exact`).
 //! - With fewer than 2 launches, 2 runs or 3 samples of each to pair, the
 //!   interval is unbounded: nothing is decided on it.
 //!
@@ -81,6 +90,9 @@ pub struct Times {
     pub runs: BTreeMap<(usize, u32), Vec<f64>>,
     /// Simulated samples (deterministic).
     pub simulated: bool,
+    /// The model's fit error (relative), for simulated samples: the
+    /// half-width of a [`Basis::Model`] interval (0: not given).
+    pub fit_error: f64,
 }
 
 impl Times {
@@ -270,7 +282,7 @@ impl PointDecision {
     /// slow) can repeat itself in every run of it. Such a choice waits for
     /// a second launch to confirm it: an [`Open`] with `confirm`, between
     /// the reference and the choice. None where the choice rests on
-    /// launches, is exact (simulated), or keeps the reference.
+    /// launches, is predicted by a model, or keeps the reference.
     pub fn unconfirmed(&self) -> Option<Open> {
         if self.keeps_reference() {
             return None;

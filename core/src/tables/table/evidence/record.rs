@@ -36,13 +36,21 @@ pub struct RuleEvidence {
     /// Launches that measured both, and the candidate's runs in them.
     pub launches: u32,
     pub runs: u32,
-    /// `launches`, `runs of one launch`, `samples of one run`, `exact`, or
+    /// `launches`, `runs of one launch`, `samples of one run`, `model`
+    /// (predicted; `exact` in tables before it), or
     /// `too few to pair`.
     pub basis: String,
     /// `clears` (the choice: its interval is above the minimum gain),
     /// `unresolved` (the interval straddles it: the reference is kept),
     /// or `no gain` (the interval is below it: the reference is kept).
     pub verdict: String,
+    /// Basis `model`: the model that predicted the times (the samples'
+    /// `simulated:<model>` source), and its fit error, the interval's
+    /// half-width (`table build --fit-error`; absent: not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_error: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -77,12 +85,34 @@ impl RuleEvidence {
             runs: g.runs,
             basis: g.basis.name().into(),
             verdict: verdict.into(),
+            model: None,
+            fit_error: None,
         })
     }
 
-    /// `+12.3% [+5.1%, +19.9%] over mpi [library], 3 launches, 12 runs`.
+    /// Whether the figures are a model's predictions, not measurements.
+    pub fn predicted(&self) -> bool {
+        self.basis == super::Basis::Model.name() || self.basis == "exact"
+    }
+
+    /// `+12.3% [+5.1%, +19.9%] over mpi [library], 3 launches, 12 runs`;
+    /// a prediction says so, with the model and its fit error.
     pub fn line(&self) -> String {
         let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
+        if self.predicted() {
+            return format!(
+                "{} [{}, {}] over {}, predicted by {}, not measured ({})",
+                pct(self.gain),
+                pct(self.low),
+                self.high.map(pct).unwrap_or_else(|| "unbounded".into()),
+                self.reference,
+                self.model.as_deref().unwrap_or("a model"),
+                match self.fit_error {
+                    Some(e) => format!("model fit error {:.1}%: the interval", 100.0 * e),
+                    None => "no fit error given: no interval".into(),
+                }
+            );
+        }
         format!(
             "{} [{}, {}] over {}, {} launch(es), {} runs ({})",
             pct(self.gain),
