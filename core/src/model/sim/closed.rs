@@ -20,9 +20,10 @@
 //! every other call.
 
 use colltune_algorithms::topo::{binomial_subtree_size, knomial_tree};
-use colltune_algorithms::{AlgoSpec, Collective, NodeMap};
+use colltune_algorithms::{resolve, AlgoSpec, Collective, NodeMap};
 
 use super::model::{Link, Model};
+use super::rounds::{self, Pricer};
 use super::traffic::{Tier, Traffic};
 
 /// A call priced by formula, not simulated.
@@ -39,8 +40,12 @@ pub struct ClosedForm {
 const RING: &str = "closed form (not simulated): ceil(log2 p)(2o + L) + (p-1)/p n G \
                     + (p-1)(2o + L + ceil(n/p) G), slowest link present";
 
+const ROUNDS: &str = "closed form (not simulated): synchronous rounds, each the most of its \
+                      messages' 2o + L + m G and its busiest node port's sum of m G";
+
 /// The closed form of broadcast `spec` from `root` on `nodes`, where the
-/// algorithm has one (`scatter_allgather_ring`).
+/// algorithm has one (`scatter_allgather_ring`, and round by round
+/// `scatter_allgather`, `bine_bdw`, `circulant`: `rounds.rs`).
 pub fn closed_form(
     m: &Model,
     c: Collective,
@@ -49,10 +54,32 @@ pub fn closed_form(
     bytes: u64,
     root: usize,
 ) -> Option<ClosedForm> {
-    if c != Collective::Bcast || spec.name != "scatter_allgather_ring" {
+    if c != Collective::Bcast {
         return None;
     }
     let p = nodes.size();
+    let by_rounds = |formula, f: &dyn Fn(&mut Pricer)| {
+        let mut pr = Pricer::new(m, nodes, root % p.max(1));
+        if p > 1 && bytes > 0 {
+            f(&mut pr);
+        }
+        let (time_us, traffic) = pr.finish();
+        Some(ClosedForm {
+            time_us,
+            traffic,
+            formula,
+        })
+    };
+    match spec.name.as_str() {
+        "scatter_allgather_ring" => {}
+        "scatter_allgather" => return by_rounds(ROUNDS, &|pr| rounds::doubling(pr, p, bytes)),
+        "bine_bdw" => return by_rounds(ROUNDS, &|pr| rounds::bine_bdw(pr, p, bytes)),
+        "circulant" => {
+            let seg = resolve(c, spec).ok()?.int("segment").ok()?;
+            return by_rounds(ROUNDS, &|pr| rounds::circulant(pr, p, bytes, seg));
+        }
+        _ => return None,
+    }
     if p <= 1 || bytes == 0 {
         // Nothing to send: no op at all (as the schedules build none).
         return Some(ClosedForm {

@@ -59,6 +59,7 @@ mod events;
 pub mod model;
 mod network;
 mod pack;
+mod rounds;
 #[cfg(test)]
 mod tests;
 pub mod traffic;
