@@ -11,11 +11,15 @@
 //! such (`sim::closed_form`: an alpha-beta formula of its schedule, its
 //! traffic counted from the schedule's structure).
 //!
-//! Above 65,536 ranks the round-based schedules (`scatter_allgather`,
-//! `bine_bdw`, `circulant`: some 10-18 million messages here, minutes of
-//! event simulation) are priced by their round-by-round closed form
-//! (`sim/rounds.rs`, held against the simulation at 64-4,096 ranks by a
-//! test), printed as `closed form`.
+//! A call estimated above 12 million ops (`sim::estimated_ops`) is priced
+//! by its closed form where it has one (`sim::closed_form`), printed as
+//! `closed form`: here the round-based schedules (`scatter_allgather`,
+//! `bine_bdw`, `circulant`: 10-18 million messages, minutes of event
+//! simulation) round by round (`sim/rounds.rs`), the segmented chains
+//! (`chain`, `pipeline`: 8.4 million messages, 6-8 s of CPU) by theirs
+//! (`sim/pipelined.rs`), `hierarchical(intra=shm)` (8.3 million copies) as
+//! its two phases simulated apart (on the leaders, on one node); each is
+//! held against the simulation at 64-4,096 ranks by a test.
 //!
 //! An algorithm that needs ranks sharing one node (`shm`) runs as the
 //! intra-node phase of `hierarchical`, the only way it applies across
@@ -33,13 +37,14 @@ use std::time::Instant;
 use colltune_algorithms::registry::Restriction;
 use colltune_algorithms::{algorithms, AlgoSpec, Collective, Execution, NodeMap};
 use colltune_core::model::sim::{
-    closed_form, drop_kept_call, simulate_counted, Model, SimError, Tier,
+    closed_form, drop_kept_call, estimated_ops, simulate_counted, Model, SimError, Tier,
 };
 
 const TARGET_S: f64 = 10.0;
-/// Above this many ranks an algorithm with a closed form (the round-based
-/// ones: `sim::closed_form`) is priced by it, not simulated.
-const ROUNDS_FROM: usize = 65_536;
+/// Above this many ops (`sim::estimated_ops`; the engine runs some 1-3
+/// million a second here) a call with a closed form is priced by it, not
+/// simulated.
+const CLOSED_FROM: u64 = 12_000_000;
 
 fn model() -> Model {
     Model::load(Path::new(concat!(
@@ -197,9 +202,11 @@ fn main() {
         for &exec in execs {
             drop_kept_call();
             let (t0, c0) = (Instant::now(), cpu_s());
-            // Round-based schedules of millions of messages: their closed
-            // form (the event simulation takes minutes here).
-            let closed = (nodes.size() > ROUNDS_FROM)
+            // Round-based schedules and segmented chains of millions of
+            // messages: their closed form.
+            let big = estimated_ops(Collective::Bcast, &spec, &nodes, bytes, 0)
+                .is_ok_and(|ops| ops > CLOSED_FROM);
+            let closed = big
                 .then(|| closed_form(&m, Collective::Bcast, &spec, &nodes, bytes, 0))
                 .flatten();
             if let Some(f) = closed {

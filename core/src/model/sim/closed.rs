@@ -23,6 +23,7 @@ use colltune_algorithms::topo::{binomial_subtree_size, knomial_tree};
 use colltune_algorithms::{resolve, AlgoSpec, Collective, NodeMap};
 
 use super::model::{Link, Model};
+use super::pipelined;
 use super::rounds::{self, Pricer};
 use super::traffic::{Tier, Traffic};
 
@@ -43,10 +44,15 @@ const RING: &str = "closed form (not simulated): ceil(log2 p)(2o + L) + (p-1)/p 
 const ROUNDS: &str = "closed form (not simulated): synchronous rounds, each the most of its \
                       messages' 2o + L + m G and its busiest node port's sum of m G";
 
+const PIPELINED: &str = "closed form (not simulated): the first segment's arrival at the \
+                         chains' ends + (n - 1) x the slowest rank's or node port's period";
+
 /// The closed form of broadcast `spec` from `root` on `nodes`, where the
 /// algorithm has one (`scatter_allgather_ring`, and round by round
-/// `scatter_allgather`, `bine_bdw`, `circulant`: `rounds.rs`).
-pub fn closed_form(
+/// `scatter_allgather`, `bine_bdw`, `circulant`: `rounds.rs`; the
+/// segmented chains `chain` and `pipeline`: `pipelined.rs`; `hierarchical`
+/// is composed in `sim/mod.rs`).
+pub(super) fn closed_form(
     m: &Model,
     c: Collective,
     spec: &AlgoSpec,
@@ -74,6 +80,21 @@ pub fn closed_form(
         "scatter_allgather_ring" => {}
         "scatter_allgather" => return by_rounds(ROUNDS, &|pr| rounds::doubling(pr, p, bytes)),
         "bine_bdw" => return by_rounds(ROUNDS, &|pr| rounds::bine_bdw(pr, p, bytes)),
+        "chain" | "pipeline" => {
+            let spec = resolve(c, spec).ok()?;
+            let seg = spec.int("segment").ok()?;
+            let fanout = if spec.name == "chain" {
+                spec.int("fanout").ok()? as usize
+            } else {
+                1
+            };
+            let (time_us, traffic) = pipelined::chain(m, nodes, root, bytes, seg, fanout);
+            return Some(ClosedForm {
+                time_us,
+                traffic,
+                formula: PIPELINED,
+            });
+        }
         "circulant" => {
             let seg = resolve(c, spec).ok()?.int("segment").ok()?;
             return by_rounds(ROUNDS, &|pr| rounds::circulant(pr, p, bytes, seg));
