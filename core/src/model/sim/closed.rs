@@ -25,7 +25,7 @@ use colltune_algorithms::{resolve, AlgoSpec, Collective, NodeMap};
 use super::model::{Link, Model};
 use super::pipelined;
 use super::rounds::{self, Pricer};
-use super::traffic::{Tier, Traffic};
+use super::traffic::{Tier, Tiers, Traffic};
 
 /// A call priced by formula, not simulated.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,17 +109,8 @@ pub(super) fn closed_form(
             formula: RING,
         });
     }
-    let groups = m.node_groups(nodes.num_nodes());
-    let tier = |a: usize, b: usize| {
-        let (na, nb) = (nodes.node_of(a), nodes.node_of(b));
-        if na == nb {
-            Tier::Node
-        } else if groups[na] == groups[nb] {
-            Tier::Group
-        } else {
-            Tier::Global
-        }
-    };
+    let tiers = Tiers::new(nodes, m.node_groups(nodes.num_nodes()));
+    let tier = |a: usize, b: usize| tiers.of(a, b);
     let chunk = bytes.div_ceil(p as u64);
     let at = |c: usize| (c as u64 * chunk).min(bytes);
     let real = |vr: usize| (vr + root) % p;
@@ -147,14 +138,8 @@ pub(super) fn closed_form(
         traffic.bytes[t as usize] += bytes - own;
         slowest = slowest.max(t);
     }
-    let link = match slowest {
-        Tier::Node => &m.intra,
-        Tier::Group => &m.inter,
-        Tier::Global => m.group.as_ref().map_or(&m.inter, |g| &g.link),
-    };
-    let alpha = |l: &Link, n: u64| {
-        2.0 * l.overhead_us + l.latency_us * if n > l.eager_limit { 2.0 } else { 1.0 }
-    };
+    let link = m.link_at(slowest);
+    let alpha = |l: &Link, n: u64| l.alpha(n);
     let steps = (p as f64).log2().ceil();
     let pf = p as f64;
     let time_us = steps * alpha(link, chunk)

@@ -22,7 +22,7 @@ use colltune_algorithms::topo::chain_tree;
 use colltune_algorithms::NodeMap;
 
 use super::model::{Link, Model};
-use super::traffic::{Tier, Traffic};
+use super::traffic::{Tier, Tiers, Traffic};
 
 /// `(time, traffic)` of a broadcast of `n` bytes in segments of `segment`
 /// (0: one) down the chains of `chain_tree(fanout)` from `root`.
@@ -42,29 +42,10 @@ pub(super) fn chain(
     let s = if segment == 0 { n } else { segment.min(n) };
     let nseg = n.div_ceil(s);
     let last = n - (nseg - 1) * s;
-    let groups = m.node_groups(nodes.num_nodes());
-    let tier = |a: usize, b: usize| {
-        let (na, nb) = (nodes.node_of(a), nodes.node_of(b));
-        if na == nb {
-            Tier::Node
-        } else if groups[na] == groups[nb] {
-            Tier::Group
-        } else {
-            Tier::Global
-        }
-    };
-    let link = |t: Tier| -> &Link {
-        match t {
-            Tier::Node => &m.intra,
-            Tier::Group => &m.inter,
-            Tier::Global => m.group.as_ref().map_or(&m.inter, |g| &g.link),
-        }
-    };
-    let hop = |l: &Link, len: u64| {
-        2.0 * l.overhead_us
-            + l.latency_us * if len > l.eager_limit { 2.0 } else { 1.0 }
-            + len as f64 * l.per_byte_for(len)
-    };
+    let tiers = Tiers::new(nodes, m.node_groups(nodes.num_nodes()));
+    let tier = |a: usize, b: usize| tiers.of(a, b);
+    let link = |t: Tier| m.link_at(t);
+    let hop = |l: &Link, len: u64| l.alpha(len) + len as f64 * l.per_byte_for(len);
     let real = |vr: usize| (vr + root) % p;
     let (mut out, mut inn) = (vec![0f64; nodes.num_nodes()], vec![0f64; nodes.num_nodes()]);
     let mut arrival = vec![0f64; p];

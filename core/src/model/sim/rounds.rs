@@ -24,8 +24,8 @@ use colltune_algorithms::bcast::circulant::Circulant;
 use colltune_algorithms::topo::binomial_subtree_size;
 use colltune_algorithms::NodeMap;
 
-use super::model::{Link, Model};
-use super::traffic::{Tier, Traffic};
+use super::model::Model;
+use super::traffic::{Tier, Tiers, Traffic};
 
 /// One round's costs so far: the largest message cost and, per node, its
 /// ports' busy time out and in.
@@ -41,7 +41,7 @@ struct Round {
 pub(super) struct Pricer<'a> {
     m: &'a Model,
     nodes: &'a NodeMap,
-    groups: Vec<u32>,
+    tiers: Tiers<'a>,
     root: usize,
     p: usize,
     rounds: Vec<Option<Round>>,
@@ -50,16 +50,12 @@ pub(super) struct Pricer<'a> {
     pub(super) traffic: Traffic,
 }
 
-fn alpha(l: &Link, n: u64) -> f64 {
-    2.0 * l.overhead_us + l.latency_us * if n > l.eager_limit { 2.0 } else { 1.0 }
-}
-
 impl<'a> Pricer<'a> {
     pub(super) fn new(m: &'a Model, nodes: &'a NodeMap, root: usize) -> Self {
         Pricer {
             m,
             nodes,
-            groups: m.node_groups(nodes.num_nodes()),
+            tiers: Tiers::new(nodes, m.node_groups(nodes.num_nodes())),
             root,
             p: nodes.size(),
             rounds: Vec::new(),
@@ -78,20 +74,10 @@ impl<'a> Pricer<'a> {
         debug_assert!(round >= self.closed, "round {round} already priced");
         let (a, b) = ((from + self.root) % self.p, (to + self.root) % self.p);
         let (na, nb) = (self.nodes.node_of(a), self.nodes.node_of(b));
-        let tier = if na == nb {
-            Tier::Node
-        } else if self.groups[na] == self.groups[nb] {
-            Tier::Group
-        } else {
-            Tier::Global
-        };
+        let tier = self.tiers.of(a, b);
         self.traffic.add(tier, len);
-        let link = match tier {
-            Tier::Node => &self.m.intra,
-            Tier::Group => &self.m.inter,
-            Tier::Global => self.m.group.as_ref().map_or(&self.m.inter, |g| &g.link),
-        };
-        let (al, busy) = (alpha(link, len), len as f64 * link.per_byte_for(len));
+        let link = self.m.link_at(tier);
+        let (al, busy) = (link.alpha(len), len as f64 * link.per_byte_for(len));
         if self.rounds.len() <= round {
             self.rounds.resize_with(round + 1, || None);
         }
