@@ -47,22 +47,19 @@ const ROUNDS: &str = "closed form (not simulated): synchronous rounds, each the 
 const PIPELINED: &str = "closed form (not simulated): the first segment's arrival at the \
                          chains' ends + (n - 1) x the slowest rank's or node port's period";
 
-/// The closed form of broadcast `spec` from `root` on `nodes`, where the
-/// algorithm has one (`scatter_allgather_ring`, and round by round
+/// The closed form of a broadcast of `spec` from `root` on `nodes`, where
+/// the algorithm has one (`scatter_allgather_ring`, and round by round
 /// `scatter_allgather`, `bine_bdw`, `circulant`: `rounds.rs`; the
 /// segmented chains `chain` and `pipeline`: `pipelined.rs`; `hierarchical`
 /// is composed in `sim/mod.rs`).
 pub(super) fn closed_form(
     m: &Model,
-    c: Collective,
     spec: &AlgoSpec,
     nodes: &NodeMap,
     bytes: u64,
     root: usize,
 ) -> Option<ClosedForm> {
-    if c != Collective::Bcast {
-        return None;
-    }
+    let c = Collective::Bcast;
     let p = nodes.size();
     let by_rounds = |formula, f: &dyn Fn(&mut Pricer)| {
         let mut pr = Pricer::new(m, nodes, root % p.max(1));
@@ -154,10 +151,10 @@ pub(super) fn closed_form(
 
 #[cfg(test)]
 mod tests {
-    use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
+    use colltune_algorithms::{AlgoSpec, NodeMap};
 
-    use super::super::tests::model;
-    use super::super::{simulate_counted, GroupLevel};
+    use super::super::tests::{model, simulated};
+    use super::super::GroupLevel;
     use super::closed_form;
 
     #[test]
@@ -173,24 +170,12 @@ mod tests {
                 let nodes = NodeMap::parse(layout).unwrap();
                 for (bytes, root) in [(0, 0), (5, 1), (1000, 2), (1 << 20, 0)] {
                     let root = root % nodes.size();
-                    let f = closed_form(&m, Collective::Bcast, &ring, &nodes, bytes, root)
-                        .expect("the ring has one");
-                    let (t, traffic) = simulate_counted(
-                        &m,
-                        Collective::Bcast,
-                        &ring,
-                        Execution::Blocking,
-                        &nodes,
-                        bytes,
-                        root,
-                        f64::INFINITY,
-                    )
-                    .unwrap();
+                    let f = closed_form(&m, &ring, &nodes, bytes, root).expect("the ring has one");
+                    let (t, traffic) = simulated(&m, &ring, &nodes, bytes, root);
                     let what = format!("{layout} {bytes} B root {root}");
                     assert_eq!(f.traffic, traffic, "{what}");
                     // Not a simulation: within a factor of the simulated
                     // time (no contention, the slowest link every step).
-                    let t = t.unwrap();
                     assert!(
                         f.time_us <= 3.0 * t && t <= 3.0 * f.time_us,
                         "{what}: closed form {} us, simulated {t} us",
@@ -201,6 +186,6 @@ mod tests {
         }
         let binomial = AlgoSpec::parse("binomial").unwrap();
         let one = NodeMap::single(4);
-        assert!(closed_form(&model(), Collective::Bcast, &binomial, &one, 8, 0).is_none());
+        assert!(closed_form(&model(), &binomial, &one, 8, 0).is_none());
     }
 }

@@ -367,10 +367,13 @@ pub fn closed_form(
     bytes: u64,
     root: usize,
 ) -> Option<ClosedForm> {
-    if c == Collective::Bcast && spec.name == "hierarchical" {
+    if c != Collective::Bcast {
+        return None;
+    }
+    if spec.name == "hierarchical" {
         return composed(m, &resolve(c, spec).ok()?, nodes, bytes, root);
     }
-    closed::closed_form(m, c, spec, nodes, bytes, root)
+    closed::closed_form(m, spec, nodes, bytes, root)
 }
 
 /// `hierarchical` on equal nodes of consecutive ranks, composed: its

@@ -284,11 +284,11 @@ pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
 mod tests {
     use std::path::Path;
 
-    use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
+    use colltune_algorithms::{AlgoSpec, Collective, NodeMap};
 
     use super::super::closed_form;
     use super::super::model::Model;
-    use super::super::simulate_counted;
+    use super::super::tests::simulated;
 
     fn shipped(name: &str) -> Model {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tuning-tables/models");
@@ -336,18 +336,7 @@ mod tests {
                             assert!(name.starts_with("hierarchical") && nodes.num_nodes() == 1);
                             continue;
                         };
-                        let (t, traffic) = simulate_counted(
-                            m,
-                            Collective::Bcast,
-                            &spec,
-                            Execution::Blocking,
-                            &nodes,
-                            bytes,
-                            root,
-                            f64::INFINITY,
-                        )
-                        .unwrap();
-                        let t = t.unwrap();
+                        let (t, traffic) = simulated(m, &spec, &nodes, bytes, root);
                         let what = format!("{name} {} {layout} {bytes} B root {root}", m.name);
                         assert_eq!(f.traffic, traffic, "{what}");
                         let r = f.time_us / t;
