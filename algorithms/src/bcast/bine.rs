@@ -65,7 +65,7 @@ use super::scatter_allgather::Chunks;
 use super::tree::tree_bcast;
 
 /// An inclusive interval of offsets.
-type Span = (i64, i64);
+pub type Span = (i64, i64);
 
 fn contains(s: Span, x: i64) -> bool {
     s.0 <= x && x <= s.1
@@ -74,7 +74,7 @@ fn contains(s: Span, x: i64) -> bool {
 /// The Bine tree over `p` ranks: offsets from the root, the 2^s range and
 /// the window of the p ranks in it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Bine {
+pub struct Bine {
     p: i64,
     s: u32,
     /// First offset of the 2^s range (minus the odd powers of two below 2^s).
@@ -88,26 +88,26 @@ pub(crate) struct Bine {
 /// holder `h` and the rank `q` that `h` sends to (None: the other half is
 /// outside the window).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Step {
-    l: i64,
-    mid: i64,
-    r: i64,
-    h: i64,
-    q: Option<i64>,
+pub struct Step {
+    pub l: i64,
+    pub mid: i64,
+    pub r: i64,
+    pub h: i64,
+    pub q: Option<i64>,
 }
 
 impl Step {
-    fn halves(&self) -> [Span; 2] {
+    pub fn halves(&self) -> [Span; 2] {
         [(self.l, self.mid - 1), (self.mid, self.r)]
     }
     /// The half without the holder.
-    fn other(&self) -> Span {
+    pub fn other(&self) -> Span {
         self.halves()[usize::from(self.h < self.mid)]
     }
 }
 
 impl Bine {
-    pub(crate) fn new(p: usize) -> Self {
+    pub fn new(p: usize) -> Self {
         let s = p.next_power_of_two().trailing_zeros();
         let o: i64 = (1..s).step_by(2).map(|i| 1i64 << i).sum();
         let a = (i128::from(o) * p as i128 / (1i128 << s)) as i64;
@@ -119,13 +119,14 @@ impl Bine {
         }
     }
 
-    fn clip(&self, s: Span) -> Option<Span> {
+    /// The part of interval `s` inside the window, if any.
+    pub fn clip(&self, s: Span) -> Option<Span> {
         let (x0, x1) = (s.0.max(self.a), s.1.min(self.a + self.p - 1));
         (x0 <= x1).then_some((x0, x1))
     }
 
     /// The offset of relative rank `vr`.
-    pub(crate) fn offset(&self, vr: usize) -> i64 {
+    pub fn offset(&self, vr: usize) -> i64 {
         let v = vr as i64;
         if v < self.a + self.p {
             v
@@ -135,17 +136,17 @@ impl Bine {
     }
 
     /// The relative rank at offset `d`.
-    pub(crate) fn vrank(&self, d: i64) -> usize {
+    pub fn vrank(&self, d: i64) -> usize {
         d.rem_euclid(self.p) as usize
     }
 
     /// The block (0..p) of offset `d`.
-    fn block(&self, d: i64) -> usize {
+    pub fn block(&self, d: i64) -> usize {
         (d - self.a) as usize
     }
 
     /// The steps seen from offset `d`, first step first: O(log p).
-    pub(crate) fn steps(&self, d: i64) -> Vec<Step> {
+    pub fn steps(&self, d: i64) -> Vec<Step> {
         let mut out = Vec::with_capacity(self.s as usize);
         let (mut l, mut h) = (self.lo, 0i64);
         for j in (0..self.s).rev() {

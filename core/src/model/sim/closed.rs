@@ -20,10 +20,12 @@
 //! every other call.
 
 use colltune_algorithms::topo::{binomial_subtree_size, knomial_tree};
-use colltune_algorithms::{AlgoSpec, Collective, NodeMap};
+use colltune_algorithms::{resolve, AlgoSpec, Collective, NodeMap};
 
 use super::model::{Link, Model};
-use super::traffic::{Tier, Traffic};
+use super::pipelined;
+use super::rounds::{self, Pricer};
+use super::traffic::{Tier, Tiers, Traffic};
 
 /// A call priced by formula, not simulated.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,20 +41,63 @@ pub struct ClosedForm {
 const RING: &str = "closed form (not simulated): ceil(log2 p)(2o + L) + (p-1)/p n G \
                     + (p-1)(2o + L + ceil(n/p) G), slowest link present";
 
-/// The closed form of broadcast `spec` from `root` on `nodes`, where the
-/// algorithm has one (`scatter_allgather_ring`).
-pub fn closed_form(
+const ROUNDS: &str = "closed form (not simulated): synchronous rounds, each the most of its \
+                      messages' 2o + L + m G and its busiest node port's sum of m G";
+
+const PIPELINED: &str = "closed form (not simulated): the first segment's arrival at the \
+                         chains' ends + (n - 1) x the slowest rank's or node port's period";
+
+/// The closed form of a broadcast of `spec` from `root` on `nodes`, where
+/// the algorithm has one (`scatter_allgather_ring`, and round by round
+/// `scatter_allgather`, `bine_bdw`, `circulant`: `rounds.rs`; the
+/// segmented chains `chain` and `pipeline`: `pipelined.rs`; `hierarchical`
+/// is composed in `sim/mod.rs`).
+pub(super) fn closed_form(
     m: &Model,
-    c: Collective,
     spec: &AlgoSpec,
     nodes: &NodeMap,
     bytes: u64,
     root: usize,
 ) -> Option<ClosedForm> {
-    if c != Collective::Bcast || spec.name != "scatter_allgather_ring" {
-        return None;
-    }
+    let c = Collective::Bcast;
     let p = nodes.size();
+    let by_rounds = |formula, f: &dyn Fn(&mut Pricer)| {
+        let mut pr = Pricer::new(m, nodes, root % p.max(1));
+        if p > 1 && bytes > 0 {
+            f(&mut pr);
+        }
+        let (time_us, traffic) = pr.finish();
+        Some(ClosedForm {
+            time_us,
+            traffic,
+            formula,
+        })
+    };
+    match spec.name.as_str() {
+        "scatter_allgather_ring" => {}
+        "scatter_allgather" => return by_rounds(ROUNDS, &|pr| rounds::doubling(pr, p, bytes)),
+        "bine_bdw" => return by_rounds(ROUNDS, &|pr| rounds::bine_bdw(pr, p, bytes)),
+        "chain" | "pipeline" => {
+            let spec = resolve(c, spec).ok()?;
+            let seg = spec.int("segment").ok()?;
+            let fanout = if spec.name == "chain" {
+                spec.int("fanout").ok()? as usize
+            } else {
+                1
+            };
+            let (time_us, traffic) = pipelined::chain(m, nodes, root, bytes, seg, fanout);
+            return Some(ClosedForm {
+                time_us,
+                traffic,
+                formula: PIPELINED,
+            });
+        }
+        "circulant" => {
+            let seg = resolve(c, spec).ok()?.int("segment").ok()?;
+            return by_rounds(ROUNDS, &|pr| rounds::circulant(pr, p, bytes, seg));
+        }
+        _ => return None,
+    }
     if p <= 1 || bytes == 0 {
         // Nothing to send: no op at all (as the schedules build none).
         return Some(ClosedForm {
@@ -61,17 +106,8 @@ pub fn closed_form(
             formula: RING,
         });
     }
-    let groups = m.node_groups(nodes.num_nodes());
-    let tier = |a: usize, b: usize| {
-        let (na, nb) = (nodes.node_of(a), nodes.node_of(b));
-        if na == nb {
-            Tier::Node
-        } else if groups[na] == groups[nb] {
-            Tier::Group
-        } else {
-            Tier::Global
-        }
-    };
+    let tiers = Tiers::new(nodes, m.node_groups(nodes.num_nodes()));
+    let tier = |a: usize, b: usize| tiers.of(a, b);
     let chunk = bytes.div_ceil(p as u64);
     let at = |c: usize| (c as u64 * chunk).min(bytes);
     let real = |vr: usize| (vr + root) % p;
@@ -99,14 +135,8 @@ pub fn closed_form(
         traffic.bytes[t as usize] += bytes - own;
         slowest = slowest.max(t);
     }
-    let link = match slowest {
-        Tier::Node => &m.intra,
-        Tier::Group => &m.inter,
-        Tier::Global => m.group.as_ref().map_or(&m.inter, |g| &g.link),
-    };
-    let alpha = |l: &Link, n: u64| {
-        2.0 * l.overhead_us + l.latency_us * if n > l.eager_limit { 2.0 } else { 1.0 }
-    };
+    let link = m.link_at(slowest);
+    let alpha = |l: &Link, n: u64| l.alpha(n);
     let steps = (p as f64).log2().ceil();
     let pf = p as f64;
     let time_us = steps * alpha(link, chunk)
@@ -121,10 +151,10 @@ pub fn closed_form(
 
 #[cfg(test)]
 mod tests {
-    use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
+    use colltune_algorithms::{AlgoSpec, NodeMap};
 
-    use super::super::tests::model;
-    use super::super::{simulate_counted, GroupLevel};
+    use super::super::tests::{model, simulated};
+    use super::super::GroupLevel;
     use super::closed_form;
 
     #[test]
@@ -141,24 +171,12 @@ mod tests {
                 let nodes = NodeMap::parse(layout).unwrap();
                 for (bytes, root) in [(0, 0), (5, 1), (1000, 2), (1 << 20, 0)] {
                     let root = root % nodes.size();
-                    let f = closed_form(&m, Collective::Bcast, &ring, &nodes, bytes, root)
-                        .expect("the ring has one");
-                    let (t, traffic) = simulate_counted(
-                        &m,
-                        Collective::Bcast,
-                        &ring,
-                        Execution::Blocking,
-                        &nodes,
-                        bytes,
-                        root,
-                        f64::INFINITY,
-                    )
-                    .unwrap();
+                    let f = closed_form(&m, &ring, &nodes, bytes, root).expect("the ring has one");
+                    let (t, traffic) = simulated(&m, &ring, &nodes, bytes, root);
                     let what = format!("{layout} {bytes} B root {root}");
                     assert_eq!(f.traffic, traffic, "{what}");
                     // Not a simulation: within a factor of the simulated
                     // time (no contention, the slowest link every step).
-                    let t = t.unwrap();
                     assert!(
                         f.time_us <= 3.0 * t && t <= 3.0 * f.time_us,
                         "{what}: closed form {} us, simulated {t} us",
@@ -169,6 +187,6 @@ mod tests {
         }
         let binomial = AlgoSpec::parse("binomial").unwrap();
         let one = NodeMap::single(4);
-        assert!(closed_form(&model(), Collective::Bcast, &binomial, &one, 8, 0).is_none());
+        assert!(closed_form(&model(), &binomial, &one, 8, 0).is_none());
     }
 }

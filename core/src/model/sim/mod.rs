@@ -50,7 +50,10 @@
 //! - `events.rs`: the radix heap of pending events;
 //! - `traffic.rs`: messages and bytes per tier (node, group, global);
 //! - `closed.rs`: the closed form of a call too large to hold (the O(p^2)
-//!   ring), said to be one;
+//!   ring), said to be one, and the dispatch to the others: `rounds.rs`
+//!   (round-based schedules priced round by round on the node ports) and
+//!   `pipelined.rs` (segmented chains); [`closed_form`] here adds
+//!   `hierarchical` composed of its two phases' simulations;
 //! - `model.rs`: the LogGP figures, read from YAML.
 
 mod closed;
@@ -59,6 +62,8 @@ mod events;
 pub mod model;
 mod network;
 mod pack;
+mod pipelined;
+mod rounds;
 #[cfg(test)]
 mod tests;
 pub mod traffic;
@@ -73,7 +78,7 @@ use colltune_algorithms::{
     Shape,
 };
 
-pub use closed::{closed_form, ClosedForm};
+pub use closed::ClosedForm;
 pub use engine::Engine;
 pub use model::{GroupLevel, LevelLink, Link, Model, ModelError};
 pub use traffic::{Tier, Traffic};
@@ -218,6 +223,38 @@ pub fn simulate_within(
     simulate_counted(m, c, spec, exec, nodes, bytes, root, limit).map(|(t, _)| t)
 }
 
+/// About how many ops (all ranks together) a call of `spec` holds,
+/// estimated from 5 ranks' schedules (the median, so that one root's many
+/// sends do not count for all): what the engine's memory and time grow
+/// with (it runs some 1-3 million ops a second).
+pub fn estimated_ops(
+    c: Collective,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+) -> Result<u64, SimError> {
+    let spec = resolve(c, spec).map_err(BuildError::from)?;
+    let p = nodes.size();
+    let mut b = Builder::new();
+    let mut counts = Vec::new();
+    for k in 0..5 {
+        let rank = (root + 1 + k * p.saturating_sub(1) / 5) % p.max(1);
+        let sh = Shape {
+            rank,
+            size: p,
+            root,
+            bytes,
+            nodes,
+        };
+        b.clear();
+        build_into(c, &spec, &sh, &mut b).map_err(BuildError::from)?;
+        counts.push(b.len() as u64);
+    }
+    counts.sort_unstable();
+    Ok(counts[2].saturating_mul(p as u64))
+}
+
 /// [`simulate_within`], with the call's messages and bytes per tier
 /// (within a node, between nodes of one group, between groups).
 #[allow(clippy::too_many_arguments)]
@@ -254,19 +291,8 @@ pub fn simulate_counted(
             && l.per_group == per_group
     });
     if last.is_none() && nodes.size() > 1024 {
-        // A whole call is held at once: estimate it from a few ranks (the
-        // median, so that one root's many sends do not count for all).
-        let mut b = Builder::new();
-        let p = nodes.size();
-        let mut counts = Vec::new();
-        for k in 0..5 {
-            let rank = (root + 1 + k * (p - 1) / 5) % p;
-            b.clear();
-            build_into(c, &spec, &shape(rank), &mut b).map_err(BuildError::from)?;
-            counts.push(b.len() as u64);
-        }
-        counts.sort_unstable();
-        let ops = counts[2].saturating_mul(p as u64);
+        // A whole call is held at once: estimate it first.
+        let (ops, p) = (estimated_ops(c, &spec, nodes, bytes, root)?, nodes.size());
         if ops > MAX_OPS {
             return Err(SimError::TooLarge {
                 ops: ops / 1_000_000,
@@ -323,3 +349,74 @@ pub fn simulate_counted(
     }
     Ok(((t <= limit).then_some(t), traffic))
 }
+
+const COMPOSED: &str = "composed (not simulated whole): the inter-node phase simulated on \
+                        the leaders + the intra-node phase simulated on one node";
+
+/// The closed form of broadcast `spec` from `root` on `nodes`, where the
+/// algorithm has one: `scatter_allgather_ring` (`closed.rs`), the
+/// round-based `scatter_allgather`, `bine_bdw`, `circulant` (`rounds.rs`),
+/// the segmented chains `chain`, `pipeline` (`pipelined.rs`), and
+/// `hierarchical` on equal nodes of consecutive ranks, composed of its
+/// phases' simulations ([`composed`]). None for any other call.
+pub fn closed_form(
+    m: &Model,
+    c: Collective,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+) -> Option<ClosedForm> {
+    if c != Collective::Bcast {
+        return None;
+    }
+    if spec.name == "hierarchical" {
+        return composed(m, &resolve(c, spec).ok()?, nodes, bytes, root);
+    }
+    closed::closed_form(m, spec, nodes, bytes, root)
+}
+
+/// `hierarchical` on equal nodes of consecutive ranks, composed: its
+/// inter-node phase simulated on the leaders alone (one per node, the
+/// nodes as they are) plus its intra-node phase simulated on one node,
+/// the slower of the root's node and another's (each node's phase is the
+/// same and touches nothing outside its node). The blocking execution
+/// runs the phases one after the other on every leader, so the sum is its
+/// time where the nodes' phases take equally long; the dataflow execution
+/// may overlap them (the sum is then an upper bound). Traffic: the
+/// leaders' plus every node's.
+fn composed(
+    m: &Model,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+) -> Option<ClosedForm> {
+    let (p, k, n) = (nodes.size(), nodes.max_ppn(), nodes.num_nodes());
+    let consecutive = (0..p).all(|r| nodes.node_of(r) == r / k.max(1));
+    if !nodes.is_uniform() || !consecutive || n < 2 || k < 2 {
+        return None;
+    }
+    let sim = |spec: &AlgoSpec, on: &NodeMap, root: usize| {
+        simulate_counted(m, Collective::Bcast, spec, Execution::Blocking, on, bytes, root, f64::INFINITY)
+            .ok()
+            .and_then(|(t, tr)| Some((t?, tr)))
+    };
+    let leaders = NodeMap::blocks(&vec![1; n]).ok()?;
+    let (inter, mut traffic) = sim(spec.algo("inter").ok()?, &leaders, root / k)?;
+    let one = NodeMap::single(k);
+    let intra = spec.algo("intra").ok()?;
+    let (t0, tr) = sim(intra, &one, 0)?;
+    let (t_root, tr_root) = sim(intra, &one, root % k)?;
+    for t in 0..3 {
+        traffic.messages[t] += tr.messages[t] * (n as u64 - 1) + tr_root.messages[t];
+        traffic.bytes[t] += tr.bytes[t] * (n as u64 - 1) + tr_root.bytes[t];
+    }
+    drop_kept_call();
+    Some(ClosedForm {
+        time_us: inter + t0.max(t_root),
+        traffic,
+        formula: COMPOSED,
+    })
+}
+

@@ -51,6 +51,13 @@ impl Link {
         1e-3 / self.bandwidth_gbs
     }
 
+    /// A message's fixed cost, microseconds: `2o + L`, one `L` more above
+    /// the eager limit (rendezvous).
+    pub fn alpha(&self, bytes: u64) -> f64 {
+        2.0 * self.overhead_us
+            + self.latency_us * if bytes > self.eager_limit { 2.0 } else { 1.0 }
+    }
+
     /// Microseconds per byte of a message of `bytes`.
     #[inline]
     pub fn per_byte_for(&self, bytes: u64) -> f64 {
@@ -256,6 +263,16 @@ impl Model {
 
     /// The group of each of `nodes` nodes numbered in order (all in group
     /// 0 without a group level).
+    /// The link a message at `tier` takes.
+    pub fn link_at(&self, tier: super::traffic::Tier) -> &Link {
+        use super::traffic::Tier;
+        match tier {
+            Tier::Node => &self.intra,
+            Tier::Group => &self.inter,
+            Tier::Global => self.group.as_ref().map_or(&self.inter, |g| &g.link),
+        }
+    }
+
     pub fn node_groups(&self, nodes: usize) -> Vec<u32> {
         let per = self.group.as_ref().map_or(usize::MAX, |g| g.nodes.max(1));
         (0..nodes).map(|n| (n / per) as u32).collect()

@@ -5,6 +5,28 @@ use colltune_algorithms::{Plan, Post};
 
 use super::*;
 
+/// One blocking call of broadcast `spec` simulated: its time and traffic.
+pub fn simulated(
+    m: &Model,
+    spec: &AlgoSpec,
+    nodes: &NodeMap,
+    bytes: u64,
+    root: usize,
+) -> (f64, Traffic) {
+    let (t, tr) = simulate_counted(
+        m,
+        Collective::Bcast,
+        spec,
+        Execution::Blocking,
+        nodes,
+        bytes,
+        root,
+        f64::INFINITY,
+    )
+    .unwrap();
+    (t.expect("no limit"), tr)
+}
+
 pub fn model() -> Model {
     Model {
         name: "test".into(),

@@ -85,6 +85,31 @@ impl Traffic {
     }
 }
 
+/// Which tier each pair of ranks is at: their nodes, and the nodes'
+/// groups (`Model::node_groups`).
+pub(super) struct Tiers<'a> {
+    nodes: &'a colltune_algorithms::NodeMap,
+    groups: Vec<u32>,
+}
+
+impl<'a> Tiers<'a> {
+    pub(super) fn new(nodes: &'a colltune_algorithms::NodeMap, groups: Vec<u32>) -> Self {
+        Tiers { nodes, groups }
+    }
+
+    /// The tier between ranks `a` and `b`.
+    pub(super) fn of(&self, a: usize, b: usize) -> Tier {
+        let (na, nb) = (self.nodes.node_of(a), self.nodes.node_of(b));
+        if na == nb {
+            Tier::Node
+        } else if self.groups[na] == self.groups[nb] {
+            Tier::Group
+        } else {
+            Tier::Global
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use colltune_algorithms::{AlgoSpec, Collective, Execution, NodeMap};
