@@ -25,6 +25,57 @@ use crate::model::sim::Model;
 /// A prediction agrees within this much of the measured best.
 pub const AGREE_WITHIN: f64 = 1.05;
 
+/// What a measured time is of a call whose ranks took different times:
+/// `osu_bcast` and IMB report the mean over ranks of each rank's time; the
+/// pico benchmark the slowest rank's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimeKind {
+    MeanOverRanks,
+    Slowest,
+}
+
+impl TimeKind {
+    /// The time of a call whose ranks took `each` (from [`trees::simulate`]).
+    pub fn of(self, each: &[f64]) -> f64 {
+        match self {
+            TimeKind::MeanOverRanks => trees::osu_time(each),
+            TimeKind::Slowest => each.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// What a sample's time is, from where it came from: pico's per-call
+    /// files (`imported:pico:...`) the slowest rank's, anything else the
+    /// mean over ranks.
+    pub fn of_sample(s: &Sample) -> TimeKind {
+        if s.source.starts_with("imported:pico:") {
+            TimeKind::Slowest
+        } else {
+            TimeKind::MeanOverRanks
+        }
+    }
+
+    /// The kind of most of `samples` (the mean over ranks where they are
+    /// as many).
+    pub fn of_samples(samples: &[Sample]) -> TimeKind {
+        let slowest = samples
+            .iter()
+            .filter(|s| TimeKind::of_sample(s) == TimeKind::Slowest)
+            .count();
+        if 2 * slowest > samples.len() {
+            TimeKind::Slowest
+        } else {
+            TimeKind::MeanOverRanks
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeKind::MeanOverRanks => "the mean over ranks",
+            TimeKind::Slowest => "the slowest rank's",
+        }
+    }
+}
+
 /// Measured times: (ranks, bytes) -> algorithm -> median over runs (us).
 pub type Measured = BTreeMap<(usize, u64), BTreeMap<u32, f64>>;
 

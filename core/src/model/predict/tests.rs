@@ -31,6 +31,7 @@ fn model() -> Model {
         memory_copy_gbs: None,
         intra_load_per_rank: None,
         group: None,
+        fit_error: None,
     }
 }
 
