@@ -16,7 +16,7 @@ use colltune_core::measure::import::{self, Options, P2pRow};
 use colltune_core::measure::record::Sample;
 use colltune_core::model::levels::fit_model;
 use colltune_core::model::placement::{Layout, Level, Mapping};
-use colltune_core::model::predict::{alike, check, measured, screen, Summary};
+use colltune_core::model::predict::{alike, check, measured, screen, Summary, TimeKind};
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
@@ -80,7 +80,7 @@ fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Su
     assert!(fit.stand_ins.is_empty(), "{:?}", fit.stand_ins);
     // As `predict` does by default: the glitch rule applied, with a count.
     let (meas, glitches) = screen(&measured(samples, mapping));
-    let (points, s) = check(&fit.model, &layout, mapping, &meas).unwrap();
+    let (points, s) = check(&fit.model, &layout, mapping, &meas, TimeKind::MeanOverRanks).unwrap();
     // Every run of these sets forced what it says: none measured alike
     // with another where the two run different code.
     let flagged = alike(&points);

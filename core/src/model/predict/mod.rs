@@ -416,6 +416,10 @@ pub struct Point {
     pub regret: f64,
     /// The library default's measured time over the measured best.
     pub default_regret: Option<f64>,
+    /// The runner-up's predicted time is within the model's own error
+    /// ([`Model::fit_error`]) of the predicted winner's: the model cannot
+    /// tell them apart.
+    pub uncertain: bool,
 }
 
 impl Point {
@@ -433,6 +437,10 @@ pub struct Summary {
     pub regret_worst: f64,
     /// Geometric mean of the default's regret over the points that have it.
     pub default_regret: Option<f64>,
+    /// Points marked [`Point::uncertain`].
+    pub uncertain: usize,
+    /// Agreement over the other points (None: every point uncertain).
+    pub agreement_certain: Option<f64>,
     /// Median time error over every algorithm and point.
     pub time_error_median: f64,
     /// Per algorithm: median time error.
@@ -465,6 +473,23 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// The line on the points the model cannot decide
+    /// ([`Point::uncertain`]), printed before [`Summary::line`].
+    pub fn uncertain_line(&self, error: f64) -> String {
+        let rest = self
+            .agreement_certain
+            .map_or_else(|| "-".to_string(), |a| format!("{:.0}%", 100.0 * a));
+        format!(
+            "uncertain: {} of {} points (the runner-up predicted within the model's error, {:.0}%); agreement on the other {}: {rest}",
+            self.uncertain,
+            self.points,
+            100.0 * error,
+            self.points - self.uncertain
+        )
+    }
+}
+
 fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
     m.iter()
         .min_by(|a, b| a.1.total_cmp(b.1))
@@ -472,13 +497,23 @@ fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
         .expect("a point with algorithms")
 }
 
+/// Whether the runner-up of `predicted` is within `error` (a share) of
+/// the winner ([`Point::uncertain`]).
+pub fn within_error(predicted: &BTreeMap<u32, f64>, error: f64) -> bool {
+    let mut t: Vec<f64> = predicted.values().copied().collect();
+    t.sort_by(f64::total_cmp);
+    t.len() >= 2 && t[1] <= t[0] * (1.0 + error)
+}
+
 /// Predicts every point of `meas` that measured two forced algorithms or
-/// more, on model `m` with ranks placed by `mapping` on `layout`.
+/// more, on model `m` with ranks placed by `mapping` on `layout`, each
+/// time taken as `kind` of the ranks' times.
 pub fn check(
     m: &Model,
     layout: &Layout,
     mapping: Mapping,
     meas: &Measured,
+    kind: TimeKind,
 ) -> Result<(Vec<Point>, Summary), String> {
     let mut points = Vec::new();
     for (&(ranks, bytes), algs) in meas {
@@ -493,7 +528,7 @@ pub fn check(
         let mut times = BTreeMap::new();
         for (&a, &t) in algs {
             let p = trees::simulate(m, layout, mapping, a, ranks, bytes)
-                .map(|e| trees::osu_time(&e))
+                .map(|e| kind.of(&e))
                 .map_err(|e| format!("{ranks} ranks, {bytes} B, algorithm {a}: {e}"))?;
             times.insert(a, (t, p));
         }
@@ -507,6 +542,7 @@ pub fn check(
             predicted_winner: pw,
             regret: forced[&pw] / best,
             default_regret: algs.get(&0).map(|d| d / best),
+            uncertain: within_error(&predicted, m.fit_error.unwrap_or(0.0)),
             times,
         });
     }
@@ -554,7 +590,11 @@ pub fn summarize(points: &[Point]) -> Summary {
             forced.map(|(_, x)| d / x.0)
         })
         .collect();
+    let certain: Vec<&Point> = points.iter().filter(|p| !p.uncertain).collect();
     Summary {
+        uncertain: points.len() - certain.len(),
+        agreement_certain: (!certain.is_empty())
+            .then(|| certain.iter().filter(|p| p.agrees()).count() as f64 / certain.len() as f64),
         default_self: (!same.is_empty()).then(|| (same.len(), geomean(&same))),
         points: points.len(),
         agreement: points.iter().filter(|p| p.agrees()).count() as f64 / points.len() as f64,
