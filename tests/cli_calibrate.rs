@@ -29,7 +29,10 @@ fn bcast_csv(d: &Path) -> PathBuf {
         for b in [8u64, 1024, 65536] {
             let lg = f64::from(r).log2();
             let per = b as f64 * 2e-4;
-            t += &format!("1,{r},{b},{:.3}\n", 0.5 + 0.4 * f64::from(r - 1) + per * f64::from(r - 1));
+            t += &format!(
+                "1,{r},{b},{:.3}\n",
+                0.5 + 0.4 * f64::from(r - 1) + per * f64::from(r - 1)
+            );
             t += &format!("6,{r},{b},{:.3}\n", 0.8 + 0.6 * lg + per * lg);
         }
     }
@@ -44,19 +47,42 @@ fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
     let csv = bcast_csv(&d);
     let model = d.join("m.yaml");
     let o = ct(&[
-        "calibrate", "--collectives", s(&csv), "--layout", "node:2,core:4", "--mapping", "core", "-o",
+        "calibrate",
+        "--collectives",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "-o",
         s(&model),
     ]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("collectives: 18 points (algorithms 1-6; 2-8 ranks; 8-65536 B"), "{out}");
+    assert!(
+        out.contains("collectives: 18 points (algorithms 1-6; 2-8 ranks; 8-65536 B"),
+        "{out}"
+    );
     assert!(out.contains("start: colltune's generic figures"), "{out}");
-    assert!(out.contains("not pinned, left at the start's figure"), "{out}");
+    assert!(
+        out.contains("not pinned, left at the start's figure"),
+        "{out}"
+    );
     assert!(out.contains("residuals: error median"), "{out}");
     let y = std::fs::read_to_string(&model).unwrap();
-    assert!(y.contains("fit_error:") && y.contains("calibrate --collectives"), "{y}");
+    assert!(
+        y.contains("fit_error:") && y.contains("calibrate --collectives"),
+        "{y}"
+    );
     let o = ct(&[
-        "predict", "--model", s(&model), "--measured", s(&csv), "--layout", "node:2,core:4", "--mapping",
+        "predict",
+        "--model",
+        s(&model),
+        "--measured",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
         "core",
     ]);
     let out = text(&o);
@@ -66,22 +92,53 @@ fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
     assert!(lines[lines.len() - 1].starts_with("agreement "), "{out}");
     // plan on a grid: points and the commands that measure them.
     let o = ct(&[
-        "plan", "--budget", "4", "--layout", "node:2,core:4", "--mapping", "core", "--model", s(&model),
-        "--algorithms", "1,6", "--sizes", "1..64K",
+        "plan",
+        "--budget",
+        "4",
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "--model",
+        s(&model),
+        "--algorithms",
+        "1,6",
+        "--sizes",
+        "1..64K",
     ]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("# 4 of "), "{out}");
-    assert!(out.contains("osu_bcast -m") && out.contains("IMB-MPI1 Bcast") && out.contains("colltune bench"), "{out}");
+    assert!(
+        out.contains("osu_bcast -m")
+            && out.contains("IMB-MPI1 Bcast")
+            && out.contains("colltune bench"),
+        "{out}"
+    );
     // plan on a measured set: the chosen points and the rest, apart.
     let (fit, rest) = (d.join("fit.csv"), d.join("rest.csv"));
     let o = ct(&[
-        "plan", "--budget", "5", "--from", s(&csv), "--layout", "node:2,core:4", "--mapping", "core", "-o",
-        s(&fit), "--rest", s(&rest),
+        "plan",
+        "--budget",
+        "5",
+        "--from",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "-o",
+        s(&fit),
+        "--rest",
+        s(&rest),
     ]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("wrote 5 samples of the chosen points") && out.contains("wrote 13 samples of the other points"), "{out}");
+    assert!(
+        out.contains("wrote 5 samples of the chosen points")
+            && out.contains("wrote 13 samples of the other points"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -94,13 +151,98 @@ fn bad_input_is_an_error_naming_what_to_do() {
     let garbled = d.join("g.csv");
     std::fs::write(&garbled, "algorithm,ranks,bytes,time_us\n6,4,8,fast\n").unwrap();
     for (args, says) in [
-        (vec!["calibrate", "--collectives", s(&csv), "--mapping", "core", "-o", s(&model)], "needs --layout"),
-        (vec!["calibrate", "--collectives", s(&csv), "--layout", "node:2,core:4", "-o", s(&model)], "needs --mapping"),
-        (vec!["calibrate", "--collectives", s(&csv), "--layout", "node:1,core:2", "--mapping", "core", "-o", s(&model)], "give a --layout"),
-        (vec!["calibrate", "--collectives", s(&empty), "--layout", "node:2,core:4", "--mapping", "core", "-o", s(&model)], "no files in it"),
-        (vec!["calibrate", "--collectives", s(&garbled), "--layout", "node:2,core:4", "--mapping", "core", "-o", s(&model)], "g.csv:2"),
-        (vec!["plan", "--budget", "0", "--layout", "node:2,core:4", "--mapping", "core"], "--budget must be at least 1"),
-        (vec!["plan", "--budget", "3", "--layout", "node:2,core:4", "--mapping", "core", "-o", s(&model)], "give --from SET"),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "needs --layout",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--layout",
+                "node:2,core:4",
+                "-o",
+                s(&model),
+            ],
+            "needs --mapping",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--layout",
+                "node:1,core:2",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "give a --layout",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&empty),
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "no files in it",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&garbled),
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "g.csv:2",
+        ),
+        (
+            vec![
+                "plan",
+                "--budget",
+                "0",
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+            ],
+            "--budget must be at least 1",
+        ),
+        (
+            vec![
+                "plan",
+                "--budget",
+                "3",
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "give --from SET",
+        ),
     ] {
         let o = ct(&args);
         let out = text(&o);

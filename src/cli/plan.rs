@@ -75,7 +75,9 @@ fn numbers(t: &str, what: &str) -> anyhow::Result<Vec<u64>> {
 fn grid(a: &Args, layout: &Layout, mapping: Mapping) -> anyhow::Result<Vec<plan::Candidate>> {
     let algs = numbers(&a.algorithms, "algorithms")?;
     if let Some(bad) = algs.iter().find(|&&x| x > 9) {
-        return Err(usage(format!("--algorithms: coll/tuned has no broadcast algorithm {bad} (0-9)")));
+        return Err(usage(format!(
+            "--algorithms: coll/tuned has no broadcast algorithm {bad} (0-9)"
+        )));
     }
     let ranks = match &a.ranks {
         Some(r) => numbers(r, "ranks")?,
@@ -110,7 +112,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         return Err(usage("--budget must be at least 1"));
     }
     if (a.out.is_some() || a.rest.is_some()) && a.from.is_empty() {
-        return Err(usage("-o and --rest write the points of a measured set: give --from SET"));
+        return Err(usage(
+            "-o and --rest write the points of a measured set: give --from SET",
+        ));
     }
     let model = match &a.model {
         Some(p) => Model::load(p).map_err(usage)?,
@@ -122,7 +126,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     } else {
         let obs = fit::observations(&samples, mapping);
         if obs.is_empty() {
-            return Err(usage("--from: no broadcast of Open MPI's algorithms (coll/tuned 0-9) in the set"));
+            return Err(usage(
+                "--from: no broadcast of Open MPI's algorithms (coll/tuned 0-9) in the set",
+            ));
         }
         let cands = obs
             .iter()
@@ -144,7 +150,14 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     );
     for p in &chosen {
         let c = &p.candidate;
-        outln!("{:>2} {:>6} {:>10} {:<6} {:.3}", c.algorithm, c.ranks, c.bytes, c.mapping, p.gain);
+        outln!(
+            "{:>2} {:>6} {:>10} {:<6} {:.3}",
+            c.algorithm,
+            c.ranks,
+            c.bytes,
+            c.mapping,
+            p.gain
+        );
     }
     commands(&chosen);
     let keep = |s: &record::Sample| {
@@ -156,8 +169,12 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
                 && predict::sample_mapping(s).unwrap_or(mapping) == c.mapping
         })
     };
-    let (subset, rest): (Vec<record::Sample>, Vec<record::Sample>) = samples.into_iter().partition(keep);
-    for (path, v, what) in [(&a.out, subset, "the chosen points"), (&a.rest, rest, "the other points")] {
+    let (subset, rest): (Vec<record::Sample>, Vec<record::Sample>) =
+        samples.into_iter().partition(keep);
+    for (path, v, what) in [
+        (&a.out, subset, "the chosen points"),
+        (&a.rest, rest, "the other points"),
+    ] {
         if let Some(path) = path {
             record::Writer::open(path, false)
                 .and_then(|mut w| w.write(&v))
@@ -180,7 +197,10 @@ fn commands(chosen: &[plan::Planned]) {
     }
     outln!("# to measure them (the mpirun line echoed as a # comment first: `import` and `calibrate` read ranks, mapping and algorithm from it):");
     for ((alg, ranks, map), sizes) in &runs {
-        let (lo, hi) = (sizes.iter().min().copied().unwrap_or(1), sizes.iter().max().copied().unwrap_or(1));
+        let (lo, hi) = (
+            sizes.iter().min().copied().unwrap_or(1),
+            sizes.iter().max().copied().unwrap_or(1),
+        );
         let mpirun = format!(
             "mpirun -np {ranks} --map-by {map} --mca coll_tuned_use_dynamic_rules true --mca coll_tuned_bcast_algorithm {alg}"
         );

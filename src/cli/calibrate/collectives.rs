@@ -155,10 +155,12 @@ fn report(f: &Fitted, obs: &[Obs]) {
         per.join(", "),
         f.evaluations
     );
-    let worst = obs
-        .iter()
-        .zip(&f.predicted)
-        .max_by(|a, b| (a.1 / a.0.time_us).ln().abs().total_cmp(&(b.1 / b.0.time_us).ln().abs()));
+    let worst = obs.iter().zip(&f.predicted).max_by(|a, b| {
+        (a.1 / a.0.time_us)
+            .ln()
+            .abs()
+            .total_cmp(&(b.1 / b.0.time_us).ln().abs())
+    });
     if let Some((o, p)) = worst {
         outln!(
             "worst point: {} ranks, {} B, algorithm {}: measured {:.2} us, fitted {p:.2} us",

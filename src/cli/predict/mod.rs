@@ -92,7 +92,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     } else {
         predict::screen(&all)
     };
-    let (mut points, mut s) = predict::check(&model, &layout, mapping, &meas, kind).map_err(usage)?;
+    let (mut points, mut s) =
+        predict::check(&model, &layout, mapping, &meas, kind).map_err(usage)?;
     let mut dropped = Vec::new();
     for al in predict::alike(&points) {
         match al.suspect().filter(|_| !a.keep_unforced) {

@@ -40,7 +40,10 @@ fn files(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let name = p.to_string_lossy();
     let dir = if p.is_dir() {
         p.to_path_buf()
-    } else if [".tar.gz", ".tgz", ".tar"].iter().any(|s| name.ends_with(s)) {
+    } else if [".tar.gz", ".tgz", ".tar"]
+        .iter()
+        .any(|s| name.ends_with(s))
+    {
         unpack(p)?
     } else {
         return Ok(vec![p.to_path_buf()]);
@@ -75,18 +78,31 @@ fn files(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
 fn unpack(p: &Path) -> anyhow::Result<PathBuf> {
     let stem: String = p
         .file_name()
-        .map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), "-"))
+        .map(|n| {
+            n.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        })
         .unwrap_or_default();
     let dir = std::env::temp_dir().join(format!("colltune-{}-{stem}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| usage(format!("{}: cannot make {}: {e}", p.display(), dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        usage(format!(
+            "{}: cannot make {}: {e}",
+            p.display(),
+            dir.display()
+        ))
+    })?;
     let st = std::process::Command::new("tar")
         .arg("xf")
         .arg(p)
         .arg("-C")
         .arg(&dir)
         .status()
-        .map_err(|e| usage(format!("{}: cannot run tar to unpack it ({e}); unpack it and give the folder", p.display())))?;
+        .map_err(|e| {
+            usage(format!(
+                "{}: cannot run tar to unpack it ({e}); unpack it and give the folder",
+                p.display()
+            ))
+        })?;
     if !st.success() {
         return Err(usage(format!(
             "{}: tar could not unpack it; unpack it and give the folder",

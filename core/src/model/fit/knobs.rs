@@ -107,7 +107,8 @@ pub fn apply(base: &Model, x: &[f64]) -> Model {
                 m.memory_copy_gbs = Some(memory_default(base) * f);
             }
             Knob::NodeLoad => {
-                m.intra_load_per_rank = Some(base.intra_load_per_rank.unwrap_or(INTRA_LOAD_PER_RANK) * f);
+                m.intra_load_per_rank =
+                    Some(base.intra_load_per_rank.unwrap_or(INTRA_LOAD_PER_RANK) * f);
             }
             Knob::NetOverhead => net_links(&mut m, |l| l.overhead_us *= f),
             Knob::NetLatency => net_links(&mut m, |l| l.latency_us *= f),
@@ -192,10 +193,9 @@ pub fn figure(m: &Model, k: Knob) -> String {
         Knob::NetOverhead => format!("o (us): {}", net(|l| l.overhead_us)),
         Knob::NetLatency => format!("L (us): {}", net(|l| l.latency_us)),
         Knob::NetBandwidth => format!("GB/s: {}", net(|l| l.bandwidth_gbs)),
-        Knob::TopBandwidth => m
-            .group
-            .as_ref()
-            .map_or("no group level".into(), |g| format!("{:.3} GB/s", g.link.bandwidth_gbs)),
+        Knob::TopBandwidth => m.group.as_ref().map_or("no group level".into(), |g| {
+            format!("{:.3} GB/s", g.link.bandwidth_gbs)
+        }),
     }
 }
 

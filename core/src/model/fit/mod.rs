@@ -113,15 +113,17 @@ pub fn observations(samples: &[Sample], mapping: Mapping) -> Vec<Obs> {
         e.0.push(s.time_us);
     }
     runs.into_iter()
-        .map(|((mapping, ranks, bytes, algorithm, kind), (t, source))| Obs {
-            mapping,
-            algorithm,
-            ranks,
-            bytes,
-            time_us: median(&t),
-            kind,
-            source,
-        })
+        .map(
+            |((mapping, ranks, bytes, algorithm, kind), (t, source))| Obs {
+                mapping,
+                algorithm,
+                ranks,
+                bytes,
+                time_us: median(&t),
+                kind,
+                source,
+            },
+        )
         .collect()
 }
 
@@ -332,7 +334,10 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
     let mut report = Vec::new();
     let mut pinned = vec![false; n];
     for (k, info) in KNOBS.iter().enumerate() {
-        let mut why = (0, "no point moves (nothing in the data depends on it)".to_string());
+        let mut why = (
+            0,
+            "no point moves (nothing in the data depends on it)".to_string(),
+        );
         if live.contains(&k) {
             let mut up = x.clone();
             up[k] += 1.0;
@@ -348,9 +353,9 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
     // The pinned knobs again, the others held at the base's figure (the
     // search may have moved them to make up for another).
     let kept: Vec<usize> = live.iter().copied().filter(|&k| pinned[k]).collect();
-    for k in 0..n {
-        if !pinned[k] {
-            x[k] = 0.0;
+    for (v, &p) in x.iter_mut().zip(&pinned) {
+        if !p {
+            *v = 0.0;
         }
     }
     let (c, _) = eval(&x)?;

@@ -52,9 +52,7 @@ fn spread<T: Ord + Copy>(mut v: Vec<T>, max: usize) -> Vec<T> {
     if v.len() <= max || max < 2 {
         return v;
     }
-    (0..max)
-        .map(|i| v[i * (v.len() - 1) / (max - 1)])
-        .collect()
+    (0..max).map(|i| v[i * (v.len() - 1) / (max - 1)]).collect()
 }
 
 /// `cands` on at most [`MAX_RANKS`] rank counts and [`MAX_SIZES`] sizes.
@@ -82,13 +80,14 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
         if d.abs() < 1e-300 {
             continue;
         }
-        for r in 0..n {
+        let (pivot, bc) = (a[c].clone(), b[c]);
+        for (r, (row, br)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
             if r != c {
-                let f = a[r][c] / d;
-                for k in c..n {
-                    a[r][k] -= f * a[c][k];
+                let f = row[c] / d;
+                for (x, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                    *x -= f * p;
                 }
-                b[r] -= f * b[c];
+                *br -= f * bc;
             }
         }
     }
@@ -126,12 +125,21 @@ pub fn plan(
         let mut x = vec![0.0; KNOBS.len()];
         x[k] = 1.0;
         let p = simulate_all(&apply(base, &x), layout, &obs)?;
-        cols.push(p.iter().zip(&at).map(|(a, b)| (a / b).ln()).collect::<Vec<f64>>());
+        cols.push(
+            p.iter()
+                .zip(&at)
+                .map(|(a, b)| (a / b).ln())
+                .collect::<Vec<f64>>(),
+        );
     }
     let dims = cols.len();
     let row = |i: usize| -> Vec<f64> { cols.iter().map(|c| c[i]).collect() };
     let mut m: Vec<Vec<f64>> = (0..dims)
-        .map(|i| (0..dims).map(|j| if i == j { RIDGE } else { 0.0 }).collect())
+        .map(|i| {
+            (0..dims)
+                .map(|j| if i == j { RIDGE } else { 0.0 })
+                .collect()
+        })
         .collect();
     let mut taken = vec![false; cands.len()];
     let mut out = Vec::new();
@@ -148,9 +156,9 @@ pub fn plan(
         let Some((i, q)) = best else { break };
         taken[i] = true;
         let j = row(i);
-        for a in 0..dims {
-            for b in 0..dims {
-                m[a][b] += j[a] * j[b];
+        for (row, ja) in m.iter_mut().zip(&j) {
+            for (x, jb) in row.iter_mut().zip(&j) {
+                *x += ja * jb;
             }
         }
         out.push(Planned {
@@ -170,7 +178,10 @@ mod tests {
         assert_eq!(spread(vec![5, 1, 3, 2, 4, 1], 3), vec![1, 3, 5]);
         assert_eq!(spread(vec![2, 1], 8), vec![1, 2]);
         let y = solve(vec![vec![2.0, 1.0], vec![1.0, 3.0]], vec![3.0, 5.0]);
-        assert!((y[0] - 0.8).abs() < 1e-12 && (y[1] - 1.4).abs() < 1e-12, "{y:?}");
+        assert!(
+            (y[0] - 0.8).abs() < 1e-12 && (y[1] - 1.4).abs() < 1e-12,
+            "{y:?}"
+        );
     }
 
     #[test]
@@ -199,6 +210,9 @@ mod tests {
         assert!(p.iter().any(|x| x.candidate.bytes == 1 << 20), "{p:?}");
         assert!(p.iter().any(|x| x.candidate.bytes <= 1024), "{p:?}");
         // Deterministic.
-        assert_eq!(p, plan(&base, &layout, &cands, TimeKind::MeanOverRanks, 6).unwrap());
+        assert_eq!(
+            p,
+            plan(&base, &layout, &cands, TimeKind::MeanOverRanks, 6).unwrap()
+        );
     }
 }

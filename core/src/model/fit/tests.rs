@@ -55,7 +55,10 @@ fn recovers_the_figures_it_simulated_its_data_with() {
     // moves half as fast.
     let truth = apply(
         &base,
-        &x_of(&[(Knob::NodeOverhead, 3f64.log2()), (Knob::NetBandwidth, -1.0)]),
+        &x_of(&[
+            (Knob::NodeOverhead, 3f64.log2()),
+            (Knob::NetBandwidth, -1.0),
+        ]),
     );
     let obs = measured_on(&truth, points(&[2, 4, 8, 12, 16]));
     let f = fit(&base, &layout(), &obs).unwrap();
@@ -79,7 +82,12 @@ fn a_figure_the_data_does_not_touch_is_left_at_the_base_and_said() {
     // One node only: nothing between nodes.
     let obs = measured_on(&truth, points(&[2, 4, 8]));
     let f = fit(&base, &layout(), &obs).unwrap();
-    for name in ["net-overhead", "net-latency", "net-bandwidth", "top-bandwidth"] {
+    for name in [
+        "net-overhead",
+        "net-latency",
+        "net-bandwidth",
+        "top-bandwidth",
+    ] {
         let k = knob(&f, name);
         assert!(!k.pinned && k.factor == 1.0, "{k:?}");
         assert!(k.basis.contains("no point"), "{k:?}");
@@ -90,7 +98,10 @@ fn a_figure_the_data_does_not_touch_is_left_at_the_base_and_said() {
 #[test]
 fn bad_input_is_refused_with_what_to_do() {
     let base = generic();
-    assert!(matches!(fit(&base, &layout(), &[]), Err(FitError::NoPoints)));
+    assert!(matches!(
+        fit(&base, &layout(), &[]),
+        Err(FitError::NoPoints)
+    ));
     let mut obs = points(&[2]);
     obs[1].time_us = -3.0;
     let e = fit(&base, &layout(), &obs).unwrap_err();
@@ -126,5 +137,8 @@ fn observations_take_the_median_of_runs_and_the_time_kind_of_the_source() {
     let six = o.iter().find(|x| x.algorithm == 6).unwrap();
     assert_eq!(six.time_us, 2.0);
     let five = o.iter().find(|x| x.algorithm == 5).unwrap();
-    assert_eq!((five.kind, five.mapping), (TimeKind::Slowest, Mapping::Node));
+    assert_eq!(
+        (five.kind, five.mapping),
+        (TimeKind::Slowest, Mapping::Node)
+    );
 }

@@ -349,7 +349,11 @@ fn a_point_whose_runner_up_is_within_the_models_error_is_uncertain() {
     pts[0].uncertain = true;
     let s = summarize(&pts);
     assert_eq!((s.uncertain, s.agreement_certain), (1, Some(0.0)));
-    assert!(s.line().starts_with("agreement 50% of 2 points;"), "{}", s.line());
+    assert!(
+        s.line().starts_with("agreement 50% of 2 points;"),
+        "{}",
+        s.line()
+    );
     assert!(s
         .uncertain_line(0.1)
         .starts_with("uncertain: 1 of 2 points (the runner-up predicted within the model's error, 10%); agreement on the other 1: 0%"));
