@@ -87,7 +87,8 @@ fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
     ]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    let lines: Vec<&str> = out.lines().collect();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[lines.len() - 2].starts_with("uncertain: "), "{out}");
     assert!(lines[lines.len() - 1].starts_with("agreement "), "{out}");
     // plan on a grid: points and the commands that measure them.
@@ -215,7 +216,7 @@ fn bad_input_is_an_error_naming_what_to_do() {
                 "-o",
                 s(&model),
             ],
-            "g.csv:2",
+            "line 2: time_us `fast` is not a number",
         ),
         (
             vec![

@@ -27,10 +27,30 @@ pub fn collectives(
         ..Options::default()
     };
     let mut samples = Vec::new();
+    // Each kind of warning once, with how many files gave it (a folder of
+    // pico's files skips every `over` file alike).
+    let mut warned: Vec<(String, String, usize)> = Vec::new();
     for p in paths {
         for f in files(p)? {
-            samples.extend(one(&f, &opts, mapping)?);
+            let (got, first) = one(&f, &opts, mapping)?;
+            samples.extend(got);
+            if let Some((place, what)) = first {
+                match warned.iter_mut().find(|w| w.1 == what) {
+                    Some(w) => w.2 += 1,
+                    None => warned.push((place, what, 1)),
+                }
+            }
         }
+    }
+    for (place, what, n) in warned {
+        let more = if n > 1 {
+            format!(" (and {} more files alike)", n - 1)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "colltune: warning: {place}: {what}{more}; `colltune import` lists every warning"
+        );
     }
     Ok(samples)
 }
@@ -112,20 +132,25 @@ fn unpack(p: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// One file: colltune's raw CSV as it is, anything else through the
-/// importer.
-fn one(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<Vec<Sample>> {
+/// The samples of one file and its first warning (`file:line`, what):
+/// colltune's raw CSV as it is, anything else through the importer.
+type OneFile = (Vec<Sample>, Option<(String, String)>);
+fn one(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<OneFile> {
     let head = std::fs::read_to_string(p)
         .map_err(|e| usage(format!("{}: cannot read: {e}", p.display())))?;
     if head.starts_with("collective,") {
-        return record::read(p).map_err(usage);
+        return Ok((record::read(p).map_err(usage)?, None));
     }
     let got = import::read(p, opts).map_err(usage)?;
-    crate::cli::p2p::warn_first(p, &got);
+    let first = got
+        .warnings
+        .first()
+        .map(|w| (format!("{}:{}", p.display(), w.line), w.what.clone()));
     let name = p
         .file_name()
         .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into());
     let source = format!("imported:{}:{name}", got.origin);
-    import::to_samples(&got.bcast, None, Some(mapping), "", &source)
-        .map_err(|(l, w)| usage(format!("{}:{l}: {w}", p.display())))
+    let samples = import::to_samples(&got.bcast, None, Some(mapping), "", &source)
+        .map_err(|(l, w)| usage(format!("{}:{l}: {w}", p.display())))?;
+    Ok((samples, first))
 }
