@@ -56,6 +56,7 @@ fn slow_model() -> Model {
         memory_copy_gbs: None,
         intra_load_per_rank: None,
         group: None,
+        fit_error: None,
     }
 }
 

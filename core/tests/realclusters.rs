@@ -16,7 +16,7 @@ use colltune_core::measure::import::{self, Options, P2pRow};
 use colltune_core::measure::record::Sample;
 use colltune_core::model::levels::fit_model;
 use colltune_core::model::placement::{Layout, Level, Mapping};
-use colltune_core::model::predict::{alike, check, measured, screen, Summary};
+use colltune_core::model::predict::{alike, check, measured, screen, Summary, TimeKind};
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
@@ -80,7 +80,7 @@ fn run(p2p: &[P2pRow], samples: &[Sample], layout: &str, mapping: Mapping) -> Su
     assert!(fit.stand_ins.is_empty(), "{:?}", fit.stand_ins);
     // As `predict` does by default: the glitch rule applied, with a count.
     let (meas, glitches) = screen(&measured(samples, mapping));
-    let (points, s) = check(&fit.model, &layout, mapping, &meas).unwrap();
+    let (points, s) = check(&fit.model, &layout, mapping, &meas, TimeKind::MeanOverRanks).unwrap();
     // Every run of these sets forced what it says: none measured alike
     // with another where the two run different code.
     let flagged = alike(&points);
@@ -141,9 +141,8 @@ fn orfeo_epyc_from_its_ping_pong() {
     }
 }
 
-#[test]
-fn orfeo_thin_from_its_ping_pong() {
-    let Some(dir) = sets() else { return };
+/// THIN's ping-pong rows and broadcast samples, as a site has them.
+fn thin(dir: &Path) -> (Vec<P2pRow>, Vec<Sample>) {
     let d = dir.join("orfeo-thin");
     let mut p2p = Vec::new();
     for (file, level) in [
@@ -161,10 +160,81 @@ fn orfeo_thin_from_its_ping_pong() {
         "bytes=Size,time_us=\"Latency (us)\",ranks=np",
         "broadcast_flat=1,broadcast_chain=2,broadcast_binary_tree=5,scatter_flat=skip,scatter_binomial=skip,scatter_nb=skip",
     );
-    let samples = bcast(&d.join("bcast_thin_merged.tsv"), &b, Mapping::Core);
+    (
+        p2p,
+        bcast(&d.join("bcast_thin_merged.tsv"), &b, Mapping::Core),
+    )
+}
+
+#[test]
+fn orfeo_thin_from_its_ping_pong() {
+    let Some(dir) = sets() else { return };
+    let (p2p, samples) = thin(&dir);
     let s = run(&p2p, &samples, "node:2,socket:2,core:12", Mapping::Core);
     hold(&s, "orfeo-thin mapped by core", 0.76, 1.04);
     assert!(s.default_regret.is_none(), "no default rows in this set");
+}
+
+/// `plan --budget 20 --from` THIN, `calibrate --collectives` on those 20
+/// points from the ping-pong's model, `predict` on the others: the fit
+/// moves what the ping-pong cannot hold, and out of sample the times come
+/// nearer than the ping-pong's (docs/measurements/2026-12-07-calibrate).
+#[test]
+fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
+    use colltune_core::model::fit::{self, plan};
+    let Some(dir) = sets() else { return };
+    let (p2p, samples) = thin(&dir);
+    let layout = Layout::parse("node:2,socket:2,core:12").unwrap();
+    let base = fit_model(&p2p, &layout, "t", None).unwrap().model;
+    let obs = fit::observations(&samples, Mapping::Core);
+    let cands: Vec<plan::Candidate> = obs
+        .iter()
+        .map(|o| plan::Candidate {
+            mapping: o.mapping,
+            algorithm: o.algorithm,
+            ranks: o.ranks,
+            bytes: o.bytes,
+        })
+        .collect();
+    let chosen = plan::plan(&base, &layout, &cands, TimeKind::MeanOverRanks, 20).unwrap();
+    assert_eq!(chosen.len(), 20);
+    let picked = |r: usize, b: u64, a: u32| {
+        chosen.iter().any(|p| {
+            let c = &p.candidate;
+            (c.ranks, c.bytes, c.algorithm) == (r, b, a)
+        })
+    };
+    let train: Vec<fit::Obs> = obs
+        .iter()
+        .filter(|o| picked(o.ranks, o.bytes, o.algorithm))
+        .cloned()
+        .collect();
+    let f = fit::fit(&base, &layout, &train).unwrap();
+    assert!(f.error_median < f.base_error_median, "{f:?}");
+    let test: Vec<Sample> = samples
+        .into_iter()
+        .filter(|s| {
+            !(0..10).any(|a| {
+                colltune_core::model::predict::is_forced(s, a)
+                    && picked(s.ranks as usize, s.bytes, a)
+            })
+        })
+        .collect();
+    let (meas, _) = screen(&measured(&test, Mapping::Core));
+    let kind = TimeKind::MeanOverRanks;
+    let (_, ping) = check(&base, &layout, Mapping::Core, &meas, kind).unwrap();
+    let (_, cal) = check(&f.model, &layout, Mapping::Core, &meas, kind).unwrap();
+    eprintln!(
+        "thin, ping-pong: {}\nthin, calibrated on 20: {}",
+        ping.line(),
+        cal.line()
+    );
+    assert!(
+        cal.time_error_median < 0.75 * ping.time_error_median,
+        "{}",
+        cal.line()
+    );
+    assert!(cal.regret_geomean <= 1.10, "{}", cal.line());
 }
 
 /// The Leonardo set (pico's per-call files, `leonardo-bcast.tar.gz`):

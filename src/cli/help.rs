@@ -49,7 +49,14 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Run an application with a table", &["export", "deploy"]),
     (
         "Model a cluster: simulate, import published results, predict",
-        &["simulate", "import", "predict", "calibrate", "noise"],
+        &[
+            "simulate",
+            "import",
+            "predict",
+            "plan",
+            "calibrate",
+            "noise",
+        ],
     ),
     ("Set up and reference", &["list", "generate"]),
 ];

@@ -54,6 +54,7 @@ mod list;
 mod measure;
 mod noise;
 mod p2p;
+mod plan;
 mod plot;
 mod predict;
 mod report;
@@ -150,6 +151,9 @@ pub enum Command {
     /// Predict which of Open MPI's broadcast algorithms wins, from
     /// point-to-point results, and check it against measured broadcasts.
     Predict(predict::Args),
+    /// Which broadcast points to measure so that `calibrate --collectives`
+    /// pins the model best, with the command lines that measure them.
+    Plan(plan::Args),
     /// Fit a machine's noise profile from raw CSVs, or benchmark the tuner
     /// on the simulator with a profile's noise laid over it.
     Noise(noise::Args),
@@ -202,6 +206,7 @@ pub fn main() -> i32 {
         Command::Simulate(a) => simulate::run(a),
         Command::Import(a) => import::run(a),
         Command::Predict(a) => predict::run(a),
+        Command::Plan(a) => plan::run(a),
         Command::Noise(a) => noise::run(a),
         #[cfg(feature = "mpi")]
         Command::Calibrate(a) => calibrate::run(a),

@@ -307,6 +307,7 @@ pub fn fit_model(
         memory_copy_gbs: Some(memory_copy_gbs),
         intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
         group: None,
+        fit_error: Some(ping_pong_error(&fits)),
     };
     model.check()?;
     Ok(LevelsFit {
@@ -314,6 +315,14 @@ pub fn fit_model(
         fits,
         stand_ins,
     })
+}
+
+/// The ping-pong's own residual, the error a model fitted to it carries
+/// ([`Model::fit_error`]): the median over levels of each level's median
+/// relative error.
+pub fn ping_pong_error(fits: &[(Level, LinkFit)]) -> f64 {
+    let errs: Vec<f64> = fits.iter().map(|f| f.1.median_rel_error).collect();
+    crate::measure::stats::median(&errs)
 }
 
 /// Per level of `m`, each rank's group (the simulator's

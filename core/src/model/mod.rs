@@ -11,6 +11,8 @@ pub mod alloc;
 pub mod calibrate;
 pub mod compare;
 #[cfg(feature = "tuner")]
+pub mod fit;
+#[cfg(feature = "tuner")]
 pub mod levels;
 pub mod placed;
 pub mod placement;

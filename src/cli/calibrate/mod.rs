@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+mod collectives;
 mod model;
 mod report;
 
@@ -42,7 +43,8 @@ pub struct Args {
     #[arg(long, default_value_t = 150)]
     budget_ms: u64,
     /// Take the links this job cannot measure (no two ranks on one node, or
-    /// only one node) from this model instead of failing.
+    /// only one node) from this model instead of failing; with
+    /// --collectives, the model the fit starts from.
     #[arg(long)]
     base: Option<PathBuf>,
     /// Every measured run (link, what, bytes, run, iterations, microseconds).
@@ -61,9 +63,25 @@ pub struct Args {
     /// measuring (no MPI): one link per level of distance they measure.
     #[command(flatten)]
     p2p: super::p2p::P2pArgs,
-    /// The machine, for --p2p: node:2,socket:2,cache:16,core:4.
+    /// The machine, for --p2p and --collectives: node:2,socket:2,cache:16,core:4.
     #[arg(long)]
     layout: Option<String>,
+    /// Fit the model to measured broadcasts instead (no MPI): osu_bcast /
+    /// IMB output, pico's per-call files (a folder or an archive), the
+    /// plain broadcast CSV or colltune's CSV; starts from --p2p's model,
+    /// --base, or generic figures.
+    #[arg(long, num_args = 1..)]
+    collectives: Vec<PathBuf>,
+    /// For --collectives: how ranks were placed where a file does not say
+    /// (core, socket or node).
+    #[arg(long)]
+    mapping: Option<String>,
+    /// For --collectives: column map (as import's --columns).
+    #[arg(long)]
+    columns: Option<String>,
+    /// For --collectives: label map (as import's --labels).
+    #[arg(long)]
+    labels: Option<String>,
 }
 
 /// ob1's match header (eager messages) and rendezvous header, bytes.
@@ -94,6 +112,19 @@ fn parse_ob1(s: &str) -> Result<(String, Protocol), UsageError> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
+    if !a.collectives.is_empty() {
+        return collectives::run(collectives::Inputs {
+            files: &a.collectives,
+            layout: a.layout.as_deref(),
+            mapping: a.mapping.as_deref(),
+            columns: a.columns.as_deref(),
+            labels: a.labels.as_deref(),
+            base: a.base.as_deref(),
+            p2p: &a.p2p,
+            name: a.name.as_deref(),
+            out: &a.out,
+        });
+    }
     if !a.p2p.p2p.is_empty() {
         return super::p2p::calibrate(&a.p2p, a.layout.as_deref(), a.name.as_deref(), &a.out);
     }

@@ -70,5 +70,11 @@ pub fn model_of(
         memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
         intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
         group: b.and_then(|b| b.group.clone()),
+        // The ping-pong's own residual: what `predict` holds a runner-up to.
+        fit_error: measured
+            .iter()
+            .flatten()
+            .map(|m| m.fit.median_rel_error)
+            .reduce(f64::max),
     }
 }

@@ -4,13 +4,12 @@
 //! per point the measured and predicted winners, the regret and each
 //! algorithm's time error, and the summary line.
 
+pub mod read;
 mod written;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{Code, UsageError};
-use colltune_core::measure::import::{self, Options};
-use colltune_core::measure::record::{self, Sample};
 use colltune_core::model::placement::{Layout, Mapping};
 use colltune_core::model::predict;
 use colltune_core::model::sim::Model;
@@ -81,22 +80,8 @@ pub struct Args {
     keep_unforced: bool,
 }
 
-fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
+pub(crate) fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
     UsageError(e.to_string()).into()
-}
-
-/// Reads measured broadcasts: colltune's raw CSV as it is, anything else
-/// through the importer.
-fn read_measured(p: &Path, opts: &Options, mapping: Mapping) -> anyhow::Result<Vec<Sample>> {
-    let head = std::fs::read_to_string(p)
-        .map_err(|e| usage(format!("{}: cannot read: {e}", p.display())))?;
-    if head.starts_with("collective,") {
-        return record::read(p).map_err(usage);
-    }
-    let got = import::read(p, opts).map_err(usage)?;
-    super::p2p::warn_first(p, &got);
-    import::to_samples(&got.bcast, None, Some(mapping), "", "imported")
-        .map_err(|(l, w)| usage(format!("{}:{l}: {w}", p.display())))
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
@@ -111,25 +96,21 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     if a.measured.is_empty() {
         return written::predict_only(&a, &model, &layout, mapping);
     }
-    let (columns, labels) =
-        import::maps(a.columns.as_deref(), a.labels.as_deref()).map_err(usage)?;
-    let opts = Options {
-        columns,
-        labels,
-        mapping: Some(mapping),
-        ..Options::default()
-    };
-    let mut samples = Vec::new();
-    for p in &a.measured {
-        samples.extend(read_measured(p, &opts, mapping)?);
-    }
+    let samples = read::collectives(
+        &a.measured,
+        a.columns.as_deref(),
+        a.labels.as_deref(),
+        mapping,
+    )?;
+    let kind = predict::TimeKind::of_samples(&samples);
     let mut all = predict::measured(&samples, mapping);
     let (mut meas, glitches) = if a.keep_glitches {
         (all.clone(), Vec::new())
     } else {
         predict::screen(&all)
     };
-    let (mut points, mut s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+    let (mut points, mut s) =
+        predict::check(&model, &layout, mapping, &meas, kind).map_err(usage)?;
     let mut dropped = Vec::new();
     for al in predict::alike(&points) {
         match al.suspect().filter(|_| !a.keep_unforced) {
@@ -149,7 +130,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             meas = predict::without(&meas, x);
             all = predict::without(&all, x);
         }
-        (points, s) = predict::check(&model, &layout, mapping, &meas).map_err(usage)?;
+        (points, s) = predict::check(&model, &layout, mapping, &meas, kind).map_err(usage)?;
     }
     if let Some(path) = &a.csv {
         written::write_predicted(path, &points, &model, &layout, mapping)?;
@@ -195,7 +176,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             None
         } else {
             Some(
-                predict::check(&model, &layout, mapping, &all)
+                predict::check(&model, &layout, mapping, &all, kind)
                     .map_err(usage)?
                     .1,
             )
@@ -210,6 +191,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         if let Some(every) = every {
             outln!("every time as measured: {}", every.line());
         }
+    }
+    if let Some(e) = model.fit_error {
+        outln!("{}", s.uncertain_line(e));
     }
     outln!("{}", s.line());
     Ok(Code::Ok)

@@ -120,7 +120,7 @@ fn write_rows(
 /// Per point: the measured and predicted winners, the regrets, and per
 /// algorithm the measured and predicted times and the error.
 pub fn print_points(points: &[predict::Point]) {
-    outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error");
+    outln!("# ranks bytes measured-winner predicted-winner regret default-regret | per algorithm: measured us, predicted us, error (? after the predicted winner: uncertain, the runner-up within the model's error)");
     for p in points {
         let d = p.default_regret.map_or("-".into(), |d| format!("{d:.2}"));
         let algs: Vec<String> = p
@@ -129,11 +129,12 @@ pub fn print_points(points: &[predict::Point]) {
             .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
             .collect();
         outln!(
-            "{:>5} {:>8} {:>2} {:>2} {:.2} {d} | {}",
+            "{:>5} {:>8} {:>2} {:>2}{} {:.2} {d} | {}",
             p.ranks,
             p.bytes,
             p.measured_winner,
             p.predicted_winner,
+            if p.uncertain { "?" } else { "" },
             p.regret,
             algs.join(", ")
         );

@@ -25,6 +25,57 @@ use crate::model::sim::Model;
 /// A prediction agrees within this much of the measured best.
 pub const AGREE_WITHIN: f64 = 1.05;
 
+/// What a measured time is of a call whose ranks took different times:
+/// `osu_bcast` and IMB report the mean over ranks of each rank's time; the
+/// pico benchmark the slowest rank's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimeKind {
+    MeanOverRanks,
+    Slowest,
+}
+
+impl TimeKind {
+    /// The time of a call whose ranks took `each` (from [`trees::simulate`]).
+    pub fn of(self, each: &[f64]) -> f64 {
+        match self {
+            TimeKind::MeanOverRanks => trees::osu_time(each),
+            TimeKind::Slowest => each.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// What a sample's time is, from where it came from: pico's per-call
+    /// files (`imported:pico:...`) the slowest rank's, anything else the
+    /// mean over ranks.
+    pub fn of_sample(s: &Sample) -> TimeKind {
+        if s.source.starts_with("imported:pico:") {
+            TimeKind::Slowest
+        } else {
+            TimeKind::MeanOverRanks
+        }
+    }
+
+    /// The kind of most of `samples` (the mean over ranks where they are
+    /// as many).
+    pub fn of_samples(samples: &[Sample]) -> TimeKind {
+        let slowest = samples
+            .iter()
+            .filter(|s| TimeKind::of_sample(s) == TimeKind::Slowest)
+            .count();
+        if 2 * slowest > samples.len() {
+            TimeKind::Slowest
+        } else {
+            TimeKind::MeanOverRanks
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeKind::MeanOverRanks => "the mean over ranks",
+            TimeKind::Slowest => "the slowest rank's",
+        }
+    }
+}
+
 /// Measured times: (ranks, bytes) -> algorithm -> median over runs (us).
 pub type Measured = BTreeMap<(usize, u64), BTreeMap<u32, f64>>;
 
@@ -365,6 +416,10 @@ pub struct Point {
     pub regret: f64,
     /// The library default's measured time over the measured best.
     pub default_regret: Option<f64>,
+    /// The runner-up's predicted time is within the model's own error
+    /// ([`Model::fit_error`]) of the predicted winner's: the model cannot
+    /// tell them apart.
+    pub uncertain: bool,
 }
 
 impl Point {
@@ -382,6 +437,10 @@ pub struct Summary {
     pub regret_worst: f64,
     /// Geometric mean of the default's regret over the points that have it.
     pub default_regret: Option<f64>,
+    /// Points marked [`Point::uncertain`].
+    pub uncertain: usize,
+    /// Agreement over the other points (None: every point uncertain).
+    pub agreement_certain: Option<f64>,
     /// Median time error over every algorithm and point.
     pub time_error_median: f64,
     /// Per algorithm: median time error.
@@ -414,6 +473,23 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// The line on the points the model cannot decide
+    /// ([`Point::uncertain`]), printed before [`Summary::line`].
+    pub fn uncertain_line(&self, error: f64) -> String {
+        let rest = self
+            .agreement_certain
+            .map_or_else(|| "-".to_string(), |a| format!("{:.0}%", 100.0 * a));
+        format!(
+            "uncertain: {} of {} points (the runner-up predicted within the model's error, {:.0}%); agreement on the other {}: {rest}",
+            self.uncertain,
+            self.points,
+            100.0 * error,
+            self.points - self.uncertain
+        )
+    }
+}
+
 fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
     m.iter()
         .min_by(|a, b| a.1.total_cmp(b.1))
@@ -421,13 +497,23 @@ fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
         .expect("a point with algorithms")
 }
 
+/// Whether the runner-up of `predicted` is within `error` (a share) of
+/// the winner ([`Point::uncertain`]).
+pub fn within_error(predicted: &BTreeMap<u32, f64>, error: f64) -> bool {
+    let mut t: Vec<f64> = predicted.values().copied().collect();
+    t.sort_by(f64::total_cmp);
+    t.len() >= 2 && t[1] <= t[0] * (1.0 + error)
+}
+
 /// Predicts every point of `meas` that measured two forced algorithms or
-/// more, on model `m` with ranks placed by `mapping` on `layout`.
+/// more, on model `m` with ranks placed by `mapping` on `layout`, each
+/// time taken as `kind` of the ranks' times.
 pub fn check(
     m: &Model,
     layout: &Layout,
     mapping: Mapping,
     meas: &Measured,
+    kind: TimeKind,
 ) -> Result<(Vec<Point>, Summary), String> {
     let mut points = Vec::new();
     for (&(ranks, bytes), algs) in meas {
@@ -442,7 +528,7 @@ pub fn check(
         let mut times = BTreeMap::new();
         for (&a, &t) in algs {
             let p = trees::simulate(m, layout, mapping, a, ranks, bytes)
-                .map(|e| trees::osu_time(&e))
+                .map(|e| kind.of(&e))
                 .map_err(|e| format!("{ranks} ranks, {bytes} B, algorithm {a}: {e}"))?;
             times.insert(a, (t, p));
         }
@@ -456,6 +542,7 @@ pub fn check(
             predicted_winner: pw,
             regret: forced[&pw] / best,
             default_regret: algs.get(&0).map(|d| d / best),
+            uncertain: within_error(&predicted, m.fit_error.unwrap_or(0.0)),
             times,
         });
     }
@@ -503,7 +590,11 @@ pub fn summarize(points: &[Point]) -> Summary {
             forced.map(|(_, x)| d / x.0)
         })
         .collect();
+    let certain: Vec<&Point> = points.iter().filter(|p| !p.uncertain).collect();
     Summary {
+        uncertain: points.len() - certain.len(),
+        agreement_certain: (!certain.is_empty())
+            .then(|| certain.iter().filter(|p| p.agrees()).count() as f64 / certain.len() as f64),
         default_self: (!same.is_empty()).then(|| (same.len(), geomean(&same))),
         points: points.len(),
         agreement: points.iter().filter(|p| p.agrees()).count() as f64 / points.len() as f64,

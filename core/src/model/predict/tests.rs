@@ -31,6 +31,7 @@ fn model() -> Model {
         memory_copy_gbs: None,
         intra_load_per_rank: None,
         group: None,
+        fit_error: None,
     }
 }
 
@@ -97,6 +98,7 @@ fn point(ranks: usize, bytes: u64, t: &[(u32, f64, f64)]) -> Point {
         default_regret: times.get(&0).map(|d| d.0 / times[&mw].0),
         measured_winner: mw,
         predicted_winner: pw,
+        uncertain: false,
         times,
     }
 }
@@ -331,4 +333,40 @@ fn without_a_model_the_default_is_held_against_each_forced_algorithm() {
         }
     }
     assert!(alike_default(&meas).is_empty());
+}
+
+#[test]
+fn a_point_whose_runner_up_is_within_the_models_error_is_uncertain() {
+    let two = |a: f64, b: f64| -> BTreeMap<u32, f64> { [(1, a), (2, b)].into_iter().collect() };
+    assert!(within_error(&two(10.0, 10.9), 0.1));
+    assert!(!within_error(&two(10.0, 11.5), 0.1));
+    assert!(!within_error(&[(1, 1.0)].into_iter().collect(), 0.5));
+    // The summary counts them apart and keeps the last line as it was.
+    let mut pts = vec![
+        point(4, 8, &[(1, 1.0, 1.0), (2, 2.0, 1.05)]),
+        point(4, 16, &[(1, 1.0, 2.0), (2, 2.0, 1.0)]),
+    ];
+    pts[0].uncertain = true;
+    let s = summarize(&pts);
+    assert_eq!((s.uncertain, s.agreement_certain), (1, Some(0.0)));
+    assert!(
+        s.line().starts_with("agreement 50% of 2 points;"),
+        "{}",
+        s.line()
+    );
+    assert!(s
+        .uncertain_line(0.1)
+        .starts_with("uncertain: 1 of 2 points (the runner-up predicted within the model's error, 10%); agreement on the other 1: 0%"));
+    // A model with an error marks points from its predictions.
+    let mut m = model();
+    m.fit_error = Some(10.0);
+    let l = Layout::parse("node:2,socket:2,core:4").unwrap();
+    let meas: Measured = [((4, 8), [(1, 3.0), (6, 2.0)].into_iter().collect())]
+        .into_iter()
+        .collect();
+    let (p, s) = check(&m, &l, Mapping::Core, &meas, TimeKind::MeanOverRanks).unwrap();
+    assert!(p[0].uncertain && s.uncertain == 1);
+    m.fit_error = None;
+    let (p, _) = check(&m, &l, Mapping::Core, &meas, TimeKind::Slowest).unwrap();
+    assert!(!p[0].uncertain);
 }

@@ -109,6 +109,12 @@ pub struct Model {
     /// groups. None: one group, every pair of nodes talks over `inter`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupLevel>,
+    /// How far the model's times were from the measurements it was fitted
+    /// to: the median relative error (`calibrate --collectives`: over the
+    /// collectives; `--p2p`: the ping-pong's). `predict` calls a point
+    /// uncertain where the runner-up is within it. None: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_error: Option<f64>,
 }
 
 /// Groups of nodes above the node level, and what a message between two

@@ -56,6 +56,7 @@ pub fn model() -> Model {
         memory_copy_gbs: None,
         intra_load_per_rank: None,
         group: None,
+        fit_error: None,
     }
 }
 

@@ -1,0 +1,397 @@
+//! A model calibrated from a few collectives (`colltune calibrate
+//! --collectives`): the figures a ping-pong cannot hold (what a message
+//! costs inside a broadcast, a forwarding hop, copies sharing a memory
+//! domain, a busy node, the links between groups of nodes) fitted to
+//! measured broadcast times of algorithms the simulator runs as the
+//! library does (Open MPI's coll/tuned trees with its numbering and forced
+//! defaults, its fixed decision for algorithm 0; [`crate::model::predict::trees`]).
+//!
+//! ```text
+//!   base model (ping-pong fit | model file | generic)
+//!        |  x: one factor 2^x per knob (knobs.rs)
+//!        v
+//!   simulate every measured point --> |ln(predicted / measured)|
+//!        |  compass search on x, steps 2, 1, 1/2, 1/4 (log2 units)
+//!        v
+//!   pinned? each fitted knob doubled and halved must cost the fit
+//!           >= 2% (else back to the base's figure, and said so)
+//!        |  the pinned knobs searched again (steps 1/2, 1/4), the others
+//!        v  held at the base; kept only where it beats the base itself
+//! ```
+//!
+//! The objective is the mean absolute log ratio of predicted to measured
+//! time over the points: every point weighs alike whatever its size, and
+//! a few points the model's shapes cannot follow (a library's quirk, a
+//! glitch) pull it less than squares would. The
+//! search is a deterministic pattern search (no random start, the knobs in
+//! one fixed order), so the same data gives the same model. A knob no
+//! point is sensitive to (doubling it moves no time by 1%) is not searched.
+//! Cost: about (2 x knobs) simulations of every point per pass, a few passes
+//! per step; the points are simulated on every core.
+//!
+//! Parameters: [`STEPS`], [`PASSES`], [`PINNED`], [`SENSITIVE`].
+
+pub mod knobs;
+pub mod plan;
+
+use std::collections::BTreeMap;
+
+use crate::measure::record::Sample;
+use crate::measure::stats::median;
+use crate::model::placement::{Layout, Mapping};
+use crate::model::predict::{self, trees, TimeKind};
+use crate::model::sim::Model;
+use knobs::{applies, apply, figure, KNOBS};
+
+/// The search's step sizes, log2 units (a factor 4, 2, 1.41, 1.19).
+pub const STEPS: [f64; 4] = [2.0, 1.0, 0.5, 0.25];
+/// At most this many passes over the knobs per step.
+pub const PASSES: usize = 3;
+/// A fitted knob doubled or halved must raise the objective by this share
+/// or more to count as pinned by the data.
+pub const PINNED: f64 = 0.02;
+/// A point is sensitive to a knob where doubling it moves its time by
+/// this share or more.
+pub const SENSITIVE: f64 = 0.01;
+/// No knob moves further than this from the base (log2 units: 2^12).
+const BOUND: f64 = 12.0;
+
+/// One measured point to fit: a broadcast of coll/tuned algorithm
+/// `algorithm` (0: the library's decision).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Obs {
+    pub mapping: Mapping,
+    pub algorithm: u32,
+    pub ranks: usize,
+    pub bytes: u64,
+    /// Median over the runs measured, microseconds.
+    pub time_us: f64,
+    pub kind: TimeKind,
+    /// Where it came from (the sample's source), for errors.
+    pub source: String,
+}
+
+/// What stops a fit.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error("no broadcast of Open MPI's algorithms (coll/tuned 0-9) among the collectives: give osu_bcast / IMB / pico results or colltune's CSV of `ompi_tuned` subjects")]
+    NoPoints,
+    #[error("{origin}: {ranks} ranks, {bytes} B, algorithm {algorithm}: time {time_us} us is not a positive number; fix or drop that row")]
+    BadTime {
+        origin: String,
+        ranks: usize,
+        bytes: u64,
+        algorithm: u32,
+        time_us: f64,
+    },
+    #[error("{origin}: {ranks} ranks, {bytes} B, algorithm {algorithm}: {why}; give a --layout with room for the ranks, or drop the row")]
+    Simulate {
+        origin: String,
+        ranks: usize,
+        bytes: u64,
+        algorithm: u32,
+        why: String,
+    },
+}
+
+/// The points to fit in `samples`: Open MPI's broadcasts, each key's
+/// median over its runs, under the mapping each sample says (else
+/// `mapping`); what each time is from its source ([`TimeKind::of_sample`]).
+pub fn observations(samples: &[Sample], mapping: Mapping) -> Vec<Obs> {
+    type Key = (Mapping, usize, u64, u32, TimeKind);
+    let mut runs: BTreeMap<Key, (Vec<f64>, String)> = BTreeMap::new();
+    for s in samples {
+        if s.collective != "bcast" {
+            continue;
+        }
+        let m = predict::sample_mapping(s).unwrap_or(mapping);
+        let alg = (0..=9u32).find(|&a| predict::is_forced(s, a));
+        let Some(alg) = alg else { continue };
+        let e = runs
+            .entry((m, s.ranks as usize, s.bytes, alg, TimeKind::of_sample(s)))
+            .or_insert_with(|| (Vec::new(), s.source.clone()));
+        e.0.push(s.time_us);
+    }
+    runs.into_iter()
+        .map(
+            |((mapping, ranks, bytes, algorithm, kind), (t, source))| Obs {
+                mapping,
+                algorithm,
+                ranks,
+                bytes,
+                time_us: median(&t),
+                kind,
+                source,
+            },
+        )
+        .collect()
+}
+
+/// The simulated time of every point on `m`, the points shared out over
+/// the machine's cores.
+pub fn simulate_all(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<Vec<f64>, FitError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, obs.len().max(1));
+    let one = |o: &Obs| {
+        trees::simulate(m, layout, o.mapping, o.algorithm, o.ranks, o.bytes)
+            .map(|e| o.kind.of(&e))
+            .map_err(|why| FitError::Simulate {
+                origin: o.source.clone(),
+                ranks: o.ranks,
+                bytes: o.bytes,
+                algorithm: o.algorithm,
+                why,
+            })
+    };
+    let parts: Vec<Result<Vec<(usize, f64)>, FitError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let one = &one;
+                s.spawn(move || {
+                    (t..obs.len())
+                        .step_by(threads)
+                        .map(|i| one(&obs[i]).map(|v| (i, v)))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a simulation thread"))
+            .collect()
+    });
+    let mut out = vec![0.0; obs.len()];
+    for part in parts {
+        for (i, v) in part? {
+            out[i] = v;
+        }
+    }
+    Ok(out)
+}
+
+/// The objective: mean |ln(predicted / measured)|.
+fn objective(pred: &[f64], obs: &[Obs]) -> f64 {
+    let sum: f64 = pred
+        .iter()
+        .zip(obs)
+        .map(|(p, o)| (p.max(1e-9) / o.time_us).ln().abs())
+        .sum();
+    sum / obs.len().max(1) as f64
+}
+
+/// One knob after the fit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnobFit {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// The fitted factor on the base's figure (1 where not pinned).
+    pub factor: f64,
+    /// The figure it sets, in words.
+    pub figure: String,
+    /// Whether the data pins it ([`PINNED`]).
+    pub pinned: bool,
+    /// The points sensitive to it ([`SENSITIVE`]): how many, and which
+    /// algorithms, ranks and sizes they span.
+    pub basis: String,
+}
+
+/// A fitted model and how it fits.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub model: Model,
+    pub knobs: Vec<KnobFit>,
+    /// Per point: predicted time.
+    pub predicted: Vec<f64>,
+    /// Median and worst |predicted / measured - 1|.
+    pub error_median: f64,
+    pub error_worst: f64,
+    /// The same at the base model, before the fit.
+    pub base_error_median: f64,
+    /// Simulations of the whole set the fit ran.
+    pub evaluations: usize,
+}
+
+/// Median and worst relative error.
+pub fn errors(pred: &[f64], obs: &[Obs]) -> (f64, f64) {
+    let e: Vec<f64> = pred
+        .iter()
+        .zip(obs)
+        .map(|(p, o)| (p / o.time_us - 1.0).abs())
+        .collect();
+    (median(&e), e.iter().copied().fold(0.0, f64::max))
+}
+
+/// The points whose time moves by [`SENSITIVE`] or more between `a` and
+/// `b`, in words.
+fn basis(a: &[f64], b: &[f64], obs: &[Obs]) -> (usize, String) {
+    let hit: Vec<&Obs> = obs
+        .iter()
+        .zip(a.iter().zip(b))
+        .filter(|(_, (x, y))| (*y / *x - 1.0).abs() >= SENSITIVE)
+        .map(|(o, _)| o)
+        .collect();
+    if hit.is_empty() {
+        return (0, format!("no point of {} moves", obs.len()));
+    }
+    let mut algs: Vec<u32> = hit.iter().map(|o| o.algorithm).collect();
+    algs.sort();
+    algs.dedup();
+    let span = |v: Vec<u64>| {
+        let lo = v.iter().min().copied().unwrap_or(0);
+        let hi = v.iter().max().copied().unwrap_or(0);
+        (lo, hi)
+    };
+    let (r0, r1) = span(hit.iter().map(|o| o.ranks as u64).collect());
+    let (b0, b1) = span(hit.iter().map(|o| o.bytes).collect());
+    let algs: Vec<String> = algs.iter().map(u32::to_string).collect();
+    (
+        hit.len(),
+        format!(
+            "{} of {} points (algorithms {}; {r0}-{r1} ranks; {b0}-{b1} B)",
+            hit.len(),
+            obs.len(),
+            algs.join(", ")
+        ),
+    )
+}
+
+/// A compass search from `x` (objective `cost`) over the knobs `live`,
+/// with the given steps: each knob moved up, else down, by a step while
+/// that lowers the objective, at most [`PASSES`] passes per step.
+fn search(
+    eval: &mut impl FnMut(&[f64]) -> Result<(f64, Vec<f64>), FitError>,
+    mut x: Vec<f64>,
+    mut cost: f64,
+    live: &[usize],
+    steps: &[f64],
+) -> Result<(Vec<f64>, f64), FitError> {
+    for &step in steps {
+        for _ in 0..PASSES {
+            let mut moved = false;
+            for &k in live {
+                for dir in [1.0, -1.0] {
+                    let mut y = x.clone();
+                    y[k] = (y[k] + dir * step).clamp(-BOUND, BOUND);
+                    let (c, _) = eval(&y)?;
+                    if c < cost * (1.0 - 1e-9) {
+                        (x, cost) = (y, c);
+                        moved = true;
+                        break;
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+    Ok((x, cost))
+}
+
+/// Fits the knobs of `base` to `obs` ([module text](self)).
+pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
+    if obs.is_empty() {
+        return Err(FitError::NoPoints);
+    }
+    if let Some(o) = obs
+        .iter()
+        .find(|o| !(o.time_us.is_finite() && o.time_us > 0.0))
+    {
+        return Err(FitError::BadTime {
+            origin: o.source.clone(),
+            ranks: o.ranks,
+            bytes: o.bytes,
+            algorithm: o.algorithm,
+            time_us: o.time_us,
+        });
+    }
+    let n = KNOBS.len();
+    let mut evaluations = 0;
+    let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
+        evaluations += 1;
+        let p = simulate_all(&apply(base, x), layout, obs)?;
+        Ok((objective(&p, obs), p))
+    };
+    let zero = vec![0.0; n];
+    let (base_cost, base_pred) = eval(&zero)?;
+    // Which knobs any point feels, at the base.
+    let mut live = Vec::new();
+    for (k, info) in KNOBS.iter().enumerate() {
+        if !applies(base, info.knob) {
+            continue;
+        }
+        let mut x = zero.clone();
+        x[k] = 1.0;
+        let (_, p) = eval(&x)?;
+        if basis(&base_pred, &p, obs).0 > 0 {
+            live.push(k);
+        }
+    }
+    let (mut x, mut cost) = search(&mut eval, zero.clone(), base_cost, &live, &STEPS)?;
+    // Pinned: doubling or halving the fitted figure costs PINNED or more.
+    let (_, at) = eval(&x)?;
+    let mut report = Vec::new();
+    let mut pinned = vec![false; n];
+    for (k, info) in KNOBS.iter().enumerate() {
+        let mut why = (
+            0,
+            "no point moves (nothing in the data depends on it)".to_string(),
+        );
+        if live.contains(&k) {
+            let mut up = x.clone();
+            up[k] += 1.0;
+            let (cu, pu) = eval(&up)?;
+            let mut down = x.clone();
+            down[k] -= 1.0;
+            let (cd, _) = eval(&down)?;
+            pinned[k] = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12;
+            why = basis(&at, &pu, obs);
+        }
+        report.push((k, info, why));
+    }
+    // The pinned knobs again, the others held at the base's figure (the
+    // search may have moved them to make up for another).
+    let kept: Vec<usize> = live.iter().copied().filter(|&k| pinned[k]).collect();
+    for (v, &p) in x.iter_mut().zip(&pinned) {
+        if !p {
+            *v = 0.0;
+        }
+    }
+    let (c, _) = eval(&x)?;
+    (x, cost) = search(&mut eval, x, c, &kept, &STEPS[2..])?;
+    if cost > base_cost {
+        // Nothing the data pins beats the start: keep the start.
+        x = zero;
+        pinned.iter_mut().for_each(|p| *p = false);
+    }
+    let model = apply(base, &x);
+    let predicted = simulate_all(&model, layout, obs)?;
+    evaluations += 1;
+    let (error_median, error_worst) = errors(&predicted, obs);
+    let knobs = report
+        .into_iter()
+        .map(|(k, info, (_, basis))| KnobFit {
+            name: info.name,
+            what: info.what,
+            factor: x[k].exp2(),
+            figure: figure(&model, info.knob),
+            pinned: pinned[k],
+            basis,
+        })
+        .collect();
+    let mut model = model;
+    model.fit_error = Some(error_median);
+    Ok(Fitted {
+        model,
+        knobs,
+        predicted,
+        error_median,
+        error_worst,
+        base_error_median: errors(&base_pred, obs).0,
+        evaluations,
+    })
+}
+
+#[cfg(test)]
+mod tests;

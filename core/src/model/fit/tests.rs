@@ -1,0 +1,144 @@
+//! The fit recovers figures it simulated its data with, says which it
+//! could not pin, and refuses bad input.
+
+use super::knobs::{apply, generic, Knob, KNOBS};
+use super::*;
+
+fn layout() -> Layout {
+    Layout::parse("node:2,core:8").unwrap()
+}
+
+fn points(ranks: &[usize]) -> Vec<Obs> {
+    let mut out = Vec::new();
+    for alg in [1, 2, 5, 6] {
+        for &r in ranks {
+            for bytes in [8, 4096, 65536, 1 << 20] {
+                out.push(Obs {
+                    mapping: Mapping::Core,
+                    algorithm: alg,
+                    ranks: r,
+                    bytes,
+                    time_us: 1.0,
+                    kind: TimeKind::MeanOverRanks,
+                    source: "test".into(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn x_of(pairs: &[(Knob, f64)]) -> Vec<f64> {
+    KNOBS
+        .iter()
+        .map(|i| pairs.iter().find(|p| p.0 == i.knob).map_or(0.0, |p| p.1))
+        .collect()
+}
+
+/// `obs` with the times `truth` gives them.
+fn measured_on(truth: &Model, obs: Vec<Obs>) -> Vec<Obs> {
+    let t = simulate_all(truth, &layout(), &obs).unwrap();
+    obs.into_iter()
+        .zip(t)
+        .map(|(o, t)| Obs { time_us: t, ..o })
+        .collect()
+}
+
+fn knob<'a>(f: &'a Fitted, name: &str) -> &'a KnobFit {
+    f.knobs.iter().find(|k| k.name == name).unwrap()
+}
+
+#[test]
+fn recovers_the_figures_it_simulated_its_data_with() {
+    let base = generic();
+    // Messages inside a broadcast cost 3x the base's overhead, the network
+    // moves half as fast.
+    let truth = apply(
+        &base,
+        &x_of(&[
+            (Knob::NodeOverhead, 3f64.log2()),
+            (Knob::NetBandwidth, -1.0),
+        ]),
+    );
+    let obs = measured_on(&truth, points(&[2, 4, 8, 12, 16]));
+    let f = fit(&base, &layout(), &obs).unwrap();
+    assert!(f.error_median < 0.02, "{f:?}");
+    assert!(f.base_error_median > 0.1, "{f:?}");
+    let o = knob(&f, "node-overhead");
+    assert!(o.pinned && (o.factor / 3.0 - 1.0).abs() < 0.2, "{o:?}");
+    let b = knob(&f, "net-bandwidth");
+    assert!(b.pinned && (b.factor / 0.5 - 1.0).abs() < 0.2, "{b:?}");
+    assert!(b.basis.contains("points"), "{b:?}");
+    // The model carries its own error; the fit is deterministic.
+    assert_eq!(f.model.fit_error, Some(f.error_median));
+    let again = fit(&base, &layout(), &obs).unwrap();
+    assert_eq!(again.model, f.model);
+}
+
+#[test]
+fn a_figure_the_data_does_not_touch_is_left_at_the_base_and_said() {
+    let base = generic();
+    let truth = apply(&base, &x_of(&[(Knob::NodeLatency, 1.0)]));
+    // One node only: nothing between nodes.
+    let obs = measured_on(&truth, points(&[2, 4, 8]));
+    let f = fit(&base, &layout(), &obs).unwrap();
+    for name in [
+        "net-overhead",
+        "net-latency",
+        "net-bandwidth",
+        "top-bandwidth",
+    ] {
+        let k = knob(&f, name);
+        assert!(!k.pinned && k.factor == 1.0, "{k:?}");
+        assert!(k.basis.contains("no point"), "{k:?}");
+    }
+    assert_eq!(f.model.inter, base.inter);
+}
+
+#[test]
+fn bad_input_is_refused_with_what_to_do() {
+    let base = generic();
+    assert!(matches!(
+        fit(&base, &layout(), &[]),
+        Err(FitError::NoPoints)
+    ));
+    let mut obs = points(&[2]);
+    obs[1].time_us = -3.0;
+    let e = fit(&base, &layout(), &obs).unwrap_err();
+    assert!(e.to_string().contains("not a positive number"), "{e}");
+    // More ranks than the layout has cores.
+    let mut obs = points(&[2]);
+    obs[0].ranks = 64;
+    obs[0].time_us = 5.0;
+    for o in &mut obs[1..] {
+        o.time_us = 5.0;
+    }
+    let e = fit(&base, &layout(), &obs).unwrap_err();
+    assert!(e.to_string().contains("give a --layout"), "{e}");
+}
+
+#[test]
+fn observations_take_the_median_of_runs_and_the_time_kind_of_the_source() {
+    let s = |alg: u32, t: f64, src: &str| {
+        let spec = format!("ompi_tuned:algorithm={alg},segment=0");
+        let mut x = crate::measure::record::sample(&spec, "library", 8, 1, t);
+        x.source = src.into();
+        x
+    };
+    let v = vec![
+        s(6, 1.0, "imported:osu:a:map-by-core"),
+        s(6, 3.0, "imported:osu:a:map-by-core"),
+        s(6, 2.0, "imported:osu:a:map-by-core"),
+        s(5, 9.0, "imported:pico:8_binary_ompi_int32.csv:map-by-node"),
+        s(2, 9.0, "imported:osu:a:map-by-core"),
+    ];
+    let o = observations(&v, Mapping::Core);
+    assert_eq!(o.len(), 3, "{o:?}");
+    let six = o.iter().find(|x| x.algorithm == 6).unwrap();
+    assert_eq!(six.time_us, 2.0);
+    let five = o.iter().find(|x| x.algorithm == 5).unwrap();
+    assert_eq!(
+        (five.kind, five.mapping),
+        (TimeKind::Slowest, Mapping::Node)
+    );
+}

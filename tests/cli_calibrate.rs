@@ -1,0 +1,254 @@
+//! `calibrate --collectives`, `plan` and `predict`'s uncertain points from
+//! the command line (no MPI): a model fitted to a small broadcast CSV is
+//! read back by `predict --model`, `plan` prints points and the command
+//! lines that measure them, and bad input is an error naming the file and
+//! what to do, never a panic.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ct(args: &[&str]) -> Output {
+    run({
+        let mut c = Command::new(colltune());
+        c.args(args);
+        c
+    })
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A plain broadcast CSV: basic linear (1) grows with the ranks, binomial
+/// (6) with their logarithm; both with the size.
+fn bcast_csv(d: &Path) -> PathBuf {
+    let mut t = String::from("algorithm,ranks,bytes,time_us\n");
+    for r in [2u32, 4, 8] {
+        for b in [8u64, 1024, 65536] {
+            let lg = f64::from(r).log2();
+            let per = b as f64 * 2e-4;
+            t += &format!(
+                "1,{r},{b},{:.3}\n",
+                0.5 + 0.4 * f64::from(r - 1) + per * f64::from(r - 1)
+            );
+            t += &format!("6,{r},{b},{:.3}\n", 0.8 + 0.6 * lg + per * lg);
+        }
+    }
+    let p = d.join("bcast.csv");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+#[test]
+fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
+    let d = scratch("calib-cli");
+    let csv = bcast_csv(&d);
+    let model = d.join("m.yaml");
+    let o = ct(&[
+        "calibrate",
+        "--collectives",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "-o",
+        s(&model),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("collectives: 18 points (algorithms 1-6; 2-8 ranks; 8-65536 B"),
+        "{out}"
+    );
+    assert!(out.contains("start: colltune's generic figures"), "{out}");
+    assert!(
+        out.contains("not pinned, left at the start's figure"),
+        "{out}"
+    );
+    assert!(out.contains("residuals: error median"), "{out}");
+    let y = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        y.contains("fit_error:") && y.contains("calibrate --collectives"),
+        "{y}"
+    );
+    let o = ct(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--measured",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[lines.len() - 2].starts_with("uncertain: "), "{out}");
+    assert!(lines[lines.len() - 1].starts_with("agreement "), "{out}");
+    // plan on a grid: points and the commands that measure them.
+    let o = ct(&[
+        "plan",
+        "--budget",
+        "4",
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "--model",
+        s(&model),
+        "--algorithms",
+        "1,6",
+        "--sizes",
+        "1..64K",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("# 4 of "), "{out}");
+    assert!(
+        out.contains("osu_bcast -m")
+            && out.contains("IMB-MPI1 Bcast")
+            && out.contains("colltune bench"),
+        "{out}"
+    );
+    // plan on a measured set: the chosen points and the rest, apart.
+    let (fit, rest) = (d.join("fit.csv"), d.join("rest.csv"));
+    let o = ct(&[
+        "plan",
+        "--budget",
+        "5",
+        "--from",
+        s(&csv),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "-o",
+        s(&fit),
+        "--rest",
+        s(&rest),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("wrote 5 samples of the chosen points")
+            && out.contains("wrote 13 samples of the other points"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_an_error_naming_what_to_do() {
+    let d = scratch("calib-bad");
+    let csv = bcast_csv(&d);
+    let model = d.join("m.yaml");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let garbled = d.join("g.csv");
+    std::fs::write(&garbled, "algorithm,ranks,bytes,time_us\n6,4,8,fast\n").unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "needs --layout",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--layout",
+                "node:2,core:4",
+                "-o",
+                s(&model),
+            ],
+            "needs --mapping",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&csv),
+                "--layout",
+                "node:1,core:2",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "give a --layout",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&empty),
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "no files in it",
+        ),
+        (
+            vec![
+                "calibrate",
+                "--collectives",
+                s(&garbled),
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "line 2: time_us `fast` is not a number",
+        ),
+        (
+            vec![
+                "plan",
+                "--budget",
+                "0",
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+            ],
+            "--budget must be at least 1",
+        ),
+        (
+            vec![
+                "plan",
+                "--budget",
+                "3",
+                "--layout",
+                "node:2,core:4",
+                "--mapping",
+                "core",
+                "-o",
+                s(&model),
+            ],
+            "give --from SET",
+        ),
+    ] {
+        let o = ct(&args);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}");
+        assert!(out.contains(says), "{args:?}: {out}");
+        assert!(!out.contains("panicked"), "{args:?}: {out}");
+    }
+}
