@@ -68,6 +68,16 @@ pub enum Subject {
     /// library's forced algorithms in one run; without one, the library's
     /// default call again.
     Interposed,
+    /// The library's nonblocking (`MPI_Ibcast`) or persistent
+    /// (`MPI_Bcast_init`, then `MPI_Start` / `MPI_Wait`) broadcast under
+    /// one of its nonblocking algorithms (`ompi_libnbc`, `mpich_ibcast`;
+    /// the default: its own decision), forced through `MPI_T` around the
+    /// call that builds the schedule. Measured post then wait, and post,
+    /// compute for the call's own time, wait (`colltune_mpi::bench`).
+    LibraryCall {
+        call: crate::measure::record::Call,
+        choice: crate::libraries::library::LibraryChoice,
+    },
 }
 
 /// The spec (and algorithm) [`Subject::Interposed`] is recorded under.
@@ -92,6 +102,7 @@ impl Subject {
             Subject::LibraryLabelled { label } => {
                 label.split(':').next().unwrap_or(label).to_string()
             }
+            Subject::LibraryCall { choice, .. } => choice.spec().name.clone(),
         }
     }
     pub fn spec(&self) -> String {
@@ -113,6 +124,15 @@ impl Subject {
                 modules,
             } => choice.spec(*segment, modules),
             Subject::LibraryLabelled { label } => label.clone(),
+            Subject::LibraryCall { choice, .. } => choice.spec().to_string(),
+        }
+    }
+
+    /// The call timed (the `call` column).
+    pub fn call(&self) -> crate::measure::record::Call {
+        match self {
+            Subject::LibraryCall { call, .. } => *call,
+            _ => crate::measure::record::Call::Bcast,
         }
     }
     pub fn execution(&self) -> &'static str {
@@ -122,7 +142,14 @@ impl Subject {
         }
     }
     pub fn label(&self) -> String {
-        colltune_algorithms::label(self.spec(), self.execution())
+        match self {
+            Subject::LibraryCall { call, .. } => format!(
+                "{} {}",
+                call,
+                colltune_algorithms::label(self.spec(), self.execution())
+            ),
+            _ => colltune_algorithms::label(self.spec(), self.execution()),
+        }
     }
 }
 

@@ -29,6 +29,8 @@
 //! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
 //! | colltune    | colltune version |
 //! | placement   | the communicator's placement class (`block/cyclic`, ...: `colltune_core::model::placed`), empty where not known; optional when reading, and left out of rows appended to a CSV whose header has no such column |
+//! | call        | the broadcast call timed: `bcast` (`MPI_Bcast`, and every swap), `ibcast` (`MPI_Ibcast` then `MPI_Wait`), `bcast_init` (`MPI_Start` then `MPI_Wait` on a request `MPI_Bcast_init` made before the timing); optional when reading (`bcast`) |
+//! | overlap     | nonblocking calls measured with computation (`overlap_us` > 0, set to the median time of the same call without it): the overlap achieved, `1 - (time_us - overlap_us) / t_pure` clamped to [0, 1] where `t_pure` is that median; empty otherwise; optional when reading |
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -64,6 +66,8 @@ pub const COLUMNS: &[&str] = &[
     "source",
     "colltune",
     "placement",
+    "call",
+    "overlap",
 ];
 
 /// One timed repetition.
@@ -98,13 +102,82 @@ pub struct Sample {
     /// empty where not known (absent in older CSVs).
     #[serde(default)]
     pub placement: String,
+    /// The broadcast call timed (`bcast`, `ibcast`, `bcast_init`:
+    /// [`Call`]); absent in older CSVs: `bcast`.
+    #[serde(default = "blocking_call")]
+    pub call: String,
+    /// The overlap achieved by a nonblocking call measured with computation
+    /// ([`overlap_achieved`]); None otherwise (and in older CSVs).
+    #[serde(default)]
+    pub overlap: Option<f64>,
 }
 
 /// Columns a reader accepts as absent (older CSVs), with their default.
-pub const OPTIONAL_COLUMNS: &[&str] = &["pattern", "placement"];
+pub const OPTIONAL_COLUMNS: &[&str] = &["pattern", "placement", "call", "overlap"];
 
 fn synchronized() -> String {
     crate::measure::method::Pattern::Synchronized.name().into()
+}
+
+fn blocking_call() -> String {
+    Call::Bcast.name().into()
+}
+
+/// The broadcast call a sample timed (its `call` column), and the table
+/// section its rules go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Call {
+    /// `MPI_Bcast` (and colltune's own algorithms, and swaps).
+    Bcast,
+    /// `MPI_Ibcast`, then `MPI_Wait`.
+    Ibcast,
+    /// `MPI_Start`, then `MPI_Wait`, on a request `MPI_Bcast_init` made once.
+    BcastInit,
+}
+
+impl Call {
+    pub const ALL: [Call; 3] = [Call::Bcast, Call::Ibcast, Call::BcastInit];
+    /// The column's (and the table section's) name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Bcast => "bcast",
+            Call::Ibcast => "ibcast",
+            Call::BcastInit => "bcast_init",
+        }
+    }
+    /// Whether the call is the library's nonblocking or persistent one.
+    pub fn is_nonblocking(self) -> bool {
+        self != Call::Bcast
+    }
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Call {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Call, String> {
+        Call::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("`{s}` is not a call (bcast, ibcast, bcast_init)"))
+    }
+}
+
+/// The overlap a nonblocking call achieved: it ran `t_pure` us alone
+/// (post then wait), and `t_with` us with `t_compute` us of computation
+/// between post and wait. Full overlap hides the call behind the
+/// computation (`t_with == t_compute`: 1); none adds it (`t_with ==
+/// t_compute + t_pure`: 0). Clamped to [0, 1]; None without a positive
+/// `t_pure`.
+pub fn overlap_achieved(t_pure: f64, t_compute: f64, t_with: f64) -> Option<f64> {
+    if !(t_pure > 0.0 && t_pure.is_finite() && t_with.is_finite()) {
+        return None;
+    }
+    Some((1.0 - (t_with - t_compute) / t_pure).clamp(0.0, 1.0))
 }
 
 impl Sample {
@@ -304,6 +377,14 @@ fn validate(s: &Sample) -> Result<(), String> {
             return Err(format!("column `placement`: {e}; or leave it empty"));
         }
     }
+    if let Err(e) = s.call.parse::<Call>() {
+        return Err(format!("column `call`: {e}; or leave the column out"));
+    }
+    if let Some(o) = s.overlap.filter(|o| !(0.0..=1.0).contains(o)) {
+        return Err(format!(
+            "column `overlap`: {o} is not a fraction in [0, 1]; or leave it empty"
+        ));
+    }
     if !(s.time_us.is_finite() && s.time_us >= 0.0) {
         return Err(format!(
             "column `time_us`: {} is not a time in microseconds",
@@ -321,17 +402,24 @@ fn validate(s: &Sample) -> Result<(), String> {
 pub struct Writer {
     path: PathBuf,
     inner: csv::Writer<BufWriter<File>>,
-    /// Appending to a CSV whose header has no `placement` column (written
-    /// before it): rows are written without it.
-    legacy: bool,
+    /// Appending to a CSV whose header has fewer columns (written before
+    /// `placement`, `call`, `overlap`): rows keep only its columns.
+    legacy: Option<usize>,
 }
 
 impl Writer {
     /// Creates (or, with `append`, continues) a raw CSV.
     pub fn open(path: &Path, append: bool) -> Result<Writer, RecordError> {
         let exists = append && path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        let legacy =
-            exists && !first_line(path).is_some_and(|h| h.trim_end().ends_with(",placement"));
+        // The columns of the header found, where fewer than ours (each
+        // added column was appended at the end).
+        let legacy = match exists.then(|| first_line(path)).flatten() {
+            Some(h) => {
+                let n = h.trim_end().split(',').count();
+                (n < COLUMNS.len()).then_some(n)
+            }
+            None => None,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| RecordError::Write {
                 path: path.into(),
@@ -369,7 +457,7 @@ impl Writer {
             source: e,
         };
         for s in samples {
-            let done = if self.legacy {
+            let done = if let Some(keep) = self.legacy {
                 let mut rec = csv::StringRecord::new();
                 let mut one = csv::WriterBuilder::new()
                     .has_headers(false)
@@ -383,7 +471,7 @@ impl Writer {
                         .has_headers(false)
                         .from_reader(b.as_slice());
                     r.read_record(&mut rec)?;
-                    let old: Vec<&str> = rec.iter().take(COLUMNS.len() - 1).collect();
+                    let old: Vec<&str> = rec.iter().take(keep).collect();
                     self.inner.write_record(old)
                 })
             } else {
@@ -455,6 +543,8 @@ pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sam
         source: "measured".into(),
         colltune: env!("CARGO_PKG_VERSION").into(),
         placement: String::new(),
+        call: crate::measure::record::Call::Bcast.name().into(),
+        overlap: None,
     }
 }
 
