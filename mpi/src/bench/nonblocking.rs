@@ -207,9 +207,10 @@ impl Measurer<'_> {
         };
         // (a) post then wait.
         let alone = self.time(pt, ctl, nroots, &mut calls)?;
+        // Rank 0 gets every repetition's time (then the late flags).
         let mut all_a = ctl.reduce(&alone.local, op, 0)?;
-        all_a[..alone.reps].iter_mut().for_each(|t| *t *= scale);
         let t_pure = if rank == 0 {
+            all_a[..alone.reps].iter_mut().for_each(|t| *t *= scale);
             stats::median(&all_a[..alone.reps])
         } else {
             0.0
