@@ -590,6 +590,54 @@ mod tests {
     }
 
     #[test]
+    fn overlap_is_the_share_of_the_call_hidden_behind_computation() {
+        // Alone 10 us; with 10 us of computation: 10 (all hidden), 20
+        // (none), 15 (half); beyond either end clamped.
+        assert_eq!(overlap_achieved(10.0, 10.0, 10.0), Some(1.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 20.0), Some(0.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 15.0), Some(0.5));
+        assert_eq!(overlap_achieved(10.0, 10.0, 35.0), Some(0.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 8.0), Some(1.0));
+        assert_eq!(overlap_achieved(0.0, 10.0, 8.0), None);
+        assert_eq!(overlap_achieved(f64::NAN, 1.0, 1.0), None);
+    }
+
+    #[test]
+    fn csvs_without_call_and_overlap_read_as_blocking() {
+        let dir = std::env::temp_dir().join(format!("ct-nbcols-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.csv");
+        let mut s = sample("binomial", "blocking", 8, 1, 5.0);
+        s.call = "ibcast".into();
+        s.overlap = Some(0.5);
+        let mut buf = Vec::new();
+        write_to(&mut buf, &[s]).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        // The same rows with the two last columns cut off (an older CSV).
+        let old: String = text
+            .lines()
+            .map(|l| l.rsplitn(3, ',').nth(2).unwrap().to_string() + "\n")
+            .collect();
+        std::fs::write(&path, &old).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back[0].call, "bcast");
+        assert_eq!(back[0].overlap, None);
+        // Appending to it keeps its columns.
+        let mut w = Writer::open(&path, true).unwrap();
+        w.write(&[sample("binomial", "blocking", 16, 1, 6.0)]).unwrap();
+        drop(w);
+        assert_eq!(read(&path).unwrap().len(), 2);
+        // A bad call or overlap is refused with its column named.
+        let bad = text.replace(",ibcast,0.5", ",jbcast,0.5");
+        std::fs::write(&path, bad).unwrap();
+        assert!(read(&path).unwrap_err().to_string().contains("call"));
+        let bad = text.replace(",ibcast,0.5", ",ibcast,1.5");
+        std::fs::write(&path, bad).unwrap();
+        assert!(read(&path).unwrap_err().to_string().contains("overlap"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn write_append_and_read_back() {
         let p = tmp("raw.csv");
         let a = sample("binomial:segment=0", "blocking", 8, 1, 3.5);
@@ -612,7 +660,8 @@ mod tests {
     #[test]
     fn rows_appended_to_a_csv_from_before_placement_keep_its_columns() {
         let p = tmp("old.csv");
-        let old_header = COLUMNS[..COLUMNS.len() - 1].join(",");
+        let placement = COLUMNS.iter().position(|c| *c == "placement").unwrap();
+        let old_header = COLUMNS[..placement].join(",");
         let mut a = sample("linear", "blocking", 8, 1, 2.5);
         std::fs::write(&p, format!("{old_header}\n")).unwrap();
         a.placement = "cyclic/block".into();

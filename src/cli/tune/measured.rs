@@ -16,7 +16,8 @@ use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
 use colltune_core::measure::method::{Origin, RootPolicy};
 use colltune_core::measure::record::{Call, Writer};
-use colltune_core::tables::table::{self, build::build_with, Provenance, Sweep};
+use colltune_core::tables::table::build::{build_with, calls};
+use colltune_core::tables::table::{self, Provenance, Sweep};
 use colltune_core::tune::resume::TuneConfig;
 use colltune_core::tune::{search_all, Campaign, Settings};
 use colltune_core::units::hms;
@@ -279,7 +280,7 @@ fn write_table(
     } else {
         let _ = std::fs::remove_file(&marker);
     }
-    out!("{}", table::summary(&table));
+    out!("{}{}", table::summary(&table), calls::sections_text(&table));
     outln!(
         "\ntuned in {} ({} points measured, {} reused from the CSV){}",
         hms(seconds),
