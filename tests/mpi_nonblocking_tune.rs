@@ -68,7 +68,9 @@ fn tune_writes_valid_nonblocking_sections_at_3_and_4_ranks() {
         let samples = colltune_core::measure::record::read(&dir.join("raw.csv")).unwrap();
         for call in ["ibcast", "bcast_init"] {
             let of: Vec<_> = samples.iter().filter(|s| s.call == call).collect();
-            assert!(of.iter().any(|s| s.overlap_us == 0.0 && s.overlap.is_none()));
+            assert!(of
+                .iter()
+                .any(|s| s.overlap_us == 0.0 && s.overlap.is_none()));
             assert!(of
                 .iter()
                 .filter(|s| s.overlap_us > 0.0)

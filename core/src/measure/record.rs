@@ -123,49 +123,7 @@ fn blocking_call() -> String {
     Call::Bcast.name().into()
 }
 
-/// The broadcast call a sample timed (its `call` column), and the table
-/// section its rules go to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Call {
-    /// `MPI_Bcast` (and colltune's own algorithms, and swaps).
-    Bcast,
-    /// `MPI_Ibcast`, then `MPI_Wait`.
-    Ibcast,
-    /// `MPI_Start`, then `MPI_Wait`, on a request `MPI_Bcast_init` made once.
-    BcastInit,
-}
-
-impl Call {
-    pub const ALL: [Call; 3] = [Call::Bcast, Call::Ibcast, Call::BcastInit];
-    /// The column's (and the table section's) name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Call::Bcast => "bcast",
-            Call::Ibcast => "ibcast",
-            Call::BcastInit => "bcast_init",
-        }
-    }
-    /// Whether the call is the library's nonblocking or persistent one.
-    pub fn is_nonblocking(self) -> bool {
-        self != Call::Bcast
-    }
-}
-
-impl std::fmt::Display for Call {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Call {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Call, String> {
-        Call::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| format!("`{s}` is not a call (bcast, ibcast, bcast_init)"))
-    }
-}
+pub use crate::measure::method::Call;
 
 /// The overlap a nonblocking call achieved: it ran `t_pure` us alone
 /// (post then wait), and `t_with` us with `t_compute` us of computation
@@ -624,7 +582,8 @@ mod tests {
         assert_eq!(back[0].overlap, None);
         // Appending to it keeps its columns.
         let mut w = Writer::open(&path, true).unwrap();
-        w.write(&[sample("binomial", "blocking", 16, 1, 6.0)]).unwrap();
+        w.write(&[sample("binomial", "blocking", 16, 1, 6.0)])
+            .unwrap();
         drop(w);
         assert_eq!(read(&path).unwrap().len(), 2);
         // A bad call or overlap is refused with its column named.

@@ -61,7 +61,10 @@ pub fn bcast_init_symbol() -> Option<(BcastInit, &'static str)> {
         let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
         if !p.is_null() {
             // SAFETY: both symbols have MPI 4's `MPI_Bcast_init` signature.
-            return Some((unsafe { std::mem::transmute::<*mut c_void, BcastInit>(p) }, call));
+            return Some((
+                unsafe { std::mem::transmute::<*mut c_void, BcastInit>(p) },
+                call,
+            ));
         }
     }
     None
@@ -196,7 +199,11 @@ impl Measurer<'_> {
         let nroots = roots.len();
         let mut calls = |first: usize, count: u32, rotate: bool| -> Result<(), BenchError> {
             for j in 0..count as usize {
-                let i = if rotate { (first + j) % nroots } else { first % nroots };
+                let i = if rotate {
+                    (first + j) % nroots
+                } else {
+                    first % nroots
+                };
                 caller.call(i, roots[i], &mut bufs[i], us.get())?;
             }
             Ok(())
@@ -231,7 +238,8 @@ impl Measurer<'_> {
         let mut out = self.samples(pt, run, &roots, alone.per_call_rep, &all_a);
         let mut b = self.samples(&with, run, &roots, timed.per_call_rep, &all_b);
         for s in &mut b {
-            s.overlap = overlap_achieved(t_pure, t_pure, s.time_us).map(|o| (o * 1e4).round() / 1e4);
+            s.overlap =
+                overlap_achieved(t_pure, t_pure, s.time_us).map(|o| (o * 1e4).round() / 1e4);
         }
         out.extend(b);
         Ok(out)

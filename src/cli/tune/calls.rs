@@ -36,7 +36,11 @@ pub fn sweep(
     }
     outln!(
         "colltune tune: {} with the library's nonblocking algorithms: {}",
-        calls.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        calls
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         choices
             .iter()
             .map(|c| c.spec().to_string())

@@ -112,7 +112,10 @@ struct Decided {
 }
 
 fn label(c: &LibraryChoice) -> String {
-    colltune_algorithms::label(c.spec().to_string(), crate::libraries::ompi::LIBRARY_EXECUTION)
+    colltune_algorithms::label(
+        c.spec().to_string(),
+        crate::libraries::ompi::LIBRARY_EXECUTION,
+    )
 }
 
 /// The fastest choice at one point, kept only where its gain over the
@@ -336,7 +339,10 @@ mod tests {
             assert_eq!(c.len(), 1, "{section}");
             let r = &c[0].rules;
             assert_eq!(r.len(), 2, "{section}: {r:?}");
-            assert_eq!(r[0].params.get("algorithm").map(|p| format!("{p:?}")), Some("Int(0)".into()));
+            assert_eq!(
+                r[0].params.get("algorithm").map(|p| format!("{p:?}")),
+                Some("Int(0)".into())
+            );
             assert_eq!(r[0].max_bytes, Some(geo_mid(8, 1 << 20)));
             assert_eq!(r[1].min_bytes, geo_mid(8, 1 << 20) + 1);
             assert_eq!(r[1].max_bytes, None);
@@ -351,7 +357,10 @@ mod tests {
         // The blocking sample is none of theirs.
         assert!(t.bcast.is_empty());
         let text = sections_text(&t);
-        assert!(text.contains("ibcast (MPI_Ibcast)") && text.contains("overlap 50%"), "{text}");
+        assert!(
+            text.contains("ibcast (MPI_Ibcast)") && text.contains("overlap 50%"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -370,7 +379,9 @@ mod tests {
         add_sections(&mut t, &[&v]);
         let r = &t.ibcast[0].rules;
         assert_eq!(r.len(), 1);
-        assert!(LibraryChoice::from_spec(&r[0].spec().unwrap()).unwrap().is_default());
+        assert!(LibraryChoice::from_spec(&r[0].spec().unwrap())
+            .unwrap()
+            .is_default());
         assert_ne!(r[0].evidence.as_ref().unwrap().verdict, "clears");
     }
 
