@@ -13,7 +13,7 @@ use crate::bench::{BenchError, Measurer, Outcome, Point, Skips};
 use crate::transport::mpi::{Comm, Control, MpiError};
 use colltune_core::libraries::library::LibraryChoice;
 use colltune_core::measure::method::{Method, Origin, Subject};
-use colltune_core::measure::record::{Sample, Writer};
+use colltune_core::measure::record::{Call, Sample, Writer};
 use colltune_core::progress::Progress;
 use colltune_core::tune::resume::{key_of, Key};
 use colltune_core::tune::wire::{decode, encode};
@@ -81,7 +81,7 @@ impl<'c> MpiOracle<'c> {
         self.comms[0].as_ref().expect("every rank is in the world")
     }
 
-    fn cache_key(&self, r: &Request) -> Option<Key> {
+    fn cache_key(&self, r: &Request, call: Call) -> Option<Key> {
         let comm = self.comms.get(r.comm)?.as_ref()?;
         let n = comm.nodes();
         Some((
@@ -94,13 +94,17 @@ impl<'c> MpiOracle<'c> {
             r.cand.exec_name().to_string(),
             r.bytes,
             r.run,
+            call.name().to_string(),
         ))
     }
 
     /// Measures one request on the ranks of its communicator; nothing for
     /// a candidate that cannot run here.
-    fn measure_one(&mut self, r: &Request) -> Result<Vec<Sample>, TuneError> {
-        let label = r.cand.label();
+    fn measure_one(&mut self, r: &Request, call: Call) -> Result<Vec<Sample>, TuneError> {
+        let label = match (call.is_nonblocking(), r.cand.forced()) {
+            (true, Some(choice)) => Subject::LibraryCall { call, choice }.label(),
+            _ => r.cand.label(),
+        };
         if self.skips.is_unavailable(&label) {
             return Ok(Vec::new());
         }
@@ -110,6 +114,8 @@ impl<'c> MpiOracle<'c> {
         m.method.budget =
             Duration::from_secs_f64(self.method.budget.as_secs_f64() * r.budget_scale);
         let subject = match r.cand.forced() {
+            // The library's nonblocking or persistent broadcast.
+            Some(choice) if call.is_nonblocking() => Subject::LibraryCall { call, choice },
             // The MPI library's own algorithm, forced on a duplicate.
             Some(LibraryChoice::Tuned(f)) => Subject::OmpiTuned {
                 tuned: f.tuned(),
@@ -133,6 +139,7 @@ impl<'c> MpiOracle<'c> {
             // Not a blocking broadcast's candidate (the candidate space
             // never makes one): nothing measured.
             Some(LibraryChoice::Libnbc(_) | LibraryChoice::MpichIbcast(_)) => return Ok(Vec::new()),
+            None if call.is_nonblocking() => return Ok(Vec::new()),
             None => Subject::Ours(r.cand.0.clone()),
         };
         let pt = Point {
@@ -169,8 +176,8 @@ impl<'c> MpiOracle<'c> {
             }
             let text = String::from_utf8_lossy(&plan).into_owned();
             for line in text.lines() {
-                let r = decode(line)?;
-                self.measure_one(&r)?;
+                let (call, r) = decode_line(line)?;
+                self.measure_one(&r, call)?;
             }
         }
     }
@@ -187,27 +194,30 @@ impl<'c> MpiOracle<'c> {
     }
 }
 
-impl Oracle for MpiOracle<'_> {
-    fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
+impl MpiOracle<'_> {
+    /// Rank 0: measures `reqs` of `call` not yet in the cache (every rank
+    /// told by one broadcast plan), streaming the samples to the CSV; each
+    /// request's times to completion (the samples without computation).
+    fn measure_calls(&mut self, call: Call, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
         let todo: Vec<&Request> = reqs
             .iter()
             .filter(|r| {
-                self.cache_key(r)
+                self.cache_key(r, call)
                     .is_some_and(|k| !self.cache.contains_key(&k))
             })
             .collect();
         self.reused += (reqs.len() - todo.len()) as u64;
         if !todo.is_empty() {
-            let plan: String = todo.iter().map(|r| encode(r) + "\n").collect();
+            let plan: String = todo.iter().map(|r| encode_line(call, r) + "\n").collect();
             self.world().bcast_bytes(plan.as_bytes(), 0)?;
             for r in todo {
                 self.progress
-                    .set_message(&format!("{} {} B run {}", r.cand, r.bytes, r.run));
-                let got = self.measure_one(r)?;
+                    .set_message(&format!("{call} {} {} B run {}", r.cand, r.bytes, r.run));
+                let got = self.measure_one(r, call)?;
                 if let Some(w) = self.writer.as_mut() {
                     w.write(&got)?;
                 }
-                let key = self.cache_key(r).expect("checked above");
+                let key = self.cache_key(r, call).expect("checked above");
                 self.samples.extend(got.iter().cloned());
                 self.cache.insert(key, got);
                 self.measured += 1;
@@ -217,12 +227,81 @@ impl Oracle for MpiOracle<'_> {
         Ok(reqs
             .iter()
             .map(|r| {
-                self.cache_key(r)
+                self.cache_key(r, call)
                     .and_then(|k| self.cache.get(&k))
-                    .map(|s| s.iter().map(|x| x.time_us).collect())
+                    .map(|s| {
+                        s.iter()
+                            .filter(|x| x.overlap_us <= 0.0)
+                            .map(|x| x.time_us)
+                            .collect()
+                    })
                     .unwrap_or_default()
             })
             .collect())
+    }
+
+    /// Rank 0: the library's nonblocking and persistent broadcasts
+    /// (`calls`: `ibcast`, `bcast_init`) under each of its nonblocking
+    /// algorithms (`choices`, its own decision among them), on every
+    /// communicator of the tune (`on`), at every size, `runs` runs each
+    /// (run-major, so drifts hit every choice alike). Every point is
+    /// measured: these spaces are small (five choices on Open MPI).
+    pub fn sweep_calls(
+        &mut self,
+        calls: &[Call],
+        choices: &[LibraryChoice],
+        on: &[usize],
+        sizes: &[u64],
+        runs: u32,
+    ) -> Result<(), TuneError> {
+        for &call in calls.iter().filter(|c| c.is_nonblocking()) {
+            for run in 1..=runs {
+                if self.should_stop() {
+                    return Ok(());
+                }
+                let reqs: Vec<Request> = on
+                    .iter()
+                    .flat_map(|&comm| {
+                        sizes.iter().flat_map(move |&bytes| {
+                            choices.iter().map(move |&c| Request {
+                                comm,
+                                cand: colltune_core::tune::Candidate::library(c),
+                                bytes,
+                                run,
+                                budget_scale: 1.0,
+                            })
+                        })
+                    })
+                    .collect();
+                self.measure_calls(call, &reqs)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One line of a measurement plan: a blocking request as `wire` writes
+/// it, a nonblocking one behind its call's name.
+fn encode_line(call: Call, r: &Request) -> String {
+    match call {
+        Call::Bcast => encode(r),
+        _ => format!("{call}\t{}", encode(r)),
+    }
+}
+
+fn decode_line(line: &str) -> Result<(Call, Request), TuneError> {
+    match line.split_once('\t') {
+        Some((head, rest)) => match head.parse::<Call>() {
+            Ok(call) if call.is_nonblocking() => Ok((call, decode(rest)?)),
+            _ => Ok((Call::Bcast, decode(line)?)),
+        },
+        None => Ok((Call::Bcast, decode(line)?)),
+    }
+}
+
+impl Oracle for MpiOracle<'_> {
+    fn measure(&mut self, reqs: &[Request]) -> Result<Vec<Vec<f64>>, TuneError> {
+        self.measure_calls(Call::Bcast, reqs)
     }
 
     fn should_stop(&self) -> bool {

@@ -17,6 +17,50 @@ use crate::libraries::ompi::TunedBcast;
 /// of bytes is a C int.
 pub const MAX_BYTES: u64 = (1 << 31) - 1;
 
+/// The broadcast call a sample timed (its `call` column), and the table
+/// section its rules go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Call {
+    /// `MPI_Bcast` (and colltune's own algorithms, and swaps).
+    Bcast,
+    /// `MPI_Ibcast`, then `MPI_Wait`.
+    Ibcast,
+    /// `MPI_Start`, then `MPI_Wait`, on a request `MPI_Bcast_init` made once.
+    BcastInit,
+}
+
+impl Call {
+    pub const ALL: [Call; 3] = [Call::Bcast, Call::Ibcast, Call::BcastInit];
+    /// The column's (and the table section's) name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Bcast => "bcast",
+            Call::Ibcast => "ibcast",
+            Call::BcastInit => "bcast_init",
+        }
+    }
+    /// Whether the call is the library's nonblocking or persistent one.
+    pub fn is_nonblocking(self) -> bool {
+        self != Call::Bcast
+    }
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Call {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Call, String> {
+        Call::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("`{s}` is not a call (bcast, ibcast, bcast_init)"))
+    }
+}
+
 /// What is measured.
 #[derive(Clone, Debug)]
 pub enum Subject {
@@ -68,6 +112,16 @@ pub enum Subject {
     /// library's forced algorithms in one run; without one, the library's
     /// default call again.
     Interposed,
+    /// The library's nonblocking (`MPI_Ibcast`) or persistent
+    /// (`MPI_Bcast_init`, then `MPI_Start` / `MPI_Wait`) broadcast under
+    /// one of its nonblocking algorithms (`ompi_libnbc`, `mpich_ibcast`;
+    /// the default: its own decision), forced through `MPI_T` around the
+    /// call that builds the schedule. Measured post then wait, and post,
+    /// compute for the call's own time, wait (`colltune_mpi::bench`).
+    LibraryCall {
+        call: Call,
+        choice: crate::libraries::library::LibraryChoice,
+    },
 }
 
 /// The spec (and algorithm) [`Subject::Interposed`] is recorded under.
@@ -92,6 +146,7 @@ impl Subject {
             Subject::LibraryLabelled { label } => {
                 label.split(':').next().unwrap_or(label).to_string()
             }
+            Subject::LibraryCall { choice, .. } => choice.spec().name.clone(),
         }
     }
     pub fn spec(&self) -> String {
@@ -113,6 +168,15 @@ impl Subject {
                 modules,
             } => choice.spec(*segment, modules),
             Subject::LibraryLabelled { label } => label.clone(),
+            Subject::LibraryCall { choice, .. } => choice.spec().to_string(),
+        }
+    }
+
+    /// The call timed (the `call` column).
+    pub fn call(&self) -> Call {
+        match self {
+            Subject::LibraryCall { call, .. } => *call,
+            _ => Call::Bcast,
         }
     }
     pub fn execution(&self) -> &'static str {
@@ -122,7 +186,14 @@ impl Subject {
         }
     }
     pub fn label(&self) -> String {
-        colltune_algorithms::label(self.spec(), self.execution())
+        match self {
+            Subject::LibraryCall { call, .. } => format!(
+                "{} {}",
+                call,
+                colltune_algorithms::label(self.spec(), self.execution())
+            ),
+            _ => colltune_algorithms::label(self.spec(), self.execution()),
+        }
     }
 }
 

@@ -29,6 +29,8 @@
 //! | source      | `measured` (each repetition after `MPI_Barrier`), `measured:window` (synchronised clocks, one agreed start per repetition), or `simulated:<model>` |
 //! | colltune    | colltune version |
 //! | placement   | the communicator's placement class (`block/cyclic`, ...: `colltune_core::model::placed`), empty where not known; optional when reading, and left out of rows appended to a CSV whose header has no such column |
+//! | call        | the broadcast call timed: `bcast` (`MPI_Bcast`, and every swap), `ibcast` (`MPI_Ibcast` then `MPI_Wait`), `bcast_init` (`MPI_Start` then `MPI_Wait` on a request `MPI_Bcast_init` made before the timing); optional when reading (`bcast`) |
+//! | overlap     | nonblocking calls measured with computation (`overlap_us` > 0, set to the median time of the same call without it): the overlap achieved, `1 - (time_us - overlap_us) / t_pure` clamped to [0, 1] where `t_pure` is that median; empty otherwise; optional when reading |
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -64,6 +66,8 @@ pub const COLUMNS: &[&str] = &[
     "source",
     "colltune",
     "placement",
+    "call",
+    "overlap",
 ];
 
 /// One timed repetition.
@@ -98,13 +102,40 @@ pub struct Sample {
     /// empty where not known (absent in older CSVs).
     #[serde(default)]
     pub placement: String,
+    /// The broadcast call timed (`bcast`, `ibcast`, `bcast_init`:
+    /// [`Call`]); absent in older CSVs: `bcast`.
+    #[serde(default = "blocking_call")]
+    pub call: String,
+    /// The overlap achieved by a nonblocking call measured with computation
+    /// ([`overlap_achieved`]); None otherwise (and in older CSVs).
+    #[serde(default)]
+    pub overlap: Option<f64>,
 }
 
 /// Columns a reader accepts as absent (older CSVs), with their default.
-pub const OPTIONAL_COLUMNS: &[&str] = &["pattern", "placement"];
+pub const OPTIONAL_COLUMNS: &[&str] = &["pattern", "placement", "call", "overlap"];
 
 fn synchronized() -> String {
     crate::measure::method::Pattern::Synchronized.name().into()
+}
+
+fn blocking_call() -> String {
+    Call::Bcast.name().into()
+}
+
+pub use crate::measure::method::Call;
+
+/// The overlap a nonblocking call achieved: it ran `t_pure` us alone
+/// (post then wait), and `t_with` us with `t_compute` us of computation
+/// between post and wait. Full overlap hides the call behind the
+/// computation (`t_with == t_compute`: 1); none adds it (`t_with ==
+/// t_compute + t_pure`: 0). Clamped to [0, 1]; None without a positive
+/// `t_pure`.
+pub fn overlap_achieved(t_pure: f64, t_compute: f64, t_with: f64) -> Option<f64> {
+    if !(t_pure > 0.0 && t_pure.is_finite() && t_with.is_finite()) {
+        return None;
+    }
+    Some((1.0 - (t_with - t_compute) / t_pure).clamp(0.0, 1.0))
 }
 
 impl Sample {
@@ -304,6 +335,14 @@ fn validate(s: &Sample) -> Result<(), String> {
             return Err(format!("column `placement`: {e}; or leave it empty"));
         }
     }
+    if let Err(e) = s.call.parse::<Call>() {
+        return Err(format!("column `call`: {e}; or leave the column out"));
+    }
+    if let Some(o) = s.overlap.filter(|o| !(0.0..=1.0).contains(o)) {
+        return Err(format!(
+            "column `overlap`: {o} is not a fraction in [0, 1]; or leave it empty"
+        ));
+    }
     if !(s.time_us.is_finite() && s.time_us >= 0.0) {
         return Err(format!(
             "column `time_us`: {} is not a time in microseconds",
@@ -321,17 +360,24 @@ fn validate(s: &Sample) -> Result<(), String> {
 pub struct Writer {
     path: PathBuf,
     inner: csv::Writer<BufWriter<File>>,
-    /// Appending to a CSV whose header has no `placement` column (written
-    /// before it): rows are written without it.
-    legacy: bool,
+    /// Appending to a CSV whose header has fewer columns (written before
+    /// `placement`, `call`, `overlap`): rows keep only its columns.
+    legacy: Option<usize>,
 }
 
 impl Writer {
     /// Creates (or, with `append`, continues) a raw CSV.
     pub fn open(path: &Path, append: bool) -> Result<Writer, RecordError> {
         let exists = append && path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        let legacy =
-            exists && !first_line(path).is_some_and(|h| h.trim_end().ends_with(",placement"));
+        // The columns of the header found, where fewer than ours (each
+        // added column was appended at the end).
+        let legacy = match exists.then(|| first_line(path)).flatten() {
+            Some(h) => {
+                let n = h.trim_end().split(',').count();
+                (n < COLUMNS.len()).then_some(n)
+            }
+            None => None,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| RecordError::Write {
                 path: path.into(),
@@ -369,7 +415,7 @@ impl Writer {
             source: e,
         };
         for s in samples {
-            let done = if self.legacy {
+            let done = if let Some(keep) = self.legacy {
                 let mut rec = csv::StringRecord::new();
                 let mut one = csv::WriterBuilder::new()
                     .has_headers(false)
@@ -383,7 +429,7 @@ impl Writer {
                         .has_headers(false)
                         .from_reader(b.as_slice());
                     r.read_record(&mut rec)?;
-                    let old: Vec<&str> = rec.iter().take(COLUMNS.len() - 1).collect();
+                    let old: Vec<&str> = rec.iter().take(keep).collect();
                     self.inner.write_record(old)
                 })
             } else {
@@ -455,6 +501,8 @@ pub fn sample(spec: &str, exec: &str, bytes: u64, run: u32, time_us: f64) -> Sam
         source: "measured".into(),
         colltune: env!("CARGO_PKG_VERSION").into(),
         placement: String::new(),
+        call: crate::measure::record::Call::Bcast.name().into(),
+        overlap: None,
     }
 }
 
@@ -500,6 +548,55 @@ mod tests {
     }
 
     #[test]
+    fn overlap_is_the_share_of_the_call_hidden_behind_computation() {
+        // Alone 10 us; with 10 us of computation: 10 (all hidden), 20
+        // (none), 15 (half); beyond either end clamped.
+        assert_eq!(overlap_achieved(10.0, 10.0, 10.0), Some(1.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 20.0), Some(0.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 15.0), Some(0.5));
+        assert_eq!(overlap_achieved(10.0, 10.0, 35.0), Some(0.0));
+        assert_eq!(overlap_achieved(10.0, 10.0, 8.0), Some(1.0));
+        assert_eq!(overlap_achieved(0.0, 10.0, 8.0), None);
+        assert_eq!(overlap_achieved(f64::NAN, 1.0, 1.0), None);
+    }
+
+    #[test]
+    fn csvs_without_call_and_overlap_read_as_blocking() {
+        let dir = std::env::temp_dir().join(format!("ct-nbcols-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.csv");
+        let mut s = sample("binomial", "blocking", 8, 1, 5.0);
+        s.call = "ibcast".into();
+        s.overlap = Some(0.5);
+        let mut buf = Vec::new();
+        write_to(&mut buf, &[s]).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        // The same rows with the two last columns cut off (an older CSV).
+        let old: String = text
+            .lines()
+            .map(|l| l.rsplitn(3, ',').nth(2).unwrap().to_string() + "\n")
+            .collect();
+        std::fs::write(&path, &old).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back[0].call, "bcast");
+        assert_eq!(back[0].overlap, None);
+        // Appending to it keeps its columns.
+        let mut w = Writer::open(&path, true).unwrap();
+        w.write(&[sample("binomial", "blocking", 16, 1, 6.0)])
+            .unwrap();
+        drop(w);
+        assert_eq!(read(&path).unwrap().len(), 2);
+        // A bad call or overlap is refused with its column named.
+        let bad = text.replace(",ibcast,0.5", ",jbcast,0.5");
+        std::fs::write(&path, bad).unwrap();
+        assert!(read(&path).unwrap_err().to_string().contains("call"));
+        let bad = text.replace(",ibcast,0.5", ",ibcast,1.5");
+        std::fs::write(&path, bad).unwrap();
+        assert!(read(&path).unwrap_err().to_string().contains("overlap"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn write_append_and_read_back() {
         let p = tmp("raw.csv");
         let a = sample("binomial:segment=0", "blocking", 8, 1, 3.5);
@@ -522,7 +619,8 @@ mod tests {
     #[test]
     fn rows_appended_to_a_csv_from_before_placement_keep_its_columns() {
         let p = tmp("old.csv");
-        let old_header = COLUMNS[..COLUMNS.len() - 1].join(",");
+        let placement = COLUMNS.iter().position(|c| *c == "placement").unwrap();
+        let old_header = COLUMNS[..placement].join(",");
         let mut a = sample("linear", "blocking", 8, 1, 2.5);
         std::fs::write(&p, format!("{old_header}\n")).unwrap();
         a.placement = "cyclic/block".into();

@@ -85,5 +85,7 @@ pub fn sample(
         colltune: env!("CARGO_PKG_VERSION").into(),
         // `tune --model --mapping` says it ([`placed`](crate::model::placed)).
         placement: String::new(),
+        call: crate::measure::record::Call::Bcast.name().into(),
+        overlap: None,
     }
 }

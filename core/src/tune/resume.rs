@@ -100,7 +100,8 @@ impl TuneConfig {
 }
 
 /// Identifies a completed point-run in the CSV.
-pub type Key = (u32, u32, u32, String, String, String, u64, u32);
+/// (ranks, ppn, nodes, collective, spec, execution, bytes, run, call).
+pub type Key = (u32, u32, u32, String, String, String, u64, u32, String);
 
 pub fn key_of(s: &Sample) -> Key {
     (
@@ -112,6 +113,7 @@ pub fn key_of(s: &Sample) -> Key {
         s.execution.clone(),
         s.bytes,
         s.run,
+        s.call.clone(),
     )
 }
 

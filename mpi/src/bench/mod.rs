@@ -45,7 +45,10 @@
 
 pub use crate::forcing::{adapt, han, library_short, mpich};
 pub mod clock;
+mod nonblocking;
 mod outcome;
+
+pub use nonblocking::bcast_init_symbol;
 
 pub use outcome::{Outcome, Skips};
 
@@ -413,6 +416,9 @@ impl<'c> Measurer<'c> {
     }
 
     fn measure_inner(&mut self, pt: &Point, run: u32) -> Result<Vec<Sample>, BenchError> {
+        if let Subject::LibraryCall { call, choice } = pt.subject {
+            return self.measure_call(pt, run, *call, *choice);
+        }
         let (rank, size) = (self.comm.rank(), self.comm.size());
         let coll = pt.subject.collective();
         let n = pt.bytes as usize;
@@ -504,6 +510,11 @@ impl<'c> Measurer<'c> {
                     (Subject::Interposed, _) => {
                         ctl.interposed_bcast(data.slot(slot, n), roots[root_idx])?;
                         compute(pt.overlap_us);
+                    }
+                    (Subject::LibraryCall { .. }, _) => {
+                        return Err(BenchError::Invalid(
+                            "a nonblocking call is measured by measure_call".into(),
+                        ))
                     }
                 }
             }
@@ -747,6 +758,8 @@ impl<'c> Measurer<'c> {
                 source: self.prov.source.clone(),
                 colltune: env!("CARGO_PKG_VERSION").into(),
                 placement: placement.clone(),
+                call: pt.subject.call().name().into(),
+                overlap: None,
             })
             .collect()
     }

@@ -15,7 +15,7 @@ use crate::cli::{Code, UsageError};
 use colltune_core::measure::record::{self, Sample};
 use colltune_core::tables::table::build::{build_launches, patterns, Compact};
 use colltune_core::tables::table::evidence::partial_launches;
-use colltune_core::tables::table::{self, Provenance, Sweep, Table};
+use colltune_core::tables::table::{self, Provenance, Section, Sweep, Table};
 use colltune_core::tune::resume::TuneConfig;
 
 // (No doc comment: the subcommand's help is the variant's.)
@@ -119,7 +119,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         e.partial_launches
             .extend(partial_launches(&per_launch, &names, &stopped));
     }
-    if table.bcast.is_empty() && table.swap.is_empty() {
+    if Section::ALL.iter().all(|s| table.section(*s).is_empty()) {
         return Err(UsageError(
             "the CSVs hold no colltune algorithm samples (only library baselines?)".into(),
         )

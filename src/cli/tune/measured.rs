@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use colltune_algorithms::{Collective, Execution};
 use colltune_core::measure::method::{Origin, RootPolicy};
-use colltune_core::measure::record::Writer;
-use colltune_core::tables::table::{self, build::build_with, Provenance, Sweep};
+use colltune_core::measure::record::{Call, Writer};
+use colltune_core::tables::table::build::{build_with, calls};
+use colltune_core::tables::table::{self, Provenance, Sweep};
 use colltune_core::tune::resume::TuneConfig;
 use colltune_core::tune::{search_all, Campaign, Settings};
 use colltune_core::units::hms;
@@ -155,14 +156,21 @@ pub fn run(
         .enumerate()
         .filter_map(|(ci, c)| c.as_ref().map(|c| (ci, c.nodes().num_nodes() > 1)))
         .collect();
+    // `--calls` without bcast: the blocking broadcast is not searched.
+    let searched: Vec<Collective> = collectives
+        .iter()
+        .copied()
+        .filter(|c| *c != Collective::Bcast || args.calls.contains(&Call::Bcast))
+        .collect();
     let campaign = search_all(
         &mut oracle,
         &settings,
         &on,
-        &collectives,
+        &searched,
         &executions,
         args.pairing.name(),
     )?;
+    super::calls::sweep(args, &mut oracle, &on, &sizes)?;
     oracle.finish()?;
     let seconds = started.elapsed().as_secs_f64();
     let written = Written {
@@ -272,7 +280,7 @@ fn write_table(
     } else {
         let _ = std::fs::remove_file(&marker);
     }
-    out!("{}", table::summary(&table));
+    out!("{}{}", table::summary(&table), calls::sections_text(&table));
     outln!(
         "\ntuned in {} ({} points measured, {} reused from the CSV){}",
         hms(seconds),

@@ -3,6 +3,7 @@
 //! network model (`--model`, no MPI needed).
 
 #[cfg(feature = "mpi")]
+mod calls;
 mod launch;
 #[cfg(feature = "mpi")]
 mod library;
@@ -34,6 +35,15 @@ pub struct Args {
     /// Executions: blocking, nonblocking (default both).
     #[arg(long, value_delimiter = ',')]
     pub executions: Vec<Execution>,
+    /// Broadcast calls to tune: bcast (`MPI_Bcast`), ibcast (`MPI_Ibcast`),
+    /// bcast_init (`MPI_Bcast_init` + `MPI_Start`/`MPI_Wait`). Default:
+    /// bcast only, since each nonblocking call adds two timed phases per
+    /// point and algorithm (post then wait; post, compute, wait) to the
+    /// tune. ibcast and bcast_init measure the library's own nonblocking
+    /// algorithms (Open MPI coll/libnbc, MPICH's ibcast variable) and
+    /// write the table's `ibcast:` / `bcast_init:` sections.
+    #[arg(long, value_delimiter = ',', default_value = "bcast")]
+    pub calls: Vec<colltune_core::measure::record::Call>,
     /// Swap pairing used while tuning swaps.
     #[arg(long, value_enum, default_value_t = Pairing::Neighbors)]
     pub pairing: Pairing,

@@ -530,6 +530,8 @@ pub fn to_samples(
             },
             colltune: env!("CARGO_PKG_VERSION").into(),
             placement: placement.map(|p| p.to_string()).unwrap_or_default(),
+            call: crate::measure::record::Call::Bcast.name().into(),
+            overlap: None,
         });
     }
     Ok(out)

@@ -371,6 +371,11 @@ pub struct Rule {
     /// 2, [`evidence::RuleEvidence`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<evidence::RuleEvidence>,
+    /// `ibcast` and `bcast_init` rules: the overlap the choice achieved
+    /// at `at_bytes` (post, compute for the call's own time, wait: the
+    /// median of `1 - (t - t_compute) / t_alone`, in [0, 1]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<f64>,
 }
 
 impl Rule {
@@ -899,6 +904,7 @@ mod tests {
                 runner_up: None,
                 margin: None,
                 evidence: None,
+                overlap: None,
             };
             let back = colltune_algorithms::resolve(c, &rule.spec().unwrap()).unwrap();
             assert_eq!(back, spec, "{text}");

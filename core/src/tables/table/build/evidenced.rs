@@ -275,6 +275,7 @@ pub(super) fn evidenced(decided: &Decided, c: Collective, key: CommKey, min_gain
             runner_up: None,
             margin: None,
             evidence: ev,
+            overlap: None,
         };
         set_figures(&mut rule, &dec);
         out.rules.push(rule);

@@ -43,6 +43,7 @@
 //! `min_gain: None`, from the fastest medians merged within noise
 //! ([`noise`]).
 
+pub mod calls;
 mod evidenced;
 mod model;
 mod noise;
@@ -178,6 +179,7 @@ pub fn rules_from(decisions: &[Decision]) -> Vec<Rule> {
             runner_up: None,
             margin: None,
             evidence: None,
+            overlap: None,
         };
         set_figures(&mut rule, d);
         out.push(rule);
@@ -336,6 +338,10 @@ impl Decider {
 /// As [`build_with`], from several launches of the tune, each launch's
 /// samples apart ([`point_stats_of`]: a choice must hold in every launch).
 pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: &Compact) -> Table {
+    // Nonblocking and persistent calls' samples make their own sections.
+    let all = launches;
+    let blocking = calls::blocking_only(all);
+    let launches: &[&[Sample]] = &blocking.iter().map(|l| &l[..]).collect::<Vec<_>>();
     let decider = Decider::of(launches, opts);
     set_pattern(&mut provenance, launches);
     let mut table = Table {
@@ -395,6 +401,7 @@ pub fn build_launches(launches: &[&[Sample]], mut provenance: Provenance, opts: 
             })
         }
     }
+    calls::add_sections(&mut table, all);
     model::mark(&mut table, opts.fit_error);
     table
 }

@@ -334,6 +334,7 @@ fn segment_rule(
         runner_up: None,
         margin: None,
         evidence: None,
+        overlap: None,
     };
     // The figures of the most contested size: the smallest margin of
     // the best other subject over the choice (negative where another
