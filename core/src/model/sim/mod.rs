@@ -398,9 +398,18 @@ fn composed(
         return None;
     }
     let sim = |spec: &AlgoSpec, on: &NodeMap, root: usize| {
-        simulate_counted(m, Collective::Bcast, spec, Execution::Blocking, on, bytes, root, f64::INFINITY)
-            .ok()
-            .and_then(|(t, tr)| Some((t?, tr)))
+        simulate_counted(
+            m,
+            Collective::Bcast,
+            spec,
+            Execution::Blocking,
+            on,
+            bytes,
+            root,
+            f64::INFINITY,
+        )
+        .ok()
+        .and_then(|(t, tr)| Some((t?, tr)))
     };
     let leaders = NodeMap::blocks(&vec![1; n]).ok()?;
     let (inter, mut traffic) = sim(spec.algo("inter").ok()?, &leaders, root / k)?;
@@ -419,4 +428,3 @@ fn composed(
         formula: COMPOSED,
     })
 }
-

@@ -54,8 +54,7 @@ impl Link {
     /// A message's fixed cost, microseconds: `2o + L`, one `L` more above
     /// the eager limit (rendezvous).
     pub fn alpha(&self, bytes: u64) -> f64 {
-        2.0 * self.overhead_us
-            + self.latency_us * if bytes > self.eager_limit { 2.0 } else { 1.0 }
+        2.0 * self.overhead_us + self.latency_us * if bytes > self.eager_limit { 2.0 } else { 1.0 }
     }
 
     /// Microseconds per byte of a message of `bytes`.

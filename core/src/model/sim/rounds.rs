@@ -138,7 +138,12 @@ pub(super) fn doubling(pr: &mut Pricer, p: usize, n: u64) {
         for vr in (0..p).step_by(2 * d) {
             let c = vr + d;
             if c < p {
-                pr.send(round, vr, c, chunks(n, p, c, c + binomial_subtree_size(c, p)));
+                pr.send(
+                    round,
+                    vr,
+                    c,
+                    chunks(n, p, c, c + binomial_subtree_size(c, p)),
+                );
             }
         }
         round += 1;
@@ -209,8 +214,18 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
             if size <= c || theirs == 0 {
                 continue;
             }
-            let at = |t: i64| if d < st.mid { st.mid - 1 - t } else { st.mid + t };
-            let t = if d < st.mid { st.mid - 1 - d } else { d - st.mid };
+            let at = |t: i64| {
+                if d < st.mid {
+                    st.mid - 1 - t
+                } else {
+                    st.mid + t
+                }
+            };
+            let t = if d < st.mid {
+                st.mid - 1 - d
+            } else {
+                d - st.mid
+            };
             let (mut w, mut sub) = (c, 1);
             if t >= c {
                 while 2 * w <= t {
@@ -340,7 +355,10 @@ mod tests {
                         let what = format!("{name} {} {layout} {bytes} B root {root}", m.name);
                         assert_eq!(f.traffic, traffic, "{what}");
                         let r = f.time_us / t;
-                        println!("{what}: closed {:.1} us, simulated {t:.1} us, {r:.3}", f.time_us);
+                        println!(
+                            "{what}: closed {:.1} us, simulated {t:.1} us, {r:.3}",
+                            f.time_us
+                        );
                         let cut = matches!(name, "bine_bdw" | "scatter_allgather")
                             && !nodes.size().is_power_of_two();
                         if r < 1.0 / TOL || r > if cut { CUT } else { TOL } {

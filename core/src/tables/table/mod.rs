@@ -832,8 +832,8 @@ pub fn summary(t: &Table) -> String {
             );
         }
     }
-    for c in Collective::ALL {
-        for cr in t.rules(c) {
+    for c in Section::ALL {
+        for cr in t.section(c) {
             let _ = writeln!(out, "\n{c} on {}:", cr.key());
             let _ = writeln!(
                 out,
@@ -860,6 +860,14 @@ pub fn summary(t: &Table) -> String {
                 );
                 if let Some(e) = &r.evidence {
                     let _ = writeln!(out, "  {:<24} {}", "", rule_evidence_line(e));
+                }
+                if let Some(o) = r.overlap {
+                    let _ = writeln!(
+                        out,
+                        "  {:<24} overlap achieved {:.0}% (computing for the call's own time while it runs)",
+                        "",
+                        100.0 * o
+                    );
                 }
             }
         }

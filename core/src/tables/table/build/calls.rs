@@ -155,6 +155,8 @@ fn decide(bytes: u64, figs: &BTreeMap<LibraryChoice, Figures>) -> Option<Decided
                 "no gain"
             }
             .into(),
+            model: None,
+            fit_error: None,
         });
     }
     let time_us = figs[&choice].times.median();
