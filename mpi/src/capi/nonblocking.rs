@@ -81,6 +81,7 @@ pub unsafe fn ibcast(
 /// # Safety
 /// As for `MPI_Bcast_init`; `datatype`, `comm` and `info` are handles at
 /// register width.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn bcast_init(
     which: InitName,
     buffer: *mut c_void,
