@@ -95,8 +95,16 @@ fn main() {
     for bytes in SIZES {
         let sim = |name: &str| {
             let spec = AlgoSpec::parse(name).expect("a spec");
-            simulate_at(&m, Collective::Bcast, &spec, Execution::Blocking, &nodes, bytes, 0)
-                .expect("simulated")
+            simulate_at(
+                &m,
+                Collective::Bcast,
+                &spec,
+                Execution::Blocking,
+                &nodes,
+                bytes,
+                0,
+            )
+            .expect("simulated")
         };
         let (bine, bdw) = (sim("bine"), sim("bine_bdw"));
         let mut ompi = BTreeMap::new();
@@ -107,17 +115,22 @@ fn main() {
         }
         let dir = data.as_deref();
         let pub_bine = dir.and_then(|d| {
-            best(BINE.iter().filter_map(|a| median(d, bytes, a, "over").map(|t| (*a, t))))
+            best(
+                BINE.iter()
+                    .filter_map(|a| median(d, bytes, a, "over").map(|t| (*a, t))),
+            )
         });
         let pub_ompi = dir.and_then(|d| {
-            best(OMPI.iter().filter_map(|(_, a)| median(d, bytes, a, "ompi").map(|t| (*a, t))))
+            best(
+                OMPI.iter()
+                    .filter_map(|(_, a)| median(d, bytes, a, "ompi").map(|t| (*a, t))),
+            )
         });
         let ours = bine.min(bdw);
         let sim_same = pub_ompi.map(|(a, _)| ompi[a]);
         let sim_best = best(ompi.iter().map(|(a, t)| (*a, *t))).expect("some");
-        let show = |x: Option<(&str, f64)>| {
-            x.map_or("-".to_string(), |(a, t)| format!("{t:.1} {a}"))
-        };
+        let show =
+            |x: Option<(&str, f64)>| x.map_or("-".to_string(), |(a, t)| format!("{t:.1} {a}"));
         println!(
             "{bytes:>9} | {:>22} {:>22} | {bine:>9.1} {bdw:>9.1} {:>7} | {:>32} | {:>6} {:>6.2}",
             show(pub_bine),

@@ -96,10 +96,19 @@ fn best_segment(m: &Model, name: &str, nodes: &NodeMap, bytes: u64) -> Option<(f
             closed_form(m, Collective::Bcast, &spec, nodes, bytes, 0).map(|f| (f.time_us, true))
         } else {
             drop_kept_call();
-            simulate_counted(m, Collective::Bcast, &spec, Execution::Blocking, nodes, bytes, 0, f64::INFINITY)
-                .ok()
-                .and_then(|(t, _)| t)
-                .map(|t| (t, false))
+            simulate_counted(
+                m,
+                Collective::Bcast,
+                &spec,
+                Execution::Blocking,
+                nodes,
+                bytes,
+                0,
+                f64::INFINITY,
+            )
+            .ok()
+            .and_then(|(t, _)| t)
+            .map(|t| (t, false))
         };
         if let Some((t, closed)) = got {
             if best.is_none_or(|b| t < b.0) {
@@ -137,14 +146,26 @@ fn bound(m: &Model) {
             let line = if name == "scatter_allgather" {
                 let spec = AlgoSpec::new(name);
                 let t = if p > 4096 {
-                    closed_form(m, Collective::Bcast, &spec, &nodes, bytes, 0).map(|f| (f.time_us, " closed form"))
+                    closed_form(m, Collective::Bcast, &spec, &nodes, bytes, 0)
+                        .map(|f| (f.time_us, " closed form"))
                 } else {
-                    simulate_counted(m, Collective::Bcast, &spec, Execution::Blocking, &nodes, bytes, 0, f64::INFINITY)
-                        .ok()
-                        .and_then(|(t, _)| t)
-                        .map(|t| (t, ""))
+                    simulate_counted(
+                        m,
+                        Collective::Bcast,
+                        &spec,
+                        Execution::Blocking,
+                        &nodes,
+                        bytes,
+                        0,
+                        f64::INFINITY,
+                    )
+                    .ok()
+                    .and_then(|(t, _)| t)
+                    .map(|t| (t, ""))
                 };
-                t.map_or("-".into(), |(t, how)| format!("{name} {t:.0} ({:.3}x{how})", t / lb))
+                t.map_or("-".into(), |(t, how)| {
+                    format!("{name} {t:.0} ({:.3}x{how})", t / lb)
+                })
             } else {
                 show(name)
             };
