@@ -627,3 +627,51 @@ fn table_build_keeps_each_files_runs_apart() {
     // One launch alone shows the same spread within itself and agrees.
     assert_eq!(chosen(&[&a]), "linear");
 }
+
+#[test]
+fn explain_says_what_a_nonblocking_or_persistent_broadcast_runs() {
+    let t = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/dropin/shm.yaml");
+    let o = ct(&[
+        "explain", t, "--ranks", "4", "--bytes", "100", "--call", "ibcast",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.contains("ibcast (MPI_Ibcast) of 100 bytes on 4 ranks"),
+        "{out}"
+    );
+    assert!(
+        out.contains("runs: ompi_libnbc:algorithm=3,name=chain [library]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("colltune's own schedules are not offered for MPI_Ibcast"),
+        "{out}"
+    );
+    // A shape without bcast_init rules: the library's own decision.
+    let o = ct(&[
+        "explain",
+        t,
+        "--ranks",
+        "8",
+        "--bytes",
+        "100",
+        "--call",
+        "bcast_init",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("no bcast_init rule for this shape and size"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MPI_Start and MPI_Wait are the library's"),
+        "{out}"
+    );
+    // The blocking call is not a --call.
+    let o = ct(&[
+        "explain", t, "--ranks", "4", "--bytes", "1", "--call", "bcast",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--call takes ibcast or bcast_init"));
+}

@@ -9,7 +9,7 @@ use colltune_algorithms::Collective;
 use super::{Code, UsageError};
 use colltune_core::measure::fit::human_bytes;
 use colltune_core::tables::decide::{parse_forced, RuntimeSettings, Selector, Source};
-use colltune_core::tables::table::{self, CommKey, Table};
+use colltune_core::tables::table::{self, CommKey, Section, Table};
 
 /// Reads a table, its problems a usage error (every command that reads
 /// tables reports them alike, file:line).
@@ -52,6 +52,11 @@ pub struct ExplainArgs {
     /// at a communicator's first call.
     #[arg(long, default_value = "block")]
     placement: String,
+    /// Explain a nonblocking or persistent broadcast instead: `ibcast`
+    /// (MPI_Ibcast) or `bcast_init` (MPI_Bcast_init), the table's sections
+    /// of those names.
+    #[arg(long, value_parser = |s: &str| s.parse::<Section>().and_then(|x| if Section::NONBLOCKING.contains(&x) { Ok(x) } else { Err(format!("`{s}`: --call takes ibcast or bcast_init")) }))]
+    call: Option<Section>,
 }
 
 /// The rule that applies to a call and why, and what forcing would change.
@@ -78,6 +83,9 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
         table: Some(Arc::new(t.clone())),
         fallback: None,
     });
+    if let Some(s) = a.call {
+        return explain_call(&sel, s, key, a.bytes);
+    }
     let c = a.collective;
     let decisions = sel.decisions(c, key);
     let (choice, _) = decisions.choose(a.bytes);
@@ -181,5 +189,33 @@ pub fn explain(a: ExplainArgs) -> anyhow::Result<Code> {
             outln!("  forcing it, e.g. {var}={example}, would run {forced} for every {c} instead, on every shape and size");
         }
     }
+    Ok(Code::Ok)
+}
+
+/// `explain --call ibcast|bcast_init`: the rule of the table's section for
+/// the call and what the drop-in does with it.
+fn explain_call(sel: &Selector, s: Section, key: CommKey, bytes: u64) -> anyhow::Result<Code> {
+    outln!("{} ({}) of {bytes} bytes on {key}:", s.name(), s.mpi_call());
+    let d = sel.call_decisions(s, key);
+    let (choice, _) = d.choose(bytes);
+    outln!("  runs: {choice}");
+    if choice.library.is_none_or(|f| f.is_default()) {
+        outln!(
+            "  the library's own decision: no {} rule for this shape and size",
+            s.name()
+        );
+    } else {
+        outln!(
+            "  the drop-in writes the library's variable through MPI_T around {}, under a lock (the call never waits for another rank), and writes the old value back",
+            s.mpi_call()
+        );
+    }
+    if s == Section::BcastInit {
+        outln!("  decided once, when the request is made: MPI_Start and MPI_Wait are the library's, untouched");
+    }
+    outln!(
+        "  colltune's own schedules are not offered for {}: its requests complete in the library's MPI_Wait and MPI_Test, which progress only the library's own schedules",
+        s.mpi_call()
+    );
     Ok(Code::Ok)
 }
