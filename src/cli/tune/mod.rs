@@ -4,6 +4,7 @@
 
 #[cfg(feature = "mpi")]
 mod calls;
+#[cfg(feature = "mpi")]
 mod launch;
 #[cfg(feature = "mpi")]
 mod library;
