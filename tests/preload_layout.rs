@@ -11,14 +11,7 @@ use std::process::Command;
 #[test]
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn mpi_bcast_starts_a_cache_line() {
-    let pre = shared_libs().join("libcolltune_preload.so");
-    let o = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&pre)
-        .output()
-        .expect("nm (binutils) runs");
-    assert!(o.status.success(), "nm {}: {}", pre.display(), text(&o));
-    let syms = String::from_utf8_lossy(&o.stdout);
+    let (pre, syms) = defined_symbols();
     let addr = |name: &str| {
         syms.lines()
             .find_map(|l| {
@@ -86,6 +79,19 @@ fn handed_off_path_fits_two_lines(pre: &std::path::Path, at: u64) {
     );
 }
 
+/// The interposition library and `nm -D --defined-only`'s listing of it.
+fn defined_symbols() -> (std::path::PathBuf, String) {
+    let pre = shared_libs().join("libcolltune_preload.so");
+    let o = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&pre)
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(o.status.success(), "nm {}: {}", pre.display(), text(&o));
+    let syms = String::from_utf8_lossy(&o.stdout).into_owned();
+    (pre, syms)
+}
+
 /// A persistent broadcast is decided once, at `MPI_Bcast_init`: the
 /// interposition library defines no entry of the calls that start and
 /// complete requests (`MPI_Start`, `MPI_Wait`, `MPI_Test` and their
@@ -94,14 +100,7 @@ fn handed_off_path_fits_two_lines(pre: &std::path::Path, at: u64) {
 /// routes.
 #[test]
 fn requests_start_and_complete_in_the_library_alone() {
-    let pre = shared_libs().join("libcolltune_preload.so");
-    let o = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&pre)
-        .output()
-        .expect("nm (binutils) runs");
-    assert!(o.status.success(), "nm {}: {}", pre.display(), text(&o));
-    let syms = String::from_utf8_lossy(&o.stdout);
+    let (_, syms) = defined_symbols();
     let defined: Vec<&str> = syms
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2))

@@ -96,27 +96,11 @@ impl Forced {
     /// MPICH documents for [`BCAST_CVAR`] (`binomial`, `scatter_ring_allgather`,
     /// ...). The error says what is wrong and what to write.
     pub fn from_spec(spec: &colltune_algorithms::AlgoSpec) -> Result<Forced, String> {
-        use colltune_algorithms::ParamValue;
         if spec.name != TABLE_NAME {
             return Err(format!("`{}` is not `{TABLE_NAME}`", spec.name));
         }
+        let word = algorithm_word(spec, DOCUMENTED_BCAST, BCAST_CVAR)?;
         let names = || DOCUMENTED_BCAST.join(", ");
-        if let Some(k) = spec.params.keys().find(|k| k.as_str() != "algorithm") {
-            return Err(format!(
-                "{TABLE_NAME} has no parameter `{k}`; it takes only algorithm (one of {}): MPICH's parameters of its algorithms are its own control variables",
-                names()
-            ));
-        }
-        let word = match spec.params.get("algorithm") {
-            None => {
-                return Err(format!(
-                    "{TABLE_NAME} needs `algorithm`: one of {} (MPIR_CVAR_BCAST_INTRA_ALGORITHM's names)",
-                    names()
-                ))
-            }
-            Some(ParamValue::Word(w)) => w.clone(),
-            Some(o) => o.to_string(),
-        };
         DOCUMENTED_BCAST
             .iter()
             .find(|d| **d == word)
@@ -183,6 +167,32 @@ impl std::fmt::Display for Forced {
             );
         }
         write!(f, "MPICH's {} ({BCAST_CVAR})", self.name)
+    }
+}
+
+/// A table's MPICH specification's one parameter, `algorithm` (a name of
+/// `documented`, `cvar`'s), as written; the error says what to write.
+pub(crate) fn algorithm_word(
+    spec: &colltune_algorithms::AlgoSpec,
+    documented: &[&str],
+    cvar: &str,
+) -> Result<String, String> {
+    use colltune_algorithms::ParamValue;
+    let table = &spec.name;
+    let names = || documented.join(", ");
+    if let Some(k) = spec.params.keys().find(|k| k.as_str() != "algorithm") {
+        return Err(format!(
+            "{table} has no parameter `{k}`; it takes only algorithm (one of {}): MPICH's parameters of its algorithms are its own control variables",
+            names()
+        ));
+    }
+    match spec.params.get("algorithm") {
+        None => Err(format!(
+            "{table} needs `algorithm`: one of {} ({cvar}'s names)",
+            names()
+        )),
+        Some(ParamValue::Word(w)) => Ok(w.clone()),
+        Some(o) => Ok(o.to_string()),
     }
 }
 

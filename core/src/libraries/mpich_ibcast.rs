@@ -71,22 +71,7 @@ impl Forced {
             return Err(format!("`{}` is not `{TABLE_NAME}`", spec.name));
         }
         let names = || DOCUMENTED.join(", ");
-        if let Some(k) = spec.params.keys().find(|k| k.as_str() != "algorithm") {
-            return Err(format!(
-                "{TABLE_NAME} has no parameter `{k}`; it takes only algorithm (one of {})",
-                names()
-            ));
-        }
-        let word = match spec.params.get("algorithm") {
-            None => {
-                return Err(format!(
-                    "{TABLE_NAME} needs `algorithm`: one of {} ({IBCAST_CVAR}'s names)",
-                    names()
-                ))
-            }
-            Some(ParamValue::Word(w)) => w.clone(),
-            Some(o) => o.to_string(),
-        };
+        let word = super::mpich::algorithm_word(spec, DOCUMENTED, IBCAST_CVAR)?;
         Forced::from_name(&word).ok_or_else(|| {
             format!(
                 "{TABLE_NAME}: unknown MPICH nonblocking broadcast algorithm `{word}`; {IBCAST_CVAR} takes {}",
