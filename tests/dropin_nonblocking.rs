@@ -207,3 +207,35 @@ fn every_byte_arrives_mixed_with_blocking_broadcasts() {
     );
     assert!(!r.err.contains(" ibcast "), "{}", r.err);
 }
+
+#[test]
+fn fortran_ibcast_goes_through_the_table() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_libnbc rules need Open MPI",
+        );
+    }
+    let dir = scratch("nb-fortran");
+    let exe = dir.join("nb_fortran");
+    let o = match Command::new("mpif90")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(format!("{ROOT}/tests/c/nb_fortran.f90"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => return skip("fortran", &format!("mpif90 not found: {e}")),
+    };
+    assert!(o.status.success(), "mpif90: {}", text(&o));
+    let t = table(&dir, "chain", "chain");
+    let r = job(3, &exe, &preload(&t, &[("COLLTUNE_TRACE", "1")]), &[]);
+    let all = format!("{}\n{}", r.out, r.err);
+    assert!(r.ok, "{all}");
+    assert_eq!(r.out.matches("fortran ibcast ok").count(), 3, "{all}");
+    assert!(
+        r.err
+            .contains("ibcast 4000 B root 0: ompi_libnbc:algorithm=3,name=chain"),
+        "{all}"
+    );
+}

@@ -103,9 +103,8 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     info: usize,
     request: *mut c_void,
 ) -> c_int {
-    use capi::nonblocking::{bcast_init, InitName};
-    bcast_init(
-        InitName::Standard,
+    capi::nonblocking::bcast_init(
+        capi::nonblocking::InitName::Standard,
         buffer,
         count,
         datatype,
@@ -127,9 +126,8 @@ pub unsafe extern "C" fn MPIX_Bcast_init(
     info: usize,
     request: *mut c_void,
 ) -> c_int {
-    use capi::nonblocking::{bcast_init, InitName};
-    bcast_init(
-        InitName::Extension,
+    capi::nonblocking::bcast_init(
+        capi::nonblocking::InitName::Extension,
         buffer,
         count,
         datatype,
@@ -209,17 +207,10 @@ macro_rules! fortran_nonblocking {
             request: *mut c_int,
             ierror: *mut c_int,
         ) {
-            if colltune_mpi::abi::foreign_family() {
-                type F = unsafe extern "C" fn(*mut c_void, *const c_int, *const c_int, *const c_int, *const c_int, *mut c_int, *mut c_int);
-                let name = concat!(stringify!($ibcast), "\0");
-                let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).unwrap_or(c"mpi_ibcast_");
-                if let Some(p) = capi::preload::next_fortran(name) {
-                    let f: F = std::mem::transmute(p);
-                    f(buffer, count, datatype, root, comm, request, ierror);
-                }
-                return;
-            }
-            capi::nonblocking::fortran_ibcast(buffer, count, datatype, root, comm, request, ierror)
+            capi::preload::fortran_ibcast(
+                concat!(stringify!($ibcast), "\0"),
+                [buffer.cast(), count.cast_mut().cast(), datatype.cast_mut().cast(), root.cast_mut().cast(), comm.cast_mut().cast(), request.cast(), ierror.cast()],
+            )
         }
 
         fortran_nonblocking!(@init $init Standard);
@@ -239,18 +230,11 @@ macro_rules! fortran_nonblocking {
             request: *mut c_int,
             ierror: *mut c_int,
         ) {
-            if colltune_mpi::abi::foreign_family() {
-                type F = unsafe extern "C" fn(*mut c_void, *const c_int, *const c_int, *const c_int, *const c_int, *const c_int, *mut c_int, *mut c_int);
-                let name = concat!(stringify!($name), "\0");
-                let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).unwrap_or(c"mpi_bcast_init_");
-                if let Some(p) = capi::preload::next_fortran(name) {
-                    let f: F = std::mem::transmute(p);
-                    f(buffer, count, datatype, root, comm, info, request, ierror);
-                }
-                return;
-            }
-            use capi::nonblocking::{fortran_bcast_init, InitName};
-            fortran_bcast_init(InitName::$which, buffer, count, datatype, root, comm, info, request, ierror)
+            capi::preload::fortran_bcast_init(
+                concat!(stringify!($name), "\0"),
+                capi::nonblocking::InitName::$which,
+                [buffer.cast(), count.cast_mut().cast(), datatype.cast_mut().cast(), root.cast_mut().cast(), comm.cast_mut().cast(), info.cast_mut().cast(), request.cast(), ierror.cast()],
+            )
         }
     };
 }

@@ -137,10 +137,73 @@ pub unsafe fn ibcast(
 /// A Fortran entry the preload library shadows, in a program of another
 /// MPI family: the program's own library's (the next definition of
 /// `name`), or None where it has none.
-pub fn next_fortran(name: &std::ffi::CStr) -> Option<*mut c_void> {
+pub fn next_fortran(name: &str) -> Option<*mut c_void> {
+    let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).ok()?;
     // SAFETY: dlsym with a NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
     (!p.is_null()).then_some(p)
+}
+
+/// Fortran `MPI_IBCAST` under the name the program called (`name`,
+/// NUL-terminated), its seven arguments as addresses in order (buffer,
+/// count, datatype, root, comm, request, ierror): colltune's path, or in a
+/// program of another MPI family that library's own entry of the name.
+///
+/// # Safety
+/// As for the Fortran binding.
+#[cfg(not(colltune_abi))]
+pub unsafe fn fortran_ibcast(name: &'static str, a: [*mut c_void; 7]) {
+    let i = |k: usize| a[k] as *mut c_int;
+    if abi::foreign_family() {
+        type F = unsafe extern "C" fn(
+            *mut c_void,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+        );
+        if let Some(p) = next_fortran(name) {
+            let f: F = std::mem::transmute(p);
+            f(a[0], i(1), i(2), i(3), i(4), i(5), i(6));
+        }
+        return;
+    }
+    super::nonblocking::fortran_ibcast(a[0], i(1), i(2), i(3), i(4), i(5), i(6))
+}
+
+/// Fortran `MPI_BCAST_INIT` / `MPIX_BCAST_INIT` (`which`), as
+/// [`fortran_ibcast`]: eight arguments (buffer, count, datatype, root,
+/// comm, info, request, ierror).
+///
+/// # Safety
+/// As for the Fortran binding.
+#[cfg(not(colltune_abi))]
+pub unsafe fn fortran_bcast_init(
+    name: &'static str,
+    which: super::nonblocking::InitName,
+    a: [*mut c_void; 8],
+) {
+    let i = |k: usize| a[k] as *mut c_int;
+    if abi::foreign_family() {
+        type F = unsafe extern "C" fn(
+            *mut c_void,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+            *mut c_int,
+        );
+        if let Some(p) = next_fortran(name) {
+            let f: F = std::mem::transmute(p);
+            f(a[0], i(1), i(2), i(3), i(4), i(5), i(6), i(7));
+        }
+        return;
+    }
+    super::nonblocking::fortran_bcast_init(which, a[0], i(1), i(2), i(3), i(4), i(5), i(6), i(7))
 }
 
 pub fn mpi_finalize() -> c_int {
