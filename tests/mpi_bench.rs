@@ -266,7 +266,7 @@ fn bad_input_is_refused_clearly() {
     std::fs::write(
         &bad,
         format!(
-            "{}\nbcast,linear,linear,blocking,4,4,1,4,lots,0,warm,1,0,synchronized,1,1,3.0,0,x,h,measured,0,\n",
+            "{}\nbcast,linear,linear,blocking,4,4,1,4,lots,0,warm,1,0,synchronized,1,1,3.0,0,x,h,measured,0,,,\n",
             colltune_core::measure::record::COLUMNS.join(",")
         ),
     )
