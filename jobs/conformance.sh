@@ -24,7 +24,7 @@
 # (nb-rules: coll/libnbc's or MPICH's, by size); preloaded with COLLTUNE_BCAST
 # forcing each algorithm family; preloaded without table.
 #
-# Usage: jobs/conformance.sh [--mpi NAME] [MPICH_SOURCE]
+# Usage: jobs/conformance.sh [--mpi NAME] [--sources registries] [--check] [MPICH_SOURCE]
 #   NAME: the MPI library (jobs/mpi-env.sh): openmpi4 (the default), mpich4,
 #   openmpi5, mpich5, impi, mpich5-abi (the test programs built with
 #   mpicc_abi, the standard-ABI preload library). The preload library is
@@ -35,6 +35,18 @@
 #   test/mpi is used), e.g.
 #     git clone --depth 1 https://github.com/pmodels/mpich /tmp/mpich
 #   Without it the MPICH part is skipped (said so in the output).
+#   --sources registries: the sources from package registries instead of
+#   GitHub (jobs/conformance-sources.sh, cached in ~/.cache/colltune/
+#   conformance): MPICH's test/mpi from Debian's source package of the
+#   installed MPICH (4.0.2 on Debian 12: its nonblocking intercommunicator
+#   broadcast is the program nbicbcast, icbcast.c compiled with
+#   -DUSE_MTEST_NBC, where later MPICH runs icbcast -nonblocking; either
+#   spelling is run as the source has it), mpi4py's test/ from its PyPI
+#   sdist and a virtual environment with that version
+#   (CONFORMANCE_MPI4PY_VERSION, default 4.1.2).
+#   --check: exit 1 when a setting passes another number of runs or tests
+#   than plain, when plain fails one, when a named MPICH test is not built,
+#   or when a part cannot run (jobs/conformance-ci.sh, CI's leg, uses it).
 # Environment:
 #   CONFORMANCE_WORK      build and log directory (default
 #                         target/conformance, target/conformance/NAME for
@@ -48,16 +60,27 @@
 #                         library-rules on Open MPI only; also chain binary
 #                         split_binary scatter_ag_ring, see SET below)
 #   CONFORMANCE_MAX_NP    skip MPICH runs with more ranks (default 10)
+#   CONFORMANCE_MPICH_RUNS the MPICH runs, `;`-separated, each "PROGRAM NP
+#                         [ARGS...]" (default: every run listed in mpich()
+#                         below); only their programs are built
 #   CONFORMANCE_MPI4PY_NP rank counts for mpi4py (default "2 3")
+#   CONFORMANCE_MPI4PY_SELECT  mpi4py runner arguments choosing the tests
+#                         (default "-i test_cco": every collective test
+#                         module; e.g. "-i test_cco_(nb|pr)_buf -k testBcast")
 #   CONFORMANCE_MPI4PY_TIMEOUT seconds per mpi4py run (default 240; a run
 #                         takes about 20 s plain at 3 ranks on 2 cores)
 #   MPI4PY_SOURCE         an mpi4py checkout whose test/ matches the
 #                         installed version (default: cloned from GitHub at
 #                         the installed version's tag)
+#   CONFORMANCE_TRACE=1   the preloaded settings trace every decision
+#                         (COLLTUNE_TRACE=1) into the logs
+#   CONFORMANCE_NO_BUILD=1 use the built preload library as it is (no
+#                         jobs/build.sh; it must exist)
 #   SKIP_MPICH=1, SKIP_MPI4PY=1
 #
-# Not part of `cargo test` (it takes tens of minutes on 2 cores and needs
-# network access for pip and git).
+# Not part of `cargo test` (all of it takes tens of minutes on 2 cores and
+# needs network access for pip and git). CI runs a small fixed subset,
+# plain against preloaded with --check: jobs/conformance-ci.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -66,13 +89,40 @@ ROOT=$PWD
 
 MPI=${COLLTUNE_MPI:-openmpi4}
 MPICH_SRC=""
+SOURCES=github
+CHECK=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --mpi) MPI=${2:?--mpi needs a name}; shift 2 ;;
     --mpi=*) MPI=${1#--mpi=}; shift ;;
+    --sources) SOURCES=${2:?--sources needs registries or github}; shift 2 ;;
+    --sources=*) SOURCES=${1#--sources=}; shift ;;
+    --check) CHECK=1; shift ;;
+    -*) echo "conformance: unknown option $1 (usage at the top of jobs/conformance.sh)" >&2; exit 2 ;;
     *) MPICH_SRC=$1; shift ;;
   esac
 done
+case "$SOURCES" in
+  github) ;;
+  registries)
+    # KEY=PATH lines: MPICH_SOURCE, MPI4PY_SOURCE, CONFORMANCE_VENV (an
+    # MPICH checkout given as well, or MPI4PY_SOURCE set, wins).
+    want=all
+    [ "${SKIP_MPICH:-0}" = 1 ] && want=mpi4py
+    [ "${SKIP_MPI4PY:-0}" = 1 ] && want=mpich
+    found=$(jobs/conformance-sources.sh "$want") || { echo "conformance: the sources from the registries are not at hand (above)" >&2; exit 1; }
+    while IFS='=' read -r key value; do
+      case "$key" in
+        MPICH_SOURCE) MPICH_SRC=${MPICH_SRC:-$value} ;;
+        MPI4PY_SOURCE) MPI4PY_SOURCE=${MPI4PY_SOURCE:-$value} ;;
+        CONFORMANCE_VENV) CONFORMANCE_VENV=${CONFORMANCE_VENV:-$value} ;;
+      esac
+    done <<<"$found"
+    ;;
+  *) echo "conformance: --sources is registries or github, not \`$SOURCES\`" >&2; exit 2 ;;
+esac
+# What --check fails on, one line each.
+PROBLEMS=()
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$MPI" || exit 2
 if [ "$MPI" = openmpi4 ]; then
@@ -87,7 +137,11 @@ M4P_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-240}
 mkdir -p "$WORK/logs"
 
 PRELOAD=$ROOT/$CARGO_TARGET_DIR/release/libcolltune_preload.so
-jobs/build.sh --mpi "$MPI" >&2 || exit 1
+if [ "${CONFORMANCE_NO_BUILD:-0}" = 1 ]; then
+  [ -f "$PRELOAD" ] || { echo "conformance: CONFORMANCE_NO_BUILD=1 but $PRELOAD is not built (jobs/build.sh --mpi $MPI)" >&2; exit 1; }
+else
+  jobs/build.sh --mpi "$MPI" >&2 || exit 1
+fi
 TABLE=$ROOT/tuning-tables/vm-2core.yaml
 # A measured table whose rules also name Open MPI's own algorithms (its
 # default decision and forced coll/tuned ones): the handoff and the
@@ -139,6 +193,13 @@ else
   default_settings="plain table nb-rules no-table linear binomial knomial4 pipeline4k scatter_ag shm"
 fi
 settings=${CONFORMANCE_SETTINGS:-$default_settings}
+# CONFORMANCE_TRACE=1: every preloaded rank traces its decisions
+# (COLLTUNE_TRACE), so a log shows that the drop-in ran and what it chose.
+if [ "${CONFORMANCE_TRACE:-0}" = 1 ]; then
+  for s in "${!SET[@]}"; do
+    [ -n "${SET[$s]}" ] && SET[$s]+=" COLLTUNE_TRACE=1"
+  done
+fi
 for s in $settings; do
   [ -n "${SET[$s]+x}" ] || { echo "conformance: unknown setting \`$s\` (CONFORMANCE_SETTINGS): one of ${!SET[*]}" >&2; exit 2; }
 done
@@ -197,15 +258,53 @@ run() {
 }
 
 # ---------------------------------------------------------------- MPICH
-mpich() {
-  local T=$MPICH_SRC/test/mpi
-  if [ ! -f "$T/coll/bcast.c" ]; then
-    echo "MPICH: $T/coll/bcast.c not found: pass a checkout of https://github.com/pmodels/mpich" >&2
-    return 1
+# mpich_runs: sets RUNS to the MPICH runs, "PROGRAM NP [ARGS...]" each:
+# CONFORMANCE_MPICH_RUNS, or those of coll/testlist.in and of
+# maint/dtp-test-config.txt (the DTPools tests: types MPI_INT and
+# MPI_INT:4+MPI_DOUBLE:8, counts 1 and 512; the 262144-element runs take
+# minutes each and are left out). Run in the copied test directory.
+mpich_runs() {
+  RUNS=()
+  if [ -n "${CONFORMANCE_MPICH_RUNS:-}" ]; then
+    IFS=';' read -ra RUNS <<<"$CONFORMANCE_MPICH_RUNS"
+  else
+    local np
+    for np in 4 8 10; do RUNS+=("bcasttest $np"); done
+    for np in 1 4 5 10; do RUNS+=("bcastzerotype $np"); done
+    RUNS+=("icbcast 4" "icbcast 10" "icbcast 8 -nonblocking" "p_bcast 4" "p_bcast2 8")
+    for np in 4 5 10; do RUNS+=("nonblocking $np"); done
+    for np in 1 4 5 10; do RUNS+=("nonblocking2 $np" "nonblocking3 $np"); done
+    local seed=1 prog type cs
+    for prog in bcast:4 bcast_comm_world_only:10; do
+      for type in MPI_INT MPI_INT:4+MPI_DOUBLE:8; do
+        for cs in 1:1024 512:16; do
+          RUNS+=("${prog%%:*} ${prog##*:} -type=$type -count=${cs%%:*} -seed=$seed -testsize=${cs##*:}")
+          seed=$((seed + 1))
+        done
+      done
+    done
   fi
-  local B=$WORK/mpich
-  rm -rf "$B" && mkdir -p "$B" && cp -r "$T/include" "$T/util" "$T/dtpools" "$T/coll" "$B/" || return 1
-  cd "$B" || return 1
+  # MPICH before 4.1 (Debian 12's 4.0.2) makes the nonblocking
+  # intercommunicator broadcast at build time, nbicbcast: icbcast.c with
+  # -DUSE_MTEST_NBC; later ones read the argument -nonblocking.
+  if ! grep -q '"nonblocking"' coll/icbcast.c; then
+    local i words
+    for i in "${!RUNS[@]}"; do
+      read -ra words <<<"${RUNS[$i]}"
+      if [ "${words[0]}" = icbcast ] && [[ " ${words[*]:2} " == *" -nonblocking "* ]]; then
+        local rest=" ${words[*]:2} "
+        rest=${rest/ -nonblocking / }
+        RUNS[i]="nbicbcast ${words[1]}${rest% }"
+      fi
+    done
+  fi
+}
+
+# mpich_build PROGRAM...: MPICH's test harness (util/mtest*.c, dtpools
+# where bcast.c is asked for) and the programs; sets BUILT to those built.
+# Run in the copied test directory.
+mpich_build() {
+  BUILT=()
   # What MPICH's configure would find on Linux with Open MPI (MPI 3.1).
   cat >include/mpitestconf.h <<'EOF'
 #define HAVE_STDARG_H 1
@@ -225,54 +324,72 @@ EOF
   : >include/mtest_mpix.h # generated by MPICH's autogen; empty elsewhere
   echo '#define HAVE_STDARG_H 1' >dtpools/dtpoolsconf.h
   local CF=(-O1 -w -Iinclude -Idtpools/include)
-  local o
-  for f in util/mtest.c util/mtest_common.c util/dtypes.c util/mtest_single.c util/run_mpitests.c dtpools/src/*.c; do
+  local harness=(util/mtest.c util/mtest_common.c util/dtypes.c util/mtest_single.c) dtp=0 f o
+  # (util/run_mpitests.c: the main() of tests written as run(), MPICH 4.1 on)
+  [ -f util/run_mpitests.c ] && harness+=(util/run_mpitests.c)
+  [[ " $* " == *" bcast "* || " $* " == *" bcast_comm_world_only "* ]] && dtp=1 && harness+=(dtpools/src/*.c)
+  for f in "${harness[@]}"; do
     o=$(basename "$f" .c).o
     "$MPICC" "${CF[@]}" -c "$f" -o "$o" || { echo "MPICH: cannot compile $f" >&2; return 1; }
   done
-  ar rcs libmtest.a mtest.o mtest_common.o dtypes.o dtpools*.o
-  local built=()
-  for t in bcast bcasttest bcastzerotype icbcast nonblocking nonblocking2 nonblocking3 p_bcast p_bcast2; do
-    local main=()
-    grep -q '^int run(' "coll/$t.c" && main=(run_mpitests.o)
-    if "$MPICC" "${CF[@]}" -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$WORK/logs/build.$t.log" 2>&1; then
-      built+=("$t")
+  # MPICH before 4.1 declares nonblocking2's and nonblocking3's
+  # MPI_Ialltoallw datatype arrays `int *`, MPICH's handle type (fixed
+  # upstream to MPI_Datatype *): with Open MPI's pointer handles they crash
+  # in plain Open MPI. The copy gets upstream's declaration.
+  sed -i -E 's/^([[:space:]]*)int \*(send|recv)types/\1MPI_Datatype *\2types/' coll/nonblocking2.c coll/nonblocking3.c
+  local lib=(mtest.o mtest_common.o dtypes.o)
+  [ $dtp = 1 ] && lib+=(dtpools*.o)
+  ar rcs libmtest.a "${lib[@]}"
+  local t
+  for t in "$@"; do
+    local src=coll/$t.c defs=() main=()
+    case "$t" in
+      bcast_comm_world_only) src=coll/bcast.c defs=(-DBCAST_COMM_WORLD_ONLY) ;;
+      nbicbcast) src=coll/icbcast.c defs=(-DUSE_MTEST_NBC) ;;
+    esac
+    local log=$WORK/logs/build.$t.log
+    if [ ! -f "$src" ]; then
+      echo "MPICH: $t not built (no $src in this MPICH's tests)"
+      continue
+    fi
+    grep -q '^int run(' "$src" && main=(run_mpitests.o)
+    if "$MPICC" "${CF[@]}" "${defs[@]}" -o "$t" "$src" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >"$log" 2>&1; then
+      BUILT+=("$t")
     elif [ "$MPI_FAMILY" = openmpi ] &&
-      "$MPICC" "${CF[@]}" -include mpi-ext.h -DMPI_Bcast_init=MPIX_Bcast_init -o "$t" "coll/$t.c" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >>"$WORK/logs/build.$t.log" 2>&1; then
+      "$MPICC" "${CF[@]}" "${defs[@]}" -include mpi.h -include mpi-ext.h -DMPI_Bcast_init=MPIX_Bcast_init -o "$t" "$src" "${main[@]}" mtest_single.o libmtest.a -lpthread -lm >>"$log" 2>&1; then
       # Open MPI 4.1: the persistent broadcast is its extension's
       # MPIX_Bcast_init (mpi-ext.h), which the drop-in routes too.
-      built+=("$t")
+      BUILT+=("$t")
     else
-      echo "MPICH: $t not built ($(grep -m1 -o "undefined reference to .*" "$WORK/logs/build.$t.log" || echo "see $WORK/logs/build.$t.log"))"
+      echo "MPICH: $t not built ($(grep -m1 -o "undefined reference to .*" "$log" || echo "see $log"))"
     fi
   done
-  "$MPICC" "${CF[@]}" -DBCAST_COMM_WORLD_ONLY -o bcast_comm_world_only coll/bcast.c mtest_single.o libmtest.a -lpthread -lm && built+=(bcast_comm_world_only)
+}
 
-  # The runs of coll/testlist.in and of maint/dtp-test-config.txt (the
-  # DTPools tests: types MPI_INT and MPI_INT:4+MPI_DOUBLE:8, counts 1 and
-  # 512; the 262144-element runs take minutes each and are left out).
-  local runs=()
-  for np in 4 8 10; do runs+=("bcasttest $np"); done
-  for np in 1 4 5 10; do runs+=("bcastzerotype $np"); done
-  runs+=("icbcast 4" "icbcast 10" "icbcast 8 -nonblocking" "p_bcast 4" "p_bcast2 8")
-  for np in 4 5 10; do runs+=("nonblocking $np"); done
-  for np in 1 4 5 10; do runs+=("nonblocking2 $np" "nonblocking3 $np"); done
-  local seed=1
-  for prog in bcast:4 bcast_comm_world_only:10; do
-    for type in MPI_INT MPI_INT:4+MPI_DOUBLE:8; do
-      for cs in 1:1024 512:16; do
-        runs+=("${prog%%:*} ${prog##*:} -type=$type -count=${cs%%:*} -seed=$seed -testsize=${cs##*:}")
-        seed=$((seed + 1))
-      done
-    done
+mpich() {
+  local T=$MPICH_SRC/test/mpi
+  if [ ! -f "$T/coll/bcast.c" ]; then
+    echo "MPICH: $T/coll/bcast.c not found: pass a checkout of https://github.com/pmodels/mpich (or --sources registries)" >&2
+    return 1
+  fi
+  local B=$WORK/mpich
+  rm -rf "$B" && mkdir -p "$B" && cp -r "$T/include" "$T/util" "$T/dtpools" "$T/coll" "$B/" || return 1
+  cd "$B" || return 1
+  mpich_runs
+  local progs=() r
+  for r in "${RUNS[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $r
+    [[ " ${progs[*]} " == *" $1 "* ]] || progs+=("$1")
   done
+  mpich_build "${progs[@]}" || { cd "$ROOT" && return 1; }
 
-  printf '\nMPICH broadcast tests (%s), %d runs; PASS / FAIL / HANG per setting\n' "$T" "${#runs[@]}"
+  printf '\nMPICH broadcast tests (%s), %d runs; PASS / FAIL / HANG per setting\n' "$T" "${#RUNS[@]}"
   local s
   declare -A pass
   for s in $settings; do pass[$s]=0; done
   local lines=()
-  for r in "${runs[@]}"; do
+  for r in "${RUNS[@]}"; do
     # shellcheck disable=SC2086
     set -- $r
     local prog=$1 np=$2
@@ -283,8 +400,9 @@ EOF
       lines+=("$line skipped (CONFORMANCE_MAX_NP=$MAX_NP)")
       continue
     fi
-    if [[ ! " ${built[*]} " == *" $prog "* ]]; then
+    if [[ ! " ${BUILT[*]} " == *" $prog "* ]]; then
       lines+=("$line not built")
+      PROBLEMS+=("MPICH: $prog not built: its run at $np ranks did not run")
       continue
     fi
     local tag
@@ -304,7 +422,28 @@ EOF
   printf 'MPICH pass counts (of %d runs that ran):' "$total"
   for s in $settings; do printf ' %s=%d' "$s" "${pass[$s]}"; done
   echo
+  [ "$total" -gt 0 ] || PROBLEMS+=("MPICH: no run ran")
+  compare_counts MPICH "$total" pass
   cd "$ROOT" || return 1
+}
+
+# compare_counts PART TOTAL ARRAY: --check's rule on one table of counts
+# (ARRAY: setting => passed): plain passes all TOTAL, every other setting
+# as many as plain.
+compare_counts() {
+  local part=$1 total=$2 s
+  local -n counts=$3
+  if [ -n "${counts[plain]+x}" ] && [ "${counts[plain]}" -ne "$total" ]; then
+    PROBLEMS+=("$part: plain passed ${counts[plain]} of $total")
+  fi
+  for s in "${!counts[@]}"; do
+    [ "$s" = plain ] && continue
+    if [ -n "${counts[plain]+x}" ] && [ "${counts[$s]}" -ne "${counts[plain]}" ]; then
+      PROBLEMS+=("$part: $s passed ${counts[$s]} of $total, plain ${counts[plain]}")
+    elif [ -z "${counts[plain]+x}" ] && [ "${counts[$s]}" -ne "$total" ]; then
+      PROBLEMS+=("$part: $s passed ${counts[$s]} of $total")
+    fi
+  done
 }
 
 # --------------------------------------------------------------- mpi4py
@@ -318,13 +457,15 @@ mpi4py() {
   if [ ! -x "$V/bin/python" ]; then
     python3 -m venv "$V" || return 1
   fi
-  "$V/bin/pip" install --quiet mpi4py || { echo "mpi4py: pip install failed" >&2; return 1; }
+  if ! "$V/bin/python" -c 'import mpi4py' 2>/dev/null; then
+    "$V/bin/pip" install --quiet mpi4py || { echo "mpi4py: pip install failed" >&2; return 1; }
+  fi
   local ver
   ver=$("$V/bin/python" -c 'import mpi4py; print(mpi4py.__version__)') || return 1
   local src=${MPI4PY_SOURCE:-$WORK/mpi4py-$ver}
   if [ ! -d "$src/test" ]; then
     git clone --quiet --depth 1 --branch "$ver" https://github.com/mpi4py/mpi4py "$src" ||
-      { echo "mpi4py: no test sources (set MPI4PY_SOURCE to an mpi4py $ver checkout)" >&2; return 1; }
+      { echo "mpi4py: no test sources (set MPI4PY_SOURCE to an mpi4py $ver checkout, or --sources registries)" >&2; return 1; }
   fi
   if [ "$MPI_FAMILY" = mpich ] && [ -z "$MPI_PREFIX" ]; then
     # Debian's MPICH names its library libmpich.so.12; mpi4py's MPICH
@@ -335,38 +476,66 @@ mpi4py() {
     ln -sf "${libdir:-/usr/lib/x86_64-linux-gnu}/libmpich.so.12" "$WORK/lib/libmpi.so.12"
     export LD_LIBRARY_PATH=$WORK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   fi
-  printf '\nmpi4py %s collective tests (%s/test/test_cco*.py, mpi4py'"'"'s runner), tests passed (summed over ranks) per setting\n' "$ver" "$src"
+  local select=()
+  read -ra select <<<"${CONFORMANCE_MPI4PY_SELECT:--i test_cco}"
+  printf '\nmpi4py %s tests (%s/test, runner arguments %s), tests passed (summed over ranks) per setting\n' "$ver" "$src" "${select[*]}"
+  local np
   for np in $M4P_NP; do
-    local line="  np=$np"
+    local line="  np=$np" s
+    declare -A ok=()
+    # The first setting (plain, where run) is the reference.
+    local ref_ran="" ref_skipped=0
     for s in $settings; do
       local log="$WORK/logs/$s.mpi4py.np$np.log"
-      # shellcheck disable=SC2086
-      command "$np" "$s" "$M4P_TIMEOUT" "$V/bin/python" runtests.py --no-builddir -i test_cco
+      command "$np" "$s" "$M4P_TIMEOUT" "$V/bin/python" runtests.py --no-builddir "${select[@]}"
       local rc=0
       (cd "$src/test" && MPI4PY_MPIABI=$MPI_FAMILY timeout -k 10 $((M4P_TIMEOUT + 30)) "${CMD[@]}") >"$log" 2>&1 || rc=$?
-      local ran failed
+      local ran failed skipped
       ran=$(grep -o 'Ran [0-9]* test' "$log" | awk '{s += $2} END {print s + 0}')
       failed=$(grep -o '\(failures\|errors\)=[0-9]*' "$log" | awk -F= '{s += $2} END {print s + 0}')
+      skipped=$(grep -o 'skipped=[0-9]*' "$log" | awk -F= '{s += $2} END {print s + 0}')
       local res="$((ran - failed))/$ran"
+      [ "$skipped" -gt 0 ] && res+="($skipped skipped)"
       if timed_out "$log" || [ $rc -eq 124 ]; then
         res+="(HANG)"
       elif [ $rc -ne 0 ]; then
         res+="(rc=$rc)"
       fi
+      # A count for --check: the tests that passed and did not skip, none
+      # where the launch failed; a setting must also run as many as plain.
+      ok[$s]=$((ran - failed - skipped))
+      { [ $rc -ne 0 ] || [ "$ran" -eq 0 ]; } && ok[$s]=0
+      if [ -z "$ref_ran" ]; then
+        ref_ran=$ran ref_skipped=$skipped
+      elif [ "$ran" -ne "$ref_ran" ]; then
+        PROBLEMS+=("mpi4py np=$np: $s ran $ran tests, ${settings%% *} $ref_ran")
+      fi
       line+=" $s:$res"
     done
     echo "$line"
+    [ "${ref_ran:-0}" -gt 0 ] || PROBLEMS+=("mpi4py np=$np: no test ran")
+    # Plain passes every test that ran and did not skip; the others as many.
+    compare_counts "mpi4py np=$np" "$((ref_ran - ref_skipped))" ok
+    unset ok
   done
 }
 
 echo "conformance: $MPI ($MPI_LAUNCHER), settings: $settings; logs in $WORK/logs"
 if [ "${SKIP_MPICH:-0}" != 1 ]; then
   if [ -n "$MPICH_SRC" ]; then
-    mpich || echo "MPICH part failed"
+    mpich || { echo "MPICH part failed"; PROBLEMS+=("the MPICH part failed (above)"); }
   else
-    echo "MPICH: skipped (no MPICH source given: jobs/conformance.sh PATH_TO_MPICH_CHECKOUT)"
+    echo "MPICH: skipped (no MPICH source given: jobs/conformance.sh PATH_TO_MPICH_CHECKOUT, or --sources registries)"
+    PROBLEMS+=("MPICH: no source")
   fi
 fi
 if [ "${SKIP_MPI4PY:-0}" != 1 ]; then
-  mpi4py || echo "mpi4py part failed"
+  mpi4py || { echo "mpi4py part failed"; PROBLEMS+=("the mpi4py part failed (above)"); }
+fi
+if [ "$CHECK" = 1 ]; then
+  if [ ${#PROBLEMS[@]} -gt 0 ]; then
+    printf 'conformance: FAILED: %s\n' "${PROBLEMS[@]}" >&2
+    exit 1
+  fi
+  echo "conformance: check passed: every setting passed as many runs and tests as plain, and plain all"
 fi

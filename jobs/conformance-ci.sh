@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# CI's conformance leg: a small fixed subset of jobs/conformance.sh, the
+# suites' nonblocking, persistent and intercommunicator broadcasts, plain
+# against preloaded, on one MPI library:
+#   jobs/conformance-ci.sh [NAME]    NAME: openmpi4 (default), mpich4, ...
+#
+#   MPICH's tests (test/mpi/coll of Debian's source package), at 4 ranks:
+#     nonblocking, nonblocking2, nonblocking3 (every nonblocking collective,
+#     MPI_Ibcast among them), p_bcast and p_bcast2 (MPI_Bcast_init; Open
+#     MPI 4.1's MPIX_Bcast_init), icbcast and its nonblocking twin
+#     (intercommunicator broadcasts, MPI_ROOT / MPI_PROC_NULL);
+#   mpi4py's Ibcast and Bcast_init tests (test_cco_nb_buf, test_cco_pr_buf:
+#     testBcast*, of its PyPI sdist) at 2 and 3 ranks;
+#   settings: plain; preloaded with a table whose ibcast and bcast_init
+#     rules force the library's own nonblocking algorithms (nb-rules);
+#     preloaded with COLLTUNE_BCAST=shm.
+#
+# Fails (exit 1) when a preloaded setting passes another number of runs or
+# tests than plain, when plain fails one, when a test is not built, or when
+# the preloaded logs do not show the drop-in at work: the loader refused the
+# preload library, or under nb-rules a run on an intracommunicator traced
+# no decision (COLLTUNE_TRACE), or MPI_Ibcast and MPI_Bcast_init did not
+# run the rules' algorithm. (With shm forced these programs' broadcasts are
+# all the library's: nonblocking and persistent calls without rules, and
+# intercommunicators, are handed to it untraced; the setting checks that
+# the drop-in's hand-off changes no result.) Where the sources cannot be had
+# (no apt source package, no PyPI: jobs/conformance-sources.sh), it says
+# "SKIPPED (conformance): why" and passes, unless COLLTUNE_REQUIRE names
+# `conformance` (or `all`): CI's jobs/test.sh does.
+# Logs: target/conformance-ci/NAME/logs. About a minute per library on 2
+# cores once the sources are cached.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+name=${1:-${COLLTUNE_MPI:-openmpi4}}
+start=$(date +%s)
+
+fail() {
+  echo "conformance-ci ($name): FAILED: $*" >&2
+  exit 1
+}
+skip() {
+  local required=${COLLTUNE_REQUIRE:-}
+  if [[ ",${required// /}," == *",conformance,"* || ",${required// /}," == *",all,"* ]]; then
+    fail "\`conformance\` is required here (COLLTUNE_REQUIRE=$required) but cannot run: $*"
+  fi
+  echo "SKIPPED (conformance): $*"
+  exit 0
+}
+
+# shellcheck source=jobs/mpi-env.sh
+. jobs/mpi-env.sh "$name" || skip "$name is not installed (above)"
+why=$(jobs/conformance-sources.sh 2>&1 >/dev/null) ||
+  skip "the suites' sources cannot be had from the registries: $(tail -1 <<<"$why") (jobs/conformance-sources.sh; jobs/install-deps.sh --test fetches them)"
+
+work=$PWD/target/conformance-ci/$name
+rm -rf "$work/logs"
+mkdir -p "$work"
+export CONFORMANCE_WORK=$work
+export CONFORMANCE_SETTINGS="plain nb-rules shm"
+export CONFORMANCE_MPICH_RUNS="nonblocking 4;nonblocking2 4;nonblocking3 4;p_bcast 4;p_bcast2 4;icbcast 4;icbcast 4 -nonblocking"
+export CONFORMANCE_MPI4PY_NP="2 3"
+export CONFORMANCE_MPI4PY_SELECT="-i test_cco_(nb|pr)_buf -k testBcast"
+export CONFORMANCE_TRACE=1
+# The preload library the test suite built (jobs/test.sh, jobs/test-mpi.sh)
+# is used as it is; built here only where it is missing.
+[ -f "$CARGO_TARGET_DIR/release/libcolltune_preload.so" ] && export CONFORMANCE_NO_BUILD=1
+jobs/conformance.sh --mpi "$name" --sources registries --check >"$work/conformance.out" 2>&1
+rc=$?
+sed 's/^/  /' "$work/conformance.out"
+[ $rc -eq 0 ] || fail "plain and preloaded differ, or plain failed (above; logs in $work/logs)"
+
+# The drop-in at work: every preloaded log traced, and the table's
+# nonblocking and persistent rules ran the library algorithm they name.
+logs=$work/logs
+case "$MPI_FAMILY" in
+  openmpi) nb=ompi_libnbc ;;
+  *) nb=mpich_ibcast ;;
+esac
+for log in "$logs"/nb-rules.*.log "$logs"/shm.*.log; do
+  [ -f "$log" ] || fail "no preloaded logs in $logs"
+  ! grep -q "cannot be preloaded" "$log" || fail "the loader did not preload the drop-in: $(grep -m1 "cannot be preloaded" "$log")"
+done
+for log in "$logs"/nb-rules.*.log; do
+  # (icbcast: blocking broadcasts on an intercommunicator, the library's)
+  [[ "$log" == */nb-rules.icbcast.* ]] && continue
+  grep -q "colltune trace:" "$log" || fail "the drop-in traced nothing in $log: was it preloaded?"
+done
+for call in ibcast bcast_init; do
+  grep -h "colltune trace: .* $call [0-9]* B root [0-9]*: $nb:" "$logs"/nb-rules.*.log > /dev/null ||
+    fail "no $call under nb-rules ran the table's $nb rule (traces in $logs/nb-rules.*.log)"
+done
+echo "conformance-ci ($name): plain and preloaded (nb-rules, shm) alike; MPI_Ibcast and MPI_Bcast_init ran the table's $nb rules ($(($(date +%s) - start)) s)"
