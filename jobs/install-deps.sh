@@ -11,7 +11,11 @@
 # util-linux (the emulated cluster), chromium (tests/pictures.rs renders the
 # HTML report in a headless browser), man-db, bash-completion and lmod
 # (tests/install.rs: `man colltune`, tab completion and the modulefile after
-# jobs/install.sh). Other MPI libraries: jobs/install-mpi.sh.
+# jobs/install.sh), python3-venv and xz-utils (the conformance leg,
+# jobs/conformance-ci.sh: its sources are fetched here into
+# ~/.cache/colltune/conformance by jobs/conformance-sources.sh, MPICH's tests
+# from Debian's source package, mpi4py's from PyPI). Other MPI libraries:
+# jobs/install-mpi.sh.
 # Idempotent: a second run installs nothing and takes well under a second.
 # Runs as root, or as a user with sudo.
 set -euo pipefail
@@ -26,6 +30,7 @@ pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang pkg-config gcc make)
 if [ "${1:-}" = "--test" ]; then
   # python3: the measurement scripts' analysis (jobs/imb-compare.sh --analyse, tests/scripts.rs)
   pkgs+=(mpich libmpich-dev slurm-wlm munge iproute2 util-linux chromium python3 man-db bash-completion lmod)
+  pkgs+=(python3-venv xz-utils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -75,4 +80,12 @@ if [ "${1:-}" = "--test" ] && ! cargo clippy --version >/dev/null 2>&1; then
     echo "install-deps: the test suite needs cargo clippy; install it with your Rust" >&2
     exit 1
   fi
+fi
+
+# The conformance leg's sources (cached: a second run fetches nothing).
+# Where a registry cannot be reached the leg says SKIPPED (conformance),
+# which fails where COLLTUNE_REQUIRE names it (CI).
+if [ "${1:-}" = "--test" ]; then
+  "$(dirname "$0")/conformance-sources.sh" > /dev/null ||
+    echo "install-deps: the conformance sources could not be fetched (above): jobs/conformance-ci.sh will skip" >&2
 fi

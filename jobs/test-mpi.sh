@@ -57,6 +57,11 @@
 #      selector at 3 and 4 ranks, every byte checked, the trace showing the
 #      forced choice; the other library's rules fall back with one warning;
 #      a short tune at 4 ranks measures them as candidates.
+#  11. the conformance leg (jobs/conformance-ci.sh; Open MPI and MPICH):
+#      MPICH's nonblocking, persistent and intercommunicator broadcast
+#      tests and mpi4py's Ibcast / Bcast_init tests, plain against
+#      preloaded (a table of the library's nonblocking rules; shm forced),
+#      the same counts required.
 # Exit 1 at the first failure, naming it. jobs/test.sh runs it for mpich4.
 # mpich5-abi: MPICH 5's mpicc_abi and libmpi_abi.so.1 (jobs/mpi-env.sh).
 set -euo pipefail
@@ -381,6 +386,12 @@ esac
 case "$name" in
   openmpi4 | openmpi5 | mpich4 | mpich5)
     COLLTUNE_NO_BUILD=1 jobs/test-library-choices.sh "$name" || fail "the library's algorithms as table choices"
+    ;;
+esac
+# 11. The conformance leg: plain against preloaded.
+case "$name" in
+  openmpi4 | openmpi5 | mpich4 | mpich5)
+    jobs/conformance-ci.sh "$name" || fail "the conformance leg (plain against preloaded, above)"
     ;;
 esac
 echo "test-mpi ($name): passed in $(( $(date +%s) - start )) s"

@@ -8,11 +8,15 @@
 # and an uneven node layout, the drop-in checking every byte, the preload
 # library refusing a program of the other family). `COLLTUNE_TEST_MPI="mpich4
 # openmpi5"` chooses the other libraries (`none`: only Open MPI 4.1);
-# jobs/test-mpi.sh NAME runs one by hand.
+# jobs/test-mpi.sh NAME runs one by hand. On each library, Open MPI 4.1
+# here and the others in jobs/test-mpi.sh, the conformance leg
+# (jobs/conformance-ci.sh): MPICH's and mpi4py's nonblocking, persistent
+# and intercommunicator broadcast tests, plain against preloaded.
 #
 # Tests that need something this machine may lack (the emulated cluster's
 # network namespaces, a local Slurm, MPICH for the export test, Chromium for
-# the HTML report, man, bash-completion and Lmod for the install test) say
+# the HTML report, man, bash-completion and Lmod for the install test, the
+# conformance suites' sources from apt's and PyPI's registries) say
 # "SKIPPED (name): why" and pass, unless COLLTUNE_REQUIRE names them
 # (comma-separated, or `all`): then a skip fails the run. In CI, where
 # jobs/install-deps.sh installs all of them, every one is required.
@@ -24,7 +28,7 @@ jobs/install-deps.sh --test
 # shellcheck disable=SC1091
 . jobs/mpirun-flags.sh
 if [ -n "${CI:-}" ]; then
-  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi,man,bash-completion,lmod}
+  export COLLTUNE_REQUIRE=${COLLTUNE_REQUIRE:-emucluster,slurm,mpich,chromium,fortran,openmpi,man,bash-completion,lmod,conformance}
 fi
 start=$(date +%s)
 
@@ -67,6 +71,11 @@ echo "test suite: clippy clean: $(( $(date +%s) - start )) s wall"
 
 cargo test --release --locked --workspace "$@"
 echo "test suite: Open MPI 4.1: $(( $(date +%s) - start )) s wall"
+# (Not with a test filter, as below.)
+if [ $# -eq 0 ]; then
+  jobs/conformance-ci.sh openmpi4
+  echo "test suite: Open MPI 4.1 conformance leg: $(( $(date +%s) - start )) s wall"
+fi
 
 # The MPI-dependent subset on the other libraries (not when a test filter
 # was given: that asks for those tests only).
