@@ -2,7 +2,8 @@
 //! an unmodified MPI program's broadcasts go through colltune, by the MPI
 //! profiling interface: this library defines `MPI_Init`, `MPI_Init_thread`,
 //! `MPI_Bcast`, `MPI_Ibcast`, `MPI_Bcast_init` (and Open MPI 4.1's
-//! `MPIX_Bcast_init`) and `MPI_Finalize`, and the Fortran bindings' entry
+//! `MPIX_Bcast_init`), `MPI_Finalize`, `MPI_Session_init` and
+//! `MPI_Session_finalize`, and the Fortran bindings' entry
 //! points for them (`mpi_bcast_` and its other manglings, `mpi_bcast_f08`, ...:
 //! Open MPI's Fortran bindings call `PMPI_Bcast` themselves, so the C
 //! symbol alone never sees a Fortran program). Everything else is
@@ -141,6 +142,23 @@ pub unsafe extern "C" fn MPIX_Bcast_init(
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
     capi::preload::mpi_finalize()
+}
+
+/// `MPI_Session_init` (MPI 4 sessions): the library's, then colltune
+/// starts; each communicator gets the table at its first broadcast.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: usize,
+    errhandler: usize,
+    session: *mut c_void,
+) -> c_int {
+    capi::preload::mpi_session_init(&LINES, info, errhandler, session)
+}
+
+/// `MPI_Session_finalize`: colltune's state goes with the last session.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut c_void) -> c_int {
+    capi::preload::mpi_session_finalize(session)
 }
 
 /// The Fortran entry points, under each name a Fortran compiler may call

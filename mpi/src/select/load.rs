@@ -54,6 +54,59 @@ pub fn keep_preparsed(path: &std::path::Path, text: &str, table: Table) {
     });
 }
 
+/// Under MPI 4 sessions, the table this process read and validated when
+/// its first session opened (`keep_for_sessions`), offered to each
+/// communicator's set-up as [`PREPARSED`] is to `MPI_Init`'s: the file is
+/// read once per process, however many communicators are set up.
+static SESSION: std::sync::Mutex<Option<Preparsed>> = std::sync::Mutex::new(None);
+
+/// Reads `COLLTUNE_TABLE` for the communicators of MPI 4 sessions (local:
+/// no message; a file that cannot be used is remembered for the warning
+/// that names who read what, as before `MPI_Init`).
+pub fn keep_for_sessions() {
+    let Some(path) = std::env::var_os("COLLTUNE_TABLE")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+    else {
+        return;
+    };
+    let text = match table::read_text(&path) {
+        Ok(t) => t,
+        Err(e) => return keep_unread(&path, e.to_string()),
+    };
+    let digest = cached::digest(&text);
+    match cached::load(&text) {
+        Ok(table) => {
+            *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(Preparsed {
+                path,
+                table,
+                digest,
+            })
+        }
+        Err(_) => keep_unread(&path, format!("not a valid table (content {digest:016x})")),
+    }
+}
+
+/// The table kept for `MPI_Init` ([`PREPARSED`], taken), else a copy of the
+/// one kept for sessions.
+fn preparsed() -> Option<Preparsed> {
+    PREPARSED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .or_else(|| {
+            SESSION
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|p| Preparsed {
+                    path: p.path.clone(),
+                    table: p.table.clone(),
+                    digest: p.digest,
+                })
+        })
+}
+
 /// Why this rank could not use its table before `MPI_Init` (the drop-in
 /// reads it there on Open MPI): for the warning that names who read what.
 pub(super) static UNREAD: std::sync::Mutex<Option<(std::path::PathBuf, String)>> =
@@ -183,7 +236,12 @@ pub(super) fn warn_who_read_what(
         ));
     }
     msg.push_str(". Make the table the same file on every node to silence this.");
-    crate::say(&msg);
+    // Once per process (under sessions each communicator's set-up agrees
+    // on a table, and would find the same files again).
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        crate::say(&msg);
+    }
     Ok(())
 }
 
@@ -194,7 +252,7 @@ pub(super) fn load_on_rank0(
     world: &Comm,
     path: &std::path::Path,
 ) -> Result<Result<Table, TableError>, MpiError> {
-    let pre = PREPARSED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let pre = preparsed();
     let (key, status) = read_status(path, pre.as_ref());
     let pre = pre.filter(|p| p.path == path);
     // Rank 0's key; where every rank has the same (the same content read

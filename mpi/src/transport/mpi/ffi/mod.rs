@@ -109,6 +109,15 @@ pub fn win_null() -> MPI_Win {
     unsafe { ffi::RSMPI_WIN_NULL }
 }
 
+/// This process's rank in `MPI_COMM_WORLD` where the world model is up
+/// (between `MPI_Init` and `MPI_Finalize`); None otherwise (a program of
+/// MPI 4 sessions alone may not use `MPI_COMM_WORLD`). For messages.
+pub fn world_rank() -> Option<usize> {
+    (initialized() && !finalized())
+        .then(|| comm_rank(comm_world()).ok())
+        .flatten()
+}
+
 pub fn initialized() -> bool {
     let mut flag: c_int = 0;
     // SAFETY: MPI_Initialized may be called at any time.
