@@ -30,7 +30,10 @@
 # "SKIPPED (conformance): why" and passes, unless COLLTUNE_REQUIRE names
 # `conformance` (or `all`): CI's jobs/test.sh does.
 # Logs: target/conformance-ci/NAME/logs. About a minute per library on 2
-# cores once the sources are cached.
+# cores once the sources are cached. Then a self-check, that the leg can
+# fail: nonblocking2 at 4 ranks with a broken drop-in preloaded before
+# colltune's (tests/c/corrupt_ibcast.c flips a byte of MPI_Ibcast's root
+# buffer) must make jobs/conformance.sh --check fail, naming nb-rules.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-${COLLTUNE_MPI:-openmpi4}}
@@ -111,3 +114,15 @@ for call in ibcast bcast_init; do
     fail "no $call under nb-rules ran the table's $nb rule (traces in $logs/nb-rules.*.log)"
 done
 echo "conformance-ci ($name): plain and preloaded (nb-rules, shm) alike; MPI_Ibcast and MPI_Bcast_init ran the table's $nb rules ($(($(date +%s) - start)) s)"
+
+# The self-check: a drop-in that corrupts one byte must fail the check.
+self=$work/selfcheck
+mkdir -p "$self"
+"$MPICC" -shared -fPIC -o "$self/corrupt_ibcast.so" tests/c/corrupt_ibcast.c -ldl || fail "cannot build tests/c/corrupt_ibcast.c"
+CONFORMANCE_WORK=$self CONFORMANCE_SETTINGS="plain nb-rules" CONFORMANCE_MPICH_RUNS="nonblocking2 4" SKIP_MPI4PY=1 \
+  CONFORMANCE_PRELOAD="$self/corrupt_ibcast.so:$PWD/$preload" CONFORMANCE_NO_BUILD=1 \
+  jobs/conformance.sh --mpi "$name" --sources registries --check >"$self/out" 2>&1
+rc=$?
+grep -q "conformance: FAILED: MPICH: nb-rules passed 0 of 1, plain 1" "$self/out" && [ $rc -eq 1 ] ||
+  { sed 's/^/  /' "$self/out"; fail "the self-check: a drop-in that corrupts a byte of MPI_Ibcast did not fail the check (rc=$rc, above)"; }
+echo "conformance-ci ($name): self-check: a byte corrupted in MPI_Ibcast fails the check ($(grep -m1 "FAILED" "$self/out")); $(($(date +%s) - start)) s in all"

@@ -74,6 +74,10 @@
 #                         the installed version's tag)
 #   CONFORMANCE_TRACE=1   the preloaded settings trace every decision
 #                         (COLLTUNE_TRACE=1) into the logs
+#   CONFORMANCE_PRELOAD   LD_PRELOAD of the preloaded settings (default: the
+#                         built preload library; colon-separated, e.g. a
+#                         broken library before it, tests/c/corrupt_ibcast.c,
+#                         to see --check fail)
 #   CONFORMANCE_NO_BUILD=1 use the built preload library as it is (no
 #                         jobs/build.sh; it must exist)
 #   SKIP_MPICH=1, SKIP_MPI4PY=1
@@ -143,6 +147,9 @@ else
   jobs/build.sh --mpi "$MPI" >&2 || exit 1
 fi
 TABLE=$ROOT/tuning-tables/vm-2core.yaml
+# What the preloaded settings preload (colon-separated: a launcher's
+# words are split on blanks).
+PRELOAD=${CONFORMANCE_PRELOAD:-$PRELOAD}
 # A measured table whose rules also name Open MPI's own algorithms (its
 # default decision and forced coll/tuned ones): the handoff and the
 # forced-duplicate route.
