@@ -443,7 +443,7 @@ pub(super) fn warn_once(world: &Comm, msg: &str) {
 /// Per communicator size, whether the library's `MPI_Bcast` may run
 /// different algorithms on different ranks: the ranks of the job handed
 /// Open MPI different broadcast rules at `MPI_Init` (a node that could not
-/// read the table, or read another; `capi::handoff::agree`), and some rank's
+/// read the table, or read another; `runtime::handoff::agree`), and some rank's
 /// rules name this size. Set once, right after `MPI_Init`, agreed by every
 /// rank; read when a communicator is set up.
 pub(super) static LIBRARY_DIFFERS: std::sync::OnceLock<LibraryDiffers> = std::sync::OnceLock::new();
