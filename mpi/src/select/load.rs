@@ -294,9 +294,12 @@ pub(super) fn load_from_some_rank(
         None => table::read_text(path).ok().map(|t| table::load_str(&t)),
     };
     let ok = matches!(mine, Some(Ok(_)));
-    let vote = if ok { world.rank() as u64 } else { u64::MAX };
+    // No rank: the communicator's size (not u64::MAX: MPICH 4.0.2's MPI_MIN
+    // on MPI_UINT64_T compares as signed, so u64::MAX would be the least).
+    let none = world.size() as u64;
+    let vote = if ok { world.rank() as u64 } else { none };
     let src = world.allreduce(vote, Op::Min)?;
-    if src == u64::MAX {
+    if src >= none {
         return Ok(first.map(|t| (t, 0)));
     }
     let src = src as usize;
@@ -377,7 +380,11 @@ pub fn load_with(
         match load_on_rank0(world, &path)? {
             Ok(tb) => {
                 if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
-                    if world.rank() == 0 {
+                    // Once per process (under sessions every communicator
+                    // loads the table).
+                    static SAID: std::sync::atomic::AtomicBool =
+                        std::sync::atomic::AtomicBool::new(false);
+                    if world.rank() == 0 && !SAID.swap(true, std::sync::atomic::Ordering::AcqRel) {
                         crate::say(&format!("warning: {}: {w}", path.display()));
                     }
                 }
@@ -436,7 +443,7 @@ pub(super) fn warn_once(world: &Comm, msg: &str) {
 /// Per communicator size, whether the library's `MPI_Bcast` may run
 /// different algorithms on different ranks: the ranks of the job handed
 /// Open MPI different broadcast rules at `MPI_Init` (a node that could not
-/// read the table, or read another; `capi::handoff::agree`), and some rank's
+/// read the table, or read another; `runtime::handoff::agree`), and some rank's
 /// rules name this size. Set once, right after `MPI_Init`, agreed by every
 /// rank; read when a communicator is set up.
 pub(super) static LIBRARY_DIFFERS: std::sync::OnceLock<LibraryDiffers> = std::sync::OnceLock::new();

@@ -258,7 +258,7 @@ impl CommSelector {
     }
 
     /// With `COLLTUNE_TRACE`, one line saying what a call of `bytes` ran
-    /// (also used by [`capi`](crate::capi) for calls it hands to the
+    /// (also used by [`runtime`](crate::runtime) for calls it hands to the
     /// library).
     pub(crate) fn trace(
         &self,

@@ -13,7 +13,7 @@
 //! application's traffic, so a profiling tool (which defines the `MPI_`
 //! names) never counts it, and the interposition library never calls
 //! itself. The last section holds what the C-facing layer
-//! ([`capi`](crate::capi)) needs: the user's own call passed to the library
+//! ([`runtime`](crate::runtime)) needs: the user's own call passed to the library
 //! unchanged, datatype inspection, packing, attributes, error handlers,
 //! Fortran handles.
 

@@ -22,7 +22,9 @@
 //! communicators (there are no world ranks to key the sharing by).
 //!
 //! Not under sessions: the handoff of library rules to Open MPI at start-up
-//! (the rules run through the forced routes, as where the handoff is off),
+//! (no world to agree on it; Open MPI's dynamic rules are turned on where a
+//! rule needs them, and the rules run through the forced routes, as where
+//! the handoff is off),
 //! and the `ibcast` / `bcast_init` sections (agreeing on them needs a world:
 //! the library's own decisions run). A program that also calls `MPI_Init`
 //! keeps the session set-up if a session came first (its `MPI_COMM_WORLD`
@@ -65,6 +67,11 @@ pub unsafe fn mpi_session_init(
         report("MPI_Session_init: the MPI library has no PMPI_Session_init (MPI 4 sessions)");
         return ERR_OTHER;
     };
+    // Before the library's first session: Open MPI reads its variables
+    // when its components open.
+    if ours && SESSIONS.load(Ordering::Acquire) == 0 && !cffi::initialized() {
+        handoff::before_sessions();
+    }
     // SAFETY: the library's MPI_Session_init, of this signature.
     let init: SessionInit = std::mem::transmute(f);
     let rc = init(info, errhandler, session);
