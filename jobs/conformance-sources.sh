@@ -42,6 +42,8 @@ mkdir -p "$CACHE"
 
 say() { echo "conformance-sources: $*" >&2; }
 die() { say "$*"; exit 1; }
+# A fetch is tried twice: a registry's passing error should not skip CI's leg.
+twice() { "$@" || { say "failed, trying once more in 5 s: $*"; sleep 5; "$@"; }; }
 
 # ------------------------------------------------------------- MPICH (apt)
 # deb-src twins of the system's official deb entries (one-line .list and
@@ -87,8 +89,8 @@ mpich_source() {
     -o "Dir::State::Lists=$A/lists" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
     -o "APT::Sandbox::User=$(id -un)")
   say "fetching the Debian source package of mpich${ver:+ $ver} (apt-get source, private lists in $A)"
-  "${apt[@]}" update >"$A/update.log" 2>&1 || { cat "$A/update.log" >&2; die "apt-get update of the deb-src lists failed (above)"; }
-  (cd "$A/dl" && "${apt[@]}" source --download-only "mpich${ver:+=$ver}") >"$A/source.log" 2>&1 ||
+  twice "${apt[@]}" update >"$A/update.log" 2>&1 || { cat "$A/update.log" >&2; die "apt-get update of the deb-src lists failed (above)"; }
+  (cd "$A/dl" && twice "${apt[@]}" source --download-only "mpich${ver:+=$ver}") >"$A/source.log" 2>&1 ||
     { cat "$A/source.log" >&2; die "apt-get source mpich${ver:+=$ver} failed (above)"; }
   local orig
   orig=$(find "$A/dl" -maxdepth 1 -name "mpich_${up:-*}.orig.tar.*" | sort | tail -1)
@@ -119,7 +121,7 @@ mpi4py_source() {
   fi
   if [ "$("$V/bin/python" -c 'import mpi4py; print(mpi4py.__version__)' 2>/dev/null)" != "$M4P_VERSION" ]; then
     say "installing mpi4py $M4P_VERSION from PyPI into $V"
-    "$V/bin/pip" install --quiet --disable-pip-version-check "mpi4py==$M4P_VERSION" || die "pip install mpi4py==$M4P_VERSION failed"
+    twice "$V/bin/pip" install --quiet --disable-pip-version-check "mpi4py==$M4P_VERSION" || die "pip install mpi4py==$M4P_VERSION failed"
   fi
   if [ ! -f "$src/test/runtests.py" ]; then
     local dl=$CACHE/.mpi4py-dl
@@ -127,7 +129,7 @@ mpi4py_source() {
     say "fetching the mpi4py $M4P_VERSION sdist from PyPI (its test/)"
     # --no-binary for mpi4py only: its build requirements come as wheels
     # (with :all: pip builds setuptools and Cython from source: minutes).
-    "$V/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary mpi4py -d "$dl" "mpi4py==$M4P_VERSION" ||
+    twice "$V/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary mpi4py -d "$dl" "mpi4py==$M4P_VERSION" ||
       die "pip download of the mpi4py $M4P_VERSION sdist failed"
     local sdist
     sdist=$(find "$dl" -maxdepth 1 -name "mpi4py-$M4P_VERSION.tar.gz" | head -1)
