@@ -54,8 +54,10 @@ skip() {
 
 # shellcheck source=jobs/mpi-env.sh
 . jobs/mpi-env.sh "$name" || skip "$name is not installed (above)"
-why=$(jobs/conformance-sources.sh 2>&1 >/dev/null) ||
-  skip "the suites' sources cannot be had from the registries: $(tail -1 <<<"$why") (jobs/conformance-sources.sh; jobs/install-deps.sh --test fetches them)"
+if ! why=$(jobs/conformance-sources.sh 2>&1 >/dev/null); then
+  sed 's/^/  /' <<<"$why"
+  skip "the suites' sources cannot be had from the registries (above; jobs/conformance-sources.sh, which jobs/install-deps.sh --test runs)"
+fi
 
 work=$PWD/target/conformance-ci/$name
 rm -rf "$work/logs"
