@@ -26,13 +26,15 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm c
             abort();
         }
     }
-    int inter = 0, rank = -1, size = 0;
+    /* Intracommunicators only: on an intercommunicator a root of
+     * MPI_PROC_NULL (-1 in MPICH) names no rank. */
+    int inter = 0, rank = 0, size = 0;
     MPI_Comm_test_inter(comm, &inter);
     MPI_Type_size(datatype, &size);
     if (!inter) {
         MPI_Comm_rank(comm, &rank);
     }
-    if (rank == root && count > 0 && size > 0 && buf != MPI_BOTTOM) {
+    if (!inter && rank == root && count > 0 && size > 0 && buf != MPI_BOTTOM) {
         ((unsigned char *) buf)[0] ^= 0x5a;
     }
     return next(buf, count, datatype, root, comm, request);
