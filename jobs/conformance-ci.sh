@@ -68,6 +68,9 @@ export CONFORMANCE_MPICH_RUNS="nonblocking 4;nonblocking2 4;nonblocking3 2;p_bca
 export CONFORMANCE_MPI4PY_NP="2 3"
 export CONFORMANCE_MPI4PY_SELECT="-i test_cco_(nb|pr)_buf -k testBcast"
 export CONFORMANCE_TRACE=1
+# Each run takes 1-10 s (nonblocking3 on MPICH the longest); a failing
+# mpi4py run can leave ranks waiting on the failed one until the limit.
+export CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-60} CONFORMANCE_MPI4PY_TIMEOUT=${CONFORMANCE_MPI4PY_TIMEOUT:-60}
 # The preload library the test suite built (jobs/test.sh, jobs/test-mpi.sh)
 # is used as it is; built here only where it is missing.
 [ -f "$CARGO_TARGET_DIR/release/libcolltune_preload.so" ] && export CONFORMANCE_NO_BUILD=1
