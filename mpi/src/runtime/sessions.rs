@@ -29,8 +29,9 @@
 //! the library's own decisions run). A program that also calls `MPI_Init`
 //! keeps the session set-up if a session came first (its `MPI_COMM_WORLD`
 //! then runs the library's broadcast), else the world's. Fortran's
-//! `MPI_SESSION_INIT` is not intercepted: such a program runs the library's
-//! collectives throughout.
+//! `MPI_SESSION_INIT` has no entry here: MPICH's binding calls the C
+//! `MPI_Session_init` (so the table applies); a binding that calls
+//! `PMPI_Session_init` itself leaves the library's collectives throughout.
 
 use super::*;
 
