@@ -92,29 +92,13 @@ for log in "$logs"/nb-rules.*.log "$logs"/shm.*.log; do
 done
 # mpi4py 4 calls MPI 4's large-count entries (MPI_Bcast_c, MPI_Ibcast_c,
 # MPI_Bcast_init_c) where the library has them (MPICH 4; Open MPI 4.1 has
-# none). Where the drop-in does not define them, those broadcasts are the
-# library's, untouched: said as a known gap, not failed; once it defines
-# them, their traces are required like every other's.
-preload=$CARGO_TARGET_DIR/release/libcolltune_preload.so
-libmpi=$(ldd "$work/mpich/nonblocking" 2>/dev/null | awk '/libmpi(ch)?\.so/ {print $3; exit}')
-m4p_gap=""
-if [ -n "$libmpi" ] && nm -D --defined-only "$libmpi" 2>/dev/null | grep -qw MPI_Ibcast_c &&
-  ! nm -D --defined-only "$preload" | grep -qw MPI_Ibcast_c; then
-  m4p_gap=1
-fi
+# none): the drop-in defines them too, so their traces are required like
+# every other's.
 for log in "$logs"/nb-rules.*.log; do
   # (icbcast: blocking broadcasts on an intercommunicator, the library's)
   [[ "$log" == */nb-rules.icbcast.* ]] && continue
-  if [[ "$log" == */nb-rules.mpi4py.* ]] && [ -n "$m4p_gap" ]; then
-    if grep -q "colltune trace:" "$log"; then
-      fail "$log traced decisions though the drop-in has no MPI_Ibcast_c: check the gap test in jobs/conformance-ci.sh"
-    fi
-    continue
-  fi
   grep -q "colltune trace:" "$log" || fail "the drop-in traced nothing in $log: was it preloaded?"
 done
-[ -z "$m4p_gap" ] ||
-  echo "KNOWN GAP (conformance): mpi4py's broadcasts on $name bypass the drop-in: the library defines MPI_Bcast_c, MPI_Ibcast_c and MPI_Bcast_init_c ($libmpi), mpi4py calls them, and $preload does not define them (no trace in $logs/nb-rules.mpi4py.*.log); its counts compare the library with itself"
 for call in ibcast bcast_init; do
   grep -h "colltune trace: .* $call [0-9]* B root [0-9]*: $nb:" "$logs"/nb-rules.*.log > /dev/null ||
     fail "no $call under nb-rules ran the table's $nb rule (traces in $logs/nb-rules.*.log)"

@@ -170,6 +170,15 @@ fn report(msg: &str) {
     }
 }
 
+/// The library's entry `name` (a `PMPI_` function), found at run time:
+/// for MPI 4's calls (sessions, large counts), which a library of MPI 3
+/// (Open MPI 4.1) lacks and colltune must still link to.
+fn library_entry(name: &std::ffi::CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with a NUL-terminated name in the global scope.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
+
 /// This process's rank in `MPI_COMM_WORLD`, for messages; None under
 /// sessions (no world model: `MPI_COMM_WORLD` may not be used).
 fn world_rank() -> Option<usize> {

@@ -92,6 +92,46 @@ pub unsafe extern "C" fn MPI_Ibcast(
     runtime::preload::ibcast(buffer, count, datatype, root, comm, request)
 }
 
+/// `MPI_Bcast_c` (MPI 4, large counts): as `MPI_Bcast` where the count
+/// fits an `int`, else the library's.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_c(
+    buffer: *mut c_void,
+    count: runtime::preload::Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    runtime::preload::bcast_c(&LINES, buffer, count, datatype, root, comm)
+}
+
+/// `MPI_Ibcast_c`: as `MPI_Ibcast` where the count fits an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast_c(
+    buffer: *mut c_void,
+    count: runtime::preload::Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    request: *mut c_void,
+) -> c_int {
+    runtime::preload::ibcast_c(buffer, count, datatype, root, comm, request)
+}
+
+/// `MPI_Bcast_init_c`: as `MPI_Bcast_init` where the count fits an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_init_c(
+    buffer: *mut c_void,
+    count: runtime::preload::Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    info: usize,
+    request: *mut c_void,
+) -> c_int {
+    runtime::preload::bcast_init_c(buffer, count, datatype, root, comm, info, request)
+}
+
 /// `MPI_Bcast_init` (MPI 4): decided once, by the table's `bcast_init`
 /// rule; `MPI_Start` and `MPI_Wait` are the library's, untouched.
 #[no_mangle]

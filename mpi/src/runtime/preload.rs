@@ -134,6 +134,111 @@ pub unsafe fn ibcast(
     )
 }
 
+/// `MPI_Count`: MPI 4's large counts (`long long` in MPICH and Open MPI 5).
+pub type Count = i64;
+
+/// `MPI_Bcast_c` (MPI 4's large-count broadcast, which mpi4py 4 calls where
+/// the library has it): the same call as `MPI_Bcast` where the count fits
+/// an `int` (the path depends on the signature's bytes, so ranks that call
+/// `MPI_Bcast` for the same broadcast take the same one); a larger count
+/// moves more than colltune's algorithms send, and is the library's on
+/// every rank.
+///
+/// # Safety
+/// As for `MPI_Bcast_c`; `lines` as for [`bcast`].
+pub unsafe fn bcast_c(
+    lines: &Lines,
+    buffer: *mut c_void,
+    count: Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    if let Ok(n) = c_int::try_from(count) {
+        return bcast(lines, buffer, n, datatype, root, comm);
+    }
+    type F = unsafe extern "C" fn(*mut c_void, Count, usize, c_int, usize) -> c_int;
+    match super::library_entry(c"PMPI_Bcast_c") {
+        // SAFETY: the library's PMPI_Bcast_c, of this signature.
+        Some(f) => std::mem::transmute::<*mut c_void, F>(f)(buffer, count, datatype, root, comm),
+        None => no_entry("PMPI_Bcast_c"),
+    }
+}
+
+/// `MPI_Ibcast_c`: as [`ibcast`] where the count fits an `int`, else the
+/// library's `PMPI_Ibcast_c`.
+///
+/// # Safety
+/// As for `MPI_Ibcast_c`.
+pub unsafe fn ibcast_c(
+    buffer: *mut c_void,
+    count: Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    request: *mut c_void,
+) -> c_int {
+    if let Ok(n) = c_int::try_from(count) {
+        return ibcast(buffer, n, datatype, root, comm, request);
+    }
+    type F = unsafe extern "C" fn(*mut c_void, Count, usize, c_int, usize, *mut c_void) -> c_int;
+    match super::library_entry(c"PMPI_Ibcast_c") {
+        // SAFETY: the library's PMPI_Ibcast_c, of this signature.
+        Some(f) => {
+            std::mem::transmute::<*mut c_void, F>(f)(buffer, count, datatype, root, comm, request)
+        }
+        None => no_entry("PMPI_Ibcast_c"),
+    }
+}
+
+/// `MPI_Bcast_init_c`: as `MPI_Bcast_init` ([`super::nonblocking::bcast_init`])
+/// where the count fits an `int`, else the library's `PMPI_Bcast_init_c`.
+///
+/// # Safety
+/// As for `MPI_Bcast_init_c`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn bcast_init_c(
+    buffer: *mut c_void,
+    count: Count,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+    info: usize,
+    request: *mut c_void,
+) -> c_int {
+    use super::nonblocking::{bcast_init, InitName};
+    if let Ok(n) = c_int::try_from(count) {
+        return bcast_init(
+            InitName::Standard,
+            buffer,
+            n,
+            datatype,
+            root,
+            comm,
+            info,
+            request,
+        );
+    }
+    type F =
+        unsafe extern "C" fn(*mut c_void, Count, usize, c_int, usize, usize, *mut c_void) -> c_int;
+    match super::library_entry(c"PMPI_Bcast_init_c") {
+        // SAFETY: the library's PMPI_Bcast_init_c, of this signature.
+        Some(f) => std::mem::transmute::<*mut c_void, F>(f)(
+            buffer, count, datatype, root, comm, info, request,
+        ),
+        None => no_entry("PMPI_Bcast_init_c"),
+    }
+}
+
+/// A large-count entry the library lacks (it cannot have been called
+/// through it): said, and an error.
+fn no_entry(name: &str) -> c_int {
+    super::report(&format!(
+        "{name}: the MPI library has no such entry (MPI 4's large counts)"
+    ));
+    super::ERR_OTHER
+}
+
 /// A Fortran entry the preload library shadows, in a program of another
 /// MPI family: the program's own library's (the next definition of
 /// `name`), or None where it has none.

@@ -44,14 +44,6 @@ static SESSIONS: AtomicUsize = AtomicUsize::new(0);
 type SessionInit = unsafe extern "C" fn(usize, usize, *mut c_void) -> c_int;
 type SessionFinalize = unsafe extern "C" fn(*mut c_void) -> c_int;
 
-/// The library's `PMPI_` entry `name`, found at run time: a library of MPI
-/// 3 (Open MPI 4.1) has no sessions, and colltune must still link to it.
-fn library_entry(name: &std::ffi::CStr) -> Option<*mut c_void> {
-    // SAFETY: dlsym with a NUL-terminated name in the global scope.
-    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!f.is_null()).then_some(f)
-}
-
 /// `MPI_Session_init` of the interposition library: the library's, then
 /// colltune's start (local) where nothing started it yet and `ours` (the
 /// program runs the MPI family colltune was built for).
@@ -64,7 +56,7 @@ pub unsafe fn mpi_session_init(
     session: *mut c_void,
     ours: bool,
 ) -> c_int {
-    let Some(f) = library_entry(c"PMPI_Session_init") else {
+    let Some(f) = super::library_entry(c"PMPI_Session_init") else {
         report("MPI_Session_init: the MPI library has no PMPI_Session_init (MPI 4 sessions)");
         return ERR_OTHER;
     };
@@ -92,7 +84,7 @@ pub unsafe fn mpi_session_init(
 /// # Safety
 /// As for `MPI_Session_finalize`.
 pub unsafe fn mpi_session_finalize(session: *mut c_void) -> c_int {
-    let Some(f) = library_entry(c"PMPI_Session_finalize") else {
+    let Some(f) = super::library_entry(c"PMPI_Session_finalize") else {
         report(
             "MPI_Session_finalize: the MPI library has no PMPI_Session_finalize (MPI 4 sessions)",
         );
