@@ -11,7 +11,7 @@
 //!   time    = sum over rounds of max(max msg(m), max port(x))
 //! ```
 //! Each rank's messages are enumerated from the algorithm's own structure
-//! (`Bine::steps`, `Circulant::recv_schedule`, the binomial scatter), in
+//! (`Bine::steps`, `Circulant::recv_all`, the binomial scatter), in
 //! O(p log p) or O(p x rounds), never as events: a few seconds at 526,848
 //! ranks where the event simulation takes minutes. It is not a simulation:
 //! the rounds do not overlap (a rank that could start early waits), and
@@ -249,12 +249,12 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
 /// `circulant`: n - 1 + q rounds; in round i (k = i mod q) each rank r but
 /// the root receives block `recv[k] + offset` from r - skip[k] when it is
 /// not negative (a block past the last is the last), round by round over
-/// the ranks' receive schedules (O(log^2 p) each).
+/// the ranks' receive schedules (`Circulant::recv_all`: O(log p) a rank).
 pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
     let block = if segment == 0 { n } else { segment };
     let blocks = n.div_ceil(block);
     let c = Circulant::new(p);
-    let recv: Vec<Vec<i64>> = (0..p).map(|r| c.recv_schedule(r)).collect();
+    let recv = c.recv_all();
     let len = |b: i64| {
         let o = b.min(blocks as i64 - 1) as u64 * block;
         block.min(n - o)
@@ -263,8 +263,8 @@ pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
     // the last such round of its k cost: priced once per k.
     let mut seen: Vec<Option<(f64, Traffic)>> = vec![None; c.q];
     for (i, (k, offset)) in c.rounds(blocks).enumerate() {
-        let whole = recv.iter().skip(1).all(|s| {
-            let b = s[k] + offset;
+        let whole = (1..p).all(|r| {
+            let b = recv.at(r, k) + offset;
             b >= 0 && len(b) == block
         });
         if let (true, Some((dt, tr))) = (whole, &seen[k]) {
@@ -277,8 +277,8 @@ pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
             continue;
         }
         let (t0, tr0) = (pr.time_us, pr.traffic);
-        for (vr, sched) in recv.iter().enumerate().skip(1) {
-            let b = sched[k] + offset;
+        for vr in 1..p {
+            let b = recv.at(vr, k) + offset;
             if b >= 0 {
                 pr.send(i, (vr + p - c.skip[k]) % p, vr, len(b));
             }
