@@ -19,7 +19,7 @@
 //! message by message, so it is the schedules' own (a test holds it equal
 //! to the simulator's, and the time within a stated factor).
 
-use colltune_algorithms::bcast::bine::{Bine, Span};
+use colltune_algorithms::bcast::bine::{Bine, Fill, Span};
 use colltune_algorithms::bcast::circulant::Circulant;
 use colltune_algorithms::topo::binomial_subtree_size;
 use colltune_algorithms::NodeMap;
@@ -196,13 +196,7 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
         // s + a (s + 1), the exchange, then the doublings.
         for (a, st) in steps.iter().rev().enumerate() {
             let base = s + a * (s + 1);
-            let [left, right] = st.halves();
-            let (own, other) = if d < st.mid {
-                (left, right)
-            } else {
-                (right, left)
-            };
-            let (Some(own), Some(other)) = (bine.clip(own), bine.clip(other)) else {
+            let Some((own, other)) = bine.parts(st, d) else {
                 continue;
             };
             let (mine, theirs) = (bytes(own), bytes(other));
@@ -210,37 +204,13 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
             if contains(other, mirror) && mirror != st.h {
                 pr.send(base, vr, bine.vrank(mirror), mine);
             }
-            let (c, size) = (other.1 - other.0 + 1, own.1 - own.0 + 1);
-            if size <= c || theirs == 0 {
+            if theirs == 0 {
                 continue;
             }
-            let at = |t: i64| {
-                if d < st.mid {
-                    st.mid - 1 - t
-                } else {
-                    st.mid + t
+            for f in st.fill(d, own, other) {
+                if let Fill::To { round, peer } = f {
+                    pr.send(base + round as usize, vr, bine.vrank(peer), theirs);
                 }
-            };
-            let t = if d < st.mid {
-                st.mid - 1 - d
-            } else {
-                d - st.mid
-            };
-            let (mut w, mut sub) = (c, 1);
-            if t >= c {
-                while 2 * w <= t {
-                    w *= 2;
-                    sub += 1;
-                }
-                w *= 2;
-                sub += 1;
-            }
-            while w < size {
-                if t + w < size && at(t + w) != st.h {
-                    pr.send(base + sub, vr, bine.vrank(at(t + w)), theirs);
-                }
-                w *= 2;
-                sub += 1;
             }
         }
     }
