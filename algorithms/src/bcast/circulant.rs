@@ -72,6 +72,16 @@ pub struct RankSchedule {
     pub send: Vec<i64>,
 }
 
+/// Ranks `base..base + len` of the greedy sums of skips: `base` (whose
+/// baseblock is `base_b`) plus sums of skips below `skip[j]`.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    base: usize,
+    base_b: usize,
+    len: usize,
+    j: usize,
+}
+
 /// Every rank's receive schedule, computed together ([`Circulant::recv_all`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AllRecv {
@@ -168,92 +178,84 @@ impl Circulant {
         }
     }
 
-    /// The baseblocks of a whole part `base + [0, len)` whose `base` has
-    /// `base_b`: that, and every e with skip[e] < len (u = skip[e]).
-    fn whole(&self, base_b: usize, len: usize) -> u64 {
-        let below = self.skip.partition_point(|&s| s < len);
-        (1 << base_b) | ((1u64 << below) - 1)
+    /// The baseblocks of a whole part: its base's, and every e with
+    /// skip[e] < len (u = skip[e]).
+    fn whole(&self, part: Part) -> u64 {
+        let below = self.skip.partition_point(|&s| s < part.len);
+        (1 << part.base_b) | ((1u64 << below) - 1)
+    }
+
+    /// A part's two sides, at the largest skip below its length: ranks
+    /// below it, and that skip plus the rest (whose base has it as its
+    /// baseblock).
+    fn split(&self, mut part: Part) -> (Part, Part) {
+        while self.skip[part.j] >= part.len {
+            part.j -= 1;
+        }
+        let s = self.skip[part.j];
+        let right = Part {
+            base: part.base + s,
+            base_b: part.j,
+            len: part.len - s,
+            j: part.j,
+        };
+        (Part { len: s, ..part }, right)
     }
 
     /// The baseblocks of ranks `x..=y` (bit e set: some rank there has
-    /// baseblock e): down the greedy sums of skips (a part `base + [0,
-    /// len)` splits at the largest skip below `len`, its right side's
-    /// ranks having that skip as their baseblock's bound) to the part where
-    /// x and y part, then one walk each way to them, every part wholly
+    /// baseblock e): down the greedy sums of skips to the part where x
+    /// and y part, then one walk each way to them, every part wholly
     /// inside taken whole. O(q) steps.
     fn present(&self, x: usize, y: usize) -> u64 {
-        let (mut base, mut base_b, mut len, mut j) = (0, self.q, self.p, self.q);
+        let mut part = Part {
+            base: 0,
+            base_b: self.q,
+            len: self.p,
+            j: self.q,
+        };
         loop {
-            if x <= base && y + 1 >= base + len {
-                return self.whole(base_b, len);
+            if x <= part.base && y + 1 >= part.base + part.len {
+                return self.whole(part);
             }
-            while self.skip[j] >= len {
-                j -= 1;
-            }
-            let s = base + self.skip[j];
-            if y < s {
-                len = self.skip[j];
-            } else if x >= s {
-                (base, base_b, len) = (s, j, len - self.skip[j]);
+            let (left, right) = self.split(part);
+            if y < right.base {
+                part = left;
+            } else if x >= right.base {
+                part = right;
             } else {
-                let left = self.suffix(base, base_b, self.skip[j], j, x);
-                return left | self.prefix(s, j, len - self.skip[j], j, y);
+                return self.from(left, x) | self.upto(right, y);
             }
         }
     }
 
-    /// The baseblocks of ranks `x..base + len` of a part.
-    fn suffix(
-        &self,
-        mut base: usize,
-        mut base_b: usize,
-        mut len: usize,
-        mut j: usize,
-        x: usize,
-    ) -> u64 {
+    /// The baseblocks of a part's ranks from `x` on.
+    fn from(&self, mut part: Part, x: usize) -> u64 {
         let mut m = 0;
-        loop {
-            if x <= base {
-                return m | self.whole(base_b, len);
-            }
-            while self.skip[j] >= len {
-                j -= 1;
-            }
-            let s = base + self.skip[j];
-            if x >= s {
-                (base, base_b, len) = (s, j, len - self.skip[j]);
+        while x > part.base {
+            let (left, right) = self.split(part);
+            if x >= right.base {
+                part = right;
             } else {
-                m |= self.whole(j, len - self.skip[j]);
-                len = self.skip[j];
+                m |= self.whole(right);
+                part = left;
             }
         }
+        m | self.whole(part)
     }
 
-    /// The baseblocks of ranks `base..=y` of a part.
-    fn prefix(
-        &self,
-        mut base: usize,
-        mut base_b: usize,
-        mut len: usize,
-        mut j: usize,
-        y: usize,
-    ) -> u64 {
+    /// The baseblocks of a part's ranks up to `y`.
+    fn upto(&self, mut part: Part, y: usize) -> u64 {
         let mut m = 0;
-        loop {
-            if y + 1 >= base + len {
-                return m | self.whole(base_b, len);
-            }
-            while self.skip[j] >= len {
-                j -= 1;
-            }
-            let s = base + self.skip[j];
-            if y < s {
-                len = self.skip[j];
+        while y + 1 < part.base + part.len {
+            let (left, right) = self.split(part);
+            if y < right.base {
+                part = left;
             } else {
-                m |= self.whole(base_b, self.skip[j]);
-                (base, base_b, len) = (s, j, len - self.skip[j]);
+                m |= self.whole(left);
+                part = right;
             }
         }
+        m | self.whole(part)
     }
 
     /// Every rank's receive schedule, for a caller that needs them all
