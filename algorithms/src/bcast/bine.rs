@@ -96,6 +96,15 @@ pub struct Step {
     pub q: Option<i64>,
 }
 
+/// One move of a cut allgather step's fill ([`Step::fill`]): in `round`
+/// (1: the first after the mirror exchange) the rank receives the other
+/// part's blocks from offset `peer`, or sends them to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    From { round: u32, peer: i64 },
+    To { round: u32, peer: i64 },
+}
+
 impl Step {
     pub fn halves(&self) -> [Span; 2] {
         [(self.l, self.mid - 1), (self.mid, self.r)]
@@ -103,6 +112,46 @@ impl Step {
     /// The half without the holder.
     pub fn other(&self) -> Span {
         self.halves()[usize::from(self.h < self.mid)]
+    }
+
+    /// Where the window cuts this step's halves unequally, how offset `d`
+    /// of the larger part `own` (both parts clipped to the window) takes
+    /// part in getting the `other` part's blocks to the ranks whose mirror
+    /// image is cut off: counted from the halves' boundary, ranks t < c
+    /// (c = the other part's size) got them in the exchange, and each
+    /// round every holder t sends them to t + w (w = c, 2c, 4c, ...), so
+    /// rank t >= c receives once, from t - w for the largest w <= t, then
+    /// sends at the doublings after. The holder `h` (which kept every block
+    /// since the scatter) is never sent to. Nothing where `own` is not the
+    /// larger part.
+    pub fn fill(&self, d: i64, own: Span, other: Span) -> impl Iterator<Item = Fill> {
+        let (c, size) = (other.1 - other.0 + 1, own.1 - own.0 + 1);
+        let (mid, h) = (self.mid, self.h);
+        let low = d < mid;
+        let at = move |t: i64| if low { mid - 1 - t } else { mid + t };
+        let t = if low { mid - 1 - d } else { d - mid };
+        let (mut w, mut round) = (c, 1);
+        let mut from = None;
+        if size > c && t >= c {
+            while 2 * w <= t {
+                w *= 2;
+                round += 1;
+            }
+            from = (d != h).then(|| Fill::From {
+                round,
+                peer: at(t - w),
+            });
+            w *= 2;
+            round += 1;
+        }
+        let sends = std::iter::successors(Some((w, round)), |&(w, r)| Some((2 * w, r + 1)))
+            .take_while(move |&(w, _)| w < size)
+            .filter(move |&(w, _)| t + w < size && at(t + w) != h)
+            .map(move |(w, round)| Fill::To {
+                round,
+                peer: at(t + w),
+            });
+        from.into_iter().chain(sends)
     }
 }
 
@@ -123,6 +172,18 @@ impl Bine {
     pub fn clip(&self, s: Span) -> Option<Span> {
         let (x0, x1) = (s.0.max(self.a), s.1.min(self.a + self.p - 1));
         (x0 <= x1).then_some((x0, x1))
+    }
+
+    /// Offset `d`'s half of step `st` and the other half, each clipped to
+    /// the window; None where either has no rank in it.
+    pub fn parts(&self, st: &Step, d: i64) -> Option<(Span, Span)> {
+        let [left, right] = st.halves();
+        let (own, other) = if d < st.mid {
+            (left, right)
+        } else {
+            (right, left)
+        };
+        Some((self.clip(own)?, self.clip(other)?))
     }
 
     /// The offset of relative rank `vr`.
@@ -253,13 +314,7 @@ pub fn build_bdw(sh: &Shape, _spec: &AlgoSpec, b: &mut Builder) -> Result<(), Sp
 /// One allgather step at offset `d`: afterwards every rank of the step's
 /// interval (window part) holds the blocks of all of it.
 fn allgather_step(bl: &Blocks, st: &Step, d: i64, b: &mut Builder) {
-    let [left, right] = st.halves();
-    let (own, other) = if d < st.mid {
-        (left, right)
-    } else {
-        (right, left)
-    };
-    let (Some(own), Some(other)) = (bl.bine.clip(own), bl.bine.clip(other)) else {
+    let Some((own, other)) = bl.bine.parts(st, d) else {
         return;
     };
     let (mine, theirs) = (bl.bytes(own), bl.bytes(other));
@@ -272,40 +327,15 @@ fn allgather_step(bl: &Blocks, st: &Step, d: i64, b: &mut Builder) {
         let take = if needs(d) { theirs } else { none };
         b.exchange(bl.real(mirror), give, bl.real(mirror), take);
     }
-    // The larger part's ranks without a mirror image in the other part:
-    // offsets t >= c from the halves' boundary; holders double each round.
-    let c = other.1 - other.0 + 1;
-    let size = own.1 - own.0 + 1;
-    if size <= c || theirs.len == 0 {
+    // The larger part's ranks without a mirror image in the other part.
+    if theirs.len == 0 {
         return;
     }
-    let at = |t: i64| {
-        if d < st.mid {
-            st.mid - 1 - t
-        } else {
-            st.mid + t
-        }
-    };
-    let t = if d < st.mid {
-        st.mid - 1 - d
-    } else {
-        d - st.mid
-    };
-    let mut w = c;
-    if t >= c {
-        while 2 * w <= t {
-            w *= 2;
-        }
-        if needs(d) {
-            b.recv(bl.real(at(t - w)), theirs, Post::Blocking);
-        }
-        w *= 2;
-    }
-    while w < size {
-        if t + w < size && needs(at(t + w)) {
-            b.send(bl.real(at(t + w)), theirs, Post::Blocking);
-        }
-        w *= 2;
+    for f in st.fill(d, own, other) {
+        match f {
+            Fill::From { peer, .. } => b.recv(bl.real(peer), theirs, Post::Blocking),
+            Fill::To { peer, .. } => b.send(bl.real(peer), theirs, Post::Blocking),
+        };
     }
 }
 

@@ -11,7 +11,7 @@
 //!   time    = sum over rounds of max(max msg(m), max port(x))
 //! ```
 //! Each rank's messages are enumerated from the algorithm's own structure
-//! (`Bine::steps`, `Circulant::recv_schedule`, the binomial scatter), in
+//! (`Bine::steps`, `Circulant::recv_all`, the binomial scatter), in
 //! O(p log p) or O(p x rounds), never as events: a few seconds at 526,848
 //! ranks where the event simulation takes minutes. It is not a simulation:
 //! the rounds do not overlap (a rank that could start early waits), and
@@ -19,7 +19,7 @@
 //! message by message, so it is the schedules' own (a test holds it equal
 //! to the simulator's, and the time within a stated factor).
 
-use colltune_algorithms::bcast::bine::{Bine, Span};
+use colltune_algorithms::bcast::bine::{Bine, Fill, Span};
 use colltune_algorithms::bcast::circulant::Circulant;
 use colltune_algorithms::topo::binomial_subtree_size;
 use colltune_algorithms::NodeMap;
@@ -196,13 +196,7 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
         // s + a (s + 1), the exchange, then the doublings.
         for (a, st) in steps.iter().rev().enumerate() {
             let base = s + a * (s + 1);
-            let [left, right] = st.halves();
-            let (own, other) = if d < st.mid {
-                (left, right)
-            } else {
-                (right, left)
-            };
-            let (Some(own), Some(other)) = (bine.clip(own), bine.clip(other)) else {
+            let Some((own, other)) = bine.parts(st, d) else {
                 continue;
             };
             let (mine, theirs) = (bytes(own), bytes(other));
@@ -210,37 +204,13 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
             if contains(other, mirror) && mirror != st.h {
                 pr.send(base, vr, bine.vrank(mirror), mine);
             }
-            let (c, size) = (other.1 - other.0 + 1, own.1 - own.0 + 1);
-            if size <= c || theirs == 0 {
+            if theirs == 0 {
                 continue;
             }
-            let at = |t: i64| {
-                if d < st.mid {
-                    st.mid - 1 - t
-                } else {
-                    st.mid + t
+            for f in st.fill(d, own, other) {
+                if let Fill::To { round, peer } = f {
+                    pr.send(base + round as usize, vr, bine.vrank(peer), theirs);
                 }
-            };
-            let t = if d < st.mid {
-                st.mid - 1 - d
-            } else {
-                d - st.mid
-            };
-            let (mut w, mut sub) = (c, 1);
-            if t >= c {
-                while 2 * w <= t {
-                    w *= 2;
-                    sub += 1;
-                }
-                w *= 2;
-                sub += 1;
-            }
-            while w < size {
-                if t + w < size && at(t + w) != st.h {
-                    pr.send(base + sub, vr, bine.vrank(at(t + w)), theirs);
-                }
-                w *= 2;
-                sub += 1;
             }
         }
     }
@@ -249,12 +219,12 @@ pub(super) fn bine_bdw(pr: &mut Pricer, p: usize, n: u64) {
 /// `circulant`: n - 1 + q rounds; in round i (k = i mod q) each rank r but
 /// the root receives block `recv[k] + offset` from r - skip[k] when it is
 /// not negative (a block past the last is the last), round by round over
-/// the ranks' receive schedules (O(log^2 p) each).
+/// the ranks' receive schedules (`Circulant::recv_all`: O(log p) a rank).
 pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
     let block = if segment == 0 { n } else { segment };
     let blocks = n.div_ceil(block);
     let c = Circulant::new(p);
-    let recv: Vec<Vec<i64>> = (0..p).map(|r| c.recv_schedule(r)).collect();
+    let recv = c.recv_all();
     let len = |b: i64| {
         let o = b.min(blocks as i64 - 1) as u64 * block;
         block.min(n - o)
@@ -263,8 +233,8 @@ pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
     // the last such round of its k cost: priced once per k.
     let mut seen: Vec<Option<(f64, Traffic)>> = vec![None; c.q];
     for (i, (k, offset)) in c.rounds(blocks).enumerate() {
-        let whole = recv.iter().skip(1).all(|s| {
-            let b = s[k] + offset;
+        let whole = (1..p).all(|r| {
+            let b = recv.at(r, k) + offset;
             b >= 0 && len(b) == block
         });
         if let (true, Some((dt, tr))) = (whole, &seen[k]) {
@@ -277,8 +247,8 @@ pub(super) fn circulant(pr: &mut Pricer, p: usize, n: u64, segment: u64) {
             continue;
         }
         let (t0, tr0) = (pr.time_us, pr.traffic);
-        for (vr, sched) in recv.iter().enumerate().skip(1) {
-            let b = sched[k] + offset;
+        for vr in 1..p {
+            let b = recv.at(vr, k) + offset;
             if b >= 0 {
                 pr.send(i, (vr + p - c.skip[k]) % p, vr, len(b));
             }
