@@ -198,7 +198,11 @@ fn imb_nbc_columns_are_read_by_their_names() {
     // a column IMB renamed: refused, naming it
     let o = parse(&d, "nbc", &NBC_LOG.replace("t_CPU[usec]", "t_comp[usec]"));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("printed no column t_CPU[usec]"), "{}", text(&o));
+    assert!(
+        text(&o).contains("printed no column t_CPU[usec]"),
+        "{}",
+        text(&o)
+    );
     // IMB-NBC's output is no IMB-MPI1 Bcast table
     let o = parse(&d, "mpi1", NBC_LOG);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -207,10 +211,16 @@ fn imb_nbc_columns_are_read_by_their_names() {
 }
 
 /// One IMB-NBC line per run: t_pure from `pure[run]`, t_ovrl twice it,
-/// overlap% `overlap[run]`.
-fn nbc_lines(csv: &mut String, config: &str, bytes: u64, pure: &[f64], overlap: &[f64]) {
-    for (run, (t, o)) in pure.iter().zip(overlap).enumerate() {
-        writeln!(csv, "4,{config},{bytes},{},{t},{t},{o},{}", 2.0 * t, run + 1).unwrap();
+/// overlap% `overlap`.
+fn nbc_lines(csv: &mut String, config: &str, bytes: u64, pure: &[f64], overlap: f64) {
+    for (run, t) in pure.iter().enumerate() {
+        let ovrl = 2.0 * t;
+        writeln!(
+            csv,
+            "4,{config},{bytes},{ovrl},{t},{t},{overlap},{}",
+            run + 1
+        )
+        .unwrap();
     }
 }
 
@@ -222,12 +232,16 @@ fn imb_nbc_analysis_compares_time_and_overlap() {
     let d = scratch("imb-analyse-nbc");
     let mut csv = String::new();
     for b in [1, 4096] {
-        nbc_lines(&mut csv, "default", b, &[10.0, 20.0, 10.0], &[20.0, 20.0, 20.0]);
-        // in every run 0.8x the default's time, 10 points more overlap
-        nbc_lines(&mut csv, "dropin", b, &[8.0, 16.0, 8.0], &[30.0, 30.0, 30.0]);
-        nbc_lines(&mut csv, "libnbc1_linear", b, &[10.0, 20.0, 10.0], &[0.0, 0.0, 0.0]);
-        // the best forced (median 8): the drop-in's time, 40 points overlap
-        nbc_lines(&mut csv, "libnbc2_binomial", b, &[8.0, 16.0, 8.0], &[40.0, 40.0, 40.0]);
+        for (config, pure, overlap) in [
+            ("default", [10.0, 20.0, 10.0], 20.0),
+            // in every run 0.8x the default's time, 10 points more overlap
+            ("dropin", [8.0, 16.0, 8.0], 30.0),
+            ("libnbc1_linear", [10.0, 20.0, 10.0], 0.0),
+            // the best forced (median 8): the drop-in's time, 40 points
+            ("libnbc2_binomial", [8.0, 16.0, 8.0], 40.0),
+        ] {
+            nbc_lines(&mut csv, config, b, &pure, overlap);
+        }
     }
     let f = d.join("compare.csv");
     std::fs::write(
@@ -238,7 +252,10 @@ fn imb_nbc_analysis_compares_time_and_overlap() {
     let o = analyse_file(&f);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
-    assert!(out.contains("4 ranks, median of 3 runs, t_pure in us"), "{out}");
+    assert!(
+        out.contains("4 ranks, median of 3 runs, t_pure in us"),
+        "{out}"
+    );
     assert!(
         line_with(&out, "dropin / default:     geomean").contains("geomean 0.800"),
         "{out}"
