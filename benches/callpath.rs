@@ -24,9 +24,9 @@ fn main() {
     };
     let (bytes, iters, trials) = (arg(1, 1), arg(2, 20000), arg(3, 11));
     // SAFETY: MPI_Init with no command line, once; finalised below.
-    unsafe { colltune_mpi::capi::mpi_init(std::ptr::null_mut(), std::ptr::null_mut()) };
+    unsafe { colltune_mpi::runtime::mpi_init(std::ptr::null_mut(), std::ptr::null_mut()) };
     // SAFETY: initialised above.
-    let times = unsafe { colltune_mpi::capi::layers::measure(bytes, iters, trials) };
+    let times = unsafe { colltune_mpi::runtime::layers::measure(bytes, iters, trials) };
     // SAFETY: reading MPI's world rank.
     let mut rank: c_int = 0;
     unsafe { mpi::ffi::PMPI_Comm_rank(mpi::ffi::RSMPI_COMM_WORLD, &mut rank) };
@@ -46,7 +46,7 @@ fn main() {
             );
         }
     }
-    colltune_mpi::capi::mpi_finalize();
+    colltune_mpi::runtime::mpi_finalize();
 }
 
 #[cfg(not(feature = "mpi"))]

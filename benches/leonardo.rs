@@ -6,7 +6,8 @@
 //! DIR the `256x4/` folder of `tar xzf
 //! /work/shared/realclusters/leonardo-bcast.tar.gz`: one file per size and
 //! algorithm, a header then the slowest rank's time per call in ns, the
-//! first call a warm-up).
+//! first call a warm-up). `-- --model FILE` simulates on another model of
+//! the machine (one `colltune calibrate --collectives` fitted, say).
 //!
 //! Times are the slowest rank's, root 0, the blocking execution: what the
 //! published `highest` column measures. The model is not calibrated from
@@ -71,14 +72,34 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let m = Model::load(&root.join("tuning-tables/models/leonardo-dragonfly.yaml"))
-        .expect("tuning-tables/models/leonardo-dragonfly.yaml");
+    // `--model FILE`: another model of the machine, e.g. one `colltune
+    // calibrate --collectives` fitted to the 256 x 1 set (out of sample
+    // here); default the shipped one, not calibrated from collectives.
+    let model = args
+        .iter()
+        .position(|a| a == "--model")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let calibrated = model.is_some();
+    let path = model.unwrap_or_else(|| root.join("tuning-tables/models/leonardo-dragonfly.yaml"));
+    let m = match Model::load(&path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("leonardo: {}: {e}", path.display());
+            std::process::exit(2);
+        }
+    };
     let layout = Layout::parse("node:256,core:4").expect("a layout");
     let nodes = NodeMap::blocks(&[4; 256]).expect("a layout");
     println!(
-        "Leonardo 256 x 4 (1,024 ranks), root 0; simulated on model {} (not calibrated \
-         from collectives); published: per-call medians, slowest rank; us",
-        m.name
+        "Leonardo 256 x 4 (1,024 ranks), root 0; simulated on model {} ({}); published: \
+         per-call medians, slowest rank; us",
+        m.name,
+        if calibrated {
+            format!("{}", path.display())
+        } else {
+            "the shipped model, not calibrated from collectives".into()
+        }
     );
     println!(
         "{:>9} | {:>22} {:>22} | {:>9} {:>9} {:>7} | {:>32} | {:>6} {:>6}",

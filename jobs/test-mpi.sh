@@ -140,6 +140,14 @@ run_dropin() { # ranks, label, env...
   grep -q "plain_bcast: all bytes correct" "$out" || { tail -20 "$out" >&2; fail "drop-in ($label) at $n ranks: no verdict"; }
   echo "$out"
 }
+# Rank 0 without the table (world model): the lowest rank that read one
+# gives it to all.
+# shellcheck disable=SC2016
+out=$(run_dropin 3 rank-0-without LD_PRELOAD="$preload" COLLTUNE_TRACE=1 COLLTUNE_TABLE="$PWD/tests/c/dropin/shm.yaml" \
+  sh -c 'if [ "${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-}}" = 0 ]; then unset COLLTUNE_TABLE; fi; exec "$@"' sh)
+grep -q "every rank runs the table rank 1 read" "$out" && grep -q "colltune trace: .* bcast 65537 B.*shm:" "$out" ||
+  { tail -20 "$out" >&2; fail "rank 0 without the table: rank 1's table did not run on every rank"; }
+echo "test-mpi ($name): rank 0 without the table: rank 1's runs on every rank, all bytes correct"
 for n in 3 4; do
   run_dropin "$n" plain > /dev/null
   for forced in "" binomial "pipeline:segment=8192@nonblocking" scatter_allgather knomial:radix=3; do
@@ -184,6 +192,63 @@ done
 
 # 4. Across families: this preload library in a program of another family,
 # each built and launched as jobs/mpi-env.sh sets that library up.
+# MPI 4 sessions (tests/c/sessions.c: no MPI_Init; communicators made from
+# a process set's group, a split and a subgroup's, two sessions): every byte
+# plain and preloaded (a forced algorithm, a table of shm rules, the shipped
+# table, and one rank without the table: one warning, every rank on rank 0's
+# table's routes), at 3 and 4 ranks. Libraries before MPI 4 (Open MPI 4.1)
+# have no sessions: said so (Open MPI 5 has them, and says MPI 3.1).
+if printf '#include <mpi.h>\n#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)\nhas_sessions\n#endif\n' |
+    "$MPICC" -E -x c - 2> /dev/null | grep -q '^has_sessions'; then
+  "$MPICC" -O2 -o "$scratch/sessions" tests/c/sessions.c
+  run_sessions() { # ranks, label, env... (then the program's words)
+    local n=$1 label=$2
+    shift 2
+    local out=$scratch/sessions-$n-${label//[^a-z0-9]/_}
+    if ! "$MPI_LAUNCHER" -n "$n" "${MPI_FLAGS[@]}" env "$@" timeout 300 "$scratch/sessions" 0 1 4096 65537 > "$out" 2>&1 ||
+        ! grep -q "sessions: all bytes correct" "$out"; then
+      tail -20 "$out" >&2
+      fail "sessions ($label) at $n ranks"
+    fi
+    echo "$out"
+  }
+  # The rank without the table: the launcher's rank variable (MPICH's
+  # PMI_RANK, Open MPI's OMPI_COMM_WORLD_RANK) picks it; rank 0 too, which
+  # makes the others find the lowest rank that read one (MPICH 4.0.2's
+  # MPI_MIN on MPI_UINT64_T compares as signed: a vote of u64::MAX for "none"
+  # won there once).
+  without() { # rank
+    # shellcheck disable=SC2016
+    printf 'if [ "${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-}}" = %s ]; then unset COLLTUNE_TABLE; fi; exec "$@"' "$1"
+  }
+  for n in 3 4; do
+    run_sessions "$n" plain > /dev/null
+    out=$(run_sessions "$n" binomial LD_PRELOAD="$preload" COLLTUNE_TRACE=1 COLLTUNE_BCAST=binomial)
+    traced=$(grep -c "colltune trace: pid .* bcast 65537 B.*binomial" "$out" || true)
+    [ "$traced" -gt 0 ] || { tail -20 "$out" >&2; fail "sessions at $n ranks: colltune did not run the forced binomial"; }
+    out=$(run_sessions "$n" shm-table LD_PRELOAD="$preload" COLLTUNE_TRACE=1 COLLTUNE_TABLE="$PWD/tests/c/dropin/shm.yaml")
+    grep -q "colltune trace: pid .* of $n ranks .* bcast 65537 B.*shm:" "$out" ||
+      { tail -20 "$out" >&2; fail "sessions at $n ranks: the table's shm rule did not run"; }
+    run_sessions "$n" shipped-table LD_PRELOAD="$preload" COLLTUNE_TABLE="$PWD/tuning-tables/vm-2core.yaml" > /dev/null
+    for r in 1 0; do
+      out=$(run_sessions "$n" "rank-$r-without" LD_PRELOAD="$preload" COLLTUNE_TRACE=1 COLLTUNE_TABLE="$PWD/tests/c/dropin/shm.yaml" sh -c "$(without "$r")" sh)
+      # One warning per process at most: per communicator whose rank 0 saw
+      # ranks read different tables (at 4 ranks, rank 1 is also rank 0 of
+      # the odd half).
+      warned=$(grep -c "did not all read the same table" "$out" || true)
+      [ "$warned" -ge 1 ] && [ "$warned" -le 2 ] || { cat "$out" >&2; fail "sessions at $n ranks, rank $r without the table: $warned warnings"; }
+      if grep -q "no rank could use its table" "$out" ||
+          ! grep -q "colltune trace: pid .* of $n ranks .* bcast 65537 B.*shm:" "$out"; then
+        tail -20 "$out" >&2
+        fail "sessions at $n ranks, rank $r without the table: the table another rank read did not run"
+      fi
+    done
+    echo "test-mpi ($name): sessions at $n ranks: all bytes correct plain, forced binomial ($traced calls traced), a table of shm rules, the shipped table, rank 1 or rank 0 without the table (the others' table runs, warned)"
+  done
+else
+  echo "test-mpi ($name): sessions: this library has none (no MPI_Session_init): not tested"
+fi
+
 mpi_home=${COLLTUNE_MPI_HOME:-$HOME/.cache/colltune/mpi}
 case "$MPI_FAMILY" in
   # An Open MPI preload library in a program built with MPICH 5's

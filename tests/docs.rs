@@ -384,7 +384,7 @@ fn comment_at(line: &str) -> Option<usize> {
 }
 
 /// Whether `name` is a file of the tree: a bare name anywhere, a path as
-/// the end of one (`capi/hot.rs` for `mpi/src/capi/hot.rs`).
+/// the end of one (`runtime/hot.rs` for `mpi/src/runtime/hot.rs`).
 fn names_a_file(files: &[String], name: &str) -> bool {
     let mut name = name;
     while let Some(rest) = name.strip_prefix("../").or_else(|| name.strip_prefix("./")) {

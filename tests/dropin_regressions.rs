@@ -494,12 +494,12 @@ fn c_shims_only_forward() {
         assert!(!bodies.is_empty(), "{file}: no exported functions found");
         for (name, body) in bodies {
             let call = body.strip_prefix("unsafe {").unwrap_or(&body).trim();
-            let single = call.starts_with("capi::")
+            let single = call.starts_with("runtime::")
                 && call.matches(';').count() <= 1
                 && !call.contains("ffi::");
             assert!(
                 single,
-                "{file}: `{name}` must only forward to colltune_mpi::capi, its body is:\n{body}"
+                "{file}: `{name}` must only forward to colltune_mpi::runtime, its body is:\n{body}"
             );
         }
     }

@@ -126,12 +126,12 @@ fn unsafe_lives_in_the_mpi_crate_only() {
         );
     }
     // The C-facing crates hold only their exported symbols, each a call
-    // into colltune_mpi::capi.
+    // into colltune_mpi::runtime.
     for dir in ["capi/src", "preload/src"] {
         for line in unsafe_lines(dir) {
             assert!(
-                line.contains("unsafe extern \"C\" fn") || line.contains("unsafe { capi::"),
-                "{line}: the C shims may only forward to colltune_mpi::capi"
+                line.contains("unsafe extern \"C\" fn") || line.contains("unsafe { runtime::"),
+                "{line}: the C shims may only forward to colltune_mpi::runtime"
             );
         }
     }

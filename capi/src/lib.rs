@@ -1,22 +1,22 @@
 //! C ABI of colltune's runtime selector: `libcolltune.so` with
 //! `include/colltune.h`. Each function only forwards to
-//! `colltune_mpi::capi`, where the logic lives.
+//! `colltune_mpi::runtime`, where the logic lives.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune_mpi::capi;
+use colltune_mpi::runtime;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 #[no_mangle]
 pub extern "C" fn colltune_init() -> c_int {
-    capi::init()
+    runtime::init()
 }
 
 #[no_mangle]
 pub extern "C" fn colltune_finalize() -> c_int {
-    capi::finalize()
+    runtime::finalize()
 }
 
 #[no_mangle]
@@ -27,7 +27,7 @@ pub unsafe extern "C" fn colltune_bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    capi::bcast(buffer, count, datatype, root, comm)
+    runtime::bcast(buffer, count, datatype, root, comm)
 }
 
 #[no_mangle]
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn colltune_swap(
     pairing: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    capi::swap_call(sendbuf, recvbuf, count, datatype, pairing, comm)
+    runtime::swap_call(sendbuf, recvbuf, count, datatype, pairing, comm)
 }
 
 #[no_mangle]
@@ -49,5 +49,5 @@ pub unsafe extern "C" fn colltune_explain(
     out: *mut c_char,
     len: c_int,
 ) -> c_int {
-    capi::explain_into(comm, bytes, out, len)
+    runtime::explain_into(comm, bytes, out, len)
 }

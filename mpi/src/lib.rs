@@ -5,7 +5,7 @@
 //! checks every MPI return code); [`bench`] measures them; [`calibrate`]
 //! measures the links the simulator's model is fitted to; [`verify`] checks
 //! every byte; [`driver`] is the tuner's MPI oracle; [`select`] is the
-//! runtime selector and [`capi`] its C-facing side, shared by the
+//! runtime selector and [`runtime`] its C-facing side, shared by the
 //! `libcolltune.so` and `LD_PRELOAD` libraries. [`emu`], the emulated
 //! cluster's delay relay, lives here too: it is the other code that talks
 //! to the operating system through raw calls.
@@ -17,11 +17,11 @@ pub mod abi;
 pub mod bench;
 #[cfg(feature = "tuner")]
 pub mod calibrate;
-pub mod capi;
 #[cfg(feature = "tuner")]
 pub mod driver;
 pub mod emu;
 pub mod forcing;
+pub mod runtime;
 pub mod select;
 pub mod transport;
 pub mod verify;

@@ -2,11 +2,12 @@
 //! an unmodified MPI program's broadcasts go through colltune, by the MPI
 //! profiling interface: this library defines `MPI_Init`, `MPI_Init_thread`,
 //! `MPI_Bcast`, `MPI_Ibcast`, `MPI_Bcast_init` (and Open MPI 4.1's
-//! `MPIX_Bcast_init`) and `MPI_Finalize`, and the Fortran bindings' entry
+//! `MPIX_Bcast_init`), `MPI_Finalize`, `MPI_Session_init` and
+//! `MPI_Session_finalize`, and the Fortran bindings' entry
 //! points for them (`mpi_bcast_` and its other manglings, `mpi_bcast_f08`, ...:
 //! Open MPI's Fortran bindings call `PMPI_Bcast` themselves, so the C
 //! symbol alone never sees a Fortran program). Everything else is
-//! untouched. Each function only forwards to `colltune_mpi::capi`, which
+//! untouched. Each function only forwards to `colltune_mpi::runtime`, which
 //! calls the MPI library's `PMPI_` entry points.
 //!
 //! `MPI_Init` loads the table (`COLLTUNE_TABLE`) right after the library's
@@ -20,24 +21,24 @@
 //! integer handles; the MPI standard ABI: its own handles, no Fortran
 //! entry points) and preloaded into a program of another, it says so
 //! once at `MPI_Init` and passes every call through untouched
-//! (`colltune_mpi::capi::preload`): `MPI_Bcast` takes its handles at
+//! (`colltune_mpi::runtime::preload`): `MPI_Bcast` takes its handles at
 //! register width for that reason.
 
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use colltune_mpi::capi;
-use colltune_mpi::capi::hot::Lines;
+use colltune_mpi::runtime;
+use colltune_mpi::runtime::hot::Lines;
 
-/// colltune's per-call cache lines ([`capi::hot`]): a static of this
+/// colltune's per-call cache lines ([`runtime::hot`]): a static of this
 /// library, so that `MPI_Bcast` reaches them at a fixed offset from its
 /// own code (no global offset table lookup: one cache line fewer per call).
 static LINES: Lines = Lines::new();
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    capi::preload::mpi_init(&LINES, argc, argv)
+    runtime::preload::mpi_init(&LINES, argc, argv)
 }
 
 #[no_mangle]
@@ -47,7 +48,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    capi::preload::mpi_init_thread(&LINES, argc, argv, required, provided)
+    runtime::preload::mpi_init_thread(&LINES, argc, argv, required, provided)
 }
 
 // `MPI_Bcast` starts a cache line: its handed-off path (126 bytes) then
@@ -74,11 +75,11 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    capi::preload::bcast(&LINES, buffer, count, datatype, root, comm)
+    runtime::preload::bcast(&LINES, buffer, count, datatype, root, comm)
 }
 
 /// `MPI_Ibcast`: the library's own, with the algorithm of the table's
-/// `ibcast` rule forced around it (`colltune_mpi::capi::nonblocking`).
+/// `ibcast` rule forced around it (`colltune_mpi::runtime::nonblocking`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibcast(
     buffer: *mut c_void,
@@ -88,7 +89,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: usize,
     request: *mut c_void,
 ) -> c_int {
-    capi::preload::ibcast(buffer, count, datatype, root, comm, request)
+    runtime::preload::ibcast(buffer, count, datatype, root, comm, request)
 }
 
 /// `MPI_Bcast_init` (MPI 4): decided once, by the table's `bcast_init`
@@ -103,8 +104,8 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     info: usize,
     request: *mut c_void,
 ) -> c_int {
-    capi::nonblocking::bcast_init(
-        capi::nonblocking::InitName::Standard,
+    runtime::nonblocking::bcast_init(
+        runtime::nonblocking::InitName::Standard,
         buffer,
         count,
         datatype,
@@ -126,8 +127,8 @@ pub unsafe extern "C" fn MPIX_Bcast_init(
     info: usize,
     request: *mut c_void,
 ) -> c_int {
-    capi::nonblocking::bcast_init(
-        capi::nonblocking::InitName::Extension,
+    runtime::nonblocking::bcast_init(
+        runtime::nonblocking::InitName::Extension,
         buffer,
         count,
         datatype,
@@ -140,7 +141,24 @@ pub unsafe extern "C" fn MPIX_Bcast_init(
 
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
-    capi::preload::mpi_finalize()
+    runtime::preload::mpi_finalize()
+}
+
+/// `MPI_Session_init` (MPI 4 sessions): the library's, then colltune
+/// starts; each communicator gets the table at its first broadcast.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: usize,
+    errhandler: usize,
+    session: *mut c_void,
+) -> c_int {
+    runtime::preload::mpi_session_init(&LINES, info, errhandler, session)
+}
+
+/// `MPI_Session_finalize`: colltune's state goes with the last session.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut c_void) -> c_int {
+    runtime::preload::mpi_session_finalize(session)
 }
 
 /// The Fortran entry points, under each name a Fortran compiler may call
@@ -164,13 +182,13 @@ macro_rules! fortran {
             comm: *const c_int,
             ierror: *mut c_int,
         ) {
-            capi::preload::fortran_bcast(&LINES, buffer, count, datatype, root, comm, ierror)
+            runtime::preload::fortran_bcast(&LINES, buffer, count, datatype, root, comm, ierror)
         }
 
         #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $init(ierror: *mut c_int) {
-            capi::preload::fortran_init(&LINES, None, std::ptr::null_mut(), ierror)
+            runtime::preload::fortran_init(&LINES, None, std::ptr::null_mut(), ierror)
         }
 
         #[cfg(not(colltune_abi))]
@@ -180,13 +198,13 @@ macro_rules! fortran {
             provided: *mut c_int,
             ierror: *mut c_int,
         ) {
-            capi::preload::fortran_init(&LINES, Some(required), provided, ierror)
+            runtime::preload::fortran_init(&LINES, Some(required), provided, ierror)
         }
 
         #[cfg(not(colltune_abi))]
         #[no_mangle]
         pub unsafe extern "C" fn $finalize(ierror: *mut c_int) {
-            capi::preload::fortran_finalize(ierror)
+            runtime::preload::fortran_finalize(ierror)
         }
     )*};
 }
@@ -207,7 +225,7 @@ macro_rules! fortran_nonblocking {
             request: *mut c_int,
             ierror: *mut c_int,
         ) {
-            capi::preload::fortran_ibcast(
+            runtime::preload::fortran_ibcast(
                 concat!(stringify!($ibcast), "\0"),
                 [buffer.cast(), count.cast_mut().cast(), datatype.cast_mut().cast(), root.cast_mut().cast(), comm.cast_mut().cast(), request.cast(), ierror.cast()],
             )
@@ -230,9 +248,9 @@ macro_rules! fortran_nonblocking {
             request: *mut c_int,
             ierror: *mut c_int,
         ) {
-            capi::preload::fortran_bcast_init(
+            runtime::preload::fortran_bcast_init(
                 concat!(stringify!($name), "\0"),
-                capi::nonblocking::InitName::$which,
+                runtime::nonblocking::InitName::$which,
                 [buffer.cast(), count.cast_mut().cast(), datatype.cast_mut().cast(), root.cast_mut().cast(), comm.cast_mut().cast(), info.cast_mut().cast(), request.cast(), ierror.cast()],
             )
         }

@@ -6,7 +6,7 @@
 //!   `coll_tuned_bcast_algorithm` and `_segmentsize` when a communicator is
 //!   created (and only with `coll_tuned_use_dynamic_rules` on, which it
 //!   reads once at `MPI_Init`; the interposition library turns it on there,
-//!   where a table's rule needs it, see `capi::mpi_init`). So forcing is:
+//!   where a table's rule needs it, see `runtime::mpi_init`). So forcing is:
 //!   remember the two variables, write them through `MPI_T`, make a
 //!   private communicator of the user's ranks, write back what they were,
 //!   so the application's later communicators keep Open MPI's own decision

@@ -54,6 +54,59 @@ pub fn keep_preparsed(path: &std::path::Path, text: &str, table: Table) {
     });
 }
 
+/// Under MPI 4 sessions, the table this process read and validated when
+/// its first session opened (`keep_for_sessions`), offered to each
+/// communicator's set-up as [`PREPARSED`] is to `MPI_Init`'s: the file is
+/// read once per process, however many communicators are set up.
+static SESSION: std::sync::Mutex<Option<Preparsed>> = std::sync::Mutex::new(None);
+
+/// Reads `COLLTUNE_TABLE` for the communicators of MPI 4 sessions (local:
+/// no message; a file that cannot be used is remembered for the warning
+/// that names who read what, as before `MPI_Init`).
+pub fn keep_for_sessions() {
+    let Some(path) = std::env::var_os("COLLTUNE_TABLE")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+    else {
+        return;
+    };
+    let text = match table::read_text(&path) {
+        Ok(t) => t,
+        Err(e) => return keep_unread(&path, e.to_string()),
+    };
+    let digest = cached::digest(&text);
+    match cached::load(&text) {
+        Ok(table) => {
+            *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(Preparsed {
+                path,
+                table,
+                digest,
+            })
+        }
+        Err(_) => keep_unread(&path, format!("not a valid table (content {digest:016x})")),
+    }
+}
+
+/// The table kept for `MPI_Init` ([`PREPARSED`], taken), else a copy of the
+/// one kept for sessions.
+fn preparsed() -> Option<Preparsed> {
+    PREPARSED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .or_else(|| {
+            SESSION
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|p| Preparsed {
+                    path: p.path.clone(),
+                    table: p.table.clone(),
+                    digest: p.digest,
+                })
+        })
+}
+
 /// Why this rank could not use its table before `MPI_Init` (the drop-in
 /// reads it there on Open MPI): for the warning that names who read what.
 pub(super) static UNREAD: std::sync::Mutex<Option<(std::path::PathBuf, String)>> =
@@ -183,7 +236,12 @@ pub(super) fn warn_who_read_what(
         ));
     }
     msg.push_str(". Make the table the same file on every node to silence this.");
-    crate::say(&msg);
+    // Once per process (under sessions each communicator's set-up agrees
+    // on a table, and would find the same files again).
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        crate::say(&msg);
+    }
     Ok(())
 }
 
@@ -194,7 +252,7 @@ pub(super) fn load_on_rank0(
     world: &Comm,
     path: &std::path::Path,
 ) -> Result<Result<Table, TableError>, MpiError> {
-    let pre = PREPARSED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let pre = preparsed();
     let (key, status) = read_status(path, pre.as_ref());
     let pre = pre.filter(|p| p.path == path);
     // Rank 0's key; where every rank has the same (the same content read
@@ -236,9 +294,12 @@ pub(super) fn load_from_some_rank(
         None => table::read_text(path).ok().map(|t| table::load_str(&t)),
     };
     let ok = matches!(mine, Some(Ok(_)));
-    let vote = if ok { world.rank() as u64 } else { u64::MAX };
+    // No rank: the communicator's size (not u64::MAX: MPICH 4.0.2's MPI_MIN
+    // on MPI_UINT64_T compares as signed, so u64::MAX would be the least).
+    let none = world.size() as u64;
+    let vote = if ok { world.rank() as u64 } else { none };
     let src = world.allreduce(vote, Op::Min)?;
-    if src == u64::MAX {
+    if src >= none {
         return Ok(first.map(|t| (t, 0)));
     }
     let src = src as usize;
@@ -319,7 +380,11 @@ pub fn load_with(
         match load_on_rank0(world, &path)? {
             Ok(tb) => {
                 if let Some(w) = crate::abi::table_mismatch(&tb.provenance.mpi) {
-                    if world.rank() == 0 {
+                    // Once per process (under sessions every communicator
+                    // loads the table).
+                    static SAID: std::sync::atomic::AtomicBool =
+                        std::sync::atomic::AtomicBool::new(false);
+                    if world.rank() == 0 && !SAID.swap(true, std::sync::atomic::Ordering::AcqRel) {
                         crate::say(&format!("warning: {}: {w}", path.display()));
                     }
                 }
@@ -378,7 +443,7 @@ pub(super) fn warn_once(world: &Comm, msg: &str) {
 /// Per communicator size, whether the library's `MPI_Bcast` may run
 /// different algorithms on different ranks: the ranks of the job handed
 /// Open MPI different broadcast rules at `MPI_Init` (a node that could not
-/// read the table, or read another; `capi::handoff::agree`), and some rank's
+/// read the table, or read another; `runtime::handoff::agree`), and some rank's
 /// rules name this size. Set once, right after `MPI_Init`, agreed by every
 /// rank; read when a communicator is set up.
 pub(super) static LIBRARY_DIFFERS: std::sync::OnceLock<LibraryDiffers> = std::sync::OnceLock::new();

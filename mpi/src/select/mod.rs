@@ -33,8 +33,8 @@ mod route;
 
 pub use library::{own_routes, own_routes_reason, twin, Forcing};
 pub use load::{
-    keep_preparsed, keep_unread, library_differs, load, load_with, set_library_differs,
-    LibraryDiffers,
+    keep_for_sessions, keep_preparsed, keep_unread, library_differs, load, load_with,
+    set_library_differs, LibraryDiffers,
 };
 pub use private::Private;
 pub use route::{ForcedSlot, Route, Routes};
@@ -258,7 +258,7 @@ impl CommSelector {
     }
 
     /// With `COLLTUNE_TRACE`, one line saying what a call of `bytes` ran
-    /// (also used by [`capi`](crate::capi) for calls it hands to the
+    /// (also used by [`runtime`](crate::runtime) for calls it hands to the
     /// library).
     pub(crate) fn trace(
         &self,
@@ -274,10 +274,13 @@ impl CommSelector {
         };
         if on {
             use std::io::Write;
-            let world = ffi::comm_rank(ffi::comm_world()).unwrap_or(0);
+            let world = ffi::world_rank().map_or_else(
+                || format!("pid {}", std::process::id()),
+                |w| format!("rank {w}"),
+            );
             // One write per line, so lines of several processes never interleave.
             let line = format!(
-                "colltune trace: rank {world} (rank {} of {}) {what} {bytes} B{}: {choice}\n",
+                "colltune trace: {world} (rank {} of {}) {what} {bytes} B{}: {choice}\n",
                 self.shape().rank(),
                 self.key,
                 root.map(|r| format!(" root {r}")).unwrap_or_default(),

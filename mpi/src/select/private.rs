@@ -93,6 +93,12 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<Entry>> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A communicator's private communicator made at its set-up under MPI 4
+/// sessions ([`Private::session`]): never registered for sharing.
+pub fn unshared(comm: Comm) -> Arc<Shared> {
+    Arc::new(Shared { comm, serial: 0 })
+}
+
 /// Registers `MPI_COMM_WORLD`'s private communicator (made at init on
 /// every rank, serial 1 everywhere) for sharing with communicators of the
 /// same ranks.
@@ -141,6 +147,15 @@ impl Private {
     pub fn world(s: Arc<Shared>) -> Private {
         let ranks = (!ffi::thread_multiple()).then(|| (0..s.comm.size() as i32).collect());
         Private::of_shared(s, ffi::comm_world(), ranks)
+    }
+
+    /// Under MPI 4 sessions: the application's communicator `user`, whose
+    /// private communicator `s` was made at its set-up (a world of its
+    /// own); its forced choices' private communicators are made on `s`.
+    /// Never shared with another communicator: there is no world whose
+    /// ranks could key the sharing.
+    pub fn session(s: Arc<Shared>, user: MPI_Comm) -> Private {
+        Private::of_shared(s, user, None)
     }
 
     fn of_shared(s: Arc<Shared>, user: MPI_Comm, ranks: Option<Vec<i32>>) -> Private {

@@ -196,7 +196,7 @@ impl Routes {
     /// decision, nothing forced (no table: every size). None while calls
     /// are traced (each is written). The drop-in's line for the
     /// communicator sends such calls straight to `PMPI_Bcast`
-    /// (`capi::hot`), as the handed-off ones.
+    /// (`runtime::hot`), as the handed-off ones.
     pub fn library_default_ranges(&self) -> Vec<(u64, u64)> {
         if self.trace {
             return Vec::new();

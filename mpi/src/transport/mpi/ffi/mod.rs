@@ -13,7 +13,7 @@
 //! application's traffic, so a profiling tool (which defines the `MPI_`
 //! names) never counts it, and the interposition library never calls
 //! itself. The last section holds what the C-facing layer
-//! ([`capi`](crate::capi)) needs: the user's own call passed to the library
+//! ([`runtime`](crate::runtime)) needs: the user's own call passed to the library
 //! unchanged, datatype inspection, packing, attributes, error handlers,
 //! Fortran handles.
 
@@ -107,6 +107,15 @@ pub fn request_null() -> MPI_Request {
 pub fn win_null() -> MPI_Win {
     // SAFETY: reading an immutable MPI handle.
     unsafe { ffi::RSMPI_WIN_NULL }
+}
+
+/// This process's rank in `MPI_COMM_WORLD` where the world model is up
+/// (between `MPI_Init` and `MPI_Finalize`); None otherwise (a program of
+/// MPI 4 sessions alone may not use `MPI_COMM_WORLD`). For messages.
+pub fn world_rank() -> Option<usize> {
+    (initialized() && !finalized())
+        .then(|| comm_rank(comm_world()).ok())
+        .flatten()
 }
 
 pub fn initialized() -> bool {

@@ -42,6 +42,7 @@ pub mod nonblocking;
 mod pairwise;
 pub mod preload;
 mod rules;
+mod sessions;
 mod site;
 mod state;
 mod types;
@@ -109,22 +110,38 @@ struct Global {
     keyval: c_int,
     /// The key of the `MPI_COMM_SELF` attribute whose deletion (at the
     /// start of `MPI_Finalize`) runs [`finalize`] when the application did
-    /// not (`libcolltune.so` users).
-    self_keyval: c_int,
-    /// `MPI_COMM_WORLD`'s state (set up by `init`), owned as attribute
+    /// not (`libcolltune.so` users); None under sessions (no
+    /// `MPI_COMM_SELF`: the last `MPI_Session_finalize` runs it).
+    self_keyval: Option<c_int>,
+    /// `MPI_COMM_WORLD`'s state (set up by `init`; under sessions the
+    /// library's: the world is not colltune's to use), owned as attribute
     /// values are (a box turned into a raw pointer), freed by `finalize`.
     world: *mut CommState,
-    /// colltune's private `MPI_COMM_WORLD` (owned by `world`'s state):
-    /// where the other communicators' private ones are made, and the
-    /// communicator of local argument checks.
-    world_private: MPI_Comm,
-    /// `MPI_COMM_WORLD`'s shape: the node map others' shapes come from.
-    world_shape: Shape,
+    /// What other communicators are set up from.
+    base: Base,
     /// The table's nonblocking and persistent choices, agreed at init
     /// (`select::nonblocking`), and the key of each communicator's
     /// decisions for them.
     nb: crate::select::nonblocking::Forcings,
     nb_keyval: Option<c_int>,
+}
+
+/// What a communicator's set-up starts from.
+enum Base {
+    /// The world model (`MPI_Init`): every rank agreed on one table and
+    /// one node map at init.
+    World {
+        /// colltune's private `MPI_COMM_WORLD` (owned by `world`'s state):
+        /// where the other communicators' private ones are made, and the
+        /// communicator of local argument checks.
+        private: MPI_Comm,
+        /// `MPI_COMM_WORLD`'s shape: the node map others' shapes come from.
+        shape: Shape,
+    },
+    /// MPI 4 sessions (`MPI_Session_init`, no `MPI_Init`): no world to
+    /// agree on, so each communicator is set up as a world of its own at
+    /// its first call (`sessions::set_up`).
+    Sessions,
 }
 
 /// The live [`Global`] (a box turned into a raw pointer), or null before
@@ -153,6 +170,8 @@ fn report(msg: &str) {
     }
 }
 
-fn world_rank() -> usize {
-    cffi::comm_rank(cffi::comm_world()).unwrap_or(0)
+/// This process's rank in `MPI_COMM_WORLD`, for messages; None under
+/// sessions (no world model: `MPI_COMM_WORLD` may not be used).
+fn world_rank() -> Option<usize> {
+    cffi::world_rank()
 }

@@ -93,7 +93,11 @@ pub(super) fn active<'a>() -> Option<&'a Global> {
 /// # Safety
 /// `comm` is a valid intra-communicator.
 pub(super) unsafe fn set_up(g: &Global, comm: MPI_Comm) -> CommState {
-    let shape = Shape::of(comm, &g.world_shape);
+    let (world_private, world_shape) = match &g.base {
+        Base::World { private, shape } => (*private, shape),
+        Base::Sessions => return super::sessions::set_up(comm),
+    };
+    let shape = Shape::of(comm, world_shape);
     let size = cffi::comm_size(comm).unwrap_or(0);
     let mine = shape.as_ref().map(|_| ()).map_err(|e| e.to_string());
     let what = format!(
@@ -104,7 +108,7 @@ pub(super) unsafe fn set_up(g: &Global, comm: MPI_Comm) -> CommState {
     match shape {
         Ok(s) if agreed => CommState::colltune(crate::select::for_private(
             &g.selector,
-            Private::lazy(comm, s, g.world_private),
+            Private::lazy(comm, s, world_private),
         )),
         _ => CommState::Library,
     }

@@ -273,6 +273,20 @@ fn needs_dynamic_rules(t: &table::Table) -> bool {
 /// that cannot be written) means no handoff; the table's own errors are
 /// reported after `MPI_Init`, as without it.
 pub fn before_init() {
+    prepare(true)
+}
+
+/// Before the library's first `MPI_Session_init`: as [`before_init`], but
+/// never a handoff (no world to agree on it: a node that could not read the
+/// table would run other algorithms in the library's broadcast); only Open
+/// MPI's dynamic rules turned on where a rule needs them, so the forced
+/// routes can force coll/tuned's algorithms.
+pub fn before_sessions() {
+    prepare(false)
+}
+
+/// [`before_init`], with the handoff where `hand_off`.
+fn prepare(hand_off: bool) {
     let why_not = |why: String| *lock(&WHY_NOT) = Some(why);
     // The handoff is Open MPI's alone: on another library there is nothing
     // to hand off and nothing for the trace to say about it.
@@ -315,6 +329,7 @@ pub fn before_init() {
     let needed = needs_dynamic_rules(&t);
     let unwanted = unwanted(&site);
     let handoff = match (&unwanted, openmpi_handoff(&t)) {
+        _ if !hand_off => Err("MPI sessions: no world to agree on the handoff".to_string()),
         (Some(why), _) => Err(why.clone()),
         (None, Ok(Some(h))) => Ok(h),
         (None, Ok(None)) => Err("no rule names one of Open MPI's algorithms".into()),

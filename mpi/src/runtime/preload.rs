@@ -206,6 +206,28 @@ pub unsafe fn fortran_bcast_init(
     super::nonblocking::fortran_bcast_init(which, a[0], i(1), i(2), i(3), i(4), i(5), i(6), i(7))
 }
 
+/// `MPI_Session_init` (MPI 4 sessions: [`super::sessions`]).
+///
+/// # Safety
+/// As for `MPI_Session_init`; `lines` as for [`mpi_init`].
+pub unsafe fn mpi_session_init(
+    lines: &'static Lines,
+    info: usize,
+    errhandler: usize,
+    session: *mut c_void,
+) -> c_int {
+    hot::attach(lines);
+    super::sessions::mpi_session_init(info, errhandler, session, !abi::foreign_family())
+}
+
+/// `MPI_Session_finalize`.
+///
+/// # Safety
+/// As for `MPI_Session_finalize`.
+pub unsafe fn mpi_session_finalize(session: *mut c_void) -> c_int {
+    super::sessions::mpi_session_finalize(session)
+}
+
 pub fn mpi_finalize() -> c_int {
     if abi::foreign_family() {
         // SAFETY: no arguments; the program's library checks its state.

@@ -73,9 +73,12 @@ pub(super) fn agree(comm: MPI_Comm, mine: Result<(), String>, what: &str) -> boo
             false
         }
         (Ok(()), Err(why)) if first == rank => {
+            let who = match world_rank() {
+                Some(w) => format!("rank {w}"),
+                None => format!("rank {rank} of {size}"),
+            };
             report(&format!(
-                "warning: rank {} could not set up {what}: {why}; the MPI library's collectives run there",
-                world_rank()
+                "warning: {who} could not set up {what}: {why}; the MPI library's collectives run there"
             ));
             false
         }
@@ -162,10 +165,12 @@ pub fn init() -> c_int {
     let g = Box::into_raw(Box::new(Global {
         selector,
         keyval,
-        self_keyval,
+        self_keyval: Some(self_keyval),
         world,
-        world_private,
-        world_shape,
+        base: Base::World {
+            private: world_private,
+            shape: world_shape,
+        },
         nb,
         nb_keyval,
     }));
@@ -193,8 +198,10 @@ pub fn finalize() -> c_int {
         // them; the key goes once they do. (Freeing the MPI_COMM_SELF key
         // from its own delete callback is allowed: the attribute goes on.)
         let _ = cffi::comm_free_keyval(&mut g.keyval);
-        let _ = cffi::comm_free_keyval(&mut g.self_keyval);
-        if let Some(k) = g.nb_keyval.as_mut() {
+        for k in [g.self_keyval.as_mut(), g.nb_keyval.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             let _ = cffi::comm_free_keyval(k);
         }
     }

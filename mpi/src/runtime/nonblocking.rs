@@ -152,8 +152,11 @@ unsafe fn decisions(g: &Global, comm: MPI_Comm) -> Option<&CallDecisions> {
     // Only what needs no message: an intercommunicator, or one with ranks
     // outside MPI_COMM_WORLD (sessions, spawned processes), gets the
     // library's own decision for every call.
-    let shape = match (cffi::comm_is_inter(comm), cffi::world_ranks(comm)) {
-        (Ok(false), Ok(Some(_))) => Shape::of(comm, &g.world_shape).ok(),
+    let shape = match (&g.base, cffi::comm_is_inter(comm)) {
+        (Base::World { shape, .. }, Ok(false)) => match cffi::world_ranks(comm) {
+            Ok(Some(_)) => Shape::of(comm, shape).ok(),
+            _ => None,
+        },
         _ => None,
     };
     let d = Box::into_raw(Box::new(CallDecisions::new(&g.selector, shape.as_ref())));
@@ -200,7 +203,10 @@ fn trace(
         return;
     }
     use std::io::Write;
-    let world = cffi::comm_rank(cffi::comm_world()).unwrap_or(0);
+    let world = world_rank().map_or_else(
+        || format!("pid {}", std::process::id()),
+        |w| format!("rank {w}"),
+    );
     let shape = match d.key() {
         Some(k) => k.to_string(),
         None => "a communicator whose shape is not known without messages".into(),
@@ -212,7 +218,7 @@ fn trace(
         _ => format!("{choice}"),
     };
     let line = format!(
-        "colltune trace: rank {world} (rank {} of {shape}) {} {bytes} B root {root}: {what}\n",
+        "colltune trace: {world} (rank {} of {shape}) {} {bytes} B root {root}: {what}\n",
         rank(),
         s.name()
     );
