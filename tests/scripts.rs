@@ -25,8 +25,14 @@ fn analyse_file(f: &Path) -> Output {
 /// `--analyse` of `csv` (the header added): its standard output; the
 /// command must succeed.
 fn analyse(dir: &Path, csv: &str) -> String {
+    analyse_headed(dir, &format!("{HEADER}{csv}"))
+}
+
+/// `--analyse` of `csv`, its header included: its standard output; the
+/// command must succeed.
+fn analyse_headed(dir: &Path, csv: &str) -> String {
     let f = dir.join("compare.csv");
-    std::fs::write(&f, format!("{HEADER}{csv}")).unwrap();
+    std::fs::write(&f, csv).unwrap();
     let o = analyse_file(&f);
     let out = text(&o);
     assert!(o.status.success(), "--analyse failed:\n{out}");
@@ -243,40 +249,27 @@ fn imb_nbc_analysis_compares_time_and_overlap() {
             nbc_lines(&mut csv, config, b, &pure, overlap);
         }
     }
-    let f = d.join("compare.csv");
-    std::fs::write(
-        &f,
-        format!("np,algorithm,bytes,t_ovrl_us,t_pure_us,t_cpu_us,overlap_pct,run\n{csv}"),
-    )
-    .unwrap();
-    let o = analyse_file(&f);
-    let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    assert!(
-        out.contains("4 ranks, median of 3 runs, t_pure in us"),
-        "{out}"
+    let out = analyse_headed(
+        &d,
+        &format!("np,algorithm,bytes,t_ovrl_us,t_pure_us,t_cpu_us,overlap_pct,run\n{csv}"),
     );
-    assert!(
-        line_with(&out, "dropin / default:     geomean").contains("geomean 0.800"),
-        "{out}"
-    );
-    assert!(
-        line_with(&out, "dropin / best forced: geomean").contains("geomean 1.000"),
-        "{out}"
-    );
-    assert!(
-        line_with(&out, "dropin / default, t_ovrl:").contains("geomean 0.800"),
-        "{out}"
-    );
-    assert!(
-        line_with(&out, "dropin - default, overlap:").contains("mean +10.0 points"),
-        "{out}"
-    );
-    let best = line_with(&out, "dropin - best forced, overlap:");
-    assert!(
-        best.contains("mean -10.0 points") && best.contains("sizes below -5 points: 2 of 2"),
-        "{out}"
-    );
+    for (line, want) in [
+        ("4 ranks, median of 3 runs", "t_pure in us"),
+        ("dropin / default:     geomean", "geomean 0.800"),
+        ("dropin / best forced: geomean", "geomean 1.000"),
+        ("dropin / default, t_ovrl:", "geomean 0.800"),
+        ("dropin - default, overlap:", "mean +10.0 points"),
+        ("dropin - best forced, overlap:", "mean -10.0 points"),
+        (
+            "dropin - best forced, overlap:",
+            "sizes below -5 points: 2 of 2",
+        ),
+    ] {
+        assert!(
+            line_with(&out, line).contains(want),
+            "{line}: {want}\n{out}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
