@@ -25,8 +25,14 @@ fn analyse_file(f: &Path) -> Output {
 /// `--analyse` of `csv` (the header added): its standard output; the
 /// command must succeed.
 fn analyse(dir: &Path, csv: &str) -> String {
+    analyse_headed(dir, &format!("{HEADER}{csv}"))
+}
+
+/// `--analyse` of `csv`, its header included: its standard output; the
+/// command must succeed.
+fn analyse_headed(dir: &Path, csv: &str) -> String {
     let f = dir.join("compare.csv");
-    std::fs::write(&f, format!("{HEADER}{csv}")).unwrap();
+    std::fs::write(&f, csv).unwrap();
     let o = analyse_file(&f);
     let out = text(&o);
     assert!(o.status.success(), "--analyse failed:\n{out}");
@@ -134,6 +140,136 @@ fn a_foreign_csv_is_refused() {
         err.contains("other.csv") && err.contains("not a CSV this script wrote"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// IMB-NBC Ibcast's table as IMB 2021+ prints it (`t_ovrl` before
+/// `t_pure`), around it what IMB prints before and after.
+const NBC_LOG: &str = "\
+# List of Benchmarks to run:
+
+# Ibcast
+
+#-----------------------------------------------------------------------------
+# Benchmarking Ibcast 
+# #processes = 4 
+#-----------------------------------------------------------------------------
+       #bytes #repetitions t_ovrl[usec] t_pure[usec]  t_CPU[usec]   overlap[%]
+            1         1000         1.52         0.92         0.52         0.00
+           64         1000         1.22         3.76         0.81        89.16
+      4194304         1000      6595.49      3483.56       583.97         0.00
+
+
+# All processes entering MPI_Finalize
+";
+
+/// `jobs/imb-compare.sh --bench BENCH --parse LOG` of `log`.
+fn parse(dir: &Path, bench: &str, log: &str) -> Output {
+    let f = dir.join("imb.log");
+    std::fs::write(&f, log).unwrap();
+    Command::new("bash")
+        .arg(format!("{ROOT}/jobs/imb-compare.sh"))
+        .args(["--bench", bench, "--parse"])
+        .arg(&f)
+        .output()
+        .expect("bash runs")
+}
+
+/// IMB-NBC's columns are read by their heading's names: in IMB's order, in
+/// another order, and a renamed one or another benchmark's table refused.
+#[test]
+fn imb_nbc_columns_are_read_by_their_names() {
+    let d = scratch("imb-parse-nbc");
+    let o = parse(&d, "nbc", NBC_LOG);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "np,algorithm,bytes,t_ovrl_us,t_pure_us,t_cpu_us,overlap_pct,run\n\
+         0,parsed,1,1.52,0.92,0.52,0.00,1\n\
+         0,parsed,64,1.22,3.76,0.81,89.16,1\n\
+         0,parsed,4194304,6595.49,3483.56,583.97,0.00,1\n"
+    );
+    // t_pure printed first (IMB's other layout): still t_pure's figures
+    // in t_pure's column
+    let swapped = NBC_LOG
+        .replace("t_ovrl[usec] t_pure[usec]", "t_pure[usec] t_ovrl[usec]")
+        .replace("1.52         0.92", "0.92         1.52");
+    let o = parse(&d, "nbc", &swapped);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\n0,parsed,1,1.52,0.92,0.52,0.00,1\n"),
+        "{}",
+        text(&o)
+    );
+    // a column IMB renamed: refused, naming it
+    let o = parse(&d, "nbc", &NBC_LOG.replace("t_CPU[usec]", "t_comp[usec]"));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("printed no column t_CPU[usec]"),
+        "{}",
+        text(&o)
+    );
+    // IMB-NBC's output is no IMB-MPI1 Bcast table
+    let o = parse(&d, "mpi1", NBC_LOG);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no Bcast table in it"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// One IMB-NBC line per run: t_pure from `pure[run]`, t_ovrl twice it,
+/// overlap% `overlap`.
+fn nbc_lines(csv: &mut String, config: &str, bytes: u64, pure: &[f64], overlap: f64) {
+    for (run, t) in pure.iter().enumerate() {
+        let ovrl = 2.0 * t;
+        writeln!(
+            csv,
+            "4,{config},{bytes},{ovrl},{t},{t},{overlap},{}",
+            run + 1
+        )
+        .unwrap();
+    }
+}
+
+/// `--analyse` of an IMB-NBC CSV: t_pure's ratios, t_ovrl's, and the
+/// overlap achieved against the default's and the best forced one's, each
+/// paired per run.
+#[test]
+fn imb_nbc_analysis_compares_time_and_overlap() {
+    let d = scratch("imb-analyse-nbc");
+    let mut csv = String::new();
+    for b in [1, 4096] {
+        for (config, pure, overlap) in [
+            ("default", [10.0, 20.0, 10.0], 20.0),
+            // in every run 0.8x the default's time, 10 points more overlap
+            ("dropin", [8.0, 16.0, 8.0], 30.0),
+            ("libnbc1_linear", [10.0, 20.0, 10.0], 0.0),
+            // the best forced (median 8): the drop-in's time, 40 points
+            ("libnbc2_binomial", [8.0, 16.0, 8.0], 40.0),
+        ] {
+            nbc_lines(&mut csv, config, b, &pure, overlap);
+        }
+    }
+    let out = analyse_headed(
+        &d,
+        &format!("np,algorithm,bytes,t_ovrl_us,t_pure_us,t_cpu_us,overlap_pct,run\n{csv}"),
+    );
+    for (line, want) in [
+        ("4 ranks, median of 3 runs", "t_pure in us"),
+        ("dropin / default:     geomean", "geomean 0.800"),
+        ("dropin / best forced: geomean", "geomean 1.000"),
+        ("dropin / default, t_ovrl:", "geomean 0.800"),
+        ("dropin - default, overlap:", "mean +10.0 points"),
+        ("dropin - best forced, overlap:", "mean -10.0 points"),
+        (
+            "dropin - best forced, overlap:",
+            "sizes below -5 points: 2 of 2",
+        ),
+    ] {
+        assert!(
+            line_with(&out, line).contains(want),
+            "{line}: {want}\n{out}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
