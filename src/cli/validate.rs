@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use colltune_algorithms::Collective;
 use colltune_core::tables::table::{self, TableError};
 
 use super::Code;
@@ -21,9 +20,10 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     for p in &a.tables {
         match table::load(p) {
             Ok(t) => {
-                let rules: usize = Collective::ALL
+                // Every section's rules (bcast, swap, ibcast, bcast_init).
+                let rules: usize = table::Section::ALL
                     .iter()
-                    .map(|&c| t.rules(c).iter().map(|r| r.rules.len()).sum::<usize>())
+                    .map(|&s| t.section(s).iter().map(|r| r.rules.len()).sum::<usize>())
                     .sum();
                 outln!("{}: ok ({rules} rules)", p.display());
             }
