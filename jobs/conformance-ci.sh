@@ -106,6 +106,7 @@ done
 echo "conformance-ci ($name): plain and preloaded (nb-rules, shm) alike; MPI_Ibcast and MPI_Bcast_init ran the table's $nb rules ($(($(date +%s) - start)) s)"
 
 # The self-check: a drop-in that corrupts one byte must fail the check.
+preload=$CARGO_TARGET_DIR/release/libcolltune_preload.so
 self=$work/selfcheck
 mkdir -p "$self"
 "$MPICC" -shared -fPIC -o "$self/corrupt_ibcast.so" tests/c/corrupt_ibcast.c -ldl || fail "cannot build tests/c/corrupt_ibcast.c"

@@ -144,6 +144,31 @@ unsafe fn forcing(
 /// `comm` is a communicator handle (valid or not: MPI checks).
 unsafe fn decisions(g: &Global, comm: MPI_Comm) -> Option<&CallDecisions> {
     let key = g.nb_keyval?;
+    // The last communicator's decisions, per thread, while no attribute of
+    // colltune's has been freed since (a freed handle may come back): a
+    // program posting on one communicator asks MPI once, not per call.
+    let gen = GENERATION.load(Ordering::Acquire);
+    let (c, p, seen) = LAST.with(Cell::get);
+    if c == comm.0 as usize && seen == gen && p != 0 {
+        return Some(&*(p as *const CallDecisions));
+    }
+    let found = decisions_of(g, key, comm)?;
+    LAST.with(|l| l.set((comm.0 as usize, found as *const _ as usize, gen)));
+    Some(found)
+}
+
+thread_local! {
+    /// [`decisions`]' last (communicator, decisions, generation).
+    static LAST: Cell<(usize, usize, u64)> = const { Cell::new((0, 0, u64::MAX)) };
+}
+
+/// [`decisions`] through the communicator's attribute, made at its first
+/// call.
+///
+/// # Safety
+/// As for [`decisions`].
+#[cold]
+unsafe fn decisions_of<'a>(g: &Global, key: c_int, comm: MPI_Comm) -> Option<&'a CallDecisions> {
     match cffi::comm_get_attr(comm, key) {
         Ok(Some(p)) => return Some(&*(p as *const CallDecisions)),
         Ok(None) => {}
@@ -175,6 +200,8 @@ pub(super) unsafe extern "C" fn delete_decisions(
     _extra: *mut c_void,
 ) -> c_int {
     if !val.is_null() {
+        // Before the free: no thread's [`LAST`] may hand these out again.
+        GENERATION.fetch_add(1, Ordering::AcqRel);
         drop(Box::from_raw(val as *mut CallDecisions));
     }
     SUCCESS
