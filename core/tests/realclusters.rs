@@ -16,7 +16,7 @@ use colltune_core::measure::import::{self, Options, P2pRow};
 use colltune_core::measure::record::Sample;
 use colltune_core::model::levels::fit_model;
 use colltune_core::model::placement::{Layout, Level, Mapping};
-use colltune_core::model::predict::{alike, check, measured, screen, Summary, TimeKind};
+use colltune_core::model::predict::{alike, check, measured, own, screen, Summary, TimeKind};
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
@@ -278,6 +278,10 @@ fn leonardo_from_its_per_call_files() {
             );
         }
         let meas = measured(&samples, mapping);
+        // pico's Bine trees (`*_over`), read as colltune's bine, at every
+        // size
+        let bine = meas.values().filter(|a| a.contains_key(&own::FIRST)).count();
+        assert_eq!(bine, 9, "{sub}: the Bine rows");
         assert!(
             samples.len() > 50 && skipped_other > 40,
             "{sub}: {} {skipped_other}",
@@ -286,9 +290,11 @@ fn leonardo_from_its_per_call_files() {
         let ratios: Vec<f64> = meas
             .values()
             .filter_map(|a| {
+                // Open MPI's forced algorithms (not pico's own, read
+                // beside them as colltune's: `bine`)
                 let best = a
                     .iter()
-                    .filter(|x| *x.0 != 0)
+                    .filter(|x| *x.0 != 0 && !own::is_own(*x.0))
                     .map(|x| *x.1)
                     .reduce(f64::min)?;
                 Some(a.get(&0)? / best)
