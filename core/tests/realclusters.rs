@@ -175,18 +175,19 @@ fn orfeo_thin_from_its_ping_pong() {
     assert!(s.default_regret.is_none(), "no default rows in this set");
 }
 
-/// `plan --budget 20 --from` THIN, `calibrate --collectives` on those 20
-/// points from the ping-pong's model, `predict` on the others: the fit
-/// moves what the ping-pong cannot hold, and out of sample the times come
-/// nearer than the ping-pong's (docs/measurements/2026-12-07-calibrate).
-#[test]
-fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
+/// `plan --budget 20 --from` a set, `calibrate --collectives` on those 20
+/// points from the ping-pong's model, `predict` on the others: (the
+/// ping-pong's figures, the calibrated model's), on the same points.
+fn plan_of_twenty(
+    p2p: &[P2pRow],
+    samples: Vec<Sample>,
+    layout: &str,
+    mapping: Mapping,
+) -> (Summary, Summary) {
     use colltune_core::model::fit::{self, plan};
-    let Some(dir) = sets() else { return };
-    let (p2p, samples) = thin(&dir);
-    let layout = Layout::parse("node:2,socket:2,core:12").unwrap();
-    let base = fit_model(&p2p, &layout, "t", None).unwrap().model;
-    let obs = fit::observations(&samples, Mapping::Core);
+    let layout = Layout::parse(layout).unwrap();
+    let base = fit_model(p2p, &layout, "t", None).unwrap().model;
+    let obs = fit::observations(&samples, mapping);
     let cands: Vec<plan::Candidate> = obs
         .iter()
         .map(|o| plan::Candidate {
@@ -220,21 +221,69 @@ fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
             })
         })
         .collect();
-    let (meas, _) = screen(&measured(&test, Mapping::Core));
+    let (meas, _) = screen(&measured(&test, mapping));
     let kind = TimeKind::MeanOverRanks;
-    let (_, ping) = check(&base, &layout, Mapping::Core, &meas, kind).unwrap();
-    let (_, cal) = check(&f.model, &layout, Mapping::Core, &meas, kind).unwrap();
+    let (_, ping) = check(&base, &layout, mapping, &meas, kind).unwrap();
+    let (_, cal) = check(&f.model, &layout, mapping, &meas, kind).unwrap();
     eprintln!(
-        "thin, ping-pong: {}\nthin, calibrated on 20: {}",
+        "{mapping}, ping-pong: {}\n{mapping}, calibrated on 20: {}",
         ping.line(),
         cal.line()
     );
+    (ping, cal)
+}
+
+/// THIN calibrated on a plan of 20: the fit moves what the ping-pong
+/// cannot hold, and out of sample the times come nearer than the
+/// ping-pong's (docs/measurements/2026-12-07-calibrate).
+#[test]
+fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
+    let Some(dir) = sets() else { return };
+    let (p2p, samples) = thin(&dir);
+    let (ping, cal) = plan_of_twenty(&p2p, samples, "node:2,socket:2,core:12", Mapping::Core);
     assert!(
         cal.time_error_median < 0.75 * ping.time_error_median,
         "{}",
         cal.line()
     );
     assert!(cal.regret_geomean <= 1.10, "{}", cal.line());
+}
+
+/// EPYC by core and by node calibrated on a plan of 20 each: issue 46's
+/// targets out of sample (agreement >= 80%, regret geomean <= 1.10, time
+/// error median <= 25%; worst <= 2.0 by core), the times nearer than the
+/// ping-pong's; a knob that one algorithm's points alone move is not
+/// pinned (`fit::PINNED_ALGORITHMS`: without it, by core, net-latency x38
+/// fitted to basic linear gave 82%, worst 3.05, 32%).
+#[test]
+fn orfeo_epyc_calibrated_on_a_plan_of_twenty() {
+    let Some(dir) = sets() else { return };
+    let d = dir.join("orfeo-epyc");
+    let p2p = import::read(
+        &d.join("p2p.csv"),
+        &opts(
+            "placement=mapby,bytes=size,time_us=latency,p50_us=p50",
+            "core=socket,socket=node,node=network",
+        ),
+    )
+    .unwrap()
+    .p2p;
+    let b = opts(
+        "ranks=cores,bytes=size,time_us=latency,min_us=min,max_us=max",
+        "",
+    );
+    for m in [Mapping::Core, Mapping::Node] {
+        let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
+        let (ping, cal) = plan_of_twenty(&p2p, samples, "node:2,socket:2,cache:16,core:4", m);
+        let line = format!("{m}: {}", cal.line());
+        assert!(cal.agreement >= 0.80, "{line}");
+        assert!(cal.regret_geomean <= 1.10, "{line}");
+        assert!(cal.time_error_median <= 0.25, "{line}");
+        assert!(cal.time_error_median < ping.time_error_median, "{line}");
+        if m == Mapping::Core {
+            assert!(cal.regret_worst <= 2.0, "{line}");
+        }
+    }
 }
 
 /// The Leonardo set (pico's per-call files, `leonardo-bcast.tar.gz`):

@@ -358,7 +358,7 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
             let (_, algs, text) = basis(&at, &pu, obs);
             pinned[k] = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12 && algs >= PINNED_ALGORITHMS;
             why = text;
-            if algs < PINNED_ALGORITHMS && x[k] != 0.0 {
+            if (1..PINNED_ALGORITHMS).contains(&algs) {
                 why += "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
             }
         }
