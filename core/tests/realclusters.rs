@@ -111,9 +111,9 @@ fn hold(s: &Summary, what: &str, agreement: f64, regret: f64) {
     );
 }
 
-#[test]
-fn orfeo_epyc_from_its_ping_pong() {
-    let Some(dir) = sets() else { return };
+/// EPYC's folder, its ping-pong rows, and the options its broadcast files
+/// import with, as docs/real-clusters.md gives them.
+fn epyc(dir: &Path) -> (PathBuf, Vec<P2pRow>, Options) {
     let d = dir.join("orfeo-epyc");
     let p2p = import::read(
         &d.join("p2p.csv"),
@@ -128,6 +128,13 @@ fn orfeo_epyc_from_its_ping_pong() {
         "ranks=cores,bytes=size,time_us=latency,min_us=min,max_us=max",
         "",
     );
+    (d, p2p, b)
+}
+
+#[test]
+fn orfeo_epyc_from_its_ping_pong() {
+    let Some(dir) = sets() else { return };
+    let (d, p2p, b) = epyc(&dir);
     let layout = "node:2,socket:2,cache:16,core:4";
     for (m, agreement, regret) in [
         (Mapping::Core, 0.88, 1.02),
@@ -258,20 +265,7 @@ fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
 #[test]
 fn orfeo_epyc_calibrated_on_a_plan_of_twenty() {
     let Some(dir) = sets() else { return };
-    let d = dir.join("orfeo-epyc");
-    let p2p = import::read(
-        &d.join("p2p.csv"),
-        &opts(
-            "placement=mapby,bytes=size,time_us=latency,p50_us=p50",
-            "core=socket,socket=node,node=network",
-        ),
-    )
-    .unwrap()
-    .p2p;
-    let b = opts(
-        "ranks=cores,bytes=size,time_us=latency,min_us=min,max_us=max",
-        "",
-    );
+    let (d, p2p, b) = epyc(&dir);
     for m in [Mapping::Core, Mapping::Node] {
         let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
         let (ping, cal) = plan_of_twenty(&p2p, samples, "node:2,socket:2,cache:16,core:4", m);
@@ -329,7 +323,10 @@ fn leonardo_from_its_per_call_files() {
         let meas = measured(&samples, mapping);
         // pico's Bine trees (`*_over`), read as colltune's bine, at every
         // size
-        let bine = meas.values().filter(|a| a.contains_key(&own::FIRST)).count();
+        let bine = meas
+            .values()
+            .filter(|a| a.contains_key(&own::FIRST))
+            .count();
         assert_eq!(bine, 9, "{sub}: the Bine rows");
         assert!(
             samples.len() > 50 && skipped_other > 40,

@@ -57,7 +57,6 @@ fn algorithms(obs: &[Obs]) -> String {
         .filter(|o| own::is_own(o.algorithm))
         .map(|o| own::label(o.algorithm))
         .collect();
-    names.dedup();
     names.sort();
     names.dedup();
     if tuned != "-" {

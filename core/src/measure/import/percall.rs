@@ -251,11 +251,20 @@ mod tests {
         // pico's own over point-to-point: colltune's tree of that name...
         let g = dir.join("8_bine_lat_i_new_over_int32.csv");
         let got = read(&g, text, &Options::default()).unwrap().unwrap();
-        assert_eq!(got.bcast[0].algorithm, own::by_pico("bine_lat_i_new").unwrap().id);
+        assert_eq!(
+            got.bcast[0].algorithm,
+            own::by_pico("bine_lat_i_new").unwrap().id
+        );
         // ...or skipped, saying why.
         let g = dir.join("8_bine_lat_over_int32.csv");
         let got = read(&g, text, &Options::default()).unwrap().unwrap();
-        assert!(got.bcast.is_empty() && got.warnings.iter().any(|w| w.what.contains("nearest first")));
+        assert!(
+            got.bcast.is_empty()
+                && got
+                    .warnings
+                    .iter()
+                    .any(|w| w.what.contains("nearest first"))
+        );
         let g = dir.join("8_ring_nccl_int32.csv");
         let got = read(&g, text, &Options::default()).unwrap().unwrap();
         assert!(got.bcast.is_empty() && got.warnings.iter().any(|w| w.what.contains("`nccl`")));

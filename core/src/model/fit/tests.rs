@@ -167,7 +167,10 @@ fn colltunes_own_bine_is_an_observation_and_simulates() {
     s.source = "imported:pico:8_bine_lat_i_new_over_int32.csv:map-by-node".into();
     let o = observations(&[s], Mapping::Core);
     assert_eq!(o.len(), 1, "{o:?}");
-    assert_eq!((o[0].algorithm, o[0].mapping), (predict::own::FIRST, Mapping::Node));
+    assert_eq!(
+        (o[0].algorithm, o[0].mapping),
+        (predict::own::FIRST, Mapping::Node)
+    );
     let t = simulate_all(&generic(), &layout(), &o).unwrap();
     assert!(t[0] > 0.0, "{t:?}");
 }

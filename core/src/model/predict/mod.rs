@@ -366,14 +366,18 @@ pub fn sample_mapping(s: &Sample) -> Option<Mapping> {
 
 /// The algorithm a broadcast sample ran, if the model knows it: Open MPI's
 /// coll/tuned id (0: the library's decision), or one of colltune's own
-/// ([`own`]: `bine` as pico's `*_over` files are read); with its segment
-/// size (0: none).
+/// ([`own`]: `bine` as pico's `*_over` files are read), run blocking; with
+/// its segment size (0: none).
 pub fn algorithm_of(s: &Sample) -> Option<(u32, u64)> {
     let spec = colltune_algorithms::AlgoSpec::parse(&s.spec).ok()?;
     if let Ok(f) = Forced::from_spec(&spec) {
         return Some((f.id, u64::from(f.segment)));
     }
-    own::by_name(&s.spec).map(|o| (o.id, 0))
+    // colltune's own as the simulator runs it: blocking (a nonblocking
+    // run of the same spec is another schedule's time).
+    own::by_name(&s.spec)
+        .filter(|_| s.execution == colltune_algorithms::Execution::Blocking.name())
+        .map(|o| (o.id, 0))
 }
 
 /// Whether `s` is a sample of algorithm `alg` ([`algorithm_of`]: Open

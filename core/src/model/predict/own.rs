@@ -139,20 +139,30 @@ mod tests {
     #[test]
     fn pico_names_map_to_colltunes_trees_or_say_why_not() {
         assert_eq!(by_pico("bine_lat_i_new").unwrap().spec, "bine");
-        assert!(by_pico("bine_lat_new").unwrap_err().contains("one child after the other"));
+        assert!(by_pico("bine_lat_new")
+            .unwrap_err()
+            .contains("one child after the other"));
         assert_eq!(by_pico("bine_lat_reversed").unwrap().id, FIRST);
-        assert_eq!(by_pico("scatter_allgather").unwrap().spec, "scatter_allgather");
+        assert_eq!(
+            by_pico("scatter_allgather").unwrap().spec,
+            "scatter_allgather"
+        );
         let e = by_pico("bine_lat").unwrap_err();
         assert!(e.contains("nearest first"), "{e}");
         assert!(by_pico("bine_bdw_remap").unwrap_err().contains("mirror"));
-        assert!(by_pico("ring").unwrap_err().contains("bine_lat_i_new as bine"));
+        assert!(by_pico("ring")
+            .unwrap_err()
+            .contains("bine_lat_i_new as bine"));
         // A sample's spec names its algorithm, defaults given or not.
         assert_eq!(by_name("bine").map(|o| o.id), Some(FIRST));
         let full = OWN[0].resolved().to_string();
         assert_eq!(by_name(&full).map(|o| o.id), Some(FIRST));
         assert!(by_name("bine:segment=8192").is_none());
         assert!(by_name("binomial").is_none());
-        assert_eq!((label(FIRST), label(6)), ("bine".to_string(), "6".to_string()));
+        assert_eq!(
+            (label(FIRST), label(6)),
+            ("bine".to_string(), "6".to_string())
+        );
         assert!(OWN.iter().all(|o| is_own(o.id) && of(o.id).is_some()));
     }
 }
