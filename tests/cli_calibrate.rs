@@ -41,22 +41,25 @@ fn bcast_csv(d: &Path) -> PathBuf {
     p
 }
 
+/// `calibrate --collectives CSV -o MODEL`, or `predict --model MODEL
+/// --measured CSV`, on the layout these tests use.
+fn fit_and(csv: &Path, model: &Path, what: &str) -> Output {
+    let files: [&str; 4] = match what {
+        "calibrate" => ["--collectives", s(csv), "-o", s(model)],
+        _ => ["--model", s(model), "--measured", s(csv)],
+    };
+    let mut args = vec![what];
+    args.extend(files);
+    args.extend(["--layout", "node:2,core:4", "--mapping", "core"]);
+    ct(&args)
+}
+
 #[test]
 fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
     let d = scratch("calib-cli");
     let csv = bcast_csv(&d);
     let model = d.join("m.yaml");
-    let o = ct(&[
-        "calibrate",
-        "--collectives",
-        s(&csv),
-        "--layout",
-        "node:2,core:4",
-        "--mapping",
-        "core",
-        "-o",
-        s(&model),
-    ]);
+    let o = fit_and(&csv, &model, "calibrate");
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
@@ -74,17 +77,7 @@ fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
         y.contains("fit_error:") && y.contains("calibrate --collectives"),
         "{y}"
     );
-    let o = ct(&[
-        "predict",
-        "--model",
-        s(&model),
-        "--measured",
-        s(&csv),
-        "--layout",
-        "node:2,core:4",
-        "--mapping",
-        "core",
-    ]);
+    let o = fit_and(&csv, &model, "predict");
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -251,4 +244,36 @@ fn bad_input_is_an_error_naming_what_to_do() {
         assert!(out.contains(says), "{args:?}: {out}");
         assert!(!out.contains("panicked"), "{args:?}: {out}");
     }
+}
+
+/// colltune's own `bine` measured beside Open MPI's (as pico's `*_over`
+/// files are read): fitted, predicted and named by both commands.
+#[test]
+fn colltunes_own_bine_enters_the_fit_and_the_check() {
+    let d = scratch("calib-bine");
+    let csv = bcast_csv(&d);
+    let mut t = std::fs::read_to_string(&csv).unwrap();
+    for r in [2u32, 4, 8] {
+        for b in [8u64, 1024, 65536] {
+            let lg = f64::from(r).log2();
+            t += &format!(
+                "bine,{r},{b},{:.3}\n",
+                0.9 + 0.5 * lg + b as f64 * 2e-4 * lg
+            );
+        }
+    }
+    std::fs::write(&csv, t).unwrap();
+    let model = d.join("m.yaml");
+    let o = fit_and(&csv, &model, "calibrate");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("27 points (algorithms 1-6, bine;"), "{out}");
+    assert!(out.contains(", bine: "), "{out}");
+    let o = fit_and(&csv, &model, "predict");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("bine: ") && out.contains("agreement "),
+        "{out}"
+    );
 }

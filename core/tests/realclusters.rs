@@ -16,7 +16,7 @@ use colltune_core::measure::import::{self, Options, P2pRow};
 use colltune_core::measure::record::Sample;
 use colltune_core::model::levels::fit_model;
 use colltune_core::model::placement::{Layout, Level, Mapping};
-use colltune_core::model::predict::{alike, check, measured, screen, Summary, TimeKind};
+use colltune_core::model::predict::{alike, check, measured, own, screen, Summary, TimeKind};
 
 /// Says why a check cannot run here, as `tests/common`'s `skip` does: in
 /// CI (`CI` set) or where `COLLTUNE_REQUIRE` names `realclusters` (or
@@ -111,9 +111,9 @@ fn hold(s: &Summary, what: &str, agreement: f64, regret: f64) {
     );
 }
 
-#[test]
-fn orfeo_epyc_from_its_ping_pong() {
-    let Some(dir) = sets() else { return };
+/// EPYC's folder, its ping-pong rows, and the options its broadcast files
+/// import with, as docs/real-clusters.md gives them.
+fn epyc(dir: &Path) -> (PathBuf, Vec<P2pRow>, Options) {
     let d = dir.join("orfeo-epyc");
     let p2p = import::read(
         &d.join("p2p.csv"),
@@ -128,6 +128,13 @@ fn orfeo_epyc_from_its_ping_pong() {
         "ranks=cores,bytes=size,time_us=latency,min_us=min,max_us=max",
         "",
     );
+    (d, p2p, b)
+}
+
+#[test]
+fn orfeo_epyc_from_its_ping_pong() {
+    let Some(dir) = sets() else { return };
+    let (d, p2p, b) = epyc(&dir);
     let layout = "node:2,socket:2,cache:16,core:4";
     for (m, agreement, regret) in [
         (Mapping::Core, 0.88, 1.02),
@@ -175,18 +182,19 @@ fn orfeo_thin_from_its_ping_pong() {
     assert!(s.default_regret.is_none(), "no default rows in this set");
 }
 
-/// `plan --budget 20 --from` THIN, `calibrate --collectives` on those 20
-/// points from the ping-pong's model, `predict` on the others: the fit
-/// moves what the ping-pong cannot hold, and out of sample the times come
-/// nearer than the ping-pong's (docs/measurements/2026-12-07-calibrate).
-#[test]
-fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
+/// `plan --budget 20 --from` a set, `calibrate --collectives` on those 20
+/// points from the ping-pong's model, `predict` on the others: (the
+/// ping-pong's figures, the calibrated model's), on the same points.
+fn plan_of_twenty(
+    p2p: &[P2pRow],
+    samples: Vec<Sample>,
+    layout: &str,
+    mapping: Mapping,
+) -> (Summary, Summary) {
     use colltune_core::model::fit::{self, plan};
-    let Some(dir) = sets() else { return };
-    let (p2p, samples) = thin(&dir);
-    let layout = Layout::parse("node:2,socket:2,core:12").unwrap();
-    let base = fit_model(&p2p, &layout, "t", None).unwrap().model;
-    let obs = fit::observations(&samples, Mapping::Core);
+    let layout = Layout::parse(layout).unwrap();
+    let base = fit_model(p2p, &layout, "t", None).unwrap().model;
+    let obs = fit::observations(&samples, mapping);
     let cands: Vec<plan::Candidate> = obs
         .iter()
         .map(|o| plan::Candidate {
@@ -220,21 +228,56 @@ fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
             })
         })
         .collect();
-    let (meas, _) = screen(&measured(&test, Mapping::Core));
+    let (meas, _) = screen(&measured(&test, mapping));
     let kind = TimeKind::MeanOverRanks;
-    let (_, ping) = check(&base, &layout, Mapping::Core, &meas, kind).unwrap();
-    let (_, cal) = check(&f.model, &layout, Mapping::Core, &meas, kind).unwrap();
+    let (_, ping) = check(&base, &layout, mapping, &meas, kind).unwrap();
+    let (_, cal) = check(&f.model, &layout, mapping, &meas, kind).unwrap();
     eprintln!(
-        "thin, ping-pong: {}\nthin, calibrated on 20: {}",
+        "{mapping}, ping-pong: {}\n{mapping}, calibrated on 20: {}",
         ping.line(),
         cal.line()
     );
+    (ping, cal)
+}
+
+/// THIN calibrated on a plan of 20: the fit moves what the ping-pong
+/// cannot hold, and out of sample the times come nearer than the
+/// ping-pong's (docs/measurements/2026-12-07-calibrate).
+#[test]
+fn orfeo_thin_calibrated_on_a_plan_of_twenty() {
+    let Some(dir) = sets() else { return };
+    let (p2p, samples) = thin(&dir);
+    let (ping, cal) = plan_of_twenty(&p2p, samples, "node:2,socket:2,core:12", Mapping::Core);
     assert!(
         cal.time_error_median < 0.75 * ping.time_error_median,
         "{}",
         cal.line()
     );
     assert!(cal.regret_geomean <= 1.10, "{}", cal.line());
+}
+
+/// EPYC by core and by node calibrated on a plan of 20 each: issue 46's
+/// targets out of sample (agreement >= 80%, regret geomean <= 1.10, time
+/// error median <= 25%; worst <= 2.0 by core), the times nearer than the
+/// ping-pong's; a knob that one algorithm's points alone move is not
+/// pinned (`fit::PINNED_ALGORITHMS`: without it, by core, net-latency x38
+/// fitted to basic linear gave 82%, worst 3.05, 32%).
+#[test]
+fn orfeo_epyc_calibrated_on_a_plan_of_twenty() {
+    let Some(dir) = sets() else { return };
+    let (d, p2p, b) = epyc(&dir);
+    for m in [Mapping::Core, Mapping::Node] {
+        let samples = bcast(&d.join(format!("bcast_{m}.csv")), &b, m);
+        let (ping, cal) = plan_of_twenty(&p2p, samples, "node:2,socket:2,cache:16,core:4", m);
+        let line = format!("{m}: {}", cal.line());
+        assert!(cal.agreement >= 0.80, "{line}");
+        assert!(cal.regret_geomean <= 1.10, "{line}");
+        assert!(cal.time_error_median <= 0.25, "{line}");
+        assert!(cal.time_error_median < ping.time_error_median, "{line}");
+        if m == Mapping::Core {
+            assert!(cal.regret_worst <= 2.0, "{line}");
+        }
+    }
 }
 
 /// The Leonardo set (pico's per-call files, `leonardo-bcast.tar.gz`):
@@ -248,9 +291,13 @@ fn leonardo_from_its_per_call_files() {
         return;
     };
     let layout = Layout::parse("node:256,core:4").unwrap();
-    for (sub, mapping, ranks) in [
-        ("256x1", Mapping::Node, 256),
-        ("256x4", Mapping::Core, 1024),
+    // Per folder: the rows read (one per file of Open MPI's, and of pico's
+    // `*_over` files colltune reads: bine_lat_reversed, bine_lat_i_new,
+    // scatter_allgather) and the files skipped (alloc.csv, bine_lat,
+    // bine_lat_new, bine_bdw_*: each saying why).
+    for (sub, mapping, ranks, rows, skipped) in [
+        ("256x1", Mapping::Node, 256, 59 + 18 + 7, 1 + 9 + 9 + 7 + 7),
+        ("256x4", Mapping::Core, 1024, 57 + 18 + 6, 1 + 9 + 9 + 6),
     ] {
         let mut samples = Vec::new();
         let mut skipped_other = 0;
@@ -278,17 +325,26 @@ fn leonardo_from_its_per_call_files() {
             );
         }
         let meas = measured(&samples, mapping);
-        assert!(
-            samples.len() > 50 && skipped_other > 40,
-            "{sub}: {} {skipped_other}",
-            samples.len()
+        // pico's Bine trees (`*_over`), read as colltune's bine, at every
+        // size
+        let bine = meas
+            .values()
+            .filter(|a| a.contains_key(&own::FIRST))
+            .count();
+        assert_eq!(bine, 9, "{sub}: the Bine rows");
+        assert_eq!(
+            (samples.len(), skipped_other),
+            (rows, skipped),
+            "{sub}: rows read, files skipped"
         );
         let ratios: Vec<f64> = meas
             .values()
             .filter_map(|a| {
+                // Open MPI's forced algorithms (not pico's own, read
+                // beside them as colltune's: `bine`)
                 let best = a
                     .iter()
-                    .filter(|x| *x.0 != 0)
+                    .filter(|x| *x.0 != 0 && !own::is_own(*x.0))
                     .map(|x| *x.1)
                     .reduce(f64::min)?;
                 Some(a.get(&0)? / best)

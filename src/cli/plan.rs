@@ -152,7 +152,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
         let c = &p.candidate;
         outln!(
             "{:>2} {:>6} {:>10} {:<6} {:.3}",
-            c.algorithm,
+            predict::own::label(c.algorithm),
             c.ranks,
             c.bytes,
             c.mapping,
@@ -197,6 +197,17 @@ fn commands(chosen: &[plan::Planned]) {
     }
     outln!("# to measure them (the mpirun line echoed as a # comment first: `import` and `calibrate` read ranks, mapping and algorithm from it):");
     for ((alg, ranks, map), sizes) in &runs {
+        let f = format!("bcast-a{alg}-n{ranks}-{map}");
+        let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        if let Some(o) = predict::own::of(*alg) {
+            // colltune's own: its bench runs it (no library forces it).
+            outln!(
+                "mpirun -np {ranks} --map-by {map} colltune bench --collective bcast -a {} --pattern imb --root 0 --sizes {} --csv {f}.csv",
+                o.spec,
+                list.join(",")
+            );
+            continue;
+        }
         let (lo, hi) = (
             sizes.iter().min().copied().unwrap_or(1),
             sizes.iter().max().copied().unwrap_or(1),
@@ -204,7 +215,6 @@ fn commands(chosen: &[plan::Planned]) {
         let mpirun = format!(
             "mpirun -np {ranks} --map-by {map} --mca coll_tuned_use_dynamic_rules true --mca coll_tuned_bcast_algorithm {alg}"
         );
-        let f = format!("bcast-a{alg}-n{ranks}-{map}");
         outln!("(echo '# {mpirun}'; {mpirun} osu_bcast -m {lo}:{hi} -i 1000 -f) > {f}.osu.txt");
         let log = |b: u64| 64 - b.max(1).leading_zeros() - 1;
         outln!(
@@ -212,10 +222,9 @@ fn commands(chosen: &[plan::Planned]) {
             log(lo),
             log(hi) + u32::from(!hi.is_power_of_two())
         );
-        let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
         outln!(
             "mpirun -np {ranks} --map-by {map} colltune bench --baseline ompi-tuned --baselines-only --pattern imb --root 0 --sizes {} --csv {f}.csv",
-            sizes.join(",")
+            list.join(",")
         );
     }
 }

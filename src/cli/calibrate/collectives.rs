@@ -15,7 +15,7 @@ use crate::cli::Code;
 use colltune_core::measure::stats::median;
 use colltune_core::model::fit::{self, knobs, Fitted, Obs};
 use colltune_core::model::placement::{Layout, Mapping};
-use colltune_core::model::predict::TimeKind;
+use colltune_core::model::predict::{own, TimeKind};
 use colltune_core::model::sim::Model;
 
 /// What `calibrate --collectives` reads besides the files.
@@ -46,6 +46,23 @@ fn base_of(i: &Inputs, layout: &Layout) -> anyhow::Result<(Model, String)> {
         knobs::generic(),
         "colltune's generic figures (neither --p2p nor --base given)".into(),
     ))
+}
+
+/// The algorithms of `obs`: coll/tuned's ids as a span, colltune's own
+/// by name (`0-9, bine`).
+fn algorithms(obs: &[Obs]) -> String {
+    let tuned = span(obs.iter().map(|o| o.algorithm).filter(|&a| !own::is_own(a)));
+    let mut names: Vec<String> = obs
+        .iter()
+        .filter(|o| own::is_own(o.algorithm))
+        .map(|o| own::label(o.algorithm))
+        .collect();
+    names.sort();
+    names.dedup();
+    if tuned != "-" {
+        names.insert(0, tuned);
+    }
+    names.join(", ")
 }
 
 /// A list of numbers as `a-b` (or `a`).
@@ -79,7 +96,7 @@ pub fn run(i: Inputs) -> anyhow::Result<Code> {
     outln!(
         "collectives: {} points (algorithms {}; {} ranks; {} B; time: {})",
         obs.len(),
-        span(obs.iter().map(|o| o.algorithm)),
+        algorithms(&obs),
         span(obs.iter().map(|o| o.ranks)),
         span(obs.iter().map(|o| o.bytes)),
         kinds.join(" and ")
@@ -146,7 +163,7 @@ fn report(f: &Fitted, obs: &[Obs]) {
     }
     let per: Vec<String> = by
         .iter()
-        .map(|(a, v)| format!("{a}: {:.0}%", 100.0 * median(v)))
+        .map(|(&a, v)| format!("{}: {:.0}%", own::label(a), 100.0 * median(v)))
         .collect();
     outln!(
         "residuals: error median {:.1}%, worst {:.1}%; per algorithm {}; {} simulations of the set",
@@ -166,7 +183,7 @@ fn report(f: &Fitted, obs: &[Obs]) {
             "worst point: {} ranks, {} B, algorithm {}: measured {:.2} us, fitted {p:.2} us",
             o.ranks,
             o.bytes,
-            o.algorithm,
+            own::label(o.algorithm),
             o.time_us
         );
     }

@@ -141,7 +141,7 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
     let errs: Vec<String> = s
         .time_error_by_algorithm
         .iter()
-        .map(|(a, e)| format!("{a}: {:.0}%", 100.0 * e))
+        .map(|(&a, e)| format!("{}: {:.0}%", predict::own::label(a), 100.0 * e))
         .collect();
     outln!("time error median per algorithm: {}", errs.join(", "));
     if !s.default_ratio.is_empty() {

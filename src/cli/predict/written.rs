@@ -7,7 +7,7 @@ use crate::cli::{parse_sizes, Code};
 use colltune_core::measure::import;
 use colltune_core::measure::record;
 use colltune_core::model::placement::{Layout, Mapping};
-use colltune_core::model::predict::{self, trees};
+use colltune_core::model::predict::{self, own, trees};
 use colltune_core::model::sim::Model;
 
 /// Predicted times and winners alone.
@@ -126,14 +126,17 @@ pub fn print_points(points: &[predict::Point]) {
         let algs: Vec<String> = p
             .times
             .iter()
-            .map(|(a, (t, q))| format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t))
+            .map(|(&a, (t, q))| {
+                let a = own::label(a);
+                format!("{a}: {t:.2} {q:.2} {:+.0}%", 100.0 * (q - t) / t)
+            })
             .collect();
         outln!(
             "{:>5} {:>8} {:>2} {:>2}{} {:.2} {d} | {}",
             p.ranks,
             p.bytes,
-            p.measured_winner,
-            p.predicted_winner,
+            own::label(p.measured_winner),
+            own::label(p.predicted_winner),
             if p.uncertain { "?" } else { "" },
             p.regret,
             algs.join(", ")

@@ -27,7 +27,8 @@
 //!
 //! Broadcast rows become raw samples ([`crate::measure::record`]) of Open MPI's
 //! algorithms (`ompi_tuned:algorithm=5,name=binary_tree,segment=0`, and
-//! `algorithm=0` for the library's own decision), one sample per row, a key
+//! `algorithm=0` for the library's own decision; pico's `*_over` rows
+//! colltune's own, `bine:segment=0`), one sample per row, a key
 //! measured twice (a rerun) two runs; point-to-point rows become
 //! [`P2pRow`]s, written as the point-to-point CSV ([`write_p2p`]) that
 //! `calibrate --p2p` and `predict` read. Bad rows are skipped with a warning
@@ -44,6 +45,7 @@ use std::path::{Path, PathBuf};
 use crate::libraries::ompi;
 use crate::measure::record::Sample;
 use crate::model::placement::{Layout, Level, Mapping};
+use crate::model::predict::own;
 
 pub use text::parse;
 
@@ -253,7 +255,8 @@ fn pairs(text: &str, flag: &str, example: &str) -> Result<Vec<(String, String)>,
 /// One measured broadcast point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BcastRow {
-    /// coll/tuned's algorithm id; 0: the library's own decision.
+    /// coll/tuned's algorithm id; 0: the library's own decision; from
+    /// [`own::FIRST`] on, colltune's own (pico's `*_over` files).
     pub algorithm: u32,
     pub ranks: u32,
     pub bytes: u64,
@@ -381,7 +384,7 @@ fn meaning<'a>(v: &'a str, labels: &'a [(String, String)]) -> Option<&'a str> {
 
 /// Reads an algorithm label: a label map's meaning first, then coll/tuned's
 /// id (0-9) or name (`binomial`, `basic_linear`, `default`, colltune's
-/// `linear`). `Ok(None)`: the label map says `skip`.
+/// `linear`), then colltune's own the model knows ([`own`]: `bine`). `Ok(None)`: the label map says `skip`.
 pub(crate) fn algorithm_of(v: &str, labels: &[(String, String)]) -> Result<Option<u32>, String> {
     let v = v.trim();
     let Some(w) = meaning(v, labels) else {
@@ -400,11 +403,15 @@ pub(crate) fn algorithm_of(v: &str, labels: &[(String, String)]) -> Result<Optio
             .iter()
             .find(|t| t.name.eq_ignore_ascii_case(w) || t.ours.eq_ignore_ascii_case(w))
     });
-    found.map(|t| Some(t.id)).ok_or_else(|| {
-        format!(
-            "unknown algorithm `{v}`: give Open MPI's coll/tuned id (0 = its own decision, 1-9) or name, or map the label with --labels {v}=ID (or {v}=skip)"
-        )
-    })
+    found
+        .map(|t| t.id)
+        .or_else(|| own::by_name(w).map(|o| o.id))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "unknown algorithm `{v}`: give Open MPI's coll/tuned id (0 = its own decision, 1-9) or name, colltune's bine, or map the label with --labels {v}=ID (or {v}=skip)"
+            )
+        })
 }
 
 /// Reads a placement label through the label map.
@@ -499,15 +506,12 @@ pub fn to_samples(
             }
             _ => (r.ranks, 1, r.ranks.to_string()),
         };
-        let forced = ompi::Forced {
-            id: r.algorithm,
-            segment: 0,
-        };
+        let (algorithm, spec, execution) = subject(r.algorithm);
         out.push(Sample {
             collective: "bcast".into(),
-            algorithm: ompi::TABLE_NAME.into(),
-            spec: forced.spec().to_string(),
-            execution: ompi::LIBRARY_EXECUTION.into(),
+            algorithm,
+            spec,
+            execution,
             ranks: r.ranks,
             ppn,
             nodes,
@@ -535,6 +539,23 @@ pub fn to_samples(
         });
     }
     Ok(out)
+}
+
+/// A row's subject: Open MPI's algorithm `id` forced (0: its decision), or
+/// colltune's own ([`own`], from [`own::FIRST`] on) run blocking.
+fn subject(id: u32) -> (String, String, String) {
+    match own::of(id) {
+        Some(o) => (
+            o.name().into(),
+            o.resolved().to_string(),
+            colltune_algorithms::Execution::Blocking.name().into(),
+        ),
+        None => (
+            ompi::TABLE_NAME.into(),
+            ompi::Forced { id, segment: 0 }.spec().to_string(),
+            ompi::LIBRARY_EXECUTION.into(),
+        ),
+    }
 }
 
 /// The point-to-point CSV's columns, in order (`calibrate --p2p` and

@@ -7,12 +7,17 @@
 //! `alloc.csv` (`MPI_Rank,allocation`: the node each rank ran on). Each
 //! file becomes one broadcast row: the median over its calls (the warm-up
 //! left out), their least and largest, the number of calls as iterations.
+//! Library `ompi`: Open MPI's algorithm of that name; `over` (pico's own
+//! over point-to-point): colltune's algorithm of the same tree
+//! ([`own::by_pico`]: the Bine latency trees as `bine`), the others
+//! skipped saying why.
 
 use std::path::Path;
 
 use super::{algorithm_of, BcastRow, Imported, Options, Warning};
 use crate::measure::stats::median;
 use crate::model::placement::Mapping;
+use crate::model::predict::own;
 
 /// The header of a per-call file.
 const HEADER: &str = "highest";
@@ -136,18 +141,33 @@ fn per_call(
             }
         }
     }
-    if lib != "ompi" {
-        out.skipped += calls.len();
-        out.warnings.push(Warning {
-            line: 1,
-            what: format!("library `{lib}`: not Open MPI's own algorithms (`ompi`), so not one of colltune's subjects: skipped"),
-        });
-        return Ok(out);
-    }
-    let algorithm = match algorithm_of(alg, &opts.labels).map_err(|e| (0, e))? {
-        Some(a) => a,
-        None => {
+    let algorithm = match lib {
+        "ompi" => match algorithm_of(alg, &opts.labels).map_err(|e| (0, e))? {
+            Some(a) => a,
+            None => {
+                out.skipped += calls.len();
+                return Ok(out);
+            }
+        },
+        // pico's own implementations over point-to-point: colltune's
+        // algorithm of the same tree, where the simulator has it.
+        "over" => match own::by_pico(alg) {
+            Ok(o) => o.id,
+            Err(why) => {
+                out.skipped += calls.len();
+                out.warnings.push(Warning {
+                    line: 1,
+                    what: format!("{why}: skipped"),
+                });
+                return Ok(out);
+            }
+        },
+        _ => {
             out.skipped += calls.len();
+            out.warnings.push(Warning {
+                line: 1,
+                what: format!("library `{lib}`: neither Open MPI's own algorithms (`ompi`) nor pico's over point-to-point (`over`): skipped"),
+            });
             return Ok(out);
         }
     };
@@ -228,10 +248,26 @@ mod tests {
         assert_eq!((r.time_us, r.min_us, r.max_us), (4.0, Some(3.0), Some(5.0)));
         assert_eq!((r.mapping, r.iterations), (Some(Mapping::Node), Some(3)));
         assert_eq!((got.kept, got.skipped, got.warnings.len()), (3, 2, 1));
-        // Another library's files are skipped, saying why.
+        // pico's own over point-to-point: colltune's tree of that name...
+        let g = dir.join("8_bine_lat_i_new_over_int32.csv");
+        let got = read(&g, text, &Options::default()).unwrap().unwrap();
+        assert_eq!(
+            got.bcast[0].algorithm,
+            own::by_pico("bine_lat_i_new").unwrap().id
+        );
+        // ...or skipped, saying why.
         let g = dir.join("8_bine_lat_over_int32.csv");
         let got = read(&g, text, &Options::default()).unwrap().unwrap();
-        assert!(got.bcast.is_empty() && got.warnings.iter().any(|w| w.what.contains("`over`")));
+        assert!(
+            got.bcast.is_empty()
+                && got
+                    .warnings
+                    .iter()
+                    .any(|w| w.what.contains("nearest first"))
+        );
+        let g = dir.join("8_ring_nccl_int32.csv");
+        let got = read(&g, text, &Options::default()).unwrap().unwrap();
+        assert!(got.bcast.is_empty() && got.warnings.iter().any(|w| w.what.contains("`nccl`")));
         // Not this format: another reader's.
         assert!(read(&f, "size,time\n1,2\n", &Options::default()).is_none());
         // A bad name says what it should be.

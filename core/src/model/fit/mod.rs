@@ -14,7 +14,8 @@
 //!        |  compass search on x, steps 2, 1, 1/2, 1/4 (log2 units)
 //!        v
 //!   pinned? each fitted knob doubled and halved must cost the fit
-//!           >= 2% (else back to the base's figure, and said so)
+//!           >= 2%, and the points it moves be of 2 algorithms or more
+//!           (else back to the base's figure, and said so)
 //!        |  the pinned knobs searched again (steps 1/2, 1/4), the others
 //!        v  held at the base; kept only where it beats the base itself
 //! ```
@@ -29,7 +30,8 @@
 //! Cost: about (2 x knobs) simulations of every point per pass, a few passes
 //! per step; the points are simulated on every core.
 //!
-//! Parameters: [`STEPS`], [`PASSES`], [`PINNED`], [`SENSITIVE`].
+//! Parameters: [`STEPS`], [`PASSES`], [`PINNED`], [`SENSITIVE`],
+//! [`PINNED_ALGORITHMS`].
 
 pub mod knobs;
 pub mod plan;
@@ -53,11 +55,19 @@ pub const PINNED: f64 = 0.02;
 /// A point is sensitive to a knob where doubling it moves its time by
 /// this share or more.
 pub const SENSITIVE: f64 = 0.01;
+/// A knob counts as pinned only where the points sensitive to it are of
+/// this many algorithms or more: a figure that one algorithm's points
+/// alone move takes up that algorithm's own error in the model (a shape
+/// the simulator follows less well, a library's quirk) and moves every
+/// other algorithm's prediction with it (net-latency x38 on EPYC by core,
+/// fitted to basic linear alone: docs/measurements/2026-12-07-calibrate).
+pub const PINNED_ALGORITHMS: usize = 2;
 /// No knob moves further than this from the base (log2 units: 2^12).
 const BOUND: f64 = 12.0;
 
 /// One measured point to fit: a broadcast of coll/tuned algorithm
-/// `algorithm` (0: the library's decision).
+/// `algorithm` (0: the library's decision; from
+/// [`predict::own::FIRST`] on, colltune's own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Obs {
     pub mapping: Mapping,
@@ -74,7 +84,7 @@ pub struct Obs {
 /// What stops a fit.
 #[derive(Debug, thiserror::Error)]
 pub enum FitError {
-    #[error("no broadcast of Open MPI's algorithms (coll/tuned 0-9) among the collectives: give osu_bcast / IMB / pico results or colltune's CSV of `ompi_tuned` subjects")]
+    #[error("no broadcast of Open MPI's algorithms (coll/tuned 0-9) or colltune's own (bine, scatter_allgather) among the collectives: give osu_bcast / IMB / pico results or colltune's CSV of `ompi_tuned` subjects")]
     NoPoints,
     #[error("{origin}: {ranks} ranks, {bytes} B, algorithm {algorithm}: time {time_us} us is not a positive number; fix or drop that row")]
     BadTime {
@@ -94,7 +104,8 @@ pub enum FitError {
     },
 }
 
-/// The points to fit in `samples`: Open MPI's broadcasts, each key's
+/// The points to fit in `samples`: broadcasts of algorithms the model
+/// knows (Open MPI's, colltune's own: [`predict::algorithm_of`]), each key's
 /// median over its runs, under the mapping each sample says (else
 /// `mapping`); what each time is from its source ([`TimeKind::of_sample`]).
 pub fn observations(samples: &[Sample], mapping: Mapping) -> Vec<Obs> {
@@ -105,8 +116,9 @@ pub fn observations(samples: &[Sample], mapping: Mapping) -> Vec<Obs> {
             continue;
         }
         let m = predict::sample_mapping(s).unwrap_or(mapping);
-        let alg = (0..=9u32).find(|&a| predict::is_forced(s, a));
-        let Some(alg) = alg else { continue };
+        let Some((alg, _)) = predict::algorithm_of(s) else {
+            continue;
+        };
         let e = runs
             .entry((m, s.ranks as usize, s.bytes, alg, TimeKind::of_sample(s)))
             .or_insert_with(|| (Vec::new(), s.source.clone()));
@@ -223,8 +235,8 @@ pub fn errors(pred: &[f64], obs: &[Obs]) -> (f64, f64) {
 }
 
 /// The points whose time moves by [`SENSITIVE`] or more between `a` and
-/// `b`, in words.
-fn basis(a: &[f64], b: &[f64], obs: &[Obs]) -> (usize, String) {
+/// `b`: how many, how many algorithms they are of, and in words.
+fn basis(a: &[f64], b: &[f64], obs: &[Obs]) -> (usize, usize, String) {
     let hit: Vec<&Obs> = obs
         .iter()
         .zip(a.iter().zip(b))
@@ -232,7 +244,7 @@ fn basis(a: &[f64], b: &[f64], obs: &[Obs]) -> (usize, String) {
         .map(|(o, _)| o)
         .collect();
     if hit.is_empty() {
-        return (0, format!("no point of {} moves", obs.len()));
+        return (0, 0, format!("no point of {} moves", obs.len()));
     }
     let mut algs: Vec<u32> = hit.iter().map(|o| o.algorithm).collect();
     algs.sort();
@@ -244,14 +256,15 @@ fn basis(a: &[f64], b: &[f64], obs: &[Obs]) -> (usize, String) {
     };
     let (r0, r1) = span(hit.iter().map(|o| o.ranks as u64).collect());
     let (b0, b1) = span(hit.iter().map(|o| o.bytes).collect());
-    let algs: Vec<String> = algs.iter().map(u32::to_string).collect();
+    let names: Vec<String> = algs.iter().map(|&a| predict::own::label(a)).collect();
     (
         hit.len(),
+        algs.len(),
         format!(
             "{} of {} points (algorithms {}; {r0}-{r1} ranks; {b0}-{b1} B)",
             hit.len(),
             obs.len(),
-            algs.join(", ")
+            names.join(", ")
         ),
     )
 }
@@ -334,10 +347,7 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
     let mut report = Vec::new();
     let mut pinned = vec![false; n];
     for (k, info) in KNOBS.iter().enumerate() {
-        let mut why = (
-            0,
-            "no point moves (nothing in the data depends on it)".to_string(),
-        );
+        let mut why = "no point moves (nothing in the data depends on it)".to_string();
         if live.contains(&k) {
             let mut up = x.clone();
             up[k] += 1.0;
@@ -345,8 +355,12 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
             let mut down = x.clone();
             down[k] -= 1.0;
             let (cd, _) = eval(&down)?;
-            pinned[k] = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12;
-            why = basis(&at, &pu, obs);
+            let (_, algs, text) = basis(&at, &pu, obs);
+            pinned[k] = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12 && algs >= PINNED_ALGORITHMS;
+            why = text;
+            if (1..PINNED_ALGORITHMS).contains(&algs) {
+                why += "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
+            }
         }
         report.push((k, info, why));
     }
@@ -371,7 +385,7 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
     let (error_median, error_worst) = errors(&predicted, obs);
     let knobs = report
         .into_iter()
-        .map(|(k, info, (_, basis))| KnobFit {
+        .map(|(k, info, basis)| KnobFit {
             name: info.name,
             what: info.what,
             factor: x[k].exp2(),

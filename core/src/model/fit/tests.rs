@@ -142,3 +142,35 @@ fn observations_take_the_median_of_runs_and_the_time_kind_of_the_source() {
         (TimeKind::Slowest, Mapping::Node)
     );
 }
+
+#[test]
+fn one_algorithms_points_alone_pin_no_figure() {
+    let base = generic();
+    let truth = apply(&base, &x_of(&[(Knob::NodeOverhead, 2.0)]));
+    // The same truth, seen through basic linear alone and through four
+    // algorithms: only the second may move the figure.
+    let all = measured_on(&truth, points(&[2, 4, 8, 12, 16]));
+    let alone: Vec<Obs> = all.iter().filter(|o| o.algorithm == 1).cloned().collect();
+    let f = fit(&base, &layout(), &alone).unwrap();
+    let o = knob(&f, "node-overhead");
+    assert!(!o.pinned && o.factor == 1.0, "{o:?}");
+    assert!(o.basis.contains("one algorithm alone"), "{o:?}");
+    assert!(f.knobs.iter().all(|k| !k.pinned), "{:?}", f.knobs);
+    let f = fit(&base, &layout(), &all).unwrap();
+    assert!(knob(&f, "node-overhead").pinned, "{:?}", f.knobs);
+}
+
+#[test]
+fn colltunes_own_bine_is_an_observation_and_simulates() {
+    let own = predict::own::OWN[0].resolved().to_string();
+    let mut s = crate::measure::record::sample(&own, "blocking", 8, 1, 4.0);
+    s.source = "imported:pico:8_bine_lat_i_new_over_int32.csv:map-by-node".into();
+    let o = observations(&[s], Mapping::Core);
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert_eq!(
+        (o[0].algorithm, o[0].mapping),
+        (predict::own::FIRST, Mapping::Node)
+    );
+    let t = simulate_all(&generic(), &layout(), &o).unwrap();
+    assert!(t[0] > 0.0, "{t:?}");
+}

@@ -3,7 +3,8 @@
 //! here took, how far that prediction is from what really won.
 //!
 //! Per (ranks, bytes) of the measured data: the measured winner among the
-//! forced algorithms (coll/tuned 1-9), the predicted winner among the same
+//! forced algorithms (coll/tuned 1-9, and colltune's own measured beside
+//! them: [`own`], pico's Bine rows), the predicted winner among the same
 //! ones, the regret (the measured time of the predicted winner over the
 //! measured best), and each algorithm's time error; where the library's
 //! own decision (algorithm 0) was measured, its regret beside the model's,
@@ -12,6 +13,7 @@
 //! winner or within 5% of it. Times are what `osu_bcast` reports: the mean
 //! over ranks of each rank's time in the call ([`trees::osu_time`]).
 
+pub mod own;
 pub mod trees;
 
 use std::collections::BTreeMap;
@@ -263,9 +265,11 @@ impl Tally {
 /// not measured alike everywhere they differ: one of the runs did not run
 /// what it was asked to.
 pub fn alike(points: &[Point]) -> Vec<Alike> {
+    // Open MPI's: whether a run forced what it asked is theirs to doubt.
     let algs: std::collections::BTreeSet<u32> = points
         .iter()
         .flat_map(|p| p.times.keys().copied())
+        .filter(|&a| !own::is_own(a))
         .collect();
     let mut out = Vec::new();
     for &a in &algs {
@@ -302,7 +306,7 @@ pub fn alike_default(meas: &Measured) -> Vec<Alike> {
         if ranks < ALIKE_MIN_RANKS {
             continue;
         }
-        for (&b, &t) in algs.range(1..) {
+        for (&b, &t) in algs.range(1..own::FIRST) {
             if trees::same_run(0, b, ranks, bytes) {
                 continue;
             }
@@ -360,19 +364,30 @@ pub fn sample_mapping(s: &Sample) -> Option<Mapping> {
         .and_then(|m| Mapping::parse(m).ok())
 }
 
-/// The coll/tuned algorithm a sample of Open MPI's ran, if it is one.
-fn forced_of(s: &Sample) -> Option<Forced> {
+/// The algorithm a broadcast sample ran, if the model knows it: Open MPI's
+/// coll/tuned id (0: the library's decision), or one of colltune's own
+/// ([`own`]: `bine` as pico's `*_over` files are read), run blocking; with
+/// its segment size (0: none).
+pub fn algorithm_of(s: &Sample) -> Option<(u32, u64)> {
     let spec = colltune_algorithms::AlgoSpec::parse(&s.spec).ok()?;
-    Forced::from_spec(&spec).ok()
+    if let Ok(f) = Forced::from_spec(&spec) {
+        return Some((f.id, u64::from(f.segment)));
+    }
+    // colltune's own as the simulator runs it: blocking (a nonblocking
+    // run of the same spec is another schedule's time).
+    own::by_name(&s.spec)
+        .filter(|_| s.execution == colltune_algorithms::Execution::Blocking.name())
+        .map(|o| (o.id, 0))
 }
 
-/// Whether `s` is a sample of Open MPI's coll/tuned algorithm `alg` (0:
-/// the library's default).
+/// Whether `s` is a sample of algorithm `alg` ([`algorithm_of`]: Open
+/// MPI's coll/tuned id, 0 the library's default, or one of colltune's own).
 pub fn is_forced(s: &Sample, alg: u32) -> bool {
-    forced_of(s).is_some_and(|f| f.id == alg)
+    algorithm_of(s).is_some_and(|f| f.0 == alg)
 }
 
-/// The measured broadcast times of Open MPI's algorithms in `samples`
+/// The measured broadcast times of the algorithms the model knows
+/// ([`algorithm_of`]: Open MPI's, colltune's own) in `samples`
 /// taken under `mapping` (samples that do not say their mapping count for
 /// any): per point, each algorithm's median over its runs, outliers left
 /// out where others remain.
@@ -382,13 +397,13 @@ pub fn measured(samples: &[Sample], mapping: Mapping) -> Measured {
         if s.collective != "bcast" || sample_mapping(s).is_some_and(|m| m != mapping) {
             continue;
         }
-        let Some(f) = forced_of(s) else {
+        let Some((id, segment)) = algorithm_of(s) else {
             continue;
         };
-        if f.segment != 0 {
+        if segment != 0 {
             continue;
         }
-        runs.entry((s.ranks as usize, s.bytes, f.id))
+        runs.entry((s.ranks as usize, s.bytes, id))
             .or_default()
             .push((s.time_us, s.outlier != 0));
     }
@@ -547,7 +562,7 @@ pub fn check(
         });
     }
     if points.is_empty() {
-        return Err("no point measured two or more of Open MPI's forced algorithms (coll/tuned 1-9) under this mapping".into());
+        return Err("no point measured two or more of Open MPI's forced algorithms (coll/tuned 1-9) or colltune's own (bine, scatter_allgather) under this mapping".into());
     }
     let summary = summarize(&points);
     Ok((points, summary))

@@ -120,6 +120,10 @@ pub fn tree(alg: u32, vr: usize, size: usize, chain_fanout: usize) -> Option<Tre
 /// byte per rank as basic linear, which they run there
 /// ([`crate::libraries::ompi::Forced::runs_as`]; `osu_bcast` sends bytes).
 pub fn resolved(alg: u32, ranks: usize, bytes: u64) -> (u32, usize) {
+    if super::own::is_own(alg) {
+        // colltune's own: forced as it is, no decision in between.
+        return (alg, 0);
+    }
     let (id, fanout) = if alg == 0 {
         (tuned_bcast_decision(ranks, bytes), 1)
     } else {
@@ -139,7 +143,8 @@ pub fn same_run(a: u32, b: u32, ranks: usize, bytes: u64) -> bool {
 }
 
 /// Simulates one `MPI_Bcast` of `bytes` from rank 0 under coll/tuned
-/// algorithm `alg` (0: the library's decision) on `ranks` ranks placed by
+/// algorithm `alg` (0: the library's decision; from [`super::own::FIRST`]
+/// on, colltune's own) on `ranks` ranks placed by
 /// `mapping` on `layout`; each rank's time from the call's start to its
 /// return, microseconds.
 pub fn simulate(
@@ -159,7 +164,7 @@ pub fn simulate(
         4 => Some("split_binary:segment=0"),
         8 => Some("scatter_allgather"),
         9 => Some("scatter_allgather_ring"),
-        _ => None,
+        own => super::own::of(own).map(|o| o.spec),
     };
     let spec = other
         .map(|s| {
@@ -182,7 +187,11 @@ pub fn simulate(
             (None, Some(node)) => tree_bcast(&mut b, &sh, &node, 0, bytes, 0),
             (Some(spec), _) => build_into(Collective::Bcast, spec, &sh, &mut b)
                 .map_err(|e| format!("algorithm {run}: {e}"))?,
-            (None, None) => return Err(format!("coll/tuned has no broadcast algorithm {run}")),
+            (None, None) => {
+                return Err(format!(
+                    "coll/tuned has no broadcast algorithm {run}, nor colltune one of that number"
+                ))
+            }
         }
         plans.push(Plan::new(b.finish()));
     }
