@@ -14,6 +14,7 @@ pub mod compare;
 pub mod fit;
 #[cfg(feature = "tuner")]
 pub mod levels;
+pub mod own;
 pub mod placed;
 pub mod placement;
 #[cfg(feature = "tuner")]

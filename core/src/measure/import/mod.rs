@@ -44,8 +44,8 @@ use std::path::{Path, PathBuf};
 
 use crate::libraries::ompi;
 use crate::measure::record::Sample;
+use crate::model::own;
 use crate::model::placement::{Layout, Level, Mapping};
-use crate::model::predict::own;
 
 pub use text::parse;
 

@@ -16,8 +16,8 @@ use std::path::Path;
 
 use super::{algorithm_of, BcastRow, Imported, Options, Warning};
 use crate::measure::stats::median;
+use crate::model::own;
 use crate::model::placement::Mapping;
-use crate::model::predict::own;
 
 /// The header of a per-call file.
 const HEADER: &str = "highest";

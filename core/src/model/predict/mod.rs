@@ -13,7 +13,7 @@
 //! winner or within 5% of it. Times are what `osu_bcast` reports: the mean
 //! over ranks of each rank's time in the call ([`trees::osu_time`]).
 
-pub mod own;
+pub use crate::model::own;
 pub mod trees;
 
 use std::collections::BTreeMap;
