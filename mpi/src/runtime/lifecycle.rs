@@ -17,16 +17,18 @@ pub(super) unsafe extern "C" fn copy_attr<H>(
     SUCCESS
 }
 
-pub(super) unsafe extern "C" fn delete_attr(
+/// The delete callback of colltune's communicator attributes (the state,
+/// `CommState`; the nonblocking decisions): the box goes, after the
+/// generation moves on so that no thread's cache hands it out again.
+pub(super) unsafe extern "C" fn delete_attr<T>(
     _comm: MPI_Comm,
     _key: c_int,
     val: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
     if !val.is_null() {
-        // Before the free: no thread's cache may hand this state out again.
         GENERATION.fetch_add(1, Ordering::AcqRel);
-        drop(Box::from_raw(val as *mut CommState));
+        drop(Box::from_raw(val as *mut T));
     }
     SUCCESS
 }
@@ -104,7 +106,7 @@ pub fn init() -> c_int {
     // MPI_Init are the same on every rank (where not, colltune's own
     // routes wherever the library's broadcast could differ).
     handoff::agree();
-    let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
+    let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr::<CommState>));
     let self_keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_self_attr));
     let world = Comm::world();
     let mine = match (&keyval, &self_keyval, &world) {
@@ -145,8 +147,10 @@ pub fn init() -> c_int {
     // The table's choices for MPI_Ibcast and MPI_Bcast_init: forced on
     // every rank or on none (one allreduce per choice, only where the table
     // has such rules).
-    let nb_keyval =
-        cffi::comm_create_keyval(Some(copy_attr), Some(super::nonblocking::delete_decisions));
+    let nb_keyval = cffi::comm_create_keyval(
+        Some(copy_attr),
+        Some(delete_attr::<crate::select::nonblocking::CallDecisions>),
+    );
     let nb = crate::select::nonblocking::Forcings::agree(
         &selector,
         world_private,

@@ -192,21 +192,6 @@ unsafe fn decisions_of<'a>(g: &Global, key: c_int, comm: MPI_Comm) -> Option<&'a
     Some(&*d)
 }
 
-/// The delete callback of the decisions' attribute.
-pub(super) unsafe extern "C" fn delete_decisions(
-    _comm: MPI_Comm,
-    _key: c_int,
-    val: *mut c_void,
-    _extra: *mut c_void,
-) -> c_int {
-    if !val.is_null() {
-        // Before the free: no thread's [`LAST`] may hand these out again.
-        GENERATION.fetch_add(1, Ordering::AcqRel);
-        drop(Box::from_raw(val as *mut CallDecisions));
-    }
-    SUCCESS
-}
-
 /// With `COLLTUNE_TRACE`, one line per call saying what it ran.
 #[allow(clippy::too_many_arguments)]
 fn trace(

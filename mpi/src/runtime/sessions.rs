@@ -113,7 +113,7 @@ pub unsafe fn mpi_session_finalize(session: *mut c_void) -> c_int {
 /// attributes. Where a key cannot be made, colltune stays off: every call
 /// is the library's.
 fn start() {
-    let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr));
+    let keyval = cffi::comm_create_keyval(Some(copy_attr), Some(delete_attr::<CommState>));
     let Ok(keyval) = keyval else {
         report("warning: MPI sessions: no attribute key for colltune's state; the MPI library's collectives run");
         return;
