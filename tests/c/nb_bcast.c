@@ -1,7 +1,8 @@
 /* MPI_Ibcast and the persistent broadcast (MPI_Bcast_init; Open MPI 4.1:
  * MPIX_Bcast_init) under the drop-in: every byte from every root at the
  * sizes given on the command line, on MPI_COMM_WORLD and on a split
- * communicator, mixed with blocking MPI_Bcast on the same communicator;
+ * communicator, mixed with blocking MPI_Bcast on the same communicator,
+ * then the sizes in turn on one communicator (each call another count);
  * and, with `order`, which algorithm ran, told by who waits for whom:
  * rank 1 sleeps before completing its call, so a rank that receives
  * through rank 1 (a chain: rank 2; a binomial tree: rank 3) completes only
@@ -128,6 +129,19 @@ int main(int argc, char **argv) {
             on(MPI_COMM_WORLD, n);
             on(half, n);
         }
+        /* The sizes one after another on one communicator, twice: each call
+         * differs from the one before only in its count. */
+        for (int round = 0; round < 2; round++)
+            for (int i = 2; i < argc; i++) {
+                long n = atol(argv[i]);
+                unsigned char *b = malloc(n + 1);
+                MPI_Request r;
+                fill(b, n, 0, 8 + round, me);
+                MPI_Ibcast(b, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+                check(b, n, 0, 8 + round, "ibcast of the next size");
+                free(b);
+            }
         MPI_Comm_free(&half);
     }
     int all = 0;

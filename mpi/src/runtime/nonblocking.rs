@@ -8,10 +8,13 @@
 //! ```text
 //!  MPI_Ibcast / MPI_Bcast_init (preload/src/lib.rs)
 //!   1. colltune not running, or the table has no nonblocking rules ─────> PMPI_   [one load, one test]
-//!   2. null handles, negative count, an unknown type's size ────────────> PMPI_
-//!   3. the communicator's decisions (its attribute; made at its first
-//!      such call, locally: its shape from MPI_COMM_WORLD's node map)
-//!   4. the rule for the signature's bytes: the library's own ──────────> PMPI_
+//!   2. this thread's last call again (communicator, predefined
+//!      datatype, count, section; nothing freed since): its answer ──────> 5.
+//!   3. null handles, negative count, an unknown type's size ────────────> PMPI_
+//!   4. the communicator's decisions (its attribute; made at its first
+//!      such call, locally: its shape from MPI_COMM_WORLD's node map),
+//!      the rule for the signature's bytes
+//!   5. the library's own ───────────────────────────────────────────────> PMPI_
 //!      or one of its algorithms: written around the call under a lock ─> PMPI_
 //! ```
 //!
@@ -21,6 +24,7 @@
 use super::*;
 use crate::forcing::nonblocking::NbForcing;
 use crate::select::nonblocking::CallDecisions;
+use colltune_core::tables::decide::{Choice, Trace};
 use colltune_core::tables::table::Section;
 
 /// `PMPI_Bcast_init` (MPI 4) or `PMPIX_Bcast_init` (Open MPI 4.1's
@@ -112,6 +116,13 @@ pub unsafe fn bcast_init(
 /// How a call of section `s` runs: None where colltune leaves it alone
 /// (not running, no nonblocking rules, arguments the library must judge).
 ///
+/// A program posts the same call again and again (IMB-NBC, a halo
+/// exchange's loop), so each thread keeps its last call's answer: the
+/// same communicator, predefined datatype, count and section, with no
+/// attribute of colltune's freed since (a freed handle may come back, and
+/// the answer points into the communicator's decisions), cost four
+/// compares and no call into MPI. Anything else takes [`forcing_slow`].
+///
 /// # Safety
 /// As for `MPI_Ibcast` (handles valid or not: MPI checks).
 #[inline]
@@ -123,31 +134,111 @@ unsafe fn forcing(
     comm: MPI_Comm,
 ) -> Option<NbForcing> {
     let g = active()?;
-    if g.nb.is_empty()
-        || comm == cffi::comm_null()
-        || datatype == cffi::datatype_null()
-        || count < 0
-    {
+    if g.nb.is_empty() {
         return None;
     }
-    let d = decisions(g, comm)?;
-    let bytes = cffi::type_size_raw(datatype)?.checked_mul(count as u64)?;
-    let choice = d.choose(s, bytes);
+    let key = LastCall {
+        comm: comm.0 as usize,
+        datatype: datatype.0 as usize,
+        count,
+        section: s,
+        generation: GENERATION.load(Ordering::Acquire),
+    };
+    let last = LAST_CALL.with(Cell::get);
+    if last.key != Some(key) {
+        return forcing_slow(g, key, root, comm, datatype);
+    }
+    if g.selector.settings.trace != Trace::Off {
+        // SAFETY: the communicator's decisions live until its attribute is
+        // freed, which moves the generation on (then no key matches).
+        let (d, choice) = (&*last.decisions, &*last.choice);
+        trace(g, s, comm, d, last.bytes, root, choice, &last.forced);
+    }
+    Some(last.forced)
+}
+
+/// [`forcing`]'s way when the thread's last call differs: the checks, the
+/// communicator's decisions, the datatype's size and the rule; the answer
+/// is kept for the next call where the datatype is predefined (its handle
+/// never changes meaning).
+///
+/// # Safety
+/// As for [`forcing`].
+#[cold]
+unsafe fn forcing_slow(
+    g: &Global,
+    key: LastCall,
+    root: c_int,
+    comm: MPI_Comm,
+    datatype: MPI_Datatype,
+) -> Option<NbForcing> {
+    if comm == cffi::comm_null() || datatype == cffi::datatype_null() || key.count < 0 {
+        return None;
+    }
+    let d = decisions(g, key.generation, comm)?;
+    let (size, predefined) = match typecache::get(datatype) {
+        Some((size, _)) => (size, true),
+        None => {
+            let size = cffi::type_size_raw(datatype)?;
+            // A predefined type is remembered for good (as the blocking
+            // path does), so its next call is answered without MPI.
+            if cffi::type_combiner(datatype).is_ok_and(|c| c == Combiner::Named) {
+                if let Ok(dense) = contiguous(datatype) {
+                    typecache::put(datatype, size, dense);
+                }
+            }
+            (size, false)
+        }
+    };
+    let bytes = size.checked_mul(key.count as u64)?;
+    let choice = d.choose(key.section, bytes);
     let forced = g.nb.of(choice);
-    trace(g, s, comm, d, bytes, root, choice, &forced);
+    if predefined {
+        LAST_CALL.with(|c| {
+            c.set(Answer {
+                key: Some(key),
+                forced,
+                decisions: d,
+                choice,
+                bytes,
+            })
+        });
+    }
+    trace(g, key.section, comm, d, bytes, root, choice, &forced);
     Some(forced)
+}
+
+/// What [`forcing`] compares a call with: the thread's last call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LastCall {
+    comm: usize,
+    datatype: usize,
+    count: c_int,
+    section: Section,
+    generation: u64,
+}
+
+/// The thread's last call ([`LastCall`]; None: none yet) and what it ran:
+/// the forcing, and for the trace the communicator's decisions, the rule's
+/// choice (inside them) and the signature's bytes.
+#[derive(Clone, Copy)]
+struct Answer {
+    key: Option<LastCall>,
+    forced: NbForcing,
+    decisions: *const CallDecisions,
+    choice: *const Choice,
+    bytes: u64,
 }
 
 /// The communicator's decisions: its attribute, made at its first call.
 ///
 /// # Safety
 /// `comm` is a communicator handle (valid or not: MPI checks).
-unsafe fn decisions(g: &Global, comm: MPI_Comm) -> Option<&CallDecisions> {
+unsafe fn decisions(g: &Global, gen: u64, comm: MPI_Comm) -> Option<&CallDecisions> {
     let key = g.nb_keyval?;
     // The last communicator's decisions, per thread, while no attribute of
     // colltune's has been freed since (a freed handle may come back): a
     // program posting on one communicator asks MPI once, not per call.
-    let gen = GENERATION.load(Ordering::Acquire);
     let (c, p, seen) = LAST.with(Cell::get);
     if c == comm.0 as usize && seen == gen && p != 0 {
         return Some(&*(p as *const CallDecisions));
@@ -160,6 +251,16 @@ unsafe fn decisions(g: &Global, comm: MPI_Comm) -> Option<&CallDecisions> {
 thread_local! {
     /// [`decisions`]' last (communicator, decisions, generation).
     static LAST: Cell<(usize, usize, u64)> = const { Cell::new((0, 0, u64::MAX)) };
+    /// [`forcing`]'s last call and what it ran.
+    static LAST_CALL: Cell<Answer> = const {
+        Cell::new(Answer {
+            key: None,
+            forced: NbForcing::LIBRARY,
+            decisions: std::ptr::null(),
+            choice: std::ptr::null(),
+            bytes: 0,
+        })
+    };
 }
 
 /// [`decisions`] through the communicator's attribute, made at its first
@@ -201,10 +302,9 @@ fn trace(
     d: &CallDecisions,
     bytes: u64,
     root: c_int,
-    choice: &colltune_core::tables::decide::Choice,
+    choice: &Choice,
     forced: &NbForcing,
 ) {
-    use colltune_core::tables::decide::Trace;
     let rank = || cffi::comm_rank(comm).unwrap_or(0);
     let on = match g.selector.settings.trace {
         Trace::Off => false,
