@@ -31,7 +31,12 @@ pub fn diff(a: DiffArgs) -> anyhow::Result<Code> {
     let (ta, tb) = (load(&a.a)?, load(&a.b)?);
     let differences = table::diff::diff(&ta, &tb);
     for d in &differences {
-        let (c, key) = (d.collective, d.key);
+        let c = d.collective;
+        let key = if d.b_key == d.key {
+            d.key.to_string()
+        } else {
+            format!("{} (B: {})", d.key, d.b_key)
+        };
         match &d.kind {
             Kind::OnlyIn(side) => {
                 let only = match side {

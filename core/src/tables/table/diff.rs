@@ -28,7 +28,11 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Difference {
     pub collective: Collective,
+    /// A's key (B's where only B has the communicator).
     pub key: CommKey,
+    /// B's key: `key`, or the same shape placed where only one table
+    /// names a placement.
+    pub b_key: CommKey,
     pub kind: Kind,
 }
 
@@ -68,21 +72,23 @@ impl Expected {
 }
 
 /// Every difference between tables `a` and `b`, by collective, then
-/// communicator; empty when they decide alike everywhere.
+/// communicator; empty when they decide alike everywhere. A shape one
+/// table keys without a placement (an older table, or one built from
+/// samples that did not record it) and the other with exactly one is
+/// compared as one communicator ([`Difference::b_key`] says B's key), as
+/// the selector would apply either table's rules to it.
 pub fn diff(a: &Table, b: &Table) -> Vec<Difference> {
     let mut out = Vec::new();
     for collective in Collective::ALL {
-        let mut keys: Vec<CommKey> = a
-            .rules(collective)
-            .iter()
-            .chain(b.rules(collective))
-            .map(|r| r.key())
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for key in keys {
-            let ra = a.rules(collective).iter().find(|r| r.key() == key);
-            let rb = b.rules(collective).iter().find(|r| r.key() == key);
+        let keys_of = |t: &Table| {
+            let mut k: Vec<CommKey> = t.rules(collective).iter().map(|r| r.key()).collect();
+            k.sort_unstable();
+            k.dedup();
+            k
+        };
+        for (ka, kb) in pairs(&keys_of(a), &keys_of(b)) {
+            let ra = ka.and_then(|k| a.rules(collective).iter().find(|r| r.key() == k));
+            let rb = kb.and_then(|k| b.rules(collective).iter().find(|r| r.key() == k));
             let kind = match (ra, rb) {
                 (Some(ra), Some(rb)) => {
                     let r = ranges(&ra.rules, &rb.rules);
@@ -94,13 +100,51 @@ pub fn diff(a: &Table, b: &Table) -> Vec<Difference> {
                 (Some(_), None) => Kind::OnlyIn(Side::A),
                 _ => Kind::OnlyIn(Side::B),
             };
+            let key = ka.or(kb).expect("a pair has a key");
             out.push(Difference {
                 collective,
                 key,
+                b_key: kb.unwrap_or(key),
                 kind,
             });
         }
     }
+    out
+}
+
+/// The communicators of A's and B's keys (each sorted, distinct) matched:
+/// equal keys; then a shape with no placement on one side and exactly one
+/// placed key of that shape on the other; the rest alone. In key order.
+fn pairs(a: &[CommKey], b: &[CommKey]) -> Vec<(Option<CommKey>, Option<CommKey>)> {
+    let same_shape = |x: &CommKey, y: &CommKey| (x.ranks, x.ppn, x.nodes) == (y.ranks, y.ppn, y.nodes);
+    let (mut left_a, mut left_b): (Vec<CommKey>, Vec<CommKey>) = (
+        a.iter().filter(|k| !b.contains(k)).copied().collect(),
+        b.iter().filter(|k| !a.contains(k)).copied().collect(),
+    );
+    let mut out: Vec<(Option<CommKey>, Option<CommKey>)> = a
+        .iter()
+        .filter(|k| b.contains(k))
+        .map(|&k| (Some(k), Some(k)))
+        .collect();
+    // An unplaced key and the one placed key of its shape across.
+    let mut i = 0;
+    while i < left_a.len() {
+        let ka = left_a[i];
+        let across: Vec<usize> = (0..left_b.len())
+            .filter(|&j| same_shape(&ka, &left_b[j]))
+            .filter(|&j| ka.placement.is_none() != left_b[j].placement.is_none())
+            .collect();
+        let alone_here = left_a.iter().filter(|k| same_shape(k, &ka)).count() == 1;
+        if let ([j], true) = (across.as_slice(), alone_here) {
+            let kb = left_b.remove(*j);
+            out.push((Some(left_a.remove(i)), Some(kb)));
+        } else {
+            i += 1;
+        }
+    }
+    out.extend(left_a.into_iter().map(|k| (Some(k), None)));
+    out.extend(left_b.into_iter().map(|k| (None, Some(k))));
+    out.sort_by_key(|&(ka, kb)| ka.or(kb));
     out
 }
 
@@ -248,6 +292,36 @@ mod tests {
         assert_eq!(
             only,
             [(4, &Kind::OnlyIn(Side::A)), (8, &Kind::OnlyIn(Side::B))]
+        );
+    }
+
+    #[test]
+    fn an_unplaced_shape_is_compared_with_the_one_placed_key_across() {
+        let placed = |t: &Table| {
+            let y = t.to_yaml().unwrap();
+            let y = y.replacen("  nodes: 1\n", "  nodes: 1\n  placement: block/block\n", 1);
+            crate::tables::table::load_str(&y).unwrap()
+        };
+        let pb = placed(&b());
+        let key = pb.bcast[0].key();
+        assert!(key.placement.is_some(), "{key:?}");
+        // One communicator, its ranges compared, either way round.
+        let d = diff(&a(), &pb);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!((d[0].key, d[0].b_key), (CommKey::shape(4, 4, 1), key));
+        assert!(matches!(&d[0].kind, Kind::Ranges(r) if r.len() == 2), "{d:?}");
+        let d = diff(&pb, &a());
+        assert_eq!((d[0].key, d[0].b_key), (key, CommKey::shape(4, 4, 1)));
+        assert_eq!(diff(&placed(&a()), &a()), []);
+        // Two placed keys of the shape: which one is meant is not known.
+        let mut two = pb.clone();
+        let y = pb.to_yaml().unwrap().replacen("block/block", "cyclic/block", 1);
+        two.bcast
+            .push(crate::tables::table::load_str(&y).unwrap().bcast[0].clone());
+        let kinds: Vec<Kind> = diff(&a(), &two).into_iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            [Kind::OnlyIn(Side::A), Kind::OnlyIn(Side::B), Kind::OnlyIn(Side::B)]
         );
     }
 
