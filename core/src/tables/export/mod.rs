@@ -107,12 +107,7 @@ impl Notes {
 /// Open MPI coll/tuned equivalent of a colltune broadcast.
 fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
     let seg = spec.int("segment").unwrap_or(0);
-    let by_name = |n: &str| {
-        TUNED_BCAST
-            .iter()
-            .find(|t| t.ours == n)
-            .expect("every tuned algorithm maps")
-    };
+    let by_name = |n: &str| TUNED_BCAST.iter().find(|t| t.ours == n);
     let (ours, faninout) = match spec.name.as_str() {
         "chain" => ("chain", spec.int("fanout").unwrap_or(4) as u32),
         "knomial" => {
@@ -142,9 +137,21 @@ fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
             notes.add("circulant: Open MPI has no circulant-graph broadcast; its pipeline (segments down one chain, also each block sent once per rank) is the nearest".into());
             ("pipeline", 0)
         }
+        "shm" => {
+            notes.add("shm: Open MPI's coll/tuned has no shared-memory broadcast (Open MPI's are other components: coll/sm, off by default in 4.1; coll/xhc in 5.0); its basic linear (every rank takes the message from the root, as every rank copies it out of the root's segment) is the nearest".into());
+            ("linear", 0)
+        }
         other => (other, 0),
     };
-    let t = by_name(ours);
+    let t = match by_name(ours) {
+        Some(t) => t,
+        None => {
+            notes.add(format!(
+                "{ours}: no coll/tuned equivalent; binomial used"
+            ));
+            by_name("binomial").expect("coll/tuned has a binomial broadcast")
+        }
+    };
     if !t.segmented && seg > 0 {
         notes.add(format!(
             "{}: Open MPI does not segment it; segment {seg} dropped",
@@ -529,6 +536,33 @@ mod tests {
     execution: library
 ",
         )
+    }
+
+    #[test]
+    fn every_registered_broadcast_exports_to_each_format() {
+        // One rule per algorithm of the registry (hierarchical's phases are
+        // its defaults); each lands in every format as some library
+        // algorithm, and the ones a library does not have are said.
+        for a in colltune_algorithms::registry::algorithms(colltune_algorithms::Collective::Bcast) {
+            let t = knomial_then(&format!(
+                "  - min_bytes: 1024\n    algorithm: {}\n    execution: blocking\n",
+                a.name
+            ));
+            let (text, notes) = openmpi_classic(&t).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("1024 "))
+                .unwrap_or_else(|| panic!("{}: {text}", a.name));
+            let native = TUNED_BCAST.iter().any(|x| x.ours == a.name);
+            assert!(
+                native || notes.iter().any(|n| n.starts_with(a.name)),
+                "{}: {line} {notes:?}",
+                a.name
+            );
+            openmpi_json(&t).unwrap();
+            let (json, _) = mpich_json(&t, None).unwrap();
+            assert!(json.contains("algorithm=MPIR_Bcast_intra_"), "{}: {json}", a.name);
+        }
     }
 
     #[test]

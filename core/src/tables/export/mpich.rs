@@ -81,6 +81,10 @@ pub(super) fn to_mpich(
             tree("kary", u64::from(ranks.saturating_sub(1).max(1)), notes)
         }
         "pipeline" => tree("kary", 1, notes),
+        "shm" => {
+            notes.add("shm: MPICH's JSON tuning has no shared-memory broadcast among its algorithms (its CH4 shared-memory layer has one, release_gather, tuned in a file of its own); a k-ary tree with k = ranks - 1 (every rank takes the message from the root, as every rank copies it out of the root's segment) is the nearest".into());
+            tree("kary", u64::from(ranks.saturating_sub(1).max(1)), notes)
+        }
         "chain" => {
             notes.add("chain: MPICH has no multi-chain broadcast; its pipelined k-ary tree with k = fanout is the nearest".into());
             tree("kary", spec.int("fanout").unwrap_or(4), notes)
