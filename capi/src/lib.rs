@@ -9,6 +9,11 @@ use std::ffi::{c_char, c_int, c_void};
 use colltune_mpi::runtime;
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
+/// colltune's own heap, apart from the program's C heap
+/// ([`runtime::heap`]).
+#[global_allocator]
+static HEAP: runtime::heap::PrivateHeap = runtime::heap::PrivateHeap::new();
+
 #[no_mangle]
 pub extern "C" fn colltune_init() -> c_int {
     runtime::init()

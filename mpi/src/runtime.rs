@@ -35,6 +35,7 @@ mod device;
 mod explain;
 mod fortran;
 mod handoff;
+pub mod heap;
 pub mod hot;
 pub mod layers;
 mod lifecycle;

@@ -31,6 +31,12 @@ use std::ffi::{c_char, c_int, c_void};
 use colltune_mpi::runtime;
 use colltune_mpi::runtime::hot::Lines;
 
+/// colltune's own heap: what this library allocates never shares the C
+/// heap the program and its MPI library allocate from
+/// ([`runtime::heap`]).
+#[global_allocator]
+static HEAP: runtime::heap::PrivateHeap = runtime::heap::PrivateHeap::new();
+
 /// colltune's per-call cache lines ([`runtime::hot`]): a static of this
 /// library, so that `MPI_Bcast` reaches them at a fixed offset from its
 /// own code (no global offset table lookup: one cache line fewer per call).
