@@ -304,17 +304,22 @@ where
     }
     y += 14;
     if m.has_margins {
-        root.draw(&Text::new(
-            if m.has_evidence {
-                "gain over the library (95% interval's low end; library's own: full)"
-            } else {
-                "margin over the runner-up"
-            },
-            (lx, y),
-            head.clone(),
-        ))
-        .map_err(err)?;
-        y += 24;
+        // Lines that fit the legend's width.
+        let key: &[&str] = if m.has_evidence {
+            &[
+                "gain over the library",
+                "(95% interval's low end;",
+                "library's own: full)",
+            ]
+        } else {
+            &["margin over the runner-up"]
+        };
+        for (i, line) in key.iter().enumerate() {
+            let style = if i == 0 { head.clone() } else { font(12) };
+            root.draw(&Text::new(*line, (lx, y), style)).map_err(err)?;
+            y += if i == 0 { 20 } else { 16 };
+        }
+        y += 4;
         let base = m
             .families
             .first()

@@ -25,7 +25,7 @@ use super::geo_mid;
 use crate::libraries::library::LibraryChoice;
 use crate::measure::record::{Call, Sample};
 use crate::measure::stats;
-use crate::tables::table::evidence::{self, RuleEvidence, Times};
+use crate::tables::table::evidence::{self, RuleEvidence, Times, Unresolved};
 use crate::tables::table::{spec_to_fields, CommKey, CommRules, Rule, Section, Table};
 
 /// The launches with only their blocking samples (`call` = `bcast`):
@@ -222,6 +222,13 @@ pub fn add_sections(table: &mut Table, launches: &[&[Sample]]) {
         }
     }
     for ((section, key), decided) in by_comm {
+        // Sizes left open go into the provenance beside the blocking
+        // call's, where job scripts look for them (`table unresolved`).
+        if let Some(summary) = table.provenance.evidence.as_mut() {
+            summary
+                .unresolved
+                .extend(decided.iter().filter_map(|d| unresolved(section, key, d)));
+        }
         let rules = CommRules {
             ranks: key.ranks,
             ppn: key.ppn,
@@ -235,6 +242,24 @@ pub fn add_sections(table: &mut Table, launches: &[&[Sample]]) {
             Section::Bcast | Section::Swap => {}
         }
     }
+}
+
+/// The provenance's entry for a decision whose evidence is unresolved.
+fn unresolved(section: Section, key: CommKey, d: &Decided) -> Option<Unresolved> {
+    let e = d.evidence.as_ref().filter(|e| e.verdict == "unresolved")?;
+    Some(Unresolved {
+        collective: section.name().into(),
+        ranks: key.ranks,
+        ppn: key.ppn,
+        nodes: key.nodes,
+        bytes: d.bytes,
+        candidate: e.candidate.clone(),
+        gain: e.gain,
+        low: e.low,
+        high: e.high,
+        over_choice: None,
+        unconfirmed: false,
+    })
 }
 
 /// How `show` prints a nonblocking section's rule: its choice, its time
@@ -384,7 +409,13 @@ mod tests {
         assert!(LibraryChoice::from_spec(&r[0].spec().unwrap())
             .unwrap()
             .is_default());
-        assert_ne!(r[0].evidence.as_ref().unwrap().verdict, "clears");
+        let e = r[0].evidence.as_ref().unwrap();
+        assert_ne!(e.verdict, "clears");
+        // An unresolved size is listed where job scripts look for the
+        // sizes to measure again (`table unresolved`), as a blocking one.
+        let open = &t.provenance.evidence.as_ref().unwrap().unresolved;
+        let listed = open.iter().any(|u| u.collective == "ibcast" && u.bytes == 64);
+        assert_eq!(listed, e.verdict == "unresolved", "{e:?} {open:?}");
     }
 
     #[test]
