@@ -3,27 +3,28 @@
 //! module (its tests hold every rank of every p to `recv_all`).
 //!
 //! ```text
-//!  r = skip[e1] + skip[e2] + ... + skip[em], e1 > ... > em = b (greedy)
+//!  r = skip[e1] + ... + skip[em], e1 > ... > em = b   (its greedy sum; e0 = q)
 //!
-//!  rounds:  0 .. em-1 | em | em+1 .. e(m-1)-1 | e(m-1) | ... | e1 | e1+1 .. q-1
-//!  level:   root of   | e(m-1)  high rounds   |        |     | q  high rounds
-//!           skip[em]  |         of skip[e(m-1)], rank skip[em]     of skip[q] = p
+//!  round k              takes, from the circulant of skip[t] ranks
+//!  k < em               t = em:      round k of its root
+//!  k = e_i              t = e_(i-1): baseblock t (its rank 0)
+//!  e_i < k < e_(i-1)    t = e_(i-1): round k of its rank x = skip[e_i] + ... + skip[em]
 //!
-//!  round k of a level (top t, rank x = r's skips below k), folded down
-//!  the levels t, t-1, ..., k+1 (each an upper half, x -= odd[j]):
-//!           circulant skip[k+1]:  [ x+1  ..  x + skip[k+1] - skip[k] ]
-//!           holds 0..k-1, and k (rank skip[k]) or k+1 (rank 0)
+//!  such a round k folded down the levels t, t-1, ..., k+1 (x -= odd[j]
+//!  each): in the circulant of skip[k+1] ranks, the ranks
+//!     [ x + 1 .. x + skip[k+1] - skip[k] ]   hold 0..k-1, and k or k+1
 //! ```
-//! Round k of a rank whose sum of skips takes skip[k] (k = e_i) gets the
-//! baseblock of rank `sum of the larger skips`, the next larger e (q above
-//! e1): the top of the circulant of skip[e_(i-1)] ranks whose ranks
-//! `(r - skip[e_i+1], r - skip[e_i]]` are. Its rounds below e_i are those
-//! of the rank `r - skip[e1] - ... - skip[e_i]` of that smaller circulant
-//! (the windows hold the same baseblocks), its rounds above (the *high*
-//! rounds) wrap past rank 0. A high round's window lies in the upper half
-//! of the circulant, which is the circulant of skip[t-1] ranks shifted by
-//! skip[t-1] and cut short by odd[t] = 2 skip[t-1] - skip[t]: one level
-//! down the window is the same one with x less odd[t]. Folded to skip[k+1]
+//! Why: r's windows of the rounds below e1 hold the baseblocks that those
+//! of rank r - skip[e1] of the circulant of skip[e1] ranks hold (that
+//! circulant's rank 0 standing for rank skip[e1], both baseblock e1), so
+//! those rounds are that rank's, and so on down r's sum; round e_i's
+//! window holds rank 0 of the circulant of skip[e_(i-1)] ranks, whose
+//! baseblock e_(i-1) is the largest there and still free. The rounds
+//! above e_i (the *high* rounds) wrap past that rank 0. A high round's
+//! window lies in the upper half of the circulant, which is the
+//! circulant of skip[t-1] ranks shifted by skip[t-1] and cut short by
+//! odd[t] = 2 skip[t-1] - skip[t]: one level down the window is the same
+//! one with x less odd[t] (`drift` counts them). Folded to skip[k+1]
 //! ranks the window is about half of them, so it holds every baseblock
 //! below k and one of k, k+1 (the `folded` mask, k >= 4); the pick is the
 //! largest still free, O(1) with a bit mask. Where x has run far below 0
@@ -34,8 +35,10 @@
 //! gives it: when adding skip[k] to r carries into no level, k joins r's
 //! sum and the block is the next larger baseblock; when r's sum has k
 //! (and k is not b) it is baseblock k of the period before; else the
-//! target's receive rounds are walked (once for b, at most 6 times a rank
-//! seen up to p = 1,048,577).
+//! target's receive rounds are walked (for b, and where skip[k] carries:
+//! at most 6 targets a rank in the tests, every rank to p = 1,100 and
+//! sampled ones to 526,848; the rule for k in r's sum is also held there,
+//! not proven).
 //!
 //! Cost: O(q) a rank for the receive schedule (q rounds, O(1) each; the
 //! levels where the fold stops are O(log q) of O(log q) each); the send
