@@ -477,7 +477,12 @@ mod tests {
 
     #[test]
     fn one_ranks_schedule_alone_is_the_rule_at_scale() {
-        for p in [4095, 4096, 4097, 65535, 65537, 526_848] {
+        let c = Circulant::new(65_537);
+        let all = c.recv_all();
+        for r in 0..c.p {
+            alone_is_together(&c, &all, r);
+        }
+        for p in [4095, 4096, 4097, 65535, 526_848, 1_048_577] {
             let c = Circulant::new(p);
             let all = c.recv_all();
             // Every rank near 0, near a skip or near p, and a spread.

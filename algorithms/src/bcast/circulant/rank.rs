@@ -36,9 +36,10 @@
 //! sum and the block is the next larger baseblock; when r's sum has k
 //! (and k is not b) it is baseblock k of the period before; else the
 //! target's receive rounds are walked (for b, and where skip[k] carries:
-//! at most 6 targets a rank in the tests, every rank to p = 1,100 and
-//! sampled ones to 526,848; the rule for k in r's sum is also held there,
-//! not proven).
+//! at most 6 targets a rank). The bound of 6 and the rule for k in r's
+//! sum are measured, not proven: the tests hold every rank to p = 1,100
+//! and of p = 65,537, and sampled ones to 1,048,577; once, every rank of
+//! p = 526,848, 786,433, 1,000,003 and 1,048,577 (at most 6 walked).
 //!
 //! Cost: O(q) a rank for the receive schedule (q rounds, O(1) each; the
 //! levels where the fold stops are O(log q) of O(log q) each); the send
