@@ -25,21 +25,28 @@
 //! a chain n + p - 2. A block number past n - 1 is sent as block n - 1 (the
 //! last q rounds), as before 0 nothing is sent.
 //!
-//! The baseblocks of a range of ranks are found by descending the greedy
-//! sums of skips (a part `base + [0, len)` splits at the largest skip
-//! below `len`; a part wholly inside the range holds `base`'s baseblock
-//! and every e with `skip[e] < len`), as a bit mask: one walk down to where
-//! the range's ends part, one walk to each end, O(q) steps. A rank's
-//! receive schedule costs q of them, O(log^2 p) word operations (7 us
-//! at p = 526,848 on a loaded machine, a fifth of the search it replaced);
-//! its send schedule (round k's entry of its q
-//! targets' receive schedules) about log^3 p; never O(p). A caller that
-//! needs every rank's ([`Circulant::recv_all`], the closed form at scale)
-//! slides each round's range by one from rank to rank with a count per
-//! baseblock: O(log p) a rank. (A literal
-//! reading of MPICH 5's depth-first search, which sums free skips rather
-//! than greedy ones, fails the round-by-round test below at p = 33 and 65:
-//! a rank would send a block in the round it receives it.)
+//! One rank's receive and send schedules, what each MPI rank computes at
+//! run time, cost O(log p) each (`circulant/rank.rs`: r's rounds split by
+//! its greedy sum of skips into levels, each round's window folded down
+//! the levels to the circulant of skip[k+1] ranks, where it holds every
+//! baseblock below k and one of k, k + 1: O(1) a round). The baseblocks
+//! of a range of ranks are found by descending the greedy sums of skips
+//! (a part `base + [0, len)` splits at the largest skip below `len`; a
+//! part wholly inside the range holds `base`'s baseblock and every e with
+//! `skip[e] < len`), as a bit mask: one walk down to where the range's
+//! ends part, one walk to each end, O(q) steps; `rank.rs` asks it only on
+//! the few smallest levels. (Before, a rank's receive schedule asked it
+//! for each of its q rounds, O(log^2 p), and its send schedule took round
+//! k of each of its q targets' receive schedules, about O(log^3 p). At
+//! p = 526,848 `benches/circulant.rs` measured 0.25-0.37 us for a
+//! receive schedule and 0.85-0.89 us for a send schedule, against
+//! 5.5-5.9 us and 52-54 us before, on a shared machine.) A caller
+//! that needs every rank's ([`Circulant::recv_all`], the closed form at
+//! scale) slides each round's range by one from rank to rank with a count
+//! per baseblock: O(log p) a rank. (A literal reading of MPICH 5's
+//! depth-first search, which sums free skips rather than greedy ones,
+//! fails the round-by-round test below at p = 33 and 65: a rank would send
+//! a block in the round it receives it.)
 //!
 //! Cost: (n - 1 + q)(alpha + (m/n) beta), at best about
 //! (sqrt(m beta) + sqrt((q - 1) alpha))^2 with n tuned.
@@ -53,6 +60,8 @@ use crate::schedule::{Post, Region};
 use crate::shape::Shape;
 use crate::spec::AlgoSpec;
 
+mod rank;
+
 /// The skips and one rank's schedule over the q rounds of a period.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Circulant {
@@ -61,6 +70,10 @@ pub struct Circulant {
     pub q: usize,
     /// skip[0..=q]: skip[0] = 1, skip[q] = p.
     pub skip: Vec<usize>,
+    /// drift[j]: how many of skip[1..=j] are odd (2 skip[i-1] - skip[i]
+    /// summed), how far a window moves folding down to level j
+    /// (`rank.rs`).
+    drift: Vec<usize>,
 }
 
 /// One rank's blocks in the rounds of one period (k = 0..q): the block
@@ -112,47 +125,16 @@ impl Circulant {
         for k in (0..q).rev() {
             skip[k] = skip[k + 1].div_ceil(2);
         }
-        Circulant { p, q, skip }
+        let mut drift = vec![0; q + 1];
+        for j in 1..=q {
+            drift[j] = drift[j - 1] + 2 * skip[j - 1] - skip[j];
+        }
+        Circulant { p, q, skip, drift }
     }
 
     /// The last skip of `r`'s greedy sum of skips (q for the root).
     pub fn baseblock(&self, r: usize) -> usize {
-        let mut rest = r;
-        for k in (0..self.q).rev() {
-            if rest >= self.skip[k] {
-                rest -= self.skip[k];
-                if rest == 0 {
-                    return k;
-                }
-            }
-        }
-        self.q
-    }
-
-    /// The blocks `r` receives in rounds 0..q of a period (see the module
-    /// doc): round k, the largest baseblock still free among ranks
-    /// `(r - skip[k+1], r - skip[k]]`, else that of `r - skip[k+1]`.
-    pub fn recv_schedule(&self, r: usize) -> Vec<i64> {
-        self.recv_rounds(r, self.q)
-    }
-
-    /// The first `rounds` entries of [`Circulant::recv_schedule`].
-    fn recv_rounds(&self, r: usize, rounds: usize) -> Vec<i64> {
-        let p = self.p;
-        let b = self.baseblock(r);
-        let mut free = self.all_free(b);
-        (0..rounds)
-            .map(|k| {
-                let (lo, hi) = (r + p - self.skip[k + 1], r + p - self.skip[k]);
-                let (x, y) = ((lo + 1) % p, hi % p);
-                let here = if x <= y {
-                    self.present(x, y)
-                } else {
-                    self.present(x, p - 1) | self.present(0, y)
-                };
-                self.take(here, &mut free, || self.baseblock(lo % p), b)
-            })
-            .collect()
+        self.base_at(self.q, r as i64)
     }
 
     /// The baseblocks a rank whose own is `b` has still to receive.
@@ -202,16 +184,16 @@ impl Circulant {
         (Part { len: s, ..part }, right)
     }
 
-    /// The baseblocks of ranks `x..=y` (bit e set: some rank there has
-    /// baseblock e): down the greedy sums of skips to the part where x
-    /// and y part, then one walk each way to them, every part wholly
-    /// inside taken whole. O(q) steps.
-    fn present(&self, x: usize, y: usize) -> u64 {
+    /// The baseblocks of ranks `x..=y` of the circulant of skip[level]
+    /// ranks (bit e set: some rank there has baseblock e): down the greedy
+    /// sums of skips to the part where x and y part, then one walk each
+    /// way to them, every part wholly inside taken whole. O(level) steps.
+    fn present(&self, level: usize, x: usize, y: usize) -> u64 {
         let mut part = Part {
             base: 0,
-            base_b: self.q,
-            len: self.p,
-            j: self.q,
+            base_b: level,
+            len: self.skip[level],
+            j: level,
         };
         loop {
             if x <= part.base && y + 1 >= part.base + part.len {
@@ -306,14 +288,13 @@ impl Circulant {
         AllRecv { q, flat }
     }
 
-    /// Rank `r`'s receive and send schedules: what it sends in round k is
-    /// what `r + skip[k]` receives then.
+    /// Rank `r`'s receive and send schedules (`rank.rs`, O(log p) each):
+    /// what it sends in round k is what `r + skip[k]` receives then.
     pub fn schedule(&self, r: usize) -> RankSchedule {
-        let recv = self.recv_schedule(r);
-        let send = (0..self.q)
-            .map(|k| self.recv_rounds((r + self.skip[k]) % self.p, k + 1)[k])
-            .collect();
-        RankSchedule { recv, send }
+        RankSchedule {
+            recv: self.recv_schedule(r),
+            send: self.send_schedule(r),
+        }
     }
 
     /// The rounds of a broadcast of `n` blocks: for round i (0-based) its
@@ -463,10 +444,74 @@ mod tests {
             for x in 0..p {
                 for y in x..p {
                     let want = (x..=y).fold(0u64, |m, u| m | 1 << c.baseblock(u));
-                    assert_eq!(c.present(x, y), want, "p {p} ranks {x}..={y}");
+                    assert_eq!(c.present(c.q, x, y), want, "p {p} ranks {x}..={y}");
                 }
             }
         }
+    }
+
+    /// One rank's schedules, computed alone (`rank.rs`), against every
+    /// rank's computed together: the receives rank by rank, the sends as
+    /// the receives of r + skip[k].
+    /// Also bounds the targets whose receive the send schedule walks (b's
+    /// and those where adding the skip carries: at most 6 seen).
+    fn alone_is_together(c: &Circulant, all: &AllRecv, r: usize) {
+        let p = c.p;
+        assert_eq!(c.recv_schedule(r), all.rank(r).collect::<Vec<_>>(), "p {p} rank {r}");
+        let (send, walked) = c.sends(r);
+        let want: Vec<i64> = (0..c.q).map(|k| all.at((r + c.skip[k]) % p, k)).collect();
+        assert_eq!(send, want, "p {p} rank {r} sends");
+        assert!(walked <= 6, "p {p} rank {r}: {walked} targets walked");
+    }
+
+    #[test]
+    fn one_ranks_schedule_alone_is_the_rule_for_every_rank_to_1100() {
+        for p in 1..=1100 {
+            let c = Circulant::new(p);
+            let all = c.recv_all();
+            for r in 0..p {
+                alone_is_together(&c, &all, r);
+            }
+        }
+    }
+
+    #[test]
+    fn one_ranks_schedule_alone_is_the_rule_at_scale() {
+        let c = Circulant::new(65_537);
+        let all = c.recv_all();
+        for r in 0..c.p {
+            alone_is_together(&c, &all, r);
+        }
+        for p in [4095, 4096, 4097, 65535, 526_848, 1_048_577] {
+            let c = Circulant::new(p);
+            let all = c.recv_all();
+            // Every rank near 0, near a skip or near p, and a spread.
+            let near = c.skip.iter().flat_map(|&s| s.saturating_sub(3)..(s + 3).min(p));
+            let spread = (0..p).step_by(p / 1500 + 1);
+            for r in (0..40.min(p)).chain(near).chain(spread) {
+                alone_is_together(&c, &all, r);
+            }
+        }
+    }
+
+    /// The folded mask of a window is what the walk down the sums of skips
+    /// reads there, wherever it claims to know it.
+    #[test]
+    fn the_folded_window_holds_what_the_walk_finds() {
+        let mut known = 0;
+        for p in (17..=700).chain([1025, 4097]) {
+            let c = Circulant::new(p);
+            for k in 4..c.q {
+                let len = (c.skip[k + 1] - c.skip[k]) as i64;
+                for x in 1 - c.skip[k + 1] as i64..c.skip[k] as i64 {
+                    if let Some(m) = c.folded(k, x) {
+                        known += 1;
+                        assert_eq!(m, c.present_mod(k + 1, x + 1, x + len), "p {p} k {k} x {x}");
+                    }
+                }
+            }
+        }
+        assert!(known > 100_000, "{known} windows folded");
     }
 
     #[test]
