@@ -10,10 +10,22 @@
 //!   memory-bandwidth  copies into one memory domain      many copies at once (large, many ranks)
 //!   node-load         a node's ranks busy in one call    the cost of a message as ranks grow
 //!   net-overhead      o between nodes (and groups)       sends between nodes
+//!   net-gap           g of a node's port, in and out     a node's ranks sending (receiving)
+//!                     (shared by the node's ranks)       across nodes at once
 //!   net-latency       L between nodes (and groups)       hops between nodes
 //!   net-bandwidth     1/G between nodes (and groups)     large messages between nodes
 //!   top-bandwidth     1/G between groups of nodes        contention on the top level's links
 //! ```
+//!
+//! `net-overhead` and `net-gap` are the two halves of what a message
+//! between nodes costs beyond its flight: `o` is each rank's own (its CPU,
+//! at both ends), `g` the node's (its port holds every message at least `g`
+//! each way, whichever rank sends or receives it). One rank a node cannot
+//! tell them apart where a rank sends one message after another; a node's
+//! ranks sending at once can (each pays `o` alone, they queue for `g`).
+//! A base without a gap (a ping-pong cannot see one) has nothing to scale,
+//! so `net-gap` moves `g + o`: its figure is `(g + o) 2^x - o`, at least 0
+//! (the base's `g` at x = 0; x = 1 adds one `o`, x = 3 seven).
 
 use crate::model::levels::INTRA_LOAD_PER_RANK;
 use crate::model::sim::{Link, Model};
@@ -27,6 +39,7 @@ pub enum Knob {
     MemoryBandwidth,
     NodeLoad,
     NetOverhead,
+    NetGap,
     NetLatency,
     NetBandwidth,
     TopBandwidth,
@@ -37,6 +50,10 @@ pub struct KnobInfo {
     pub knob: Knob,
     pub name: &'static str,
     pub what: &'static str,
+    /// A refinement: fitted after the others, and kept only where it
+    /// lowers the fit's error by [`super::PINNED`] or more beyond them
+    /// (the nested model must earn its figure).
+    pub refines: bool,
 }
 
 /// Every knob, in the order the fit tries them.
@@ -45,46 +62,61 @@ pub const KNOBS: &[KnobInfo] = &[
         knob: Knob::NodeOverhead,
         name: "node-overhead",
         what: "a message's CPU cost inside a node (o)",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::NodeLatency,
         name: "node-latency",
         what: "a forwarding hop inside a node (L)",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::NodeBandwidth,
         name: "node-bandwidth",
         what: "one copy's rate inside a node",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::MemoryBandwidth,
         name: "memory-bandwidth",
         what: "what concurrent copies into one memory domain move together",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::NodeLoad,
         name: "node-load",
         what: "what each rank of a busy node adds to a message inside it",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::NetOverhead,
         name: "net-overhead",
         what: "a message's CPU cost between nodes (o)",
+        refines: false,
+    },
+    KnobInfo {
+        knob: Knob::NetGap,
+        name: "net-gap",
+        what: "what a node's network port holds per message, in and out, shared by its ranks (g; the factor is on g + o)",
+        refines: true,
     },
     KnobInfo {
         knob: Knob::NetLatency,
         name: "net-latency",
         what: "a forwarding hop between nodes (L)",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::NetBandwidth,
         name: "net-bandwidth",
         what: "a node's network rate",
+        refines: false,
     },
     KnobInfo {
         knob: Knob::TopBandwidth,
         name: "top-bandwidth",
         what: "the rate between groups of nodes (contention on the top level)",
+        refines: false,
     },
 ];
 
@@ -111,6 +143,12 @@ pub fn apply(base: &Model, x: &[f64]) -> Model {
                     Some(base.intra_load_per_rank.unwrap_or(INTRA_LOAD_PER_RANK) * f);
             }
             Knob::NetOverhead => net_links(&mut m, |l| l.overhead_us *= f),
+            Knob::NetGap => {
+                m.inter.gap_us = gap(&base.inter, f);
+                if let (Some(g), Some(b)) = (m.group.as_mut(), base.group.as_ref()) {
+                    g.link.gap_us = gap(&b.link, f);
+                }
+            }
             Knob::NetLatency => net_links(&mut m, |l| l.latency_us *= f),
             Knob::NetBandwidth => net_links(&mut m, |l| scale_rate(l, f)),
             Knob::TopBandwidth => {
@@ -124,9 +162,20 @@ pub fn apply(base: &Model, x: &[f64]) -> Model {
 }
 
 /// Whether a knob can change anything on `base` (a group level's rate
-/// needs a group level).
+/// needs a group level; a gap, a base with a cost per message between
+/// nodes).
 pub fn applies(base: &Model, k: Knob) -> bool {
-    k != Knob::TopBandwidth || base.group.is_some()
+    match k {
+        Knob::TopBandwidth => base.group.is_some(),
+        Knob::NetGap => base.inter.gap_us + base.inter.overhead_us > 0.0,
+        _ => true,
+    }
+}
+
+/// `l`'s gap with `net-gap` at factor `f`: `(g + o) f - o`, at least 0
+/// (module text).
+fn gap(l: &Link, f: f64) -> f64 {
+    ((l.gap_us + l.overhead_us) * f - l.overhead_us).max(0.0)
 }
 
 fn scale_rate(l: &mut Link, f: f64) {
@@ -191,6 +240,7 @@ pub fn figure(m: &Model, k: Knob) -> String {
             None => "none".into(),
         },
         Knob::NetOverhead => format!("o (us): {}", net(|l| l.overhead_us)),
+        Knob::NetGap => format!("g (us): {}", net(|l| l.gap_us)),
         Knob::NetLatency => format!("L (us): {}", net(|l| l.latency_us)),
         Knob::NetBandwidth => format!("GB/s: {}", net(|l| l.bandwidth_gbs)),
         Knob::TopBandwidth => m.group.as_ref().map_or("no group level".into(), |g| {

@@ -17,8 +17,19 @@
 //!           >= 2%, and the points it moves be of 2 algorithms or more
 //!           (else back to the base's figure, and said so)
 //!        |  the pinned knobs searched again (steps 1/2, 1/4), the others
-//!        v  held at the base; kept only where it beats the base itself
+//!        |  held at the base
+//!        v
+//!   refinements (net-gap), each alone from there: kept where pinned and
+//!        |  the fit's objective falls by 2% or more, then searched again
+//!        v  with the pinned knobs; the whole kept only where it beats the base
 //! ```
+//!
+//! A refinement is a knob the others can stand in for on much of the data
+//! (a node's port gap and each rank's overhead both space a rank's sends
+//! out): searched together the two trade figures, and the pinning test at
+//! the traded point finds neither pinned (THIN's fit lost its net-overhead
+//! so). Fitted after the others, it holds only what they cannot: the
+//! nested model has to earn its figure. `plan` spends no point on it.
 //!
 //! The objective is the mean absolute log ratio of predicted to measured
 //! time over the points: every point weighs alike whatever its size, and
@@ -43,7 +54,7 @@ use crate::measure::stats::median;
 use crate::model::placement::{Layout, Mapping};
 use crate::model::predict::{self, trees, TimeKind};
 use crate::model::sim::Model;
-use knobs::{applies, apply, figure, KNOBS};
+use knobs::{applies, apply, figure, KnobInfo, KNOBS};
 
 /// The search's step sizes, log2 units (a factor 4, 2, 1.41, 1.19).
 pub const STEPS: [f64; 4] = [2.0, 1.0, 0.5, 0.25];
@@ -302,6 +313,32 @@ fn search(
     Ok((x, cost))
 }
 
+/// Whether knob `k`, fitted at `x` (objective `cost`, predictions `at`),
+/// is pinned: doubling or halving it costs [`PINNED`] or more, and the
+/// points it moves are of [`PINNED_ALGORITHMS`] algorithms or more; and
+/// the points it moves, in words.
+fn pin_test(
+    eval: &mut impl FnMut(&[f64]) -> Result<(f64, Vec<f64>), FitError>,
+    x: &[f64],
+    cost: f64,
+    k: usize,
+    at: &[f64],
+    obs: &[Obs],
+) -> Result<(bool, String), FitError> {
+    let mut up = x.to_vec();
+    up[k] += 1.0;
+    let (cu, pu) = eval(&up)?;
+    let mut down = x.to_vec();
+    down[k] -= 1.0;
+    let (cd, _) = eval(&down)?;
+    let (_, algs, mut text) = basis(at, &pu, obs);
+    let pinned = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12 && algs >= PINNED_ALGORITHMS;
+    if (1..PINNED_ALGORITHMS).contains(&algs) {
+        text += "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
+    }
+    Ok((pinned, text))
+}
+
 /// Fits the knobs of `base` to `obs` ([module text](self)).
 pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
     if obs.is_empty() {
@@ -341,32 +378,18 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
             live.push(k);
         }
     }
-    let (mut x, mut cost) = search(&mut eval, zero.clone(), base_cost, &live, &STEPS)?;
-    // Pinned: doubling or halving the fitted figure costs PINNED or more.
+    // The first stage: every live knob but the refinements.
+    let first: Vec<usize> = live.iter().copied().filter(|&k| !KNOBS[k].refines).collect();
+    let (mut x, mut cost) = search(&mut eval, zero.clone(), base_cost, &first, &STEPS)?;
     let (_, at) = eval(&x)?;
-    let mut report = Vec::new();
+    let mut why: Vec<String> = vec!["no point moves (nothing in the data depends on it)".into(); n];
     let mut pinned = vec![false; n];
-    for (k, info) in KNOBS.iter().enumerate() {
-        let mut why = "no point moves (nothing in the data depends on it)".to_string();
-        if live.contains(&k) {
-            let mut up = x.clone();
-            up[k] += 1.0;
-            let (cu, pu) = eval(&up)?;
-            let mut down = x.clone();
-            down[k] -= 1.0;
-            let (cd, _) = eval(&down)?;
-            let (_, algs, text) = basis(&at, &pu, obs);
-            pinned[k] = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12 && algs >= PINNED_ALGORITHMS;
-            why = text;
-            if (1..PINNED_ALGORITHMS).contains(&algs) {
-                why += "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
-            }
-        }
-        report.push((k, info, why));
+    for &k in &first {
+        (pinned[k], why[k]) = pin_test(&mut eval, &x, cost, k, &at, obs)?;
     }
     // The pinned knobs again, the others held at the base's figure (the
     // search may have moved them to make up for another).
-    let kept: Vec<usize> = live.iter().copied().filter(|&k| pinned[k]).collect();
+    let kept: Vec<usize> = first.iter().copied().filter(|&k| pinned[k]).collect();
     for (v, &p) in x.iter_mut().zip(&pinned) {
         if !p {
             *v = 0.0;
@@ -374,6 +397,23 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
     }
     let (c, _) = eval(&x)?;
     (x, cost) = search(&mut eval, x, c, &kept, &STEPS[2..])?;
+    // The second stage: each refinement alone from there, kept where it is
+    // pinned and lowers the objective by PINNED or more.
+    for k in live.iter().copied().filter(|&k| KNOBS[k].refines) {
+        let (y, c) = search(&mut eval, x.clone(), cost, &[k], &STEPS)?;
+        let (_, at) = eval(&y)?;
+        let (pin, text) = pin_test(&mut eval, &y, c, k, &at, obs)?;
+        why[k] = text;
+        if pin && c <= cost * (1.0 - PINNED) {
+            let mut all = kept.clone();
+            all.push(k);
+            (x, cost) = search(&mut eval, y, c, &all, &STEPS[2..])?;
+            pinned[k] = true;
+        } else if pin {
+            why[k] += "; lowers the error by less than 2% beyond the other knobs";
+        }
+    }
+    let report: Vec<(usize, &KnobInfo, String)> = KNOBS.iter().enumerate().map(|(k, i)| (k, i, why[k].clone())).collect();
     if cost > base_cost {
         // Nothing the data pins beats the start: keep the start.
         x = zero;

@@ -119,7 +119,9 @@ pub fn plan(
     let at = simulate_all(base, layout, &obs)?;
     let mut cols = Vec::new();
     for (k, info) in KNOBS.iter().enumerate() {
-        if !applies(base, info.knob) {
+        // A refinement (net-gap) is fitted only where the data earn it: the
+        // budget goes to the knobs every fit sets.
+        if !applies(base, info.knob) || info.refines {
             continue;
         }
         let mut x = vec![0.0; KNOBS.len()];

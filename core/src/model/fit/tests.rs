@@ -174,3 +174,43 @@ fn colltunes_own_bine_is_an_observation_and_simulates() {
     let t = simulate_all(&generic(), &layout(), &o).unwrap();
     assert!(t[0] > 0.0, "{t:?}");
 }
+
+#[test]
+fn a_nodes_shared_port_is_told_from_each_ranks_overhead() {
+    let base = generic();
+    // Every message between nodes holds its node's port 2.1 us, in and
+    // out (net-gap x8: (0 + 0.3) 8 - 0.3), each rank's overhead as the base.
+    let truth = apply(&base, &x_of(&[(Knob::NetGap, 3.0)]));
+    assert!((truth.inter.gap_us - 2.1).abs() < 1e-9, "{:?}", truth.inter);
+    assert_eq!(truth.inter.overhead_us, base.inter.overhead_us);
+    // One rank a node and up to eight a node, by node and by core.
+    let mut obs = points(&[2, 8, 16]);
+    for o in points(&[2, 4, 8, 16]) {
+        obs.push(Obs {
+            mapping: Mapping::Node,
+            ..o
+        });
+    }
+    let obs = measured_on(&truth, obs);
+    let f = fit(&base, &layout(), &obs).unwrap();
+    assert!(f.error_median < 0.02, "{f:?}");
+    let g = knob(&f, "net-gap");
+    assert!(g.pinned && (g.factor / 8.0 - 1.0).abs() < 0.2, "{g:?}");
+    assert!(g.figure.starts_with("g (us): network"), "{g:?}");
+    let o = knob(&f, "net-overhead");
+    assert!((o.factor - 1.0).abs() < 0.2, "{o:?}");
+}
+
+#[test]
+fn the_gap_knob_leaves_the_base_at_zero_and_needs_a_cost_per_message() {
+    let base = generic();
+    let x = x_of(&[(Knob::NetGap, 0.0)]);
+    assert_eq!(apply(&base, &x), base);
+    // Down from a base without a gap: still none.
+    let down = apply(&base, &x_of(&[(Knob::NetGap, -1.0)]));
+    assert_eq!(down.inter.gap_us, 0.0);
+    let mut free = base.clone();
+    free.inter.overhead_us = 0.0;
+    assert!(!knobs::applies(&free, Knob::NetGap));
+    assert!(knobs::applies(&base, Knob::NetGap));
+}

@@ -14,7 +14,8 @@ pub struct Link {
     pub latency_us: f64,
     /// o: CPU overhead per message at each end, microseconds.
     pub overhead_us: f64,
-    /// g: least time between two messages injected by one port, microseconds.
+    /// g: least time between two messages one port sends, or receives
+    /// (between nodes: the node's port, shared by its ranks), microseconds.
     pub gap_us: f64,
     /// 1/G: bandwidth, GB/s (10^9 bytes per second).
     pub bandwidth_gbs: f64,

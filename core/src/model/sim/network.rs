@@ -3,7 +3,9 @@
 //! Between nodes, a node's network port is one resource per direction: a
 //! message occupies the sender node's outgoing port for `n G` (and at least
 //! `g`), flies for `L`, and occupies the receiver node's incoming port for
-//! `n G`, so a node's messages queue on its ports (contention). A port may be
+//! `n G` (and at least `g`: LogP's gap is between two sends or two receives
+//! of a port), so a node's messages queue on its ports (contention), and
+//! the ranks of a node share its message rate `1/g`. A port may be
 //! a token bucket (`burst_bytes`): credit that refills at the link's rate
 //! while the port is free, spent before any per-byte cost. Inside a node the
 //! sender's process copies a message out (an eager one into its own shared
@@ -375,7 +377,7 @@ impl Network {
             let occupy = bytes as f64 * per_byte.min(l.per_byte());
             self.nic_out[na] = (start + occupy).max(start + l.gap_us);
             let arrival = land_start + wire;
-            self.nic_in[nb] = land_start + occupy;
+            self.nic_in[nb] = (land_start + occupy).max(land_start + l.gap_us);
             return (inject_end, self.global_turn(na, nb, bytes, start, arrival));
         };
         // Token buckets: each port's credit grew at the link's rate while it
@@ -390,7 +392,7 @@ impl Network {
         let arrival =
             (land_start + (n - credit_in).max(0.0) * per_byte).max(inject_end + l.latency_us);
         self.tok_in[nb] = (credit_in - n).max(0.0);
-        self.nic_in[nb] = arrival;
+        self.nic_in[nb] = arrival.max(land_start + l.gap_us);
         (inject_end, self.global_turn(na, nb, bytes, start, arrival))
     }
 
