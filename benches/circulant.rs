@@ -79,12 +79,27 @@ fn main() {
         assert_eq!(c.recv_schedule(r), walked_recv(&c, r, c.q), "rank {r}");
         assert_eq!(c.send_schedule(r), walked_send(&c, r), "rank {r} sends");
     }
-    println!("p = {p}, q = {}: per rank over {RANKS} ranks, {TRIALS} trials", c.q);
+    println!(
+        "p = {p}, q = {}: per rank over {RANKS} ranks, {TRIALS} trials",
+        c.q
+    );
     let rows = [
-        ("receive, O(log p)", per_rank_ns(&ranks, |r| c.recv_schedule(r))),
-        ("receive, walked (before)", per_rank_ns(&ranks, |r| walked_recv(&c, r, c.q))),
-        ("send, O(log p)", per_rank_ns(&ranks, |r| c.send_schedule(r))),
-        ("send, walked (before)", per_rank_ns(&ranks, |r| walked_send(&c, r))),
+        (
+            "receive, O(log p)",
+            per_rank_ns(&ranks, |r| c.recv_schedule(r)),
+        ),
+        (
+            "receive, walked (before)",
+            per_rank_ns(&ranks, |r| walked_recv(&c, r, c.q)),
+        ),
+        (
+            "send, O(log p)",
+            per_rank_ns(&ranks, |r| c.send_schedule(r)),
+        ),
+        (
+            "send, walked (before)",
+            per_rank_ns(&ranks, |r| walked_send(&c, r)),
+        ),
     ];
     for (name, (med, lo, hi)) in rows {
         println!("{name:26} median {med:9.0} ns  (min {lo:.0}, max {hi:.0})");

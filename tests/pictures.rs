@@ -150,11 +150,7 @@ fn plots_maps_and_their_errors() {
     let o = ct(&["plot", "tuning-tables/vm-2core.yaml", "-o", s(&map)]);
     assert!(o.status.success(), "{}", text(&o));
     let t = std::fs::read_to_string(&map).unwrap();
-    for needle in [
-        "bcast 4 ranks = 1x4",
-        "swap 8 ranks = 1x8",
-        "shm",
-    ] {
+    for needle in ["bcast 4 ranks = 1x4", "swap 8 ranks = 1x8", "shm"] {
         assert!(t.contains(needle), "map lacks {needle}");
     }
     // The shading's key: evidence tables shade by the gain over the

@@ -457,7 +457,11 @@ mod tests {
     /// and those where adding the skip carries: at most 6 seen).
     fn alone_is_together(c: &Circulant, all: &AllRecv, r: usize) {
         let p = c.p;
-        assert_eq!(c.recv_schedule(r), all.rank(r).collect::<Vec<_>>(), "p {p} rank {r}");
+        assert_eq!(
+            c.recv_schedule(r),
+            all.rank(r).collect::<Vec<_>>(),
+            "p {p} rank {r}"
+        );
         let (send, walked) = c.sends(r);
         let want: Vec<i64> = (0..c.q).map(|k| all.at((r + c.skip[k]) % p, k)).collect();
         assert_eq!(send, want, "p {p} rank {r} sends");
@@ -486,7 +490,10 @@ mod tests {
             let c = Circulant::new(p);
             let all = c.recv_all();
             // Every rank near 0, near a skip or near p, and a spread.
-            let near = c.skip.iter().flat_map(|&s| s.saturating_sub(3)..(s + 3).min(p));
+            let near = c
+                .skip
+                .iter()
+                .flat_map(|&s| s.saturating_sub(3)..(s + 3).min(p));
             let spread = (0..p).step_by(p / 1500 + 1);
             for r in (0..40.min(p)).chain(near).chain(spread) {
                 alone_is_together(&c, &all, r);

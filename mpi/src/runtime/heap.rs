@@ -174,7 +174,9 @@ mod tests {
         // Sizes across every class and beyond, alignments up to a page.
         let mut seed = 12345u64;
         for i in 0..4000u32 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let size = 1 + (seed >> 33) as usize % (if i % 50 == 0 { 300_000 } else { 3000 });
             let align = 1 << ((seed >> 20) % 13);
             let l = Layout::from_size_align(size, align).unwrap();

@@ -136,7 +136,11 @@ impl Circulant {
                 self.pick(k, lv, free)
             };
             free &= !(1 << e);
-            out(if e == q { b as i64 } else { e as i64 - q as i64 });
+            out(if e == q {
+                b as i64
+            } else {
+                e as i64 - q as i64
+            });
         }
     }
 
@@ -259,11 +263,7 @@ impl Circulant {
         };
         for k in (0..q).rev() {
             if (taken >> k) & 1 == 1 {
-                send[k] = if k == b {
-                    walk(k)
-                } else {
-                    k as i64 - q as i64
-                };
+                send[k] = if k == b { walk(k) } else { k as i64 - q as i64 };
                 high += self.skip[k];
             } else {
                 send[k] = if self.skip[k] <= room {

@@ -334,7 +334,8 @@ fn pin_test(
     let (_, algs, mut text) = basis(at, &pu, obs);
     let pinned = cu.min(cd) >= cost * (1.0 + PINNED) + 1e-12 && algs >= PINNED_ALGORITHMS;
     if (1..PINNED_ALGORITHMS).contains(&algs) {
-        text += "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
+        text +=
+            "; one algorithm alone moves it (its own shape's error cannot be told from the figure)";
     }
     Ok((pinned, text))
 }
@@ -379,7 +380,11 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
         }
     }
     // The first stage: every live knob but the refinements.
-    let first: Vec<usize> = live.iter().copied().filter(|&k| !KNOBS[k].refines).collect();
+    let first: Vec<usize> = live
+        .iter()
+        .copied()
+        .filter(|&k| !KNOBS[k].refines)
+        .collect();
     let (mut x, mut cost) = search(&mut eval, zero.clone(), base_cost, &first, &STEPS)?;
     let (_, at) = eval(&x)?;
     let mut why: Vec<String> = vec!["no point moves (nothing in the data depends on it)".into(); n];
@@ -413,7 +418,11 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
             why[k] += "; lowers the error by less than 2% beyond the other knobs";
         }
     }
-    let report: Vec<(usize, &KnobInfo, String)> = KNOBS.iter().enumerate().map(|(k, i)| (k, i, why[k].clone())).collect();
+    let report: Vec<(usize, &KnobInfo, String)> = KNOBS
+        .iter()
+        .enumerate()
+        .map(|(k, i)| (k, i, why[k].clone()))
+        .collect();
     if cost > base_cost {
         // Nothing the data pins beats the start: keep the start.
         x = zero;

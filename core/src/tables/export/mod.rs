@@ -146,9 +146,7 @@ fn to_ompi(spec: &AlgoSpec, notes: &mut Notes) -> Mapped {
     let t = match by_name(ours) {
         Some(t) => t,
         None => {
-            notes.add(format!(
-                "{ours}: no coll/tuned equivalent; binomial used"
-            ));
+            notes.add(format!("{ours}: no coll/tuned equivalent; binomial used"));
             by_name("binomial").expect("coll/tuned has a binomial broadcast")
         }
     };
@@ -550,7 +548,11 @@ mod tests {
             ));
             // (its line may be merged into the knomial rule's before it)
             let (text, notes) = openmpi_classic(&t).unwrap();
-            assert!(text.lines().any(|l| l.starts_with("0 7 ")), "{}: {text}", a.name);
+            assert!(
+                text.lines().any(|l| l.starts_with("0 7 ")),
+                "{}: {text}",
+                a.name
+            );
             let native = TUNED_BCAST.iter().any(|x| x.ours == a.name);
             assert!(
                 native || notes.iter().any(|n| n.starts_with(a.name)),
@@ -559,7 +561,11 @@ mod tests {
             );
             openmpi_json(&t).unwrap();
             let (json, _) = mpich_json(&t, None).unwrap();
-            assert!(json.contains("algorithm=MPIR_Bcast_intra_"), "{}: {json}", a.name);
+            assert!(
+                json.contains("algorithm=MPIR_Bcast_intra_"),
+                "{}: {json}",
+                a.name
+            );
         }
     }
 

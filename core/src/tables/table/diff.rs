@@ -116,7 +116,8 @@ pub fn diff(a: &Table, b: &Table) -> Vec<Difference> {
 /// equal keys; then a shape with no placement on one side and exactly one
 /// placed key of that shape on the other; the rest alone. In key order.
 fn pairs(a: &[CommKey], b: &[CommKey]) -> Vec<(Option<CommKey>, Option<CommKey>)> {
-    let same_shape = |x: &CommKey, y: &CommKey| (x.ranks, x.ppn, x.nodes) == (y.ranks, y.ppn, y.nodes);
+    let same_shape =
+        |x: &CommKey, y: &CommKey| (x.ranks, x.ppn, x.nodes) == (y.ranks, y.ppn, y.nodes);
     let (mut left_a, mut left_b): (Vec<CommKey>, Vec<CommKey>) = (
         a.iter().filter(|k| !b.contains(k)).copied().collect(),
         b.iter().filter(|k| !a.contains(k)).copied().collect(),
@@ -309,19 +310,29 @@ mod tests {
         let d = diff(&a(), &pb);
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!((d[0].key, d[0].b_key), (CommKey::shape(4, 4, 1), key));
-        assert!(matches!(&d[0].kind, Kind::Ranges(r) if r.len() == 2), "{d:?}");
+        assert!(
+            matches!(&d[0].kind, Kind::Ranges(r) if r.len() == 2),
+            "{d:?}"
+        );
         let d = diff(&pb, &a());
         assert_eq!((d[0].key, d[0].b_key), (key, CommKey::shape(4, 4, 1)));
         assert_eq!(diff(&placed(&a()), &a()), []);
         // Two placed keys of the shape: which one is meant is not known.
         let mut two = pb.clone();
-        let y = pb.to_yaml().unwrap().replacen("block/block", "cyclic/block", 1);
+        let y = pb
+            .to_yaml()
+            .unwrap()
+            .replacen("block/block", "cyclic/block", 1);
         two.bcast
             .push(crate::tables::table::load_str(&y).unwrap().bcast[0].clone());
         let kinds: Vec<Kind> = diff(&a(), &two).into_iter().map(|d| d.kind).collect();
         assert_eq!(
             kinds,
-            [Kind::OnlyIn(Side::A), Kind::OnlyIn(Side::B), Kind::OnlyIn(Side::B)]
+            [
+                Kind::OnlyIn(Side::A),
+                Kind::OnlyIn(Side::B),
+                Kind::OnlyIn(Side::B)
+            ]
         );
     }
 

@@ -414,7 +414,9 @@ mod tests {
         // An unresolved size is listed where job scripts look for the
         // sizes to measure again (`table unresolved`), as a blocking one.
         let open = &t.provenance.evidence.as_ref().unwrap().unresolved;
-        let listed = open.iter().any(|u| u.collective == "ibcast" && u.bytes == 64);
+        let listed = open
+            .iter()
+            .any(|u| u.collective == "ibcast" && u.bytes == 64);
         assert_eq!(listed, e.verdict == "unresolved", "{e:?} {open:?}");
     }
 
