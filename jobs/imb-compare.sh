@@ -66,6 +66,10 @@
 #   --also NAME=FILE  one more drop-in configuration with table FILE, in the
 #                     same rotation, reported as dropin-NAME (repeatable): two
 #                     tables compared within one run
+#   --also-preload NAME=LIB  dropin-NAME (of --also) runs under LIB, another
+#                     colltune build's libcolltune_preload.so (e.g. an older
+#                     commit's, built in a worktree): two builds compared
+#                     within one run, paired (`--pair dropin-NAME/dropin`)
 #   --deploy NAME=FILE  one more configuration, deploy-NAME: the environment
 #                     `colltune deploy FILE` writes (a table of the library's
 #                     own algorithms: its rules file and no preload; else the
@@ -87,10 +91,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMB=""; SRC=""; RANKS=4,8; RUNS=3; TABLE=""; MSGLOG=0:22; ITER=1000
-FORCED=""; OUT=""; EXTRA=(); ANALYSE=""; ALSO=(); DEPLOY=(); PAIRS=(); MPI=openmpi4; BENCH=mpi1; PARSE=""
+FORCED=""; OUT=""; EXTRA=(); ANALYSE=""; ALSO=(); ALSO_PRE=(); DEPLOY=(); PAIRS=(); MPI=openmpi4; BENCH=mpi1; PARSE=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --imb|--imb-src|--ranks|--runs|--table|--msglog|--iter|--forced|--out|--env|--analyse|--also|--deploy|--pair|--mpi|--bench|--parse)
+    --imb|--imb-src|--ranks|--runs|--table|--msglog|--iter|--forced|--out|--env|--analyse|--also|--also-preload|--deploy|--pair|--mpi|--bench|--parse)
       [ $# -ge 2 ] || { echo "imb-compare: $1 needs a value (see --help)" >&2; exit 2; } ;;
   esac
   case "$1" in
@@ -113,6 +117,7 @@ while [ $# -gt 0 ]; do
       EXTRA+=("$2"); shift 2 ;;
     --analyse) ANALYSE=$2; shift 2 ;;
     --also) ALSO+=("$2"); shift 2 ;;
+    --also-preload) ALSO_PRE+=("$2"); shift 2 ;;
     --deploy) DEPLOY+=("$2"); shift 2 ;;
     --pair)
       [[ "$2" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(@[0-9]+-[0-9]*)?$ ]] || {
@@ -337,6 +342,24 @@ for np in sorted({k[0] for k in t}):
             print(f"  {f} at {b} B: paired median {m:.2f} (runs {lo:.2f}-{hi:.2f}), ratio of medians {rm:.2f}")
         far = sum(not (1 / 1.15 <= m <= 1.15) for _, _, m, _, _, _ in out)
         print(f"  paired medians outside 1/1.15..1.15: {far} of {len(out)} (the same code)")
+    # IMB-NBC on Open MPI: libnbc's fixed rule runs its linear schedule on
+    # at most 4 ranks (nbc_ibcast.c, 4.1 and 5.0), so there the default and
+    # libnbc1_linear run the same code. Where linear is the best forced
+    # algorithm, the default scored as the drop-in is scored is the floor of
+    # "drop-in / best forced" (the winner's curse and the launches' modes).
+    nlin = [f for f in forced if f.startswith("libnbc1_")]
+    if nbc and nlin and np <= 4:
+        at = [b for b in sizes if min(forced, key=lambda f: med[(np, f, b)]) == nlin[0]]
+        rs = [st.median(paired(by_run, np, "default", nlin[0], b)) for b in sizes]
+        far = sum(not (1 / 1.15 <= r <= 1.15) for r in rs)
+        print(f"identical code (libnbc's default runs linear at <= 4 ranks), default / {nlin[0]}: "
+              f"paired geomean {gm(rs):.3f}, outside 1/1.15..1.15 at {far} of {len(sizes)} sizes; per size "
+              + " ".join(f"{r:.2f}" for r in rs))
+        if at:
+            dd = gm([st.median(paired(by_run, np, "default", nlin[0], b)) for b in at])
+            di = gm([st.median(paired(by_run, np, "dropin", nlin[0], b)) for b in at])
+            print(f"  where {nlin[0]} is the best forced ({len(at)} of {len(sizes)} sizes): default / best forced "
+                  f"{dd:.3f} (the same code), dropin / best forced {di:.3f}")
 PY
 }
 
@@ -381,6 +404,12 @@ named_tables() {
 declare -A ALSO_TABLE=() DEPLOY_TABLE=()
 named_tables --also dropin ALSO_TABLE ${ALSO[@]+"${ALSO[@]}"}
 named_tables --deploy deploy DEPLOY_TABLE ${DEPLOY[@]+"${DEPLOY[@]}"}
+declare -A ALSO_LIB=()
+named_tables --also-preload dropin ALSO_LIB ${ALSO_PRE[@]+"${ALSO_PRE[@]}"}
+for c in ${ALSO_LIB[@]+"${!ALSO_LIB[@]}"}; do
+  [ -n "${ALSO_TABLE[$c]+x}" ] || {
+    echo "imb-compare: --also-preload ${c#dropin-}=...: no --also ${c#dropin-}=TABLE to run it with" >&2; exit 2; }
+done
 
 # The library: its compilers, launcher and flags, colltune's build for it.
 # shellcheck source=jobs/mpi-env.sh
@@ -552,7 +581,7 @@ for np in "${ranks[@]}"; do
         default) imb "$np" default "$run" ;;
         dropin) imb "$np" dropin "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="$TABLE" ${EXTRA[@]+"${EXTRA[@]}"} ;;
         shim) imb "$np" shim "$run" LD_PRELOAD="$SHIM" ;;
-        dropin-*) imb "$np" "$c" "$run" LD_PRELOAD="$PRE" COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
+        dropin-*) imb "$np" "$c" "$run" LD_PRELOAD="${ALSO_LIB[$c]:-$PRE}" COLLTUNE_TABLE="${ALSO_TABLE[$c]}" ${EXTRA[@]+"${EXTRA[@]}"} ;;
         deploy-*) IFS=';' read -r -a kv <<< "${DEPLOY_ENV[$c]%;}"; imb "$np" "$c" "$run" "${kv[@]}" ;;
         *) IFS=';' read -r -a kv <<< "${FORCE_ENV[$c]}"; imb "$np" "$c" "$run" "${kv[@]}" ;;
       esac
@@ -562,7 +591,7 @@ done
 rm -f "$log"
 echo "imb-compare: raw lines in $OUT ($(( $(date +%s) - t0 )) s)" >&2
 echo "$IMB_BIN $IMB_BENCH ($IMB), -iter $ITER -iter_policy off, $MPI_NAME ($("$BIN/colltune" --version 2>/dev/null | tail -1)), table $TABLE"
-for c in ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"}; do echo "$c: table ${ALSO_TABLE[$c]}"; done
+for c in ${ALSO_TABLE[@]+"${!ALSO_TABLE[@]}"}; do echo "$c: table ${ALSO_TABLE[$c]}${ALSO_LIB[$c]:+, preload ${ALSO_LIB[$c]}}"; done
 for c in ${DEPLOY_TABLE[@]+"${!DEPLOY_TABLE[@]}"}; do
   echo "$c: colltune deploy ${DEPLOY_TABLE[$c]}: ${DEPLOY_ROUTE[$c]}; environment ${DEPLOY_ENV[$c]%;}"
 done

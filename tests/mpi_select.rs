@@ -397,3 +397,26 @@ fn a_table_with_rules_per_placement_runs_the_communicators_own() {
         }
     }
 }
+
+#[test]
+fn shm_straight_paths_mixed_with_the_segmented_one() {
+    // `shm`'s straight paths (the small ring; one slot of the ring) and the
+    // general executor's segmented ring, back to back on one window, every
+    // root, on the world and a split communicator: every byte checked.
+    let dir = scratch("sel-shm");
+    let exe = plain_program(&dir);
+    let sizes: Vec<String> = [1, 1024, 1025, 4096, 4097, 65536, 65537, 300000, 7, 2048]
+        .map(|s: u64| s.to_string())
+        .into();
+    for ranks in [3, 4] {
+        // Default segment (64 KiB, 4 slots): one slot up to 64 KiB; the
+        // whole message in one slot; 4 KiB slots: one up to 4 KiB.
+        for forced in ["shm", "shm:segment=0,slots=2", "shm:segment=4096,slots=2"] {
+            let (ok, out) = preloaded(ranks, &exe, &[("COLLTUNE_BCAST", forced.into())], &sizes);
+            assert!(
+                ok && out.contains("all bytes correct"),
+                "{ranks} ranks, {forced}:\n{out}"
+            );
+        }
+    }
+}

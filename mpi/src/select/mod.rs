@@ -328,6 +328,16 @@ impl CommSelector {
         }
     }
 
+    /// Whether `shm` (`spec`) runs straight here: the ranks share memory
+    /// (asked once) and this rank has the private communicator.
+    fn shm_straight(&self, spec: &AlgoSpec) -> bool {
+        *self.shm_fits.get_or_init(|| {
+            self.shape()
+                .shared_memory_fits(Collective::Bcast, spec)
+                .is_ok()
+        }) && self.private.get().is_some()
+    }
+
     /// Broadcasts `buf` from `root` with the chosen algorithm.
     pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<&Choice, TransportError> {
         let bytes = buf.len() as u64;
@@ -335,19 +345,29 @@ impl CommSelector {
         self.trace("bcast", bytes, Some(root), choice);
         match &choice.algorithm {
             // `shm`'s small messages: straight through the small ring, no
-            // plan (the ops of the schedule the checker proves).
+            // plan (the ops of the schedule the checker proves, `small`).
             Some((spec, _))
                 if spec.name == "shm"
                     && (1..=SMALL_MAX).contains(&bytes)
-                    && *self.shm_fits.get_or_init(|| {
-                        self.shape()
-                            .shared_memory_fits(Collective::Bcast, spec)
-                            .is_ok()
-                    })
-                    && self.private.get().is_some() =>
+                    && self.shm_straight(spec) =>
             {
                 let c = self.private.get().expect("checked above");
                 let ran = small::bcast(c, buf, root);
+                self.unless_unfit(ran, buf, root)?;
+            }
+            // Longer ones its ring holds in one slot: straight too (the
+            // schedule of one segment).
+            Some((spec, _))
+                if spec.name == "shm"
+                    && small::one_slot(
+                        bytes,
+                        spec.int("segment").unwrap_or(0),
+                        spec.int("slots").unwrap_or(0),
+                    )
+                    && self.shm_straight(spec) =>
+            {
+                let c = self.private.get().expect("checked above");
+                let ran = small::bcast_one_slot(c, buf, root);
                 self.unless_unfit(ran, buf, root)?;
             }
             Some((spec, exec)) => {
