@@ -66,6 +66,14 @@ static int check(MPI_Comm comm, long n, int derived, const char *name) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    /* A host broadcast first: colltune looks for a GPU runtime then and
+     * finds none; the one loaded next must be seen at the next call. */
+    int rank0, early[1024];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank0);
+    for (int i = 0; i < 1024; i++) early[i] = rank0 == 0 ? i * 7 : -1;
+    MPI_Bcast(early, 1024, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < 1024; i++)
+        if (early[i] != i * 7) { fprintf(stderr, "device_bcast: host int %d wrong\n", i); MPI_Abort(MPI_COMM_WORLD, 3); }
     void *rt = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!rt) { fprintf(stderr, "device_bcast: %s\n", dlerror()); MPI_Abort(MPI_COMM_WORLD, 2); }
     dev_alloc = (void *(*)(size_t))dlsym(rt, "fake_device_alloc");

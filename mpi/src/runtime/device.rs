@@ -31,7 +31,16 @@
 //!   library it did not load). Programs commonly initialise their GPU after
 //!   `MPI_Init` (the device is chosen by the node-local rank), so the look
 //!   is repeated whenever the process has loaded a library since the last
-//!   one (`dl_iterate_phdr`'s count of loads, read from its first entry).
+//!   one. Telling that costs one load a call: the dynamic loader appends
+//!   every library it loads to the list of loaded objects (`struct
+//!   link_map`, `<link.h>`), so the last entry seen at a look has its
+//!   `l_next` set once another was loaded. That entry is held loaded (a
+//!   reference colltune never closes: a program's `dlclose` of it leaves it
+//!   mapped) so that reading it is always safe. Where the entry cannot be
+//!   held, `dl_iterate_phdr`'s count of loads (read from its first entry)
+//!   tells it instead, at about 180 instructions and the loader's lock a
+//!   call (measured: 512 B through `shm`'s small ring 961 -> 1,215
+//!   instructions on the root, IMB 1.14x).
 //! - The decision is each rank's own: a program whose buffer is device
 //!   memory on some ranks and host memory on others, in one call, under a
 //!   route of colltune's own, would run the library's broadcast on some
@@ -39,7 +48,7 @@
 //!   on every rank; the limitation is documented in docs/runtime.md.
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// `cuPointerGetAttribute(void *data, CUpointer_attribute, CUdeviceptr)`.
 type CuPointerGetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> c_int;
@@ -61,8 +70,23 @@ const HIP_NAMES: &[&CStr] = &[c"libamdhip64.so.6", c"libamdhip64.so.5", c"libamd
 static QUERY: AtomicUsize = AtomicUsize::new(0);
 
 /// The process's count of library loads at the last look (`u64::MAX`:
-/// never looked).
+/// never looked), where [`TAIL`] holds no entry.
 static LOADS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The last entry of the loaded objects at the last look, held loaded;
+/// null: none held (never looked, or it could not be held).
+static TAIL: AtomicPtr<LinkMap> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The public head of glibc's `struct link_map` (`<link.h>`, the layout
+/// debuggers read).
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const std::ffi::c_char,
+    l_ld: *const c_void,
+    l_next: *mut LinkMap,
+    l_prev: *mut LinkMap,
+}
 
 /// Whether `buffer` is a GPU's memory, as far as a GPU runtime loaded in
 /// this process says (no runtime: never).
@@ -106,10 +130,23 @@ pub unsafe fn is_device(buffer: *const c_void) -> bool {
 /// since the last look; its query's tagged address, or 0.
 #[cold]
 fn look() -> usize {
-    let loads = loads();
-    if LOADS.swap(loads, Ordering::AcqRel) == loads {
-        return 0;
+    let tail = TAIL.load(Ordering::Acquire);
+    if tail.is_null() {
+        let loads = loads();
+        if LOADS.swap(loads, Ordering::AcqRel) == loads {
+            return 0;
+        }
+    } else {
+        // SAFETY: a held entry stays mapped; the loader sets `l_next`
+        // (once, under its lock) when it appends a library.
+        let next = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*tail).l_next)) };
+        if next.is_null() {
+            return 0;
+        }
     }
+    // Held before the runtimes are looked for: a library loaded from here
+    // on comes after it, and is seen at the next call.
+    TAIL.store(hold_tail(), Ordering::Release);
     let found = find(CUDA_NAMES, c"cuPointerGetAttribute")
         .or_else(|| find(HIP_NAMES, c"hipPointerGetAttribute").map(|a| a | 1))
         .unwrap_or(0);
@@ -132,6 +169,66 @@ fn find(names: &[&CStr], symbol: &CStr) -> Option<usize> {
         let f = unsafe { libc::dlsym(h, symbol.as_ptr()) };
         (!f.is_null() && f as usize & 1 == 0).then_some(f as usize)
     })
+}
+
+/// The last entry of the main program's list of loaded objects, held
+/// loaded by a reference never closed; null where it cannot be (then the
+/// count of loads tells what was loaded since).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn hold_tail() -> *mut LinkMap {
+    // SAFETY: dlopen(NULL) is the main program's handle; dlinfo writes its
+    // entry; entries are only appended (under the loader's lock), so the
+    // walk reads entries that stay valid while it runs, and the one it
+    // ends on is then held by dlopen(RTLD_NOLOAD), which loads nothing.
+    unsafe {
+        let main = libc::dlopen(std::ptr::null(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if main.is_null() {
+            return std::ptr::null_mut();
+        }
+        let mut lm: *mut LinkMap = std::ptr::null_mut();
+        if libc::dlinfo(
+            main,
+            libc::RTLD_DI_LINKMAP,
+            (&mut lm as *mut *mut LinkMap).cast(),
+        ) != 0
+            || lm.is_null()
+        {
+            return std::ptr::null_mut();
+        }
+        let first = lm;
+        while !(*lm).l_next.is_null() {
+            lm = (*lm).l_next;
+        }
+        if lm == first {
+            // The main program: never unloaded.
+            return lm;
+        }
+        let name = (*lm).l_name;
+        if name.is_null() || *name == 0 {
+            return std::ptr::null_mut();
+        }
+        let h = libc::dlopen(name, libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if h.is_null() {
+            // Not a library dlopen finds by its name (the vDSO): not held.
+            return std::ptr::null_mut();
+        }
+        let mut held: *mut LinkMap = std::ptr::null_mut();
+        if libc::dlinfo(
+            h,
+            libc::RTLD_DI_LINKMAP,
+            (&mut held as *mut *mut LinkMap).cast(),
+        ) != 0
+            || held != lm
+        {
+            return std::ptr::null_mut();
+        }
+        lm
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn hold_tail() -> *mut LinkMap {
+    std::ptr::null_mut()
 }
 
 /// The process's count of library loads so far (`dlpi_adds`, the same in
