@@ -302,7 +302,7 @@ mod tests {
                 &spec,
                 bytes,
                 SMALL_RING.base,
-                SMALL_RING.slots as u32,
+                SMALL_RING.slots,
                 [POSTED, WRITTEN],
             );
         }
