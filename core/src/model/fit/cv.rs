@@ -33,7 +33,8 @@
 //! What it cannot see: a plan's points are each chosen to pin something
 //! (`plan`), so holding one out takes what pinned a figure with it; on
 //! such a set the held-out error overstates the over-reach
-//! (docs/measurements/2026-12-07-calibrate-cv). Hence opt-in.
+//! (docs/measurements/2026-12-07-calibrate, the last addendum). Hence
+//! opt-in.
 //!
 //! Parameters: [`FOLDS`], [`SHRINK`].
 
