@@ -93,10 +93,11 @@ pub fn check(
     // Per fold: its held-out points and the knobs fitted without them.
     let mut fits: Vec<(Vec<Obs>, Vec<f64>)> = Vec::new();
     for f in 0..k {
-        let (test, train): (Vec<(usize, &Obs)>, Vec<(usize, &Obs)>) =
-            obs.iter().enumerate().partition(|(i, _)| i % k == f);
-        let train: Vec<Obs> = train.into_iter().map(|(_, o)| o.clone()).collect();
-        let test: Vec<Obs> = test.into_iter().map(|(_, o)| o.clone()).collect();
+        let pick = |held: bool| -> Vec<Obs> {
+            let at = |i: &usize| (i % k == f) == held;
+            (0..obs.len()).filter(at).map(|i| obs[i].clone()).collect()
+        };
+        let (test, train) = (pick(true), pick(false));
         let st = stages(base, layout, &train)?;
         evaluations += st.evaluations;
         let x = if st.cost > st.base_cost {
