@@ -61,16 +61,24 @@ fn calibrate_cross_validate_says_what_the_held_out_points_kept() {
     let d = scratch("calib-cli-cv");
     let csv = bcast_csv(&d);
     let model = d.join("m.yaml");
-    let mut args = vec!["calibrate", "--collectives", s(&csv), "-o", s(&model)];
-    args.extend(["--layout", "node:2,core:4", "--mapping", "core"]);
-    args.push("--cross-validate");
-    let o = ct(&args);
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(
-        out.contains("cross-validation: 5 folds; held-out error (mean |ln|) at the start"),
-        "{out}"
+    let args = [
+        "calibrate",
+        "--collectives",
+        s(&csv),
+        "-o",
+        s(&model),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "--cross-validate",
+    ];
+    let (o, line) = (
+        ct(&args),
+        "cross-validation: 5 folds; held-out error (mean |ln|) at the start",
     );
+    let out = text(&o);
+    assert!(o.status.success() && out.contains(line), "{out}");
     assert!(out.contains("of the fitted log-factors"), "{out}");
     // Without it, no such line.
     let out = text(&fit_and(&csv, &model, "calibrate"));

@@ -243,7 +243,10 @@ fn figures_fitted_to_noise_are_held_out_and_go_back_toward_the_start() {
         })
         .collect();
     let unguarded = stages(&base, &layout(), &noisy).unwrap();
-    assert!(unguarded.pinned.iter().any(|&p| p), "nothing to guard against");
+    assert!(
+        unguarded.pinned.iter().any(|&p| p),
+        "nothing to guard against"
+    );
     let f = fit_held_out(&base, &layout(), &noisy).unwrap();
     let h = f.held.as_ref().unwrap();
     assert!(h.shrink < 1.0 || !h.dropped.is_empty(), "{h:?}");
@@ -256,5 +259,8 @@ fn figures_fitted_to_noise_are_held_out_and_go_back_toward_the_start() {
     let (guarded, raw) = (off(&f.model), off(&apply(&base, &unguarded.x)));
     assert!(guarded < raw, "guarded {guarded}, unguarded {raw}: {h:?}");
     // Deterministic.
-    assert_eq!(fit_held_out(&base, &layout(), &noisy).unwrap().model, f.model);
+    assert_eq!(
+        fit_held_out(&base, &layout(), &noisy).unwrap().model,
+        f.model
+    );
 }
