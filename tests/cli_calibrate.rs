@@ -54,6 +54,37 @@ fn fit_and(csv: &Path, model: &Path, what: &str) -> Output {
     ct(&args)
 }
 
+/// `--cross-validate`: the held-out check's line, with its folds and
+/// what it kept.
+#[test]
+fn calibrate_cross_validate_says_what_the_held_out_points_kept() {
+    let d = scratch("calib-cli-cv");
+    let csv = bcast_csv(&d);
+    let model = d.join("m.yaml");
+    let args = [
+        "calibrate",
+        "--collectives",
+        s(&csv),
+        "-o",
+        s(&model),
+        "--layout",
+        "node:2,core:4",
+        "--mapping",
+        "core",
+        "--cross-validate",
+    ];
+    let (o, line) = (
+        ct(&args),
+        "cross-validation: 5 folds; held-out error (mean |ln|) at the start",
+    );
+    let out = text(&o);
+    assert!(o.status.success() && out.contains(line), "{out}");
+    assert!(out.contains("of the fitted log-factors"), "{out}");
+    // Without it, no such line.
+    let out = text(&fit_and(&csv, &model, "calibrate"));
+    assert!(!out.contains("cross-validation"), "{out}");
+}
+
 #[test]
 fn calibrate_writes_a_model_predict_reads_and_plan_plans() {
     let d = scratch("calib-cli");

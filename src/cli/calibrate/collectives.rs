@@ -29,6 +29,7 @@ pub struct Inputs<'a> {
     pub p2p: &'a crate::cli::p2p::P2pArgs,
     pub name: Option<&'a str>,
     pub out: &'a Path,
+    pub cross_validate: bool,
 }
 
 /// The model the fit starts from, and what it is, in words.
@@ -101,7 +102,12 @@ pub fn run(i: Inputs) -> anyhow::Result<Code> {
         span(obs.iter().map(|o| o.bytes)),
         kinds.join(" and ")
     );
-    let f = fit::fit(&base, &layout, &obs).map_err(usage)?;
+    let f = if i.cross_validate {
+        fit::fit_held_out(&base, &layout, &obs)
+    } else {
+        fit::fit(&base, &layout, &obs)
+    }
+    .map_err(usage)?;
     outln!(
         "start: {from}; error median {:.1}% there",
         100.0 * f.base_error_median
@@ -172,6 +178,19 @@ fn report(f: &Fitted, obs: &[Obs]) {
         per.join(", "),
         f.evaluations
     );
+    if let Some(h) = &f.held {
+        let dropped: Vec<&str> = h.dropped.iter().map(|&j| knobs::KNOBS[j].name).collect();
+        outln!(
+            "cross-validation: {} folds; held-out error (mean |ln|) at the start {:.3}, fitted {:.3}, kept {:.3}; dropped: {}; kept {} of the fitted log-factors; {} simulations of a fold's points",
+            h.folds,
+            h.at_start,
+            h.at_full,
+            h.at_kept,
+            if dropped.is_empty() { "none".into() } else { dropped.join(", ") },
+            h.shrink,
+            h.evaluations
+        );
+    }
     let worst = obs.iter().zip(&f.predicted).max_by(|a, b| {
         (a.1 / a.0.time_us)
             .ln()

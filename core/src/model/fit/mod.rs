@@ -21,7 +21,12 @@
 //!        v
 //!   refinements (net-gap), each alone from there: kept where pinned and
 //!        |  the fit's objective falls by 2% or more, then searched again
-//!        v  with the pinned knobs; the whole kept only where it beats the base
+//!        |  with the pinned knobs
+//!        v
+//!   held out (cv.rs; opt-in): the stages above rerun on K folds,
+//!        |  each pinned knob kept only where it predicts the held-out
+//!        |  points better, the rest shrunk toward the base as far as the
+//!        v  held-out points say; the whole kept only where it beats the base
 //! ```
 //!
 //! A refinement is a knob the others can stand in for on much of the data
@@ -39,11 +44,13 @@
 //! one fixed order), so the same data gives the same model. A knob no
 //! point is sensitive to (doubling it moves no time by 1%) is not searched.
 //! Cost: about (2 x knobs) simulations of every point per pass, a few passes
-//! per step; the points are simulated on every core.
+//! per step (held out: the same again on each of cv.rs's K folds, of
+//! (K-1)/K of the points); the points are simulated on every core.
 //!
 //! Parameters: [`STEPS`], [`PASSES`], [`PINNED`], [`SENSITIVE`],
 //! [`PINNED_ALGORITHMS`].
 
+pub mod cv;
 pub mod knobs;
 pub mod plan;
 
@@ -233,6 +240,10 @@ pub struct Fitted {
     pub base_error_median: f64,
     /// Simulations of the whole set the fit ran.
     pub evaluations: usize,
+    /// The cross-validation of the pinned knobs ([`fit_held_out`], [`cv`];
+    /// none without it, where no knob was pinned or there are fewer than 2
+    /// points).
+    pub held: Option<cv::Held>,
 }
 
 /// Median and worst relative error.
@@ -340,23 +351,23 @@ fn pin_test(
     Ok((pinned, text))
 }
 
-/// Fits the knobs of `base` to `obs` ([module text](self)).
-pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
-    if obs.is_empty() {
-        return Err(FitError::NoPoints);
-    }
-    if let Some(o) = obs
-        .iter()
-        .find(|o| !(o.time_us.is_finite() && o.time_us > 0.0))
-    {
-        return Err(FitError::BadTime {
-            origin: o.source.clone(),
-            ranks: o.ranks,
-            bytes: o.bytes,
-            algorithm: o.algorithm,
-            time_us: o.time_us,
-        });
-    }
+/// What the fit's stages give ([`stages`]).
+struct Staged {
+    /// The knobs, log2 units (0: the base's figure).
+    x: Vec<f64>,
+    cost: f64,
+    base_cost: f64,
+    base_pred: Vec<f64>,
+    pinned: Vec<bool>,
+    /// Per knob: the points it moves, and why it is not pinned, in words.
+    why: Vec<String>,
+    evaluations: usize,
+}
+
+/// The fit's stages on `obs` ([module text](self)): the search over the
+/// live knobs, the pinning test, the pinned ones searched again, then the
+/// refinements. The cross-validation (cv.rs) runs the same on each fold.
+fn stages(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Staged, FitError> {
     let n = KNOBS.len();
     let mut evaluations = 0;
     let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
@@ -418,6 +429,94 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
             why[k] += "; lowers the error by less than 2% beyond the other knobs";
         }
     }
+    Ok(Staged {
+        x,
+        cost,
+        base_cost,
+        base_pred,
+        pinned,
+        why,
+        evaluations,
+    })
+}
+
+/// Fits the knobs of `base` to `obs` ([module text](self)), without the
+/// held-out guard (cv.rs).
+pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
+    fit_with(base, layout, obs, false)
+}
+
+/// Fits the knobs of `base` to `obs`, then holds every pinned figure out
+/// against points it was not fitted on ([`cv`]: `calibrate
+/// --cross-validate`).
+pub fn fit_held_out(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
+    fit_with(base, layout, obs, true)
+}
+
+fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<Fitted, FitError> {
+    if obs.is_empty() {
+        return Err(FitError::NoPoints);
+    }
+    if let Some(o) = obs
+        .iter()
+        .find(|o| !(o.time_us.is_finite() && o.time_us > 0.0))
+    {
+        return Err(FitError::BadTime {
+            origin: o.source.clone(),
+            ranks: o.ranks,
+            bytes: o.bytes,
+            algorithm: o.algorithm,
+            time_us: o.time_us,
+        });
+    }
+    let n = KNOBS.len();
+    let Staged {
+        mut x,
+        mut cost,
+        base_cost,
+        base_pred,
+        mut pinned,
+        mut why,
+        mut evaluations,
+    } = stages(base, layout, obs)?;
+    let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
+        evaluations += 1;
+        let p = simulate_all(&apply(base, x), layout, obs)?;
+        Ok((objective(&p, obs), p))
+    };
+    let zero = vec![0.0; n];
+    // The guard: every pinned figure held out against points it was not
+    // fitted on (cv.rs).
+    let checked: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
+    let held = if guard {
+        cv::check(base, layout, obs, &checked, n)?
+    } else {
+        None
+    };
+    if let Some(h) = &held {
+        for &j in &h.dropped {
+            why[j] += &format!(
+                "; fitted x{:.2}, but the fit's points held out were predicted no better with it (cross-validation)",
+                x[j].exp2()
+            );
+            (pinned[j], x[j]) = (false, 0.0);
+        }
+        let still: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
+        if !h.dropped.is_empty() && !still.is_empty() {
+            let (c, _) = eval(&x)?;
+            (x, cost) = search(&mut eval, x, c, &still, &STEPS[2..])?;
+        }
+        if h.shrink < 1.0 {
+            x.iter_mut().for_each(|v| *v *= h.shrink);
+            (cost, _) = eval(&x)?;
+        }
+        if h.shrink == 0.0 {
+            for &j in &still {
+                why[j] += "; fitted, but the fit's points held out were predicted best at the start's figures (cross-validation)";
+                pinned[j] = false;
+            }
+        }
+    }
     let report: Vec<(usize, &KnobInfo, String)> = KNOBS
         .iter()
         .enumerate()
@@ -453,6 +552,7 @@ pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitErro
         error_worst,
         base_error_median: errors(&base_pred, obs).0,
         evaluations,
+        held,
     })
 }
 

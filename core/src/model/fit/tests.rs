@@ -61,7 +61,7 @@ fn recovers_the_figures_it_simulated_its_data_with() {
         ]),
     );
     let obs = measured_on(&truth, points(&[2, 4, 8, 12, 16]));
-    let f = fit(&base, &layout(), &obs).unwrap();
+    let f = fit_held_out(&base, &layout(), &obs).unwrap();
     assert!(f.error_median < 0.02, "{f:?}");
     assert!(f.base_error_median > 0.1, "{f:?}");
     let o = knob(&f, "node-overhead");
@@ -69,10 +69,15 @@ fn recovers_the_figures_it_simulated_its_data_with() {
     let b = knob(&f, "net-bandwidth");
     assert!(b.pinned && (b.factor / 0.5 - 1.0).abs() < 0.2, "{b:?}");
     assert!(b.basis.contains("points"), "{b:?}");
+    // Held out, the true figures predict better than the start: kept whole.
+    let h = f.held.as_ref().unwrap();
+    assert!(h.dropped.is_empty() && h.shrink == 1.0, "{h:?}");
+    assert!(h.at_kept < 0.5 * h.at_start, "{h:?}");
     // The model carries its own error; the fit is deterministic.
     assert_eq!(f.model.fit_error, Some(f.error_median));
-    let again = fit(&base, &layout(), &obs).unwrap();
+    let again = fit_held_out(&base, &layout(), &obs).unwrap();
     assert_eq!(again.model, f.model);
+    assert!(fit(&base, &layout(), &obs).unwrap().held.is_none());
 }
 
 #[test]
@@ -213,4 +218,49 @@ fn the_gap_knob_leaves_the_base_at_zero_and_needs_a_cost_per_message() {
     free.inter.overhead_us = 0.0;
     assert!(!knobs::applies(&free, Knob::NetGap));
     assert!(knobs::applies(&base, Knob::NetGap));
+}
+
+#[test]
+fn figures_fitted_to_noise_are_held_out_and_go_back_toward_the_start() {
+    let base = generic();
+    // The base's own times, each off by a factor from a fixed pseudo-random
+    // sequence (within x/ 1.6): nothing to fit, but 20 points let the
+    // stages pin figures to the noise.
+    let clean = measured_on(&base, points(&[2, 8, 16]));
+    let mut seed: u64 = 7;
+    let noisy: Vec<Obs> = clean
+        .iter()
+        .step_by(2)
+        .map(|o| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+            Obs {
+                time_us: o.time_us * 1.6f64.powf(2.0 * u - 1.0),
+                ..o.clone()
+            }
+        })
+        .collect();
+    let unguarded = stages(&base, &layout(), &noisy).unwrap();
+    assert!(
+        unguarded.pinned.iter().any(|&p| p),
+        "nothing to guard against"
+    );
+    let f = fit_held_out(&base, &layout(), &noisy).unwrap();
+    let h = f.held.as_ref().unwrap();
+    assert!(h.shrink < 1.0 || !h.dropped.is_empty(), "{h:?}");
+    assert!(h.at_kept < h.at_full, "{h:?}");
+    // Nearer the truth (the base) on every point than the unguarded fit.
+    let off = |m: &Model| {
+        let p = simulate_all(m, &layout(), &clean).unwrap();
+        objective(&p, &clean)
+    };
+    let (guarded, raw) = (off(&f.model), off(&apply(&base, &unguarded.x)));
+    assert!(guarded < raw, "guarded {guarded}, unguarded {raw}: {h:?}");
+    // Deterministic.
+    assert_eq!(
+        fit_held_out(&base, &layout(), &noisy).unwrap().model,
+        f.model
+    );
 }
