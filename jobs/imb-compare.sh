@@ -356,7 +356,7 @@ for np in sorted({k[0] for k in t}):
               f"paired geomean {gm(rs):.3f}, outside 1/1.15..1.15 at {far} of {len(sizes)} sizes; per size "
               + " ".join(f"{r:.2f}" for r in rs))
         if at:
-            dd = gm([st.median(paired(by_run, np, "default", nlin[0], b)) for b in at])
+            dd = gm([r for b, r in zip(sizes, rs) if b in at])
             di = gm([st.median(paired(by_run, np, "dropin", nlin[0], b)) for b in at])
             print(f"  where {nlin[0]} is the best forced ({len(at)} of {len(sizes)} sizes): default / best forced "
                   f"{dd:.3f} (the same code), dropin / best forced {di:.3f}")

@@ -57,7 +57,7 @@ pub fn one_slot(bytes: u64, segment: u64, slots: u64) -> bool {
 }
 
 /// Which of the two schedules a call runs.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Path {
     /// At most SMALL_MAX bytes: slot k % 16 of the small ring.
     SmallRing,
@@ -104,12 +104,15 @@ fn run(comm: &Comm, buf: &mut [u8], root: usize, path: Path) -> Result<(), Trans
     let (mine, from) = (part(me)?, part(root)?);
     let call = comm.next_shared_call();
     let stamp = call << 32 | 1;
-    let (offset, back, posted_first) = match path {
+    // The slot, the call back whose readers the root awaits, the flag this
+    // path's readers await and the one the other path's reader of an
+    // erroneous count awaits (the root raises both).
+    let (offset, back, awaited, other) = match path {
         Path::SmallRing => {
             let slot = SMALL_RING.place(Region::new(Buf::Shared, SMALL_RING.base, bytes), call);
-            (slot.offset, SMALL_RING.slots as u64, true)
+            (slot.offset, SMALL_RING.slots as u64, POSTED, WRITTEN)
         }
-        Path::OneSlot => (SMALL_RING.end(), 1, false),
+        Path::OneSlot => (SMALL_RING.end(), 1, WRITTEN, POSTED),
     };
     let sync = || -> Result<(), TransportError> {
         if !w.unified {
@@ -151,17 +154,10 @@ fn run(comm: &Comm, buf: &mut [u8], root: usize, path: Path) -> Result<(), Trans
             )
         };
         sync()?;
-        // The first: what this path's readers await; the second: what the
-        // other path's reader of an erroneous count awaits.
-        let (first, second) = if posted_first {
-            (POSTED, WRITTEN)
-        } else {
-            (WRITTEN, POSTED)
-        };
-        flag(&w, mine, first).store(stamp, Ordering::Release);
-        flag(&w, mine, second).store(stamp, Ordering::Release);
+        flag(&w, mine, awaited).store(stamp, Ordering::Release);
+        flag(&w, mine, other).store(stamp, Ordering::Release);
     } else {
-        wait(root, if posted_first { POSTED } else { WRITTEN }, stamp)?;
+        wait(root, awaited, stamp)?;
         // SAFETY: the root's part holds the slot; it published this call's
         // bytes (awaited above) and rewrites the slot only once this rank
         // signals DONE of this call.
