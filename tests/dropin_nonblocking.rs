@@ -10,7 +10,9 @@
 //!   blocking broadcasts (also with colltune's own `binomial` forced for the
 //!   blocking ones: its private messages never match the library's), two
 //!   Ibcasts in flight at once, a persistent request started three times;
-//! - without nonblocking rules nothing is traced for them.
+//! - without nonblocking rules nothing is traced for them;
+//! - the variable is written at its own storage (Open MPI exports it), and
+//!   the program's own `MPI_T` reads its value back afterwards.
 
 mod common;
 use common::*;
@@ -132,6 +134,21 @@ fn the_rules_algorithm_is_the_one_that_runs() {
             assert!(
                 r.err
                     .contains(&format!("{section} 64 B root 0: ompi_libnbc:algorithm=")),
+                "{all}"
+            );
+            // Open MPI exports libnbc's int: it is written there, not
+            // through MPI_T, and the program reads its own value after.
+            assert!(
+                r.err.contains("(forced at the variable's storage)"),
+                "{all}"
+            );
+            let seen: Vec<&str> = r
+                .out
+                .lines()
+                .filter(|l| l.starts_with("libnbc variable rank "))
+                .collect();
+            assert!(
+                seen.len() == 4 && seen.iter().all(|l| l.ends_with(": 0")),
                 "{all}"
             );
             assert!(!r.err.contains("warning"), "{all}");

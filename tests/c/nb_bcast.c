@@ -113,6 +113,18 @@ static void order(const char *how) {
         printf("waited rank %d: %.0f ms\n", me, ms);
         fflush(stdout);
     }
+    /* What the program's own MPI_T reads of libnbc's variable afterwards. */
+    int pv, idx, n, value = -1;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &pv);
+    if (MPI_T_cvar_get_index("coll_libnbc_ibcast_algorithm", &idx) == MPI_SUCCESS) {
+        MPI_T_cvar_handle h;
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &n);
+        MPI_T_cvar_read(h, &value);
+        MPI_T_cvar_handle_free(&h);
+        printf("libnbc variable rank %d: %d\n", me, value);
+        fflush(stdout);
+    }
+    MPI_T_finalize();
 }
 
 int main(int argc, char **argv) {

@@ -20,6 +20,10 @@ use colltune_algorithms::{AlgoSpec, ParamValue};
 
 /// MPICH's nonblocking broadcast algorithm selector.
 pub const IBCAST_CVAR: &str = "MPIR_CVAR_IBCAST_INTRA_ALGORITHM";
+/// The global that holds [`IBCAST_CVAR`]'s value in MPICH's sources (hidden
+/// in the builds seen so far, MPICH 4.0 and 5.0: then it is written
+/// through `MPI_T`).
+pub const STORAGE: &std::ffi::CStr = c"MPIR_CVAR_IBCAST_INTRA_ALGORITHM";
 
 /// The `algorithm` column of samples of a forced MPICH nonblocking one.
 pub const TABLE_NAME: &str = "mpich_ibcast";

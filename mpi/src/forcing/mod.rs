@@ -16,7 +16,9 @@
 //!   around calls;
 //! - [`nonblocking`]: the nonblocking and persistent broadcasts' variables
 //!   (coll/libnbc's, MPICH's `MPIR_CVAR_IBCAST_INTRA_ALGORITHM`), written
-//!   around `MPI_Ibcast` and `MPI_Bcast_init` under a lock.
+//!   around `MPI_Ibcast` and `MPI_Bcast_init` under a lock;
+//! - [`storage`]: such a variable's own int in the library, found by its
+//!   symbol and proven through `MPI_T`, written with plain stores.
 //!
 //! Nothing here creates a communicator by itself: the caller passes the
 //! creation (colltune's own private communicators copy no attributes:
@@ -27,6 +29,7 @@ pub mod component;
 pub mod han;
 pub mod mpich;
 pub mod nonblocking;
+pub mod storage;
 pub mod tuned;
 
 /// The MPI library's name and version, short: `Open MPI v4.1.4`,

@@ -10,11 +10,16 @@
 //!  lock ── write the variable ── PMPI_Ibcast / PMPI_Bcast_init ── write back ── unlock
 //! ```
 //!
+//! The variable is written at its own storage where that is found and
+//! proven at set-up ([`storage`]: Open MPI's libnbc, a load and two
+//! stores), else through `MPI_T` (MPICH hides its variables' symbols: a
+//! read and two writes, several hundred instructions a call).
+//!
 //! The call between never waits for another rank (it only builds and
 //! starts a schedule), so the lock cannot deadlock, also under
 //! `MPI_THREAD_MULTIPLE`: two threads' calls each see their own value.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr};
 use std::sync::Mutex;
 
 use colltune_core::libraries::library::LibraryChoice;
@@ -22,12 +27,41 @@ use colltune_core::libraries::mpich::{from_description, from_enum};
 use colltune_core::libraries::mpich_ibcast::{self, IBCAST_CVAR};
 use colltune_core::libraries::ompi::libnbc;
 
+use super::storage::Storage;
 use crate::transport::mpi::ffi::{self, Cvar};
 
 /// One variable and the value that forces a choice; None: the library's
 /// own decision (nothing written).
 #[derive(Clone, Copy, Debug)]
-pub struct NbForcing(Option<(Cvar, c_int)>);
+pub struct NbForcing(Option<(Var, c_int)>);
+
+/// How a variable is written: at its storage, or through `MPI_T`.
+#[derive(Clone, Copy, Debug)]
+enum Var {
+    Storage(Storage),
+    Mpit(Cvar),
+}
+
+impl Var {
+    #[inline]
+    fn read(&self) -> Option<c_int> {
+        match self {
+            Var::Storage(s) => Some(s.read()),
+            Var::Mpit(c) => c.read().ok(),
+        }
+    }
+
+    #[inline]
+    fn write(&self, value: c_int) -> bool {
+        match self {
+            Var::Storage(s) => {
+                s.write(value);
+                true
+            }
+            Var::Mpit(c) => c.write(value).is_ok(),
+        }
+    }
+}
 
 /// Serialises the write / call / write back of every forced nonblocking
 /// call in this process (the variables are process-wide).
@@ -42,6 +76,16 @@ impl NbForcing {
         self.0.is_none()
     }
 
+    /// How the variable is written, for the trace: empty where nothing is
+    /// forced.
+    pub fn how(&self) -> &'static str {
+        match self.0 {
+            None => "",
+            Some((Var::Storage(_), _)) => " (forced at the variable's storage)",
+            Some((Var::Mpit(_), _)) => " (forced through MPI_T)",
+        }
+    }
+
     /// Runs `call` (which must not wait for another rank: `PMPI_Ibcast`,
     /// `PMPI_Bcast_init`) with the variable written, and writes back what
     /// it found. A variable that cannot be written now (it could when set
@@ -53,12 +97,12 @@ impl NbForcing {
         };
         let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
         let old = match var.read() {
-            Ok(now) if now != value && var.write(value).is_ok() => Some(now),
+            Some(now) if now != value && var.write(value) => Some(now),
             _ => None,
         };
         let r = call();
         if let Some(was) = old {
-            let _ = var.write(was);
+            var.write(was);
         }
         r
     }
@@ -86,9 +130,9 @@ pub fn forcing(f: LibraryChoice) -> Result<NbForcing, String> {
     if f.is_default() {
         return Ok(NbForcing::LIBRARY);
     }
-    let (var, name): (&'static str, &str) = match f {
-        LibraryChoice::Libnbc(l) => (libnbc::ALGORITHM, l.name()),
-        LibraryChoice::MpichIbcast(m) => (IBCAST_CVAR, m.name),
+    let (var, name, symbol): (&'static str, &str, &CStr) = match f {
+        LibraryChoice::Libnbc(l) => (libnbc::ALGORITHM, l.name(), libnbc::STORAGE),
+        LibraryChoice::MpichIbcast(m) => (IBCAST_CVAR, m.name, mpich_ibcast::STORAGE),
         other => return Err(format!("{other} is a blocking broadcast's algorithm")),
     };
     let documented: &[&str] = match f {
@@ -114,7 +158,16 @@ pub fn forcing(f: LibraryChoice) -> Result<NbForcing, String> {
     let now = cvar.read().map_err(|e| e.to_string())?;
     cvar.write(now)
         .map_err(|e| format!("MPI_T will not write {var}: {e}"))?;
-    Ok(NbForcing(Some((cvar, value))))
+    let values: Vec<c_int> = items.iter().map(|(v, _)| *v).collect();
+    let way = {
+        // No forced call may run while the proof writes the variable.
+        let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        Storage::find(&cvar, symbol, &values)
+    };
+    Ok(NbForcing(Some((
+        way.map_or(Var::Mpit(cvar), Var::Storage),
+        value,
+    ))))
 }
 
 /// Every nonblocking algorithm of this library a benchmark can force, the

@@ -327,7 +327,7 @@ fn trace(
         Some(f) if forced.is_library() && !f.is_default() => {
             format!("{choice}; forcing is unavailable here: the MPI library's own decision")
         }
-        _ => format!("{choice}"),
+        _ => format!("{choice}{}", forced.how()),
     };
     let line = format!(
         "colltune trace: {world} (rank {} of {shape}) {} {bytes} B root {root}: {what}\n",

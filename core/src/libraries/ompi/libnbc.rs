@@ -26,6 +26,10 @@ use colltune_algorithms::{AlgoSpec, ParamValue};
 
 /// The variable libnbc reads at every nonblocking or persistent broadcast.
 pub const ALGORITHM: &str = "coll_libnbc_ibcast_algorithm";
+/// The global that holds [`ALGORITHM`]'s value, the int libnbc reads
+/// (exported by `mca_coll_libnbc.so` in Open MPI 4.1, by `libmpi.so` in
+/// 5.0): written there when it is proven to be the variable's storage.
+pub const STORAGE: &std::ffi::CStr = c"libnbc_ibcast_algorithm";
 /// The `algorithm` column (and spec family) of a forced libnbc sample.
 pub const TABLE_NAME: &str = "ompi_libnbc";
 /// The names of [`ALGORITHM`]'s values 0-4, as Open MPI 4.1 and 5.0 list
