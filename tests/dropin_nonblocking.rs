@@ -11,6 +11,8 @@
 //!   blocking ones: its private messages never match the library's), two
 //!   Ibcasts in flight at once, a persistent request started three times;
 //! - without nonblocking rules nothing is traced for them;
+//! - four threads posting at once, some calls forced and some the
+//!   library's own: every byte right;
 //! - the variable is written at its own storage (Open MPI exports it), and
 //!   the program's own `MPI_T` reads its value back afterwards.
 
@@ -225,6 +227,33 @@ fn every_byte_arrives_mixed_with_blocking_broadcasts() {
         r.err
     );
     assert!(!r.err.contains(" ibcast "), "{}", r.err);
+}
+
+/// Four threads post Ibcasts at once under `MPI_THREAD_MULTIPLE`, each on
+/// its own communicator: 100 B ones the table leaves to the library and
+/// 8000 B ones it forces to libnbc's chain. A call of the library's own
+/// decision must not build its schedule while another thread's forced
+/// value is written (it would build a chain where the other ranks build
+/// the linear schedule): every byte right, no hang. A conformance check,
+/// not a reproducer of that race: with the lock left out of such calls
+/// it passed 10 runs of 10 here (the window is one schedule's build).
+#[test]
+fn threads_forced_and_not_at_once() {
+    if !is_open_mpi() {
+        return skip(
+            "openmpi",
+            "ompi_info not found: ompi_libnbc rules need Open MPI",
+        );
+    }
+    let dir = scratch("nb-threads");
+    let exe = dir.join("nb_bcast");
+    mpicc(&format!("{ROOT}/tests/c/nb_bcast.c"), &exe, &["-pthread"]);
+    let t = table(&dir, "ignore", "chain");
+    for ranks in [3, 4] {
+        let r = job(ranks, &exe, &preload(&t, &[]), &["threads"]);
+        let all = format!("{ranks} ranks:\n{}\n{}", r.out, r.err);
+        assert!(r.ok && r.out.contains("case nb_threads: ok"), "{all}");
+    }
 }
 
 #[test]

@@ -7,9 +7,15 @@
  * rank 1 sleeps before completing its call, so a rank that receives
  * through rank 1 (a chain: rank 2; a binomial tree: rank 3) completes only
  * after it, one that receives from the root (linear) at once.
+ * With `threads`, under MPI_THREAD_MULTIPLE, four threads post Ibcasts at
+ * once, each on its own communicator: two of 100 B, two of 8000 B (a table
+ * may force an algorithm for one size and leave the other to the library:
+ * each call must build the schedule the other ranks build).
  *   nb_bcast check SIZE...     prints "case nb_check: ok"
- *   nb_bcast order ibcast|init prints "waited rank R: MS ms" per rank >= 2 */
+ *   nb_bcast order ibcast|init prints "waited rank R: MS ms" per rank >= 2
+ *   nb_bcast threads           prints "case nb_threads: ok" */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,11 +133,68 @@ static void order(const char *how) {
     MPI_T_finalize();
 }
 
+typedef struct {
+    MPI_Comm comm;
+    long n;
+    int fails;
+} tjob_t;
+
+static void *posts(void *p) {
+    tjob_t *j = p;
+    int me, size;
+    MPI_Comm_rank(j->comm, &me);
+    MPI_Comm_size(j->comm, &size);
+    unsigned char *b = malloc(j->n);
+    for (int it = 0; it < 400; it++) {
+        int root = it % size;
+        MPI_Request r;
+        for (long i = 0; i < j->n; i++)
+            b[i] = me == root ? byte_at(i, root, it) : 0xEE;
+        MPI_Ibcast(b, (int)j->n, MPI_BYTE, root, j->comm, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        for (long i = 0; i < j->n; i++)
+            if (b[i] != byte_at(i, root, it)) {
+                j->fails++;
+                break;
+            }
+    }
+    free(b);
+    return NULL;
+}
+
+static void threads(void) {
+    enum { T = 4 };
+    tjob_t jobs[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &jobs[i].comm);
+        jobs[i].n = i % 2 ? 8000 : 100;
+        jobs[i].fails = 0;
+    }
+    for (int i = 0; i < T; i++) pthread_create(&th[i], NULL, posts, &jobs[i]);
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        fails += jobs[i].fails;
+        MPI_Comm_free(&jobs[i].comm);
+    }
+}
+
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int provided = MPI_THREAD_SINGLE;
+    if (argc > 1 && strcmp(argv[1], "threads") == 0)
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
     int me;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    if (argc > 2 && strcmp(argv[1], "order") == 0) {
+    if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+        if (provided != MPI_THREAD_MULTIPLE) {
+            if (me == 0) printf("case nb_threads: skipped (no MPI_THREAD_MULTIPLE)\n");
+            MPI_Finalize();
+            return 0;
+        }
+        threads();
+    } else if (argc > 2 && strcmp(argv[1], "order") == 0) {
         order(argv[2]);
     } else {
         MPI_Comm half;
@@ -160,6 +223,8 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0 && argc > 1 && strcmp(argv[1], "check") == 0)
         printf("case nb_check: %s\n", all == 0 ? "ok" : "FAILED");
+    if (me == 0 && argc > 1 && strcmp(argv[1], "threads") == 0)
+        printf("case nb_threads: %s\n", all == 0 ? "ok" : "FAILED");
     MPI_Finalize();
     return all == 0 ? 0 : 1;
 }

@@ -17,9 +17,12 @@
 //!
 //! The call between never waits for another rank (it only builds and
 //! starts a schedule), so the lock cannot deadlock, also under
-//! `MPI_THREAD_MULTIPLE`: two threads' calls each see their own value.
+//! `MPI_THREAD_MULTIPLE`: two threads' calls each see their own value,
+//! and there a call of the library's own decision takes the lock too (it
+//! must see the library's value, not another thread's forced one).
 
 use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use colltune_core::libraries::library::LibraryChoice;
@@ -67,6 +70,13 @@ impl Var {
 /// call in this process (the variables are process-wide).
 static LOCK: Mutex<()> = Mutex::new(());
 
+/// Whether a call of the library's own decision takes [`LOCK`] too: set
+/// once a variable is forced in a process whose threads may call at once
+/// (`MPI_THREAD_MULTIPLE`). Without it such a call could build its
+/// schedule while another thread's forced value is written, and run
+/// another algorithm than the same call on the other ranks.
+static SHARED: AtomicBool = AtomicBool::new(false);
+
 impl NbForcing {
     /// Nothing forced: the library's own decision.
     pub const LIBRARY: NbForcing = NbForcing(None);
@@ -93,6 +103,10 @@ impl NbForcing {
     #[inline]
     pub fn run<T>(&self, call: impl FnOnce() -> T) -> T {
         let Some((var, value)) = self.0 else {
+            if SHARED.load(Ordering::Acquire) {
+                let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                return call();
+            }
             return call();
         };
         let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -164,6 +178,9 @@ pub fn forcing(f: LibraryChoice) -> Result<NbForcing, String> {
         let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
         Storage::find(&cvar, symbol, &values)
     };
+    if ffi::thread_multiple() {
+        SHARED.store(true, Ordering::Release);
+    }
     Ok(NbForcing(Some((
         way.map_or(Var::Mpit(cvar), Var::Storage),
         value,

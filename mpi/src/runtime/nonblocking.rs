@@ -72,10 +72,9 @@ pub unsafe fn ibcast(
     request: *mut cffi::MPI_Request,
 ) -> c_int {
     let call = || cffi::user_ibcast(buffer, count, datatype, root, comm, request);
-    match forcing(Section::Ibcast, count, datatype, root, comm) {
-        Some(f) => f.run(call),
-        None => call(),
-    }
+    forcing(Section::Ibcast, count, datatype, root, comm)
+        .unwrap_or(NbForcing::LIBRARY)
+        .run(call)
 }
 
 /// `MPI_Bcast_init` (or `MPIX_Bcast_init`: `which`) through the table's
@@ -107,10 +106,9 @@ pub unsafe fn bcast_init(
         crate::abi::datatype_from_reg(datatype),
         crate::abi::comm_from_reg(comm),
     );
-    match forcing(Section::BcastInit, count, dt, root, c) {
-        Some(f) => f.run(call),
-        None => call(),
-    }
+    forcing(Section::BcastInit, count, dt, root, c)
+        .unwrap_or(NbForcing::LIBRARY)
+        .run(call)
 }
 
 /// How a call of section `s` runs: None where colltune leaves it alone
