@@ -6,7 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
+#if defined(OPEN_MPI) && MPI_VERSION < 4 && OMPI_MAJOR_VERSION < 5
 #include <mpi-ext.h>
 #define BCAST_INIT MPIX_Bcast_init
 #else

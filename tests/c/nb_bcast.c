@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
+#if defined(OPEN_MPI) && MPI_VERSION < 4 && OMPI_MAJOR_VERSION < 5
 #include <mpi-ext.h>
 #define BCAST_INIT MPIX_Bcast_init
 #else
