@@ -55,7 +55,6 @@ fn slow_model() -> Model {
         levels: Vec::new(),
         memory_copy_gbs: None,
         intra_load_per_rank: None,
-        shared_reads: false,
         group: None,
         fit_error: None,
     }

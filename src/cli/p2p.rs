@@ -30,12 +30,6 @@ pub struct P2pArgs {
     /// single-pair copy.
     #[arg(long)]
     pub memory_copy_gbs: Option<f64>,
-    /// Inside a node, the reads of one sender's buffer in progress at once
-    /// share its rate (k started together each end k reads later) instead
-    /// of queueing on it: the model's `shared_reads` (off by default; see
-    /// docs/real-clusters.md).
-    #[arg(long)]
-    pub shared_reads: bool,
 }
 
 fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -94,10 +88,9 @@ pub fn fit(
     rows: &[P2pRow],
     layout: &Layout,
     name: &str,
-    a: &P2pArgs,
+    memory_copy_gbs: Option<f64>,
 ) -> anyhow::Result<LevelsFit> {
-    let mut f = fit_model(rows, layout, name, a.memory_copy_gbs).map_err(usage)?;
-    f.model.shared_reads = a.shared_reads;
+    let f = fit_model(rows, layout, name, memory_copy_gbs).map_err(usage)?;
     for (missing, by) in &f.stand_ins {
         eprintln!(
             "colltune: warning: the layout {layout} has ranks that share a {missing} level but no measured pair does; the {by} level's figures stand in for it"
@@ -121,7 +114,7 @@ pub fn calibrate(
         .and_then(|l| Layout::parse(l).map_err(usage))?;
     let rows = read(a)?;
     let name = name.unwrap_or("from-p2p");
-    let f = fit(&rows, &layout, name, a)?;
+    let f = fit(&rows, &layout, name, a.memory_copy_gbs)?;
     for (level, lf) in &f.fits {
         let l = &lf.link;
         outln!(

@@ -36,18 +36,15 @@ pub struct Inputs<'a> {
 fn base_of(i: &Inputs, layout: &Layout) -> anyhow::Result<(Model, String)> {
     if !i.p2p.p2p.is_empty() {
         let rows = crate::cli::p2p::read(i.p2p)?;
-        let f = crate::cli::p2p::fit(&rows, layout, "from-p2p", i.p2p)?;
+        let f = crate::cli::p2p::fit(&rows, layout, "from-p2p", i.p2p.memory_copy_gbs)?;
         return Ok((f.model, "the ping-pong's model (--p2p)".into()));
     }
     if let Some(p) = i.base {
-        let mut m = Model::load(p).map_err(usage)?;
-        m.shared_reads |= i.p2p.shared_reads;
+        let m = Model::load(p).map_err(usage)?;
         return Ok((m, format!("the model {} (--base)", p.display())));
     }
-    let mut generic = knobs::generic();
-    generic.shared_reads = i.p2p.shared_reads;
     Ok((
-        generic,
+        knobs::generic(),
         "colltune's generic figures (neither --p2p nor --base given)".into(),
     ))
 }

@@ -208,7 +208,7 @@ fn model_of(a: &Args, layout: &Layout) -> anyhow::Result<Model> {
                 &super::p2p::read(&a.p2p)?,
                 layout,
                 "from-p2p",
-                &a.p2p,
+                a.p2p.memory_copy_gbs,
             )?
             .model
         }

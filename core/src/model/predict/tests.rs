@@ -30,7 +30,6 @@ fn model() -> Model {
         }],
         memory_copy_gbs: None,
         intra_load_per_rank: None,
-        shared_reads: false,
         group: None,
         fit_error: None,
     }

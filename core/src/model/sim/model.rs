@@ -104,14 +104,6 @@ pub struct Model {
     /// own ping-pong, or written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_load_per_rank: Option<f64>,
-    /// Whether the rendezvous reads of one sender's buffer inside a node in
-    /// progress at once share its rate (`sim/share.rs`: k reads started
-    /// together each end k reads later) rather than queue on it (one read
-    /// apart). False: they queue (the default: the shared form fits basic
-    /// linear inside a socket, but costs calibrated agreement elsewhere,
-    /// docs/measurements/2026-12-07-calibrate/).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub shared_reads: bool,
     /// A level above the node: groups of nodes (a dragonfly's groups, a
     /// fat tree's leaf switches) and the link between nodes of different
     /// groups. None: one group, every pair of nodes talks over `inter`.
