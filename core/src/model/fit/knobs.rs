@@ -38,7 +38,6 @@ pub enum Knob {
     NodeBandwidth,
     MemoryBandwidth,
     NodeLoad,
-    NodeGap,
     NetOverhead,
     NetGap,
     NetLatency,
@@ -88,12 +87,6 @@ pub const KNOBS: &[KnobInfo] = &[
         name: "node-load",
         what: "what each rank of a busy node adds to a message inside it",
         refines: false,
-    },
-    KnobInfo {
-        knob: Knob::NodeGap,
-        name: "node-gap",
-        what: "how closely a rank's messages inside a node follow one another (g; the factor is on g + o)",
-        refines: true,
     },
     KnobInfo {
         knob: Knob::NetOverhead,
@@ -149,12 +142,6 @@ pub fn apply(base: &Model, x: &[f64]) -> Model {
                 m.intra_load_per_rank =
                     Some(base.intra_load_per_rank.unwrap_or(INTRA_LOAD_PER_RANK) * f);
             }
-            Knob::NodeGap => {
-                m.intra.gap_us = gap(&base.intra, f);
-                for (l, b) in m.levels.iter_mut().zip(&base.levels) {
-                    l.link.gap_us = gap(&b.link, f);
-                }
-            }
             Knob::NetOverhead => net_links(&mut m, |l| l.overhead_us *= f),
             Knob::NetGap => {
                 m.inter.gap_us = gap(&base.inter, f);
@@ -181,7 +168,6 @@ pub fn applies(base: &Model, k: Knob) -> bool {
     match k {
         Knob::TopBandwidth => base.group.is_some(),
         Knob::NetGap => base.inter.gap_us + base.inter.overhead_us > 0.0,
-        Knob::NodeGap => base.intra.gap_us + base.intra.overhead_us > 0.0,
         _ => true,
     }
 }
@@ -253,7 +239,6 @@ pub fn figure(m: &Model, k: Knob) -> String {
             Some(k) => format!("{:.2}% per rank beyond two", 100.0 * k),
             None => "none".into(),
         },
-        Knob::NodeGap => format!("g (us): {}", node(|l| l.gap_us)),
         Knob::NetOverhead => format!("o (us): {}", net(|l| l.overhead_us)),
         Knob::NetGap => format!("g (us): {}", net(|l| l.gap_us)),
         Knob::NetLatency => format!("L (us): {}", net(|l| l.latency_us)),

@@ -84,11 +84,6 @@ fn global_per_byte(m: &Model) -> f64 {
         .map_or(0.0, |b| 1e-3 / b)
 }
 
-/// Tried (calib6): the share of an eager message's per-byte cost inside
-/// a node the sender's process pays, and up to what size.
-const EAGER_SENDER_SHARE: f64 = 0.5;
-const SENDER_COPIES_UP_TO: u64 = 4096;
-
 /// A send just posted.
 pub(super) struct SendPosted {
     /// When the sender's CPU is free again.
@@ -336,21 +331,12 @@ impl Network {
             let copy_out = if rdv || bytes > l.eager_limit {
                 wire
             } else {
-                // Tried (issue 46, calib6): the sender's own copy into
-                // the fragment is half the ping-pong's eager slope, up to
-                // SENDER_COPIES_UP_TO bytes (u64::MAX: every eager size).
-                let own = if bytes <= SENDER_COPIES_UP_TO {
-                    EAGER_SENDER_SHARE * wire
-                } else {
-                    0.0
-                };
-                (bytes as f64 * 1e-3 / self.copy_gbs).max(own)
+                bytes as f64 * 1e-3 / self.copy_gbs
             };
             let (ra, rb) = (a as usize, b as usize);
             let start = t.max(self.shm_out[ra]);
             let out_end = start + copy_out;
-            // Tried (calib6): LogP's gap inside a node.
-            self.shm_out[ra] = out_end.max(start + l.gap_us);
+            self.shm_out[ra] = out_end;
             let land_start = (start + lat).max(self.shm_in[rb]);
             let mut arrival = land_start + wire;
             if self.mem_per_byte > 0.0 && !self.share_cache(a, b) {
