@@ -320,8 +320,8 @@ pub struct Cvar {
     name: &'static str,
 }
 
-// SAFETY: an MPI_T handle is process-wide, and MPI_T is thread-safe (MPI
-// 4.0, 15.3.1); its callers serialise the writes of one variable
+// SAFETY: an MPI_T handle is process-wide, and the MPI standard makes MPI_T
+// thread-safe; its callers serialise the writes of one variable
 // (per-call blocking forcing refuses MPI_THREAD_MULTIPLE; the nonblocking
 // forcing writes under its lock).
 unsafe impl Send for Cvar {}
