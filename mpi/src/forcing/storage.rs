@@ -45,24 +45,12 @@ impl Storage {
     pub fn find(cvar: &Cvar, symbol: &CStr, values: &[c_int]) -> Option<Storage> {
         let now = cvar.read().ok()?;
         let other = *values.iter().find(|&&v| v != now)?;
-        let mut chosen = None;
-        for (p, handle) in candidates(symbol) {
-            let keep = chosen.is_none() && {
-                let ok = Storage(p).proven(cvar, now, other);
-                let _ = cvar.write(now);
-                ok
-            };
-            match (keep, handle) {
-                // The object stays loaded: its handle is never closed.
-                (true, _) => chosen = Some(Storage(p)),
-                // SAFETY: a handle dlopen returned, closed once.
-                (false, Some(h)) => unsafe {
-                    libc::dlclose(h);
-                },
-                (false, None) => {}
-            }
-        }
-        chosen
+        let chosen = candidates(symbol).into_iter().find(|&p| {
+            let ok = Storage(p).proven(cvar, now, other);
+            let _ = cvar.write(now);
+            ok && hold(p)
+        });
+        chosen.map(Storage)
     }
 
     /// Whether this is `cvar`'s storage both ways (see the module docs).
@@ -88,33 +76,46 @@ impl Storage {
     }
 }
 
-/// Every address `symbol` has: in the global scope (no handle to keep),
-/// then in each loaded object (with the handle that holds it), distinct.
-fn candidates(symbol: &CStr) -> Vec<(NonNull<c_int>, Option<*mut c_void>)> {
-    let mut found: Vec<(NonNull<c_int>, Option<*mut c_void>)> = Vec::new();
+/// Every address `symbol` has: in the global scope, then in each loaded
+/// object, distinct.
+fn candidates(symbol: &CStr) -> Vec<NonNull<c_int>> {
+    let mut found: Vec<NonNull<c_int>> = Vec::new();
     // SAFETY: dlsym in the global scope with a NUL-terminated name.
     if let Some(p) = NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) }) {
-        found.push((p.cast(), None));
+        found.push(p.cast());
     }
     for name in loaded_objects() {
         // SAFETY: a NUL-terminated name; RTLD_NOLOAD loads nothing, it only
-        // returns a counted handle of an object already loaded.
+        // returns a counted handle of an object already loaded (closed
+        // below: the MPI library holds it while this runs).
         let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
         if h.is_null() {
             continue;
         }
         // SAFETY: a live handle and a NUL-terminated name.
-        match NonNull::new(unsafe { libc::dlsym(h, symbol.as_ptr()) }) {
-            Some(p) if !found.iter().any(|(q, _)| *q == p.cast()) => {
-                found.push((p.cast(), Some(h)));
+        if let Some(p) = NonNull::new(unsafe { libc::dlsym(h, symbol.as_ptr()) }) {
+            if !found.contains(&p.cast()) {
+                found.push(p.cast());
             }
-            // SAFETY: the handle opened above, closed once.
-            _ => unsafe {
-                libc::dlclose(h);
-            },
         }
+        // SAFETY: the handle opened above, closed once.
+        unsafe { libc::dlclose(h) };
     }
     found
+}
+
+/// Holds the object `p` lies in loaded for good (a handle never closed);
+/// false where it cannot be held (then `p` is not used).
+fn hold(p: NonNull<c_int>) -> bool {
+    // SAFETY: dladdr fills `info` for an address of a loaded object; its
+    // name is a NUL-terminated string of the loader's.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(p.as_ptr().cast(), &mut info) == 0 || info.dli_fname.is_null() {
+            return false;
+        }
+        !libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD).is_null()
+    }
 }
 
 /// The names of the objects loaded now (not the main program, not the
