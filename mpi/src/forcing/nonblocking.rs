@@ -103,10 +103,9 @@ impl NbForcing {
     #[inline]
     pub fn run<T>(&self, call: impl FnOnce() -> T) -> T {
         let Some((var, value)) = self.0 else {
-            if SHARED.load(Ordering::Acquire) {
-                let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-                return call();
-            }
+            let _g = SHARED
+                .load(Ordering::Acquire)
+                .then(|| LOCK.lock().unwrap_or_else(|p| p.into_inner()));
             return call();
         };
         let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -120,6 +119,24 @@ impl NbForcing {
         }
         r
     }
+}
+
+/// The storage of variable `var` ([`Storage::find`]), looked for once per
+/// process and variable (every choice of one library forces the same
+/// variable; the object it lies in stays loaded).
+fn storage_of(var: &'static str, cvar: &Cvar, symbol: &CStr, values: &[c_int]) -> Option<Storage> {
+    static FOUND: Mutex<Vec<(&'static str, Option<Storage>)>> = Mutex::new(Vec::new());
+    let mut found = FOUND.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, s)) = found.iter().find(|(v, _)| *v == var) {
+        return *s;
+    }
+    let s = {
+        // No forced call may run while the proof writes the variable.
+        let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        Storage::find(cvar, symbol, values)
+    };
+    found.push((var, s));
+    s
 }
 
 /// The values a library's enumeration variable takes, by name: from its
@@ -173,11 +190,7 @@ pub fn forcing(f: LibraryChoice) -> Result<NbForcing, String> {
     cvar.write(now)
         .map_err(|e| format!("MPI_T will not write {var}: {e}"))?;
     let values: Vec<c_int> = items.iter().map(|(v, _)| *v).collect();
-    let way = {
-        // No forced call may run while the proof writes the variable.
-        let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        Storage::find(&cvar, symbol, &values)
-    };
+    let way = storage_of(var, &cvar, symbol, &values);
     if ffi::thread_multiple() {
         SHARED.store(true, Ordering::Release);
     }
