@@ -192,6 +192,9 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             outln!("every time as measured: {}", every.line());
         }
     }
+    if let Some(n) = predict::neighbours::score(&meas) {
+        outln!("{}", n.line());
+    }
     if let Some(e) = model.fit_error {
         outln!("{}", s.uncertain_line(e));
     }

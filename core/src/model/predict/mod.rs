@@ -14,6 +14,7 @@
 //! over ranks of each rank's time in the call ([`trees::osu_time`]).
 
 pub use crate::model::own;
+pub mod neighbours;
 pub mod trees;
 
 use std::collections::BTreeMap;

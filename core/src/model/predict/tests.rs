@@ -370,3 +370,31 @@ fn a_point_whose_runner_up_is_within_the_models_error_is_uncertain() {
     let (p, _) = check(&m, &l, Mapping::Core, &meas, TimeKind::Slowest).unwrap();
     assert!(!p[0].uncertain);
 }
+
+#[test]
+fn the_set_against_itself_guesses_from_the_neighbouring_rank_counts() {
+    // One size, rank counts 4, 8, 16: linear (1) wins at 4 and 8, binary
+    // (5) at 16 by a factor 3; the default (0) is no candidate.
+    let mut meas = Measured::new();
+    let mut put = |r: usize, t: &[(u32, f64)]| {
+        meas.insert((r, 64), t.iter().copied().collect());
+    };
+    put(4, &[(0, 1.0), (1, 1.0), (5, 2.0)]);
+    put(8, &[(1, 1.0), (5, 1.02)]);
+    put(16, &[(1, 3.0), (5, 1.0)]);
+    // A size of one algorithm alone gives no guess.
+    meas.insert((4, 128), [(1, 1.0)].into_iter().collect());
+    let n = neighbours::score(&meas).expect("neighbours");
+    // 4 <- 8 (linear, right), 8 <- 4 (linear, right), 8 <- 16 (binary:
+    // 1.02, within AGREE_WITHIN), 16 <- 8 (linear: 3x).
+    assert_eq!((n.guesses, n.points), (4, 3));
+    assert!((n.agreement - 0.75).abs() < 1e-12, "{n:?}");
+    assert!((n.regret_worst - 3.0).abs() < 1e-12, "{n:?}");
+    let g = (1.0f64 * 1.0 * 1.02 * 3.0).powf(0.25);
+    assert!((n.regret_geomean - g).abs() < 1e-12, "{n:?}");
+    assert!(n.line().starts_with("the set against itself: the winner measured at the next rank count (same size) agrees at 75% of 4 guesses on 3 points; regret geomean 1.32, worst 3.00"), "{}", n.line());
+    // One rank count a size: nothing to guess from.
+    let mut one = Measured::new();
+    one.insert((4, 64), [(1, 1.0), (5, 2.0)].into_iter().collect());
+    assert_eq!(neighbours::score(&one), None);
+}
