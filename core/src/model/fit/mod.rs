@@ -59,7 +59,7 @@ use std::collections::BTreeMap;
 use crate::measure::record::Sample;
 use crate::measure::stats::median;
 use crate::model::placement::{Layout, Mapping};
-use crate::model::predict::{self, TimeKind};
+use crate::model::predict::{self, trees, TimeKind};
 use crate::model::sim::Model;
 use knobs::{applies, apply, figure, KnobInfo, KNOBS};
 
@@ -168,8 +168,8 @@ pub fn simulate_all(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<Vec<f64>,
         .map_or(1, |n| n.get())
         .clamp(1, obs.len().max(1));
     let one = |o: &Obs| {
-        o.kind
-            .simulate(m, layout, o.mapping, o.algorithm, o.ranks, o.bytes)
+        trees::simulate(m, layout, o.mapping, o.algorithm, o.ranks, o.bytes)
+            .map(|e| o.kind.of(&e))
             .map_err(|why| FitError::Simulate {
                 origin: o.source.clone(),
                 ranks: o.ranks,

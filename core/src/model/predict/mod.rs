@@ -46,29 +46,6 @@ impl TimeKind {
         }
     }
 
-    /// The simulated time of one call as this kind reports it: the mean
-    /// over ranks of each rank's time from a common start (osu_bcast, IMB),
-    /// or pico's, the slowest rank's from its own exit of the barrier ahead
-    /// of the call ([`trees::simulate_from_barrier`]).
-    pub fn simulate(
-        self,
-        m: &Model,
-        layout: &Layout,
-        mapping: Mapping,
-        alg: u32,
-        ranks: usize,
-        bytes: u64,
-    ) -> Result<f64, String> {
-        match self {
-            TimeKind::MeanOverRanks => {
-                trees::simulate(m, layout, mapping, alg, ranks, bytes).map(|e| self.of(&e))
-            }
-            TimeKind::Slowest => {
-                trees::simulate_from_barrier(m, layout, mapping, alg, ranks, bytes)
-            }
-        }
-    }
-
     /// What a sample's time is, from where it came from: pico's per-call
     /// files (`imported:pico:...`) the slowest rank's, anything else the
     /// mean over ranks.
@@ -566,8 +543,8 @@ pub fn check(
         }
         let mut times = BTreeMap::new();
         for (&a, &t) in algs {
-            let p = kind
-                .simulate(m, layout, mapping, a, ranks, bytes)
+            let p = trees::simulate(m, layout, mapping, a, ranks, bytes)
+                .map(|e| kind.of(&e))
                 .map_err(|e| format!("{ranks} ranks, {bytes} B, algorithm {a}: {e}"))?;
             times.insert(a, (t, p));
         }

@@ -15,7 +15,6 @@
 
 use colltune_algorithms::bcast::tree::tree_bcast;
 use colltune_algorithms::registry::build_into;
-use colltune_algorithms::schedule::{Post, Region, SendMode, Tag};
 use colltune_algorithms::topo::{knomial_tree, TreeNode};
 use colltune_algorithms::{
     resolve, AlgoSpec, Builder, Collective, Execution, NodeMap, Plan, Shape,
@@ -156,172 +155,11 @@ pub fn simulate(
     ranks: usize,
     bytes: u64,
 ) -> Result<Vec<f64>, String> {
-    run(m, layout, mapping, Some(alg), false, ranks, bytes)
-}
-
-/// The time pico's loop reports of one `MPI_Bcast` (algorithm, ranks and
-/// bytes as [`simulate`]'s): each rank reads its clock as it leaves the
-/// `MPI_Barrier` ahead of the call and again as the call returns, and the
-/// file holds the slowest rank's difference (pico's `bench_utils.h`:
-/// `MPI_Barrier; start = MPI_Wtime(); call; end = MPI_Wtime()`, then the
-/// maximum over ranks). The barrier is the one Open MPI's coll/tuned picks
-/// at that size ([`barrier_decision`]), simulated on the same model: where
-/// it lets ranks go in the order the broadcast reaches them (the tree
-/// barrier, 256-511 and 1,024-4,095 ranks, and a binomial broadcast: a
-/// rank's depth is the number of its set bits in both trees) a rank's
-/// clock starts about when its data is due, and the call looks a hop long.
-pub fn simulate_from_barrier(
-    m: &Model,
-    layout: &Layout,
-    mapping: Mapping,
-    alg: u32,
-    ranks: usize,
-    bytes: u64,
-) -> Result<f64, String> {
-    let exits = run(m, layout, mapping, None, true, ranks, bytes)?;
-    let ends = run(m, layout, mapping, Some(alg), true, ranks, bytes)?;
-    Ok(ends
-        .iter()
-        .zip(&exits)
-        .map(|(e, s)| (e - s).max(0.0))
-        .fold(0.0, f64::max))
-}
-
-/// The barrier Open MPI 4.1's coll/tuned runs at `size` ranks
-/// (`ompi_coll_tuned_barrier_intra_dec_fixed`): 1 linear, 3 recursive
-/// doubling, 4 Bruck, 6 tree.
-pub fn barrier_decision(size: usize) -> u32 {
-    match size {
-        0..=3 => 3,
-        4..=7 => 1,
-        8..=63 => 3,
-        64..=255 => 4,
-        256..=511 => 6,
-        512..=1023 => 4,
-        1024..=4095 => 6,
-        _ => 4,
-    }
-}
-
-/// Rank `rank`'s part of coll/tuned's barrier [`barrier_decision`] on
-/// `size` ranks, zero-byte messages as coll_base_barrier.c sends them
-/// (its shapes, written here from their rules).
-pub fn barrier(b: &mut Builder, rank: usize, size: usize) {
-    let none = Region::data(0, 0);
-    let send = |b: &mut Builder, to: usize| {
-        b.send_tagged(to, none, Tag::Control, SendMode::Standard, Post::Blocking);
-    };
-    let recv = |b: &mut Builder, from: usize| {
-        b.recv_tagged(from, none, Tag::Control, Post::Blocking);
-    };
-    let sendrecv = |b: &mut Builder, to: usize, from: usize| {
-        b.send_tagged(
-            to,
-            none,
-            Tag::Control,
-            SendMode::Standard,
-            Post::ExchangeWithNext,
-        );
-        b.recv_tagged(from, none, Tag::Control, Post::Blocking);
-    };
-    if size < 2 {
-        return;
-    }
-    match barrier_decision(size) {
-        1 => {
-            if rank == 0 {
-                for i in 1..size {
-                    b.recv_tagged(i, none, Tag::Control, Post::Immediate);
-                }
-                b.wait_all();
-                (1..size).for_each(|i| send(b, i));
-            } else {
-                send(b, 0);
-                recv(b, 0);
-            }
-        }
-        3 => {
-            // The largest power of two at most `size`; the ranks above it
-            // check in with one below first and are let go last.
-            let adj = 1usize << (usize::BITS - 1 - size.leading_zeros());
-            if adj != size {
-                if rank >= adj {
-                    sendrecv(b, rank - adj, rank - adj);
-                } else if rank < size - adj {
-                    recv(b, rank + adj);
-                }
-            }
-            if rank < adj {
-                let mut mask = 1;
-                while mask < adj {
-                    let remote = rank ^ mask;
-                    mask <<= 1;
-                    if remote < adj {
-                        sendrecv(b, remote, remote);
-                    }
-                }
-            }
-            if adj != size && rank < size - adj {
-                send(b, rank + adj);
-            }
-        }
-        6 => {
-            // Up the tree, then down it, largest jump first.
-            let depth = size.next_power_of_two();
-            let mut jump = 1;
-            while jump < depth {
-                let partner = rank ^ jump;
-                if partner & (jump - 1) == 0 && partner < size {
-                    if partner > rank {
-                        recv(b, partner);
-                    } else {
-                        send(b, partner);
-                    }
-                }
-                jump <<= 1;
-            }
-            let mut jump = depth >> 1;
-            while jump > 0 {
-                let partner = rank ^ jump;
-                if partner & (jump - 1) == 0 && partner < size {
-                    if partner > rank {
-                        send(b, partner);
-                    } else {
-                        recv(b, partner);
-                    }
-                }
-                jump >>= 1;
-            }
-        }
-        _ => {
-            // Bruck: log2 rounds, each a send `distance` up and a receive
-            // from as far down.
-            let mut distance = 1;
-            while distance < size {
-                sendrecv(b, (rank + distance) % size, (rank + size - distance) % size);
-                distance <<= 1;
-            }
-        }
-    }
-}
-
-/// Simulates each rank running the barrier ahead of the call (`barrier`),
-/// then the broadcast of `alg` (where given); each rank's time from the
-/// start to the end of what it ran, microseconds.
-fn run(
-    m: &Model,
-    layout: &Layout,
-    mapping: Mapping,
-    alg: Option<u32>,
-    barrier_first: bool,
-    ranks: usize,
-    bytes: u64,
-) -> Result<Vec<f64>, String> {
     let cores = mapping.place(layout, ranks)?;
     let labels: Vec<usize> = cores.iter().map(|c| c / layout.cores_per_node()).collect();
     let nodes = NodeMap::from_labels(&labels);
     let groups = crate::model::levels::groups(m, layout, &cores)?;
-    let (run, fanout) = resolved(alg.unwrap_or(1), ranks, bytes);
+    let (run, fanout) = resolved(alg, ranks, bytes);
     let other = match run {
         4 => Some("split_binary:segment=0"),
         8 => Some("scatter_allgather"),
@@ -345,13 +183,6 @@ fn run(
             nodes: &nodes,
         };
         let mut b = Builder::new();
-        if barrier_first {
-            barrier(&mut b, rank, ranks);
-        }
-        if alg.is_none() {
-            plans.push(Plan::new(b.finish()));
-            continue;
-        }
         match (&spec, tree(run, sh.vrank(), ranks, fanout)) {
             (None, Some(node)) => tree_bcast(&mut b, &sh, &node, 0, bytes, 0),
             (Some(spec), _) => build_into(Collective::Bcast, spec, &sh, &mut b)
