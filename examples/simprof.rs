@@ -55,6 +55,8 @@ fn slow_model() -> Model {
         levels: Vec::new(),
         memory_copy_gbs: None,
         intra_load_per_rank: None,
+        shared_reads: false,
+        shared_ports: false,
         group: None,
         fit_error: None,
     }

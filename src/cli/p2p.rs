@@ -30,6 +30,12 @@ pub struct P2pArgs {
     /// single-pair copy.
     #[arg(long)]
     pub memory_copy_gbs: Option<f64>,
+    /// Inside a node, the reads of one sender's buffer in progress at once
+    /// share its rate (k started together each end k reads later) instead
+    /// of queueing on it: the model's `shared_reads` (off by default; see
+    /// docs/real-clusters.md).
+    #[arg(long)]
+    pub shared_reads: bool,
 }
 
 fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -84,13 +90,9 @@ pub fn warn_first(file: &Path, got: &import::Imported) {
 
 /// Fits the levels' model, warning of each level the data does not
 /// measure.
-pub fn fit(
-    rows: &[P2pRow],
-    layout: &Layout,
-    name: &str,
-    memory_copy_gbs: Option<f64>,
-) -> anyhow::Result<LevelsFit> {
-    let f = fit_model(rows, layout, name, memory_copy_gbs).map_err(usage)?;
+pub fn fit(rows: &[P2pRow], layout: &Layout, name: &str, a: &P2pArgs) -> anyhow::Result<LevelsFit> {
+    let mut f = fit_model(rows, layout, name, a.memory_copy_gbs).map_err(usage)?;
+    f.model.shared_reads = a.shared_reads;
     for (missing, by) in &f.stand_ins {
         eprintln!(
             "colltune: warning: the layout {layout} has ranks that share a {missing} level but no measured pair does; the {by} level's figures stand in for it"
@@ -114,7 +116,7 @@ pub fn calibrate(
         .and_then(|l| Layout::parse(l).map_err(usage))?;
     let rows = read(a)?;
     let name = name.unwrap_or("from-p2p");
-    let f = fit(&rows, &layout, name, a.memory_copy_gbs)?;
+    let f = fit(&rows, &layout, name, a)?;
     for (level, lf) in &f.fits {
         let l = &lf.link;
         outln!(

@@ -306,6 +306,8 @@ pub fn fit_model(
         levels,
         memory_copy_gbs: Some(memory_copy_gbs),
         intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
+        shared_reads: false,
+        shared_ports: false,
         group: None,
         fit_error: Some(ping_pong_error(&fits)),
     };

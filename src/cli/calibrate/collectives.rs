@@ -36,15 +36,18 @@ pub struct Inputs<'a> {
 fn base_of(i: &Inputs, layout: &Layout) -> anyhow::Result<(Model, String)> {
     if !i.p2p.p2p.is_empty() {
         let rows = crate::cli::p2p::read(i.p2p)?;
-        let f = crate::cli::p2p::fit(&rows, layout, "from-p2p", i.p2p.memory_copy_gbs)?;
+        let f = crate::cli::p2p::fit(&rows, layout, "from-p2p", i.p2p)?;
         return Ok((f.model, "the ping-pong's model (--p2p)".into()));
     }
     if let Some(p) = i.base {
-        let m = Model::load(p).map_err(usage)?;
+        let mut m = Model::load(p).map_err(usage)?;
+        m.shared_reads |= i.p2p.shared_reads;
         return Ok((m, format!("the model {} (--base)", p.display())));
     }
+    let mut generic = knobs::generic();
+    generic.shared_reads = i.p2p.shared_reads;
     Ok((
-        knobs::generic(),
+        generic,
         "colltune's generic figures (neither --p2p nor --base given)".into(),
     ))
 }
@@ -160,6 +163,22 @@ fn report(f: &Fitted, obs: &[Obs]) {
                 k.basis
             );
         }
+    }
+    for s in &f.shapes {
+        let verdict = if s.kept {
+            "kept"
+        } else if s.with >= s.without * (1.0 - 1e-12) && s.with <= s.without * (1.0 + 1e-12) {
+            "not kept, no point moves with it"
+        } else {
+            "not kept, the error falls by less than 2% with it (or rises)"
+        };
+        outln!(
+            "  {:<16} {verdict}: {}; mean |ln error| {:.3} without, {:.3} with",
+            s.name,
+            s.what,
+            s.without,
+            s.with
+        );
     }
     let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for (o, p) in obs.iter().zip(&f.predicted) {

@@ -69,6 +69,8 @@ pub fn model_of(
         levels: Vec::new(),
         memory_copy_gbs: b.and_then(|b| b.memory_copy_gbs),
         intra_load_per_rank: b.and_then(|b| b.intra_load_per_rank),
+        shared_reads: b.is_some_and(|b| b.shared_reads),
+        shared_ports: b.is_some_and(|b| b.shared_ports),
         group: b.and_then(|b| b.group.clone()),
         // The ping-pong's own residual: what `predict` holds a runner-up to.
         fit_error: measured

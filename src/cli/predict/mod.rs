@@ -207,13 +207,7 @@ fn model_of(a: &Args, layout: &Layout) -> anyhow::Result<Model> {
     Ok(match (&a.model, a.p2p.p2p.is_empty()) {
         (Some(p), _) => Model::load(p).map_err(usage)?,
         (None, false) => {
-            super::p2p::fit(
-                &super::p2p::read(&a.p2p)?,
-                layout,
-                "from-p2p",
-                a.p2p.memory_copy_gbs,
-            )?
-            .model
+            super::p2p::fit(&super::p2p::read(&a.p2p)?, layout, "from-p2p", &a.p2p)?.model
         }
         (None, true) => {
             return Err(usage(

@@ -274,6 +274,8 @@ pub fn generic() -> Model {
         levels: Vec::new(),
         memory_copy_gbs: None,
         intra_load_per_rank: Some(INTRA_LOAD_PER_RANK),
+        shared_reads: false,
+        shared_ports: false,
         group: None,
         fit_error: None,
     }

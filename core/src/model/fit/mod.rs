@@ -230,11 +230,49 @@ pub struct KnobFit {
     pub basis: String,
 }
 
+/// A shape of the simulator the fit may switch on (`sim/share.rs`): a
+/// way resources are shared that the ping-pong cannot show.
+pub struct Shape {
+    pub name: &'static str,
+    pub what: &'static str,
+    get: fn(&Model) -> bool,
+    set: fn(&mut Model),
+}
+
+/// The shapes, in the order the fit tries them.
+pub const SHAPES: &[Shape] = &[
+    Shape {
+        name: "shared-ports",
+        what: "transfers leaving a node's network port at once share its rate (else they queue)",
+        get: |m| m.shared_ports,
+        set: |m| m.shared_ports = true,
+    },
+    Shape {
+        name: "shared-reads",
+        what: "reads of one sender's buffer inside a node at once share it (else they queue)",
+        get: |m| m.shared_reads,
+        set: |m| m.shared_reads = true,
+    },
+];
+
+/// One shape after the fit: whether it was kept, and the fit's objective
+/// (mean |ln(predicted / measured)|) without and with it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeFit {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub kept: bool,
+    pub without: f64,
+    pub with: f64,
+}
+
 /// A fitted model and how it fits.
 #[derive(Clone, Debug)]
 pub struct Fitted {
     pub model: Model,
     pub knobs: Vec<KnobFit>,
+    /// The shapes tried ([`SHAPES`]), in order.
+    pub shapes: Vec<ShapeFit>,
     /// Per point: predicted time.
     pub predicted: Vec<f64>,
     /// Median and worst |predicted / measured - 1|.
@@ -530,8 +568,45 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
         // Nothing the data pins beats the start: keep the start.
         x = zero;
         pinned.iter_mut().for_each(|p| *p = false);
+        cost = base_cost;
     }
-    let model = apply(base, &x);
+    // The shapes (sim/share.rs), each tried from the fitted figures with
+    // the pinned knobs searched again, kept where the fit's error falls by
+    // PINNED or more.
+    let mut base = base.clone();
+    let mut shapes = Vec::new();
+    for shape in SHAPES {
+        if (shape.get)(&base) {
+            continue;
+        }
+        let mut with = base.clone();
+        (shape.set)(&mut with);
+        let live: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
+        let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
+            evaluations += 1;
+            let p = simulate_all(&apply(&with, x), layout, obs)?;
+            Ok((objective(&p, obs), p))
+        };
+        let (c0, _) = eval(&x)?;
+        // No point moves with it: nothing to search.
+        let (y, c) = if (c0 - cost).abs() <= 1e-12 * cost.max(1e-12) {
+            (x.clone(), c0)
+        } else {
+            search(&mut eval, x.clone(), c0, &live, &STEPS[2..])?
+        };
+        let kept = c < cost * (1.0 - PINNED);
+        shapes.push(ShapeFit {
+            name: shape.name,
+            what: shape.what,
+            kept,
+            without: cost,
+            with: c,
+        });
+        if kept {
+            (base, x, cost) = (with, y, c);
+        }
+    }
+    let model = apply(&base, &x);
     let predicted = simulate_all(&model, layout, obs)?;
     evaluations += 1;
     let (error_median, error_worst) = errors(&predicted, obs);
@@ -551,6 +626,7 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
     Ok(Fitted {
         model,
         knobs,
+        shapes,
         predicted,
         error_median,
         error_worst,

@@ -264,3 +264,50 @@ fn figures_fitted_to_noise_are_held_out_and_go_back_toward_the_start() {
         f.model
     );
 }
+
+/// A shape the data was simulated with is kept, one it was not is not:
+/// large broadcasts over many nodes, one rank a node, simulated with the
+/// node ports shared; the fit starts from the base with them queued.
+#[test]
+fn keeps_the_shape_its_data_was_simulated_with() {
+    let lay = Layout::parse("node:16,core:1").unwrap();
+    let base = generic();
+    let mut truth = base.clone();
+    truth.shared_ports = true;
+    let mut obs = Vec::new();
+    for alg in [1, 5, 6] {
+        for r in [4, 8, 16] {
+            for bytes in [8, 65536, 1 << 20, 1 << 22] {
+                obs.push(Obs {
+                    mapping: Mapping::Node,
+                    algorithm: alg,
+                    ranks: r,
+                    bytes,
+                    time_us: 1.0,
+                    kind: TimeKind::MeanOverRanks,
+                    source: "test".into(),
+                });
+            }
+        }
+    }
+    let t = simulate_all(&truth, &lay, &obs).unwrap();
+    let obs: Vec<Obs> = obs
+        .into_iter()
+        .zip(t)
+        .map(|(o, t)| Obs { time_us: t, ..o })
+        .collect();
+    let f = fit(&base, &lay, &obs).unwrap();
+    let ports = f.shapes.iter().find(|s| s.name == "shared-ports").unwrap();
+    assert!(ports.kept && ports.with < 0.5 * ports.without, "{ports:?}");
+    assert!(f.model.shared_ports, "{:?}", f.shapes);
+    let reads = f.shapes.iter().find(|s| s.name == "shared-reads").unwrap();
+    assert!(
+        !reads.kept && !f.model.shared_reads,
+        "one rank a node: {reads:?}"
+    );
+    assert!(f.error_median < 0.01, "{f:?}");
+    // Simulated with them queued, the fit does not switch them on.
+    let queued = measured_on(&base, points(&[2, 4, 8, 12, 16]));
+    let g = fit(&base, &layout(), &queued).unwrap();
+    assert!(g.shapes.iter().all(|s| !s.kept), "{:?}", g.shapes);
+}

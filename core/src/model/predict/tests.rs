@@ -30,6 +30,8 @@ fn model() -> Model {
         }],
         memory_copy_gbs: None,
         intra_load_per_rank: None,
+        shared_reads: false,
+        shared_ports: false,
         group: None,
         fit_error: None,
     }

@@ -20,6 +20,7 @@ use colltune_algorithms::{Execution, NodeMap, Plan, Post};
 use super::events::Events;
 use super::model::Model;
 use super::network::{Matched, Network};
+use super::share::{self, Joined, Read};
 use super::traffic::Traffic;
 use super::{stuck, SimError};
 
@@ -27,6 +28,9 @@ use super::{stuck, SimError};
 /// this bit) start rendezvous transfer number `ev - RDV` (rank: the sender).
 const WAKE: u32 = u32::MAX;
 const RDV: u32 = 1 << 31;
+/// With `RDV`: the reads of the rank's buffer (`share.rs`) reach an end,
+/// the low bits the version of the buffer's reads that event is for.
+const SHARED: u32 = 1 << share::VERSION_BITS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum St {
@@ -193,6 +197,8 @@ pub struct Engine<'a> {
     /// Rendezvous transfers waiting for their start event: (send rank, send
     /// op, bytes still to move, receive rank, receive op, receive posted).
     rdv: Vec<(u32, u32, u64, u32, u32, f64)>,
+    /// Scratch: the reads of a buffer that ended at one event.
+    ended: Vec<Read>,
     /// Whether ops' dependents are packed (the dataflow execution needs them).
     pub(super) dependents: bool,
     /// Scratch for packing a rank.
@@ -255,6 +261,7 @@ impl<'a> Engine<'a> {
             startable: BinaryHeap::new(),
             fence_entries: Vec::new(),
             rdv: Vec::new(),
+            ended: Vec::new(),
             fence_ops: Vec::new(),
             dependents: dependents || exec == Execution::Nonblocking,
             channels: Default::default(),
@@ -322,19 +329,48 @@ impl<'a> Engine<'a> {
                 // event then), not when the match was found: links serve
                 // in time order.
                 let k = u32_of(self.rdv.len());
-                assert!(k < RDV - 1, "simulated call too large");
+                assert!(k < SHARED, "simulated call too large");
                 self.rdv.push((src, si, rest, dst, ri, r_post));
                 self.push(at, src, RDV | k);
             }
         }
     }
 
-    /// Rendezvous transfer `k` leaves at `t`.
+    /// Rendezvous transfer `k` leaves at `t`: inside a node, a read of
+    /// the sender's buffer beside its others (`share.rs`).
     fn start_rdv(&mut self, k: u32, t: f64) {
         let (src, si, bytes, dst, ri, r_post) = self.rdv[k as usize];
+        if self.net.read_shared(src, dst) {
+            let key = self.net.share_key(src, dst);
+            match self.net.read_join(src, dst, k, bytes, t) {
+                Joined::Later(at) => self.push(at, src, RDV | k),
+                Joined::Next(at, v) => self.push(at, key, RDV | SHARED | v),
+            }
+            return;
+        }
         let (free, recv_done) = self.net.rendezvous_data(src, dst, bytes, t, r_post);
         self.push(free, src, si);
         self.push(recv_done, dst, ri);
+    }
+
+    /// The event of version `v` of rank `src`'s buffer's reads, at `t`:
+    /// the reads that ended complete their sends and receives.
+    fn end_reads(&mut self, src: u32, v: u32, t: f64) {
+        let mut done = std::mem::take(&mut self.ended);
+        done.clear();
+        if let Some(next) = self.net.read_step(src, v, t, &mut done) {
+            if let Some((at, v)) = next {
+                self.push(at, src, RDV | SHARED | v);
+            }
+            for r in &done {
+                // `src` names the share; the rendezvous names its sender.
+                let (from, si, _, dst, ri, r_post) = self.rdv[r.k as usize];
+                let (free, recv_done) = self.net.read_landed(from, r, t, r_post);
+                self.push(free, from, si);
+                self.push(recv_done, dst, ri);
+            }
+        }
+        self.ended = done;
     }
 
     fn start(&mut self, r: u32, i: u32, t: f64) {
@@ -771,7 +807,11 @@ impl<'a> Engine<'a> {
                 return Ok(t);
             }
             if e.ev != WAKE && e.ev & RDV != 0 {
-                self.start_rdv(e.ev & !RDV, t);
+                if e.ev & SHARED != 0 {
+                    self.end_reads(e.r, e.ev & !(RDV | SHARED), t);
+                } else {
+                    self.start_rdv(e.ev & !RDV, t);
+                }
                 continue;
             }
             if e.ev != WAKE {

@@ -7,8 +7,9 @@
 //! `g`), fly for `L`, and occupy the receiver node's incoming link for `n G`
 //! (a node's messages queue on its link: contention); inside a node they take
 //! `L + n G` of the shared-memory link, the sender's process busy `n G` of
-//! it for a rendezvous message and a local copy (`n / copy bandwidth`) for
-//! an eager one. Messages up to the eager limit leave
+//! it for a rendezvous message (its reads queue on its buffer; with the
+//! model's `shared_reads` they share it instead: k started together end
+//! after `k n G`) and a local copy (`n / copy bandwidth`) for an eager one. Messages up to the eager limit leave
 //! at once; larger ones wait for their receive plus one `L` (rendezvous). A
 //! receive completes `o` after both it is posted and its data has arrived.
 //! Copies take `n / copy bandwidth`; window synchronisation completes the
@@ -47,6 +48,8 @@
 //! - `pack.rs`: a rank's schedule into the engine's flat arrays;
 //! - `network.rs`: what moving bytes costs: links, node ports, token
 //!   buckets, shared-memory copies, rendezvous timing;
+//! - `share.rs`: the reads of one buffer inside a node at once, sharing it
+//!   (the model's `shared_reads`);
 //! - `events.rs`: the radix heap of pending events;
 //! - `traffic.rs`: messages and bytes per tier (node, group, global);
 //! - `closed.rs`: the closed form of a call too large to hold (the O(p^2)
@@ -64,6 +67,7 @@ mod network;
 mod pack;
 mod pipelined;
 mod rounds;
+mod share;
 #[cfg(test)]
 mod tests;
 pub mod traffic;

@@ -104,6 +104,23 @@ pub struct Model {
     /// own ping-pong, or written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_load_per_rank: Option<f64>,
+    /// Whether the rendezvous reads of one sender's buffer inside a node in
+    /// progress at once share its rate (`sim/share.rs`: k reads started
+    /// together each end k reads later) rather than queue on it (one read
+    /// apart). False: they queue (the default: the shared form fits basic
+    /// linear inside a socket, but costs calibrated agreement elsewhere,
+    /// docs/measurements/2026-12-07-calibrate/).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_reads: bool,
+    /// Whether the rendezvous transfers leaving one node's network port at
+    /// once share its rate (`sim/share.rs`: k started together each end k
+    /// transfers later) rather than queue on it. `calibrate --collectives`
+    /// keeps it where the fit's error falls with it (a rank sending to
+    /// several nodes at once, as a binomial root does: on Leonardo 8 MiB from
+    /// 256 nodes measures 36 transfers' time, the path through each
+    /// rank's first child, which the queue gives as 8).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_ports: bool,
     /// A level above the node: groups of nodes (a dragonfly's groups, a
     /// fat tree's leaf switches) and the link between nodes of different
     /// groups. None: one group, every pair of nodes talks over `inter`.

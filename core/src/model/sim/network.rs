@@ -7,11 +7,14 @@
 //! of a port), so a node's messages queue on its ports (contention), and
 //! the ranks of a node share its message rate `1/g`. A port may be
 //! a token bucket (`burst_bytes`): credit that refills at the link's rate
-//! while the port is free, spent before any per-byte cost. Inside a node the
-//! sender's process copies a message out (an eager one into its own shared
-//! segment at the copy bandwidth, a rendezvous one read from it at the
-//! link's rate) and the receiver's copies it in at the link's rate, each
-//! one message at a time. Messages up to the eager limit leave when
+//! while the port is free, spent before any per-byte cost. Inside a node an
+//! eager message is copied out by the sender's process into its own shared
+//! segment at the copy bandwidth and in by the receiver's at the link's
+//! rate, each process one message at a time; a rendezvous message is read
+//! by its receiver straight out of the sender's buffer at the link's rate,
+//! the reads of one buffer queued on it (the sender's side held as long),
+//! or, where the model says so (`shared_reads`), in progress at once and
+//! sharing its rate (`share.rs`). Messages up to the eager limit leave when
 //! posted; larger ones (rendezvous) leave `L` after their receive is posted,
 //! the request optionally carrying a first fragment. Two nodes of different
 //! groups (the model's `group` level: a dragonfly's groups) talk over the
@@ -26,6 +29,7 @@ use std::ops::Bound::{Excluded, Included, Unbounded};
 use colltune_algorithms::NodeMap;
 
 use super::model::{Link, Model};
+use super::share::{Joined, Read, Shares};
 use super::traffic::Tier;
 
 /// The links, the ports and copy resources of one simulated call, and when
@@ -56,6 +60,11 @@ pub(super) struct Network {
     /// memory) are free: one process copies one message at a time.
     shm_out: Vec<f64>,
     shm_in: Vec<f64>,
+    /// Rendezvous reads inside a node in progress, per sender's buffer,
+    /// where they share it (the model's `shared_reads`: `share.rs`).
+    shared_reads: bool,
+    shares: Shares,
+    shared_ports: bool,
     /// Microseconds per byte of all shared-memory copies into one memory
     /// domain together (0: no limit); each rank's domain (its node, or its
     /// socket once placed) and when each domain is free of the copies
@@ -180,6 +189,9 @@ impl Network {
             tok_in: vec![burst(&m.inter); nodes.num_nodes()],
             shm_out: vec![0.0; p],
             shm_in: vec![0.0; p],
+            shared_reads: m.shared_reads,
+            shares: Shares::new(p + nodes.num_nodes()),
+            shared_ports: m.shared_ports,
             mem_per_byte: m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b),
             mem_of: (0..p).map(|r| nodes.node_of(r) as u32).collect(),
             mem_free: vec![Calendar::default(); nodes.num_nodes()],
@@ -202,6 +214,9 @@ impl Network {
         self.tok_in.fill(burst(&m.inter));
         self.shm_out.fill(0.0);
         self.shm_in.fill(0.0);
+        self.shared_reads = m.shared_reads;
+        self.shared_ports = m.shared_ports;
+        self.shares.clear();
         self.mem_per_byte = m.memory_copy_gbs.map_or(0.0, |b| 1e-3 / b);
         self.mem_free.iter_mut().for_each(Calendar::clear);
         self.in_cache = cache_levels(m);
@@ -325,7 +340,8 @@ impl Network {
             // message is read by the receiver straight from the sender's
             // buffer (single copy), and reads from one process queue on it
             // (the kernel pins the source's pages under its memory map's
-            // lock): the sender's side is held as long.
+            // lock): the sender's side is held as long. (With the model's
+            // `shared_reads` all but a first fragment go to `read_join`.)
             let l = self.link(a, b);
             let (wire, lat) = (bytes as f64 * rate(l, bytes, rdv), l.latency_us);
             let copy_out = if rdv || bytes > l.eager_limit {
@@ -462,6 +478,79 @@ impl Network {
         let o_r = self.link(src, dst).overhead_us;
         let (free, arr) = self.transfer(src, dst, bytes, t, true);
         (free, arr.max(r_post) + o_r)
+    }
+
+    /// Whether a rendezvous message from `src` to `dst` is read out of
+    /// `src`'s buffer sharing it with the other reads of it
+    /// ([`Network::read_join`]): the model says reads share, and the two
+    /// share a node. Otherwise the reads of one buffer queue on it
+    /// ([`Network::rendezvous_data`]).
+    #[inline]
+    pub fn read_shared(&self, src: u32, dst: u32) -> bool {
+        let same = self.node_of[src as usize] == self.node_of[dst as usize];
+        (self.shared_reads && same) || (self.shared_ports && !same)
+    }
+
+    /// The share a rendezvous message from `src` to `dst` joins: `src`'s
+    /// buffer inside a node, its node's port between nodes.
+    pub fn share_key(&self, src: u32, dst: u32) -> u32 {
+        let (na, nb) = (self.node_of[src as usize], self.node_of[dst as usize]);
+        if na == nb {
+            src
+        } else {
+            (self.shm_out.len() + na as usize) as u32
+        }
+    }
+
+    /// Rendezvous message `k`'s `bytes` (still to move) inside a node start
+    /// to be read out of `src`'s buffer by `dst` at `now`: they take the
+    /// link's rate alone, a share of it beside the buffer's other reads
+    /// (`share.rs`); later if `dst` is copying in another message.
+    pub fn read_join(&mut self, src: u32, dst: u32, k: u32, bytes: u64, now: f64) -> Joined {
+        let l = self.link(src, dst);
+        let (work, lat) = (bytes as f64 * rate(l, bytes, true), l.latency_us);
+        let key = self.share_key(src, dst);
+        if key != src {
+            return self.shares.join(key, dst, k, bytes, work, now);
+        }
+        let busy = self.shm_in[dst as usize] - lat;
+        if busy > now {
+            return Joined::Later(busy);
+        }
+        self.shares.join(src, dst, k, bytes, work, now)
+    }
+
+    /// At `now`, the event of version `version` of `src`'s buffer: None if
+    /// stale; else the reads that ended (into `done`) and the buffer's next
+    /// event.
+    pub fn read_step(
+        &mut self,
+        src: u32,
+        version: u32,
+        now: f64,
+        done: &mut Vec<Read>,
+    ) -> Option<Option<(f64, u32)>> {
+        self.shares.step(src, version, now, done)
+    }
+
+    /// Read `r` out of `src`'s buffer ended at `end` (its receive posted
+    /// at `r_post`): (when the send completes, when the receive does). The
+    /// data lands a latency later, and no sooner than the receiver's
+    /// memory domain has moved it (its turn among the node's copies).
+    pub fn read_landed(&mut self, src: u32, r: &Read, end: f64, r_post: f64) -> (f64, f64) {
+        let l = self.link(src, r.dst);
+        let (lat, o_r) = (l.latency_us, l.overhead_us);
+        let mut arrival = end + lat;
+        if self.share_key(src, r.dst) != src {
+            return (end, arrival.max(r_post) + o_r);
+        }
+        if self.mem_per_byte > 0.0 && !self.share_cache(src, r.dst) {
+            let d = r.bytes as f64 * self.mem_per_byte;
+            let m = self.mem_of[r.dst as usize] as usize;
+            arrival = arrival.max(self.mem_free[m].reserve(r.start + lat, d));
+        }
+        self.shm_in[r.dst as usize] = arrival;
+        (end, arrival.max(r_post) + o_r)
     }
 
     /// Rank `a`, its CPU free at `ts`, puts `bytes` into rank `b`'s window:

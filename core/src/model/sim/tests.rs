@@ -55,6 +55,8 @@ pub fn model() -> Model {
         levels: Vec::new(),
         memory_copy_gbs: None,
         intra_load_per_rank: None,
+        shared_reads: false,
+        shared_ports: false,
         group: None,
         fit_error: None,
     }
@@ -650,4 +652,194 @@ fn a_node_busy_with_more_ranks_makes_its_messages_dearer() {
     );
     m.intra_load_per_rank = Some(-0.1);
     assert!(m.check().unwrap_err().contains("intra_load_per_rank"));
+}
+
+/// Inside a node, with the model's `shared_reads`, the reads of one
+/// sender's buffer at once share it (`share.rs`): a root sending a rendezvous message to 7 ranks of its
+/// node keeps every receiver about 7 reads, not 1, 2, ..., 7 (its own
+/// time, the call's, is 7 reads either way); a tree's parent shares its
+/// buffer among its own children only, so the mean over ranks (what
+/// `osu_bcast` reports) falls below basic linear's. A rank receiving two
+/// messages at once copies them one after the other.
+#[test]
+fn reads_of_one_buffer_at_once_share_it() {
+    use colltune_algorithms::{Builder, Region};
+    let mut m = model();
+    m.intra.latency_us = 0.0;
+    m.intra.overhead_us = 0.0;
+    assert!(!m.to_yaml().contains("shared_reads"), "off: not written");
+    m.shared_reads = true;
+    let back: Model = serde_yaml::from_str(&m.to_yaml()).unwrap();
+    assert!(back.shared_reads, "on: written and read back");
+    let n = 1_000_000u64;
+    let read = n as f64 * m.intra.per_byte();
+    let run = |m: &Model, sends: &[(usize, usize)], ranks: usize| {
+        let plans: Vec<Plan> = (0..ranks)
+            .map(|r| {
+                let mut b = Builder::new();
+                for &(from, to) in sends {
+                    if from == r {
+                        b.send(to, Region::data(0, n), Post::Immediate);
+                    } else if to == r {
+                        b.recv(from, Region::data(0, n), Post::Immediate);
+                    }
+                }
+                b.wait_all();
+                Plan::new(b.finish())
+            })
+            .collect();
+        Engine::new(m, &NodeMap::single(ranks), &plans, Execution::Blocking)
+            .run_each()
+            .unwrap()
+    };
+    let linear: Vec<(usize, usize)> = (1..8).map(|r| (0, r)).collect();
+    let t = run(&m, &linear, 8);
+    for (r, &tr) in t.iter().enumerate() {
+        assert!(
+            (tr - 7.0 * read).abs() < 1e-6 * read,
+            "rank {r}: {tr} vs 7 x {read}"
+        );
+    }
+    // Without it they queue: receiver r ends r reads in, the root at 7.
+    let mut queued = m.clone();
+    queued.shared_reads = false;
+    let q = run(&queued, &linear, 8);
+    for (r, &tr) in q.iter().enumerate().skip(1) {
+        assert!((tr - r as f64 * read).abs() < 1e-6 * read, "rank {r}: {tr}");
+    }
+    assert!(
+        (q[0] - t[0]).abs() < 1e-6 * read,
+        "the root: {q:?} vs {t:?}"
+    );
+    // Two reads of one buffer, the second started half a read later: the
+    // first has half left, then shares; it ends at 1.5 reads, the second
+    // at 2.
+    // (checked on the shares alone: the engine starts these together)
+    let mut s = super::share::Shares::new(3);
+    let mut done = Vec::new();
+    let super::share::Joined::Next(_, _) = s.join(0, 1, 0, n, read, 0.0) else {
+        panic!("joins")
+    };
+    let super::share::Joined::Next(t1, v) = s.join(0, 2, 1, n, read, 0.5 * read) else {
+        panic!("joins")
+    };
+    assert!((t1 - 1.5 * read).abs() < 1e-9, "{t1}");
+    let next = s.step(0, v, t1, &mut done).expect("current");
+    assert_eq!(done.iter().map(|r| r.dst).collect::<Vec<_>>(), vec![1]);
+    let (t2, _) = next.expect("one more");
+    assert!((t2 - 2.0 * read).abs() < 1e-9, "{t2}");
+    assert!(s.step(0, v, t2, &mut done).is_none(), "a stale version");
+    // A binary tree (0 -> 1, 2; 1 -> 3, 4; 2 -> 5, 6; 3 -> 7) keeps its
+    // ranks less than linear's on the mean.
+    let tree = [(0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6), (3, 7)];
+    let plans: Vec<Plan> = (0..8)
+        .map(|r| {
+            let mut b = Builder::new();
+            if let Some(&(from, _)) = tree.iter().find(|&&(_, to)| to == r) {
+                b.recv(from, Region::data(0, n), Post::Blocking);
+            }
+            for &(_, to) in tree.iter().filter(|&&(from, _)| from == r) {
+                b.send(to, Region::data(0, n), Post::Immediate);
+            }
+            b.wait_all();
+            Plan::new(b.finish())
+        })
+        .collect();
+    let tb = Engine::new(&m, &NodeMap::single(8), &plans, Execution::Blocking)
+        .run_each()
+        .unwrap();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    assert!(mean(&tb) < 0.8 * mean(&t), "{tb:?} vs {t:?}");
+    // Ranks 0 and 1 both send to 2 at once: rank 2 reads one, then the
+    // other, each at the full rate.
+    let t = run(&m, &[(0, 2), (1, 2)], 3);
+    assert!((t[2] - 2.0 * read).abs() < 1e-6 * read, "{t:?}");
+    let first = t[0].min(t[1]);
+    assert!((first - read).abs() < 1e-6 * read, "{t:?}");
+}
+
+/// Between nodes, with the model's `shared_ports`, the rendezvous
+/// transfers leaving one node's port at once share its rate: a root on
+/// its own node sending 1 MB to each of 3 other nodes keeps every
+/// receiver about 3 transfers (and the latencies), where the queue ends
+/// them 1, 2 and 3 transfers in. A binomial tree over 8 nodes then takes
+/// the path through each rank's first child, 3 + 2 + 1 transfers: what
+/// Leonardo's binomial at 8 MiB measures (docs/measurements/2026-12-07-converged).
+#[test]
+fn transfers_leaving_a_port_at_once_share_it() {
+    use colltune_algorithms::{Builder, Region};
+    let mut m = model();
+    m.inter.latency_us = 0.0;
+    m.inter.overhead_us = 0.0;
+    m.inter.gap_us = 0.0;
+    assert!(!m.to_yaml().contains("shared_ports"), "off: not written");
+    m.shared_ports = true;
+    let back: Model = serde_yaml::from_str(&m.to_yaml()).unwrap();
+    assert!(back.shared_ports, "on: written and read back");
+    let n = 1_000_000u64;
+    let xfer = n as f64 * m.inter.per_byte();
+    let run = |m: &Model, edges: &[(usize, usize)], ranks: usize| {
+        let plans: Vec<Plan> = (0..ranks)
+            .map(|r| {
+                let mut b = Builder::new();
+                if let Some(&(from, _)) = edges.iter().find(|&&(_, to)| to == r) {
+                    b.recv(from, Region::data(0, n), Post::Blocking);
+                }
+                for &(_, to) in edges.iter().filter(|&&(from, _)| from == r) {
+                    b.send(to, Region::data(0, n), Post::Immediate);
+                }
+                b.wait_all();
+                Plan::new(b.finish())
+            })
+            .collect();
+        let nodes = NodeMap::blocks(&vec![1; ranks]).unwrap();
+        Engine::new(m, &nodes, &plans, Execution::Blocking)
+            .run_each()
+            .unwrap()
+    };
+    let linear = [(0, 1), (0, 2), (0, 3)];
+    let t = run(&m, &linear, 4);
+    for (r, &tr) in t.iter().enumerate() {
+        assert!(
+            (tr - 3.0 * xfer).abs() < 1e-3 * xfer,
+            "rank {r}: {tr} vs 3 x {xfer}"
+        );
+    }
+    let mut queued = m.clone();
+    queued.shared_ports = false;
+    let q = run(&queued, &linear, 4);
+    for (r, &tr) in q.iter().enumerate().skip(1) {
+        assert!(
+            (tr - r as f64 * xfer).abs() < 1e-3 * xfer,
+            "queued, rank {r}: {tr}"
+        );
+    }
+    // Binomial over 8 nodes, as Open MPI's build_bmtree: 0 -> 1, 2, 4;
+    // 1 -> 3, 5; 2 -> 6; 3 -> 7. Shared: rank 7 is reached through 0's,
+    // 1's and 3's first children, 3 + 2 + 1 transfers; queued, 1 + 1 + 1.
+    let bmtree = [(0, 1), (0, 2), (0, 4), (1, 3), (1, 5), (2, 6), (3, 7)];
+    let s = run(&m, &bmtree, 8);
+    assert!((s[7] - 6.0 * xfer).abs() < 1e-3 * xfer, "{s:?}");
+    let q = run(&queued, &bmtree, 8);
+    assert!((q[7] - 3.0 * xfer).abs() < 1e-3 * xfer, "{q:?}");
+    // Inside a node nothing changes: the port is not in the way.
+    let one = |m: &Model| {
+        let plans: Vec<Plan> = (0..3)
+            .map(|r| {
+                let mut b = Builder::new();
+                if r == 0 {
+                    b.send(1, Region::data(0, n), Post::Immediate);
+                    b.send(2, Region::data(0, n), Post::Immediate);
+                } else {
+                    b.recv(0, Region::data(0, n), Post::Blocking);
+                }
+                b.wait_all();
+                Plan::new(b.finish())
+            })
+            .collect();
+        Engine::new(m, &NodeMap::single(3), &plans, Execution::Blocking)
+            .run_each()
+            .unwrap()
+    };
+    assert_eq!(one(&m), one(&queued));
 }
