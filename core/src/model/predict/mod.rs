@@ -506,6 +506,15 @@ impl Summary {
     }
 }
 
+/// A point's times of the forced algorithms (the library's default, 0,
+/// left out): the candidates a winner is chosen among.
+pub fn forced(algs: &BTreeMap<u32, f64>) -> BTreeMap<u32, f64> {
+    algs.iter()
+        .filter(|(&a, _)| a != 0)
+        .map(|(&a, &t)| (a, t))
+        .collect()
+}
+
 fn argmin(m: &BTreeMap<u32, f64>) -> u32 {
     m.iter()
         .min_by(|a, b| a.1.total_cmp(b.1))
@@ -533,11 +542,7 @@ pub fn check(
 ) -> Result<(Vec<Point>, Summary), String> {
     let mut points = Vec::new();
     for (&(ranks, bytes), algs) in meas {
-        let forced: BTreeMap<u32, f64> = algs
-            .iter()
-            .filter(|(&a, _)| a != 0)
-            .map(|(&a, &t)| (a, t))
-            .collect();
+        let forced = forced(algs);
         if forced.len() < 2 {
             continue;
         }

@@ -48,11 +48,7 @@ impl Neighbours {
 fn forced_by_size(meas: &Measured) -> BTreeMap<u64, BTreeMap<usize, BTreeMap<u32, f64>>> {
     let mut out: BTreeMap<u64, BTreeMap<usize, BTreeMap<u32, f64>>> = BTreeMap::new();
     for (&(ranks, bytes), algs) in meas {
-        let forced: BTreeMap<u32, f64> = algs
-            .iter()
-            .filter(|(&a, _)| a != 0)
-            .map(|(&a, &t)| (a, t))
-            .collect();
+        let forced = super::forced(algs);
         if forced.len() >= 2 {
             out.entry(bytes).or_default().insert(ranks, forced);
         }
