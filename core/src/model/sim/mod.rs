@@ -62,6 +62,7 @@
 mod closed;
 mod engine;
 mod events;
+mod flat;
 pub mod model;
 mod network;
 mod pack;
