@@ -69,7 +69,7 @@ pub const STEPS: [f64; 4] = [2.0, 1.0, 0.5, 0.25];
 /// pass moves no knob; the cap only bounds the cost. It was 3, and a
 /// search stopped short of its step's optimum changed figures with the fit
 /// set (EPYC by core, a plan of 100: agreement 67% at 3 passes, 86% run to
-/// the end; docs/measurements/2026-12-07-calibrate).
+/// the end; docs/measurements/2026-12-07-converged).
 pub const PASSES: usize = 20;
 /// A fitted knob doubled or halved must raise the objective by this share
 /// or more to count as pinned by the data.
