@@ -38,7 +38,7 @@
 //!
 //! Parameters: [`FOLDS`], [`SHRINK`].
 
-use super::{objective, simulate_all, stages, FitError, Obs};
+use super::{score, stages, FitError, Obs};
 use crate::model::placement::Layout;
 use crate::model::sim::Model;
 
@@ -112,8 +112,7 @@ pub fn check(
     let held = |map: &dyn Fn(&[f64]) -> Vec<f64>| -> Result<f64, FitError> {
         let mut sum = 0.0;
         for (test, x) in &fits {
-            let p = simulate_all(&apply(base, &map(x)), layout, test)?;
-            sum += objective(&p, test) * test.len() as f64;
+            sum += score(&apply(base, &map(x)), layout, test)?.0 * test.len() as f64;
         }
         Ok(sum / obs.len() as f64)
     };

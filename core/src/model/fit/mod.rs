@@ -205,6 +205,13 @@ pub fn simulate_all(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<Vec<f64>,
 }
 
 /// The objective: mean |ln(predicted / measured)|.
+/// Simulates every point on `m` and scores it: the objective and the
+/// simulated times (what each stage's search evaluates).
+pub(super) fn score(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<(f64, Vec<f64>), FitError> {
+    let p = simulate_all(m, layout, obs)?;
+    Ok((objective(&p, obs), p))
+}
+
 fn objective(pred: &[f64], obs: &[Obs]) -> f64 {
     let sum: f64 = pred
         .iter()
@@ -414,8 +421,7 @@ fn stages(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Staged, FitError
     let mut evaluations = 0;
     let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
         evaluations += 1;
-        let p = simulate_all(&apply(base, x), layout, obs)?;
-        Ok((objective(&p, obs), p))
+        score(&apply(base, x), layout, obs)
     };
     let zero = vec![0.0; n];
     let (base_cost, base_pred) = eval(&zero)?;
@@ -523,8 +529,7 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
     } = stages(base, layout, obs)?;
     let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
         evaluations += 1;
-        let p = simulate_all(&apply(base, x), layout, obs)?;
-        Ok((objective(&p, obs), p))
+        score(&apply(base, x), layout, obs)
     };
     let zero = vec![0.0; n];
     // The guard: every pinned figure held out against points it was not
@@ -584,8 +589,7 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
         let live: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
         let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
             evaluations += 1;
-            let p = simulate_all(&apply(&with, x), layout, obs)?;
-            Ok((objective(&p, obs), p))
+            score(&apply(&with, x), layout, obs)
         };
         let (c0, _) = eval(&x)?;
         // No point moves with it: nothing to search.
