@@ -14,7 +14,8 @@
 //!                     (shared by the node's ranks)       across nodes at once
 //!   net-latency       L between nodes (and groups)       hops between nodes
 //!   net-bandwidth     1/G between nodes (and groups)     large messages between nodes
-//!   top-bandwidth     1/G between groups of nodes        contention on the top level's links
+//!   top-bandwidth     a group's links to the others      many nodes' messages between groups
+//!                     together (contention)              at once (a dragonfly's global links)
 //! ```
 //!
 //! `net-overhead` and `net-gap` are the two halves of what a message
@@ -115,7 +116,7 @@ pub const KNOBS: &[KnobInfo] = &[
     KnobInfo {
         knob: Knob::TopBandwidth,
         name: "top-bandwidth",
-        what: "the rate between groups of nodes (contention on the top level)",
+        what: "all of one group's links to the other groups together (contention on the top level)",
         refines: false,
     },
 ];
@@ -152,8 +153,13 @@ pub fn apply(base: &Model, x: &[f64]) -> Model {
             Knob::NetLatency => net_links(&mut m, |l| l.latency_us *= f),
             Knob::NetBandwidth => net_links(&mut m, |l| scale_rate(l, f)),
             Knob::TopBandwidth => {
-                if let Some(g) = m.group.as_mut() {
-                    scale_rate(&mut g.link, f);
+                // A base without a limit on a group's links starts at all
+                // its nodes' ports at once (no contention beyond them);
+                // x = 0 keeps the base as it is.
+                let inter = base.inter.bandwidth_gbs;
+                if let Some(g) = m.group.as_mut().filter(|_| f != 1.0) {
+                    let full = g.nodes as f64 * inter;
+                    g.global_gbs = Some(g.global_gbs.unwrap_or(full) * f);
                 }
             }
         }
@@ -243,9 +249,13 @@ pub fn figure(m: &Model, k: Knob) -> String {
         Knob::NetGap => format!("g (us): {}", net(|l| l.gap_us)),
         Knob::NetLatency => format!("L (us): {}", net(|l| l.latency_us)),
         Knob::NetBandwidth => format!("GB/s: {}", net(|l| l.bandwidth_gbs)),
-        Knob::TopBandwidth => m.group.as_ref().map_or("no group level".into(), |g| {
-            format!("{:.3} GB/s", g.link.bandwidth_gbs)
-        }),
+        Knob::TopBandwidth => match &m.group {
+            None => "no group level".into(),
+            Some(g) => match g.global_gbs {
+                Some(x) => format!("{x:.1} GB/s, a group's links to the others together"),
+                None => "no limit on a group's links beyond its nodes' ports".into(),
+            },
+        },
     }
 }
 

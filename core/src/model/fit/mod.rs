@@ -431,11 +431,16 @@ fn stages(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Staged, FitError
         if !applies(base, info.knob) {
             continue;
         }
-        let mut x = zero.clone();
-        x[k] = 1.0;
-        let (_, p) = eval(&x)?;
-        if basis(&base_pred, &p, obs).0 > 0 {
-            live.push(k);
+        // Doubled, else halved (a limit the base does not have, such as
+        // a group's links, only shows below the base's figure).
+        for step in [1.0, -1.0] {
+            let mut x = zero.clone();
+            x[k] = step;
+            let (_, p) = eval(&x)?;
+            if basis(&base_pred, &p, obs).0 > 0 {
+                live.push(k);
+                break;
+            }
         }
     }
     // The first stage: every live knob but the refinements.
@@ -517,6 +522,18 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
             time_us: o.time_us,
         });
     }
+    // The layout's groups are the ones simulated: the fitted model says
+    // so, and `top-bandwidth` starts from their nodes' ports.
+    let grouped;
+    let base = match (layout.groups(), &base.group) {
+        (Some((_, per)), Some(g)) if g.nodes != per => {
+            let mut m = base.clone();
+            m.group.as_mut().expect("a group level").nodes = per;
+            grouped = m;
+            &grouped
+        }
+        _ => base,
+    };
     let n = KNOBS.len();
     let Staged {
         mut x,

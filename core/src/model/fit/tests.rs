@@ -311,3 +311,65 @@ fn keeps_the_shape_its_data_was_simulated_with() {
     let g = fit(&base, &layout(), &queued).unwrap();
     assert!(g.shapes.iter().all(|s| !s.kept), "{:?}", g.shapes);
 }
+
+#[test]
+fn contention_between_groups_is_fitted_from_a_base_without_it() {
+    use crate::model::sim::GroupLevel;
+    // Eight nodes of one rank in groups of four, as the layout says (the
+    // base says 16: the fit takes the layout's).
+    let mut base = generic();
+    base.group = Some(GroupLevel {
+        nodes: 16,
+        link: base.inter.clone(),
+        global_gbs: None,
+    });
+    let layout = Layout::parse("group:2,node:4,core:1").unwrap();
+    // At x = 0 the base keeps no limit; below, a group's links together
+    // start at its four nodes' ports at once (4 x 12 GB/s).
+    let four = |m: &Model| {
+        let mut m = m.clone();
+        m.group.as_mut().unwrap().nodes = 4;
+        m
+    };
+    assert_eq!(
+        apply(&four(&base), &x_of(&[(Knob::TopBandwidth, 0.0)])),
+        four(&base)
+    );
+    let truth = apply(&four(&base), &x_of(&[(Knob::TopBandwidth, -2.0)]));
+    assert_eq!(truth.group.as_ref().unwrap().global_gbs, Some(12.0));
+    let mut obs = Vec::new();
+    for alg in [1, 2, 5, 6, 8, 9] {
+        for bytes in [8, 65536, 1 << 20, 4 << 20] {
+            obs.push(Obs {
+                mapping: Mapping::Core,
+                algorithm: alg,
+                ranks: 8,
+                bytes,
+                time_us: 1.0,
+                kind: TimeKind::MeanOverRanks,
+                source: "test".into(),
+            });
+        }
+    }
+    let t = simulate_all(&truth, &layout, &obs).unwrap();
+    let free = simulate_all(&four(&base), &layout, &obs).unwrap();
+    assert!(
+        t.iter().zip(&free).any(|(a, b)| a > &(b * 1.2)),
+        "contention shows"
+    );
+    let obs: Vec<Obs> = obs
+        .into_iter()
+        .zip(t)
+        .map(|(o, t)| Obs { time_us: t, ..o })
+        .collect();
+    let f = fit(&base, &layout, &obs).unwrap();
+    let k = knob(&f, "top-bandwidth");
+    assert!(k.pinned && (k.factor / 0.25 - 1.0).abs() < 0.2, "{k:?}");
+    assert!(k.figure.contains("a group's links"), "{k:?}");
+    assert_eq!(
+        f.model.group.as_ref().unwrap().nodes,
+        4,
+        "the layout's groups"
+    );
+    assert!(f.error_median < 0.02, "{f:?}");
+}

@@ -542,6 +542,13 @@ impl Network {
         let (lat, o_r) = (l.latency_us, l.overhead_us);
         let mut arrival = end + lat;
         if self.share_key(src, r.dst) != src {
+            // A node's port shared: between groups the data then takes its
+            // turn on the groups' global links, as a queued message does.
+            let (na, nb) = (
+                self.node_of[src as usize] as usize,
+                self.node_of[r.dst as usize] as usize,
+            );
+            let arrival = self.global_turn(na, nb, r.bytes, r.start, arrival);
             return (end, arrival.max(r_post) + o_r);
         }
         if self.mem_per_byte > 0.0 && !self.share_cache(src, r.dst) {

@@ -198,20 +198,28 @@ mod tests {
     #[test]
     fn global_links_shared_by_a_group_queue_its_messages() {
         let eight = NodeMap::blocks(&[1; 8]).unwrap();
-        let free = grouped(4);
-        let mut shared = grouped(4);
-        let g = shared.group.as_mut().unwrap();
-        g.global_gbs = Some(g.link.bandwidth_gbs);
-        let spec = "scatter_allgather";
-        let (a, ta) = count(&free, spec, Execution::Blocking, &eight, 1 << 20);
-        let (b, tb) = count(&shared, spec, Execution::Blocking, &eight, 1 << 20);
-        assert_eq!(ta, tb, "the same messages");
-        assert!(ta.messages_at(Tier::Global) >= 4, "{ta:?}");
-        assert!(b > a * 1.2, "shared {b} vs free {a}");
-        // small messages hardly notice
-        let (c, _) = count(&free, spec, Execution::Blocking, &eight, 64);
-        let (d, _) = count(&shared, spec, Execution::Blocking, &eight, 64);
-        assert!(d < c * 1.05, "{d} vs {c}");
+        // Whether a node's port queues its transfers or shares its rate
+        // among them (the model's shared_ports), the global links queue.
+        for ports in [false, true] {
+            let mut free = grouped(4);
+            free.shared_ports = ports;
+            let mut shared = free.clone();
+            let g = shared.group.as_mut().unwrap();
+            g.global_gbs = Some(g.link.bandwidth_gbs);
+            let spec = "scatter_allgather";
+            let (a, ta) = count(&free, spec, Execution::Blocking, &eight, 1 << 20);
+            let (b, tb) = count(&shared, spec, Execution::Blocking, &eight, 1 << 20);
+            assert_eq!(ta, tb, "the same messages");
+            assert!(ta.messages_at(Tier::Global) >= 4, "{ta:?}");
+            assert!(
+                b > a * 1.2,
+                "ports shared {ports}: global links shared {b} vs free {a}"
+            );
+            // small messages hardly notice
+            let (c, _) = count(&free, spec, Execution::Blocking, &eight, 64);
+            let (d, _) = count(&shared, spec, Execution::Blocking, &eight, 64);
+            assert!(d < c * 1.05, "{d} vs {c}");
+        }
     }
 
     #[test]
