@@ -191,6 +191,19 @@ fn scale_rate(l: &mut Link, f: f64) {
     }
 }
 
+/// `m` with the rates of `base`'s links inside a node (`node-bandwidth`
+/// moves the local copy alone where the data has no two ranks on a node).
+pub fn keep_node_rates(m: &mut Model, base: &Model) {
+    let rates = |to: &mut Link, from: &Link| {
+        to.bandwidth_gbs = from.bandwidth_gbs;
+        to.eager_bandwidth_gbs = from.eager_bandwidth_gbs;
+    };
+    rates(&mut m.intra, &base.intra);
+    for (to, from) in m.levels.iter_mut().zip(&base.levels) {
+        rates(&mut to.link, &from.link);
+    }
+}
+
 fn node_links(m: &mut Model, f: impl Fn(&mut Link)) {
     f(&mut m.intra);
     for l in &mut m.levels {

@@ -58,10 +58,10 @@ use std::collections::BTreeMap;
 
 use crate::measure::record::Sample;
 use crate::measure::stats::median;
-use crate::model::placement::{Layout, Mapping};
+use crate::model::placement::{Layout, Level, Mapping};
 use crate::model::predict::{self, trees, TimeKind};
 use crate::model::sim::Model;
-use knobs::{applies, apply, figure, KnobInfo, KNOBS};
+use knobs::{applies, apply, figure, Knob, KnobInfo, KNOBS};
 
 /// The search's step sizes, log2 units (a factor 4, 2, 1.41, 1.19).
 pub const STEPS: [f64; 4] = [2.0, 1.0, 0.5, 0.25];
@@ -205,6 +205,20 @@ pub fn simulate_all(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<Vec<f64>,
 }
 
 /// The objective: mean |ln(predicted / measured)|.
+/// Whether any point of `obs` puts two ranks on one node of `layout`.
+fn sees_inside_a_node(layout: &Layout, obs: &[Obs]) -> bool {
+    let shapes: std::collections::BTreeSet<(Mapping, usize)> =
+        obs.iter().map(|o| (o.mapping, o.ranks)).collect();
+    shapes.into_iter().any(|(mapping, ranks)| {
+        mapping.place(layout, ranks).is_ok_and(|cores| {
+            let mut nodes = std::collections::BTreeSet::new();
+            cores
+                .iter()
+                .any(|&c| !nodes.insert(layout.group_of(c, Level::Node)))
+        })
+    })
+}
+
 /// Simulates every point on `m` and scores it: the objective and the
 /// simulated times (what each stage's search evaluates).
 pub(super) fn score(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<(f64, Vec<f64>), FitError> {
@@ -627,22 +641,36 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
             (base, x, cost) = (with, y, c);
         }
     }
-    let model = apply(&base, &x);
+    let mut model = apply(&base, &x);
+    // No point puts two ranks on one node: node-bandwidth moved the local
+    // copy (eager messages between nodes), the links inside a node are
+    // not in the data and keep the start's rates.
+    let inside = sees_inside_a_node(layout, obs);
+    if !inside {
+        knobs::keep_node_rates(&mut model, &base);
+    }
     let predicted = simulate_all(&model, layout, obs)?;
     evaluations += 1;
     let (error_median, error_worst) = errors(&predicted, obs);
     let knobs = report
         .into_iter()
-        .map(|(k, info, basis)| KnobFit {
-            name: info.name,
-            what: info.what,
-            factor: x[k].exp2(),
-            figure: figure(&model, info.knob),
-            pinned: pinned[k],
-            basis,
+        .map(|(k, info, mut basis)| {
+            if !inside && info.knob == Knob::NodeBandwidth && pinned[k] {
+                basis += &format!(
+                    "; the local copy alone ({:.3} GB/s): no point puts two ranks on one node, so its links keep the start's rates",
+                    model.copy_gbs
+                );
+            }
+            KnobFit {
+                name: info.name,
+                what: info.what,
+                factor: x[k].exp2(),
+                figure: figure(&model, info.knob),
+                pinned: pinned[k],
+                basis,
+            }
         })
         .collect();
-    let mut model = model;
     model.fit_error = Some(error_median);
     Ok(Fitted {
         model,

@@ -373,3 +373,54 @@ fn contention_between_groups_is_fitted_from_a_base_without_it() {
     );
     assert!(f.error_median < 0.02, "{f:?}");
 }
+
+#[test]
+fn a_set_of_one_rank_a_node_leaves_the_links_inside_a_node_alone() {
+    // Sixteen nodes, one rank on each: what node-bandwidth moves here is
+    // the local copy of an eager message between nodes.
+    let base = generic();
+    let layout = Layout::parse("node:16,core:2").unwrap();
+    let truth = apply(&base, &x_of(&[(Knob::NodeBandwidth, -1.0)]));
+    let mut obs = Vec::new();
+    for alg in [1, 2, 5, 6] {
+        for ranks in [4, 8, 16] {
+            for bytes in [8, 16384, 65536] {
+                obs.push(Obs {
+                    mapping: Mapping::Node,
+                    algorithm: alg,
+                    ranks,
+                    bytes,
+                    time_us: 1.0,
+                    kind: TimeKind::MeanOverRanks,
+                    source: "test".into(),
+                });
+            }
+        }
+    }
+    let t = simulate_all(&truth, &layout, &obs).unwrap();
+    let obs: Vec<Obs> = obs
+        .into_iter()
+        .zip(t)
+        .map(|(o, t)| Obs { time_us: t, ..o })
+        .collect();
+    assert!(!sees_inside_a_node(&layout, &obs));
+    let f = fit(&base, &layout, &obs).unwrap();
+    let k = knob(&f, "node-bandwidth");
+    assert!(k.pinned && (k.factor / 0.5 - 1.0).abs() < 0.2, "{k:?}");
+    assert!(k.basis.contains("the local copy alone"), "{k:?}");
+    assert!(
+        (f.model.copy_gbs / (0.5 * base.copy_gbs) - 1.0).abs() < 0.2,
+        "{}",
+        f.model.copy_gbs
+    );
+    assert_eq!(f.model.intra.bandwidth_gbs, base.intra.bandwidth_gbs);
+    // By core, two ranks share a node: the links are in the data.
+    let by_core: Vec<Obs> = obs
+        .iter()
+        .map(|o| Obs {
+            mapping: Mapping::Core,
+            ..o.clone()
+        })
+        .collect();
+    assert!(sees_inside_a_node(&layout, &by_core));
+}
