@@ -204,7 +204,6 @@ pub fn simulate_all(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<Vec<f64>,
     Ok(out)
 }
 
-/// The objective: mean |ln(predicted / measured)|.
 /// Whether any point of `obs` puts two ranks on one node of `layout`.
 fn sees_inside_a_node(layout: &Layout, obs: &[Obs]) -> bool {
     let shapes: std::collections::BTreeSet<(Mapping, usize)> =
@@ -226,6 +225,7 @@ pub(super) fn score(m: &Model, layout: &Layout, obs: &[Obs]) -> Result<(f64, Vec
     Ok((objective(&p, obs), p))
 }
 
+/// The objective: mean |ln(predicted / measured)|.
 fn objective(pred: &[f64], obs: &[Obs]) -> f64 {
     let sum: f64 = pred
         .iter()
@@ -507,6 +507,52 @@ fn stages(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Staged, FitError
     })
 }
 
+/// The fit's last stage: each of [`SHAPES`] tried on `base` from the
+/// fitted `x` (objective `cost`), the `pinned` knobs searched again; kept
+/// where the objective falls by [`PINNED`] or more. What is kept: the
+/// base, the knobs, and a line per shape.
+fn try_shapes(
+    base: &Model,
+    layout: &Layout,
+    obs: &[Obs],
+    (mut x, mut cost): (Vec<f64>, f64),
+    pinned: &[usize],
+    evaluations: &mut usize,
+) -> Result<(Model, Vec<f64>, Vec<ShapeFit>), FitError> {
+    let mut base = base.clone();
+    let mut shapes = Vec::new();
+    for shape in SHAPES {
+        if (shape.get)(&base) {
+            continue;
+        }
+        let mut with = base.clone();
+        (shape.set)(&mut with);
+        let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
+            *evaluations += 1;
+            score(&apply(&with, x), layout, obs)
+        };
+        let (c0, _) = eval(&x)?;
+        // No point moves with it: nothing to search.
+        let (y, c) = if (c0 - cost).abs() <= 1e-12 * cost.max(1e-12) {
+            (x.clone(), c0)
+        } else {
+            search(&mut eval, x.clone(), c0, pinned, &STEPS[2..])?
+        };
+        let kept = c < cost * (1.0 - PINNED);
+        shapes.push(ShapeFit {
+            name: shape.name,
+            what: shape.what,
+            kept,
+            without: cost,
+            with: c,
+        });
+        if kept {
+            (base, x, cost) = (with, y, c);
+        }
+    }
+    Ok((base, x, shapes))
+}
+
 /// Fits the knobs of `base` to `obs` ([module text](self)), without the
 /// held-out guard (cv.rs).
 pub fn fit(base: &Model, layout: &Layout, obs: &[Obs]) -> Result<Fitted, FitError> {
@@ -609,38 +655,8 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
     // The shapes (sim/share.rs), each tried from the fitted figures with
     // the pinned knobs searched again, kept where the fit's error falls by
     // PINNED or more.
-    let mut base = base.clone();
-    let mut shapes = Vec::new();
-    for shape in SHAPES {
-        if (shape.get)(&base) {
-            continue;
-        }
-        let mut with = base.clone();
-        (shape.set)(&mut with);
-        let live: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
-        let mut eval = |x: &[f64]| -> Result<(f64, Vec<f64>), FitError> {
-            evaluations += 1;
-            score(&apply(&with, x), layout, obs)
-        };
-        let (c0, _) = eval(&x)?;
-        // No point moves with it: nothing to search.
-        let (y, c) = if (c0 - cost).abs() <= 1e-12 * cost.max(1e-12) {
-            (x.clone(), c0)
-        } else {
-            search(&mut eval, x.clone(), c0, &live, &STEPS[2..])?
-        };
-        let kept = c < cost * (1.0 - PINNED);
-        shapes.push(ShapeFit {
-            name: shape.name,
-            what: shape.what,
-            kept,
-            without: cost,
-            with: c,
-        });
-        if kept {
-            (base, x, cost) = (with, y, c);
-        }
-    }
+    let pins: Vec<usize> = (0..n).filter(|&k| pinned[k]).collect();
+    let (base, x, shapes) = try_shapes(base, layout, obs, (x, cost), &pins, &mut evaluations)?;
     let mut model = apply(&base, &x);
     // No point puts two ranks on one node: node-bandwidth moved the local
     // copy (eager messages between nodes), the links inside a node are
