@@ -9,14 +9,24 @@ fn layout() -> Layout {
 }
 
 fn points(ranks: &[usize]) -> Vec<Obs> {
+    grid(
+        &[1, 2, 5, 6],
+        ranks,
+        &[8, 4096, 65536, 1 << 20],
+        Mapping::Core,
+    )
+}
+
+/// Every algorithm at every rank count and size, placed by `mapping`.
+fn grid(algs: &[u32], ranks: &[usize], sizes: &[u64], mapping: Mapping) -> Vec<Obs> {
     let mut out = Vec::new();
-    for alg in [1, 2, 5, 6] {
-        for &r in ranks {
-            for bytes in [8, 4096, 65536, 1 << 20] {
+    for &algorithm in algs {
+        for &ranks in ranks {
+            for &bytes in sizes {
                 out.push(Obs {
-                    mapping: Mapping::Core,
-                    algorithm: alg,
-                    ranks: r,
+                    mapping,
+                    algorithm,
+                    ranks,
                     bytes,
                     time_us: 1.0,
                     kind: TimeKind::MeanOverRanks,
@@ -28,6 +38,15 @@ fn points(ranks: &[usize]) -> Vec<Obs> {
     out
 }
 
+/// `obs` with the times `truth` gives them on `layout`.
+fn timed(truth: &Model, layout: &Layout, obs: Vec<Obs>) -> Vec<Obs> {
+    let t = simulate_all(truth, layout, &obs).unwrap();
+    obs.into_iter()
+        .zip(t)
+        .map(|(o, t)| Obs { time_us: t, ..o })
+        .collect()
+}
+
 fn x_of(pairs: &[(Knob, f64)]) -> Vec<f64> {
     KNOBS
         .iter()
@@ -37,11 +56,7 @@ fn x_of(pairs: &[(Knob, f64)]) -> Vec<f64> {
 
 /// `obs` with the times `truth` gives them.
 fn measured_on(truth: &Model, obs: Vec<Obs>) -> Vec<Obs> {
-    let t = simulate_all(truth, &layout(), &obs).unwrap();
-    obs.into_iter()
-        .zip(t)
-        .map(|(o, t)| Obs { time_us: t, ..o })
-        .collect()
+    timed(truth, &layout(), obs)
 }
 
 fn knob<'a>(f: &'a Fitted, name: &str) -> &'a KnobFit {
@@ -274,28 +289,13 @@ fn keeps_the_shape_its_data_was_simulated_with() {
     let base = generic();
     let mut truth = base.clone();
     truth.shared_ports = true;
-    let mut obs = Vec::new();
-    for alg in [1, 5, 6] {
-        for r in [4, 8, 16] {
-            for bytes in [8, 65536, 1 << 20, 1 << 22] {
-                obs.push(Obs {
-                    mapping: Mapping::Node,
-                    algorithm: alg,
-                    ranks: r,
-                    bytes,
-                    time_us: 1.0,
-                    kind: TimeKind::MeanOverRanks,
-                    source: "test".into(),
-                });
-            }
-        }
-    }
-    let t = simulate_all(&truth, &lay, &obs).unwrap();
-    let obs: Vec<Obs> = obs
-        .into_iter()
-        .zip(t)
-        .map(|(o, t)| Obs { time_us: t, ..o })
-        .collect();
+    let obs = grid(
+        &[1, 5, 6],
+        &[4, 8, 16],
+        &[8, 65536, 1 << 20, 1 << 22],
+        Mapping::Node,
+    );
+    let obs = timed(&truth, &lay, obs);
     let f = fit(&base, &lay, &obs).unwrap();
     let ports = f.shapes.iter().find(|s| s.name == "shared-ports").unwrap();
     assert!(ports.kept && ports.with < 0.5 * ports.without, "{ports:?}");
@@ -337,31 +337,20 @@ fn contention_between_groups_is_fitted_from_a_base_without_it() {
     );
     let truth = apply(&four(&base), &x_of(&[(Knob::TopBandwidth, -2.0)]));
     assert_eq!(truth.group.as_ref().unwrap().global_gbs, Some(12.0));
-    let mut obs = Vec::new();
-    for alg in [1, 2, 5, 6, 8, 9] {
-        for bytes in [8, 65536, 1 << 20, 4 << 20] {
-            obs.push(Obs {
-                mapping: Mapping::Core,
-                algorithm: alg,
-                ranks: 8,
-                bytes,
-                time_us: 1.0,
-                kind: TimeKind::MeanOverRanks,
-                source: "test".into(),
-            });
-        }
-    }
-    let t = simulate_all(&truth, &layout, &obs).unwrap();
-    let free = simulate_all(&four(&base), &layout, &obs).unwrap();
+    let grid = grid(
+        &[1, 2, 5, 6, 8, 9],
+        &[8],
+        &[8, 65536, 1 << 20, 4 << 20],
+        Mapping::Core,
+    );
+    let obs = timed(&truth, &layout, grid.clone());
+    let free = timed(&four(&base), &layout, grid);
     assert!(
-        t.iter().zip(&free).any(|(a, b)| a > &(b * 1.2)),
+        obs.iter()
+            .zip(&free)
+            .any(|(a, b)| a.time_us > b.time_us * 1.2),
         "contention shows"
     );
-    let obs: Vec<Obs> = obs
-        .into_iter()
-        .zip(t)
-        .map(|(o, t)| Obs { time_us: t, ..o })
-        .collect();
     let f = fit(&base, &layout, &obs).unwrap();
     let k = knob(&f, "top-bandwidth");
     assert!(k.pinned && (k.factor / 0.25 - 1.0).abs() < 0.2, "{k:?}");
@@ -381,28 +370,13 @@ fn a_set_of_one_rank_a_node_leaves_the_links_inside_a_node_alone() {
     let base = generic();
     let layout = Layout::parse("node:16,core:2").unwrap();
     let truth = apply(&base, &x_of(&[(Knob::NodeBandwidth, -1.0)]));
-    let mut obs = Vec::new();
-    for alg in [1, 2, 5, 6] {
-        for ranks in [4, 8, 16] {
-            for bytes in [8, 16384, 65536] {
-                obs.push(Obs {
-                    mapping: Mapping::Node,
-                    algorithm: alg,
-                    ranks,
-                    bytes,
-                    time_us: 1.0,
-                    kind: TimeKind::MeanOverRanks,
-                    source: "test".into(),
-                });
-            }
-        }
-    }
-    let t = simulate_all(&truth, &layout, &obs).unwrap();
-    let obs: Vec<Obs> = obs
-        .into_iter()
-        .zip(t)
-        .map(|(o, t)| Obs { time_us: t, ..o })
-        .collect();
+    let obs = grid(
+        &[1, 2, 5, 6],
+        &[4, 8, 16],
+        &[8, 16384, 65536],
+        Mapping::Node,
+    );
+    let obs = timed(&truth, &layout, obs);
     assert!(!sees_inside_a_node(&layout, &obs));
     let f = fit(&base, &layout, &obs).unwrap();
     let k = knob(&f, "node-bandwidth");
