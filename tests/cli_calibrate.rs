@@ -308,3 +308,48 @@ fn colltunes_own_bine_enters_the_fit_and_the_check() {
         "{out}"
     );
 }
+
+/// `--alloc` and `--group-by`: the fit runs on the allocation's nodes and
+/// groups (8 nodes named by a Slurm list, 4 to a group), says the group
+/// level's knob, and writes the groups it simulated; `--group-by` alone
+/// is an error naming what it needs.
+#[test]
+fn calibrate_takes_an_allocation_and_its_groups() {
+    let d = scratch("calib-alloc");
+    let csv = bcast_csv(&d);
+    let model = d.join("m.yaml");
+    let base = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tuning-tables/models/leonardo-dragonfly.yaml"
+    );
+    let mut args = vec!["calibrate", "--collectives", s(&csv), "--base", base];
+    args.extend([
+        "--layout",
+        "node:1,core:4",
+        "--mapping",
+        "node",
+        "-o",
+        s(&model),
+    ]);
+    args.extend(["--alloc", "n[1-8]", "--group-by", "nodes:4"]);
+    let o = ct(&args);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let top = out
+        .lines()
+        .find(|l| l.contains("top-bandwidth"))
+        .unwrap_or_default();
+    assert!(!top.contains("no group level"), "{out}");
+    let m = std::fs::read_to_string(&model).unwrap();
+    assert!(m.contains("group:\n  nodes: 4\n"), "{m}");
+    // Without the allocation the grouping rule has nothing to group.
+    let mut alone = args[..args.len() - 4].to_vec();
+    alone.extend(["--group-by", "nodes:4"]);
+    let o = ct(&alone);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--group-by needs --alloc"),
+        "{}",
+        text(&o)
+    );
+}

@@ -76,6 +76,15 @@ pub struct Args {
     /// (core, socket or node).
     #[arg(long)]
     mapping: Option<String>,
+    /// For --collectives: the job's allocation, as `predict --alloc`
+    /// takes it (pico's alloc.csv, a Slurm node list, or a file holding
+    /// one); its nodes and groups replace --layout's (docs/model-tables.md).
+    #[arg(long)]
+    alloc: Option<String>,
+    /// With --alloc: how a node's name says its group (nodes:N, field:K,
+    /// topology:FILE, one), as `predict --group-by`.
+    #[arg(long)]
+    group_by: Option<String>,
     /// For --collectives: column map (as import's --columns).
     #[arg(long)]
     columns: Option<String>,
@@ -123,6 +132,8 @@ pub fn run(a: Args) -> anyhow::Result<Code> {
             files: &a.collectives,
             layout: a.layout.as_deref(),
             mapping: a.mapping.as_deref(),
+            alloc: a.alloc.as_deref(),
+            group_by: a.group_by.as_deref(),
             columns: a.columns.as_deref(),
             labels: a.labels.as_deref(),
             base: a.base.as_deref(),
