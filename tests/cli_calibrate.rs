@@ -268,6 +268,20 @@ fn bad_input_is_an_error_naming_what_to_do() {
             ],
             "give --from SET",
         ),
+        (
+            vec![
+                "predict",
+                "--model",
+                "tuning-tables/models/leonardo-dragonfly.yaml",
+                "--layout",
+                "node:4,core:4",
+                "--mapping",
+                "node",
+                "--group-by",
+                "nodes:2",
+            ],
+            "--group-by needs --alloc",
+        ),
     ] {
         let o = ct(&args);
         let out = text(&o);

@@ -3,7 +3,7 @@
 //! parsed into what the libraries take; [`one_of`], the parser of options
 //! that take one of a few words.
 
-use colltune_core::model::placement::Mapping;
+use colltune_core::model::placement::{Layout, Mapping};
 use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -260,5 +260,23 @@ impl Timing {
             sync: self.sync,
             pattern: self.pattern,
         }
+    }
+}
+
+/// `--layout` with `--alloc ARG --group-by RULE` laid on it (`predict`,
+/// `calibrate --collectives`): the allocation's nodes and groups replace
+/// the layout's; a grouping rule without an allocation is an error.
+pub fn placed_layout(
+    layout: &str,
+    alloc: Option<&str>,
+    group_by: Option<&str>,
+) -> Result<Layout, UsageError> {
+    let l = Layout::parse(layout).map_err(UsageError)?;
+    match (alloc, group_by) {
+        (Some(a), g) => l.with_alloc_arg(a, g).map_err(UsageError),
+        (None, Some(_)) => Err(UsageError(
+            "--group-by needs --alloc (the allocation whose nodes it groups)".into(),
+        )),
+        (None, None) => Ok(l),
     }
 }

@@ -82,19 +82,12 @@ fn span<T: Ord + Copy + std::fmt::Display>(v: impl Iterator<Item = T>) -> String
 }
 
 pub fn run(i: Inputs) -> anyhow::Result<Code> {
-    let mut layout = i
+    let layout = i
         .layout
         .ok_or_else(|| usage("--collectives needs --layout (e.g. node:2,socket:2,core:12)"))
-        .and_then(|l| Layout::parse(l).map_err(usage))?;
-    match (i.alloc, i.group_by) {
-        (Some(al), g) => layout = layout.with_alloc_arg(al, g).map_err(usage)?,
-        (None, Some(_)) => {
-            return Err(usage(
-                "--group-by needs --alloc (the allocation whose nodes it groups)",
-            ))
-        }
-        (None, None) => {}
-    }
+        .and_then(|l| {
+            crate::cli::args::placed_layout(l, i.alloc, i.group_by).map_err(Into::into)
+        })?;
     let mapping = i
         .mapping
         .ok_or_else(|| usage("--collectives needs --mapping (core, socket or node: how the ranks were placed where the files do not say)"))

@@ -85,12 +85,7 @@ pub(crate) fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Code> {
-    let mut layout = Layout::parse(&a.layout).map_err(usage)?;
-    if let Some(al) = &a.alloc {
-        layout = layout
-            .with_alloc_arg(al, a.group_by.as_deref())
-            .map_err(usage)?;
-    }
+    let layout = super::args::placed_layout(&a.layout, a.alloc.as_deref(), a.group_by.as_deref())?;
     let mapping = Mapping::parse(&a.mapping).map_err(usage)?;
     let model = model_of(&a, &layout)?;
     if a.measured.is_empty() {
