@@ -584,16 +584,11 @@ fn fit_with(base: &Model, layout: &Layout, obs: &[Obs], guard: bool) -> Result<F
     }
     // The layout's groups are the ones simulated: the fitted model says
     // so, and `top-bandwidth` starts from their nodes' ports.
-    let grouped;
-    let base = match (layout.groups(), &base.group) {
-        (Some((_, per)), Some(g)) if g.nodes != per => {
-            let mut m = base.clone();
-            m.group.as_mut().expect("a group level").nodes = per;
-            grouped = m;
-            &grouped
-        }
-        _ => base,
-    };
+    let mut base = base.clone();
+    if let (Some((_, per)), Some(g)) = (layout.groups(), base.group.as_mut()) {
+        g.nodes = per;
+    }
+    let base = &base;
     let n = KNOBS.len();
     let Staged {
         mut x,
